@@ -1,0 +1,95 @@
+#include "dispatch/registry.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace attnkit {
+
+// Defined in the generated backends_generated.cpp.
+std::vector<Backend*> generated_built_backends();
+std::vector<std::pair<std::string, std::string>> generated_not_built_reasons();
+
+const std::vector<KnownBackend>& known_backends() {
+  // Order = auto's preference (first supporting backend wins). Quantized-tier backends are
+  // skipped by auto unless the caller allows them. Exact references come last.
+  static const std::vector<KnownBackend> table = {
+      {"flash3", {"_flash_3", "_flash_varlen_3", "_flash_3_hub"},
+       "Hopper sm90a: wgmma, TMA, warp specialization"},
+      {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
+      {"flash", {"flash_varlen", "_native_flash"}, "FlashAttention-2-class, sm80+ (mma.sync)"},
+      {"sage",
+       {"sage_varlen", "_sage_qk_int8_pv_fp16_cuda", "_sage_qk_int8_pv_fp8_cuda",
+        "_sage_qk_int8_pv_fp8_cuda_sm90", "_sage_qk_int8_pv_fp16_triton"},
+       "INT8 QK^T, FP16/FP8 PV (quantized tier)"},
+      {"flex", {}, "block-sparse masks + score/mask functions"},
+      {"efficient", {"xformers", "_native_efficient"},
+       "memory-efficient, any dtype incl. f32, arbitrary bias"},
+      {"cuda_math", {}, "naive GPU reference (fp32 accumulation) for large test shapes"},
+      {"cpu_flash", {}, "tiled online-softmax CPU backend, threads + SIMD"},
+      {"math", {"_native_math"}, "exact CPU reference (fp64 accumulation), the oracle"},
+  };
+  return table;
+}
+
+std::optional<std::string> lookup_canonical(const std::string& n) {
+  if (n == "auto" || n == "native" || n == "default") return std::string("auto");
+  for (const auto& kb : known_backends()) {
+    if (n == kb.name) return std::string(kb.name);
+    for (const char* a : kb.aliases)
+      if (n == a) return std::string(kb.name);
+  }
+  return std::nullopt;
+}
+
+static const std::vector<Backend*>& built_list() {
+  static const std::vector<Backend*> list = [] {
+    std::vector<Backend*> v = generated_built_backends();
+    // Sort by the preference order of known_backends().
+    auto rank = [](const Backend* b) {
+      const auto& t = known_backends();
+      for (size_t i = 0; i < t.size(); ++i)
+        if (b->description().name == t[i].name) return i;
+      return t.size();
+    };
+    std::stable_sort(v.begin(), v.end(),
+                     [&](const Backend* a, const Backend* b) { return rank(a) < rank(b); });
+    return v;
+  }();
+  return list;
+}
+
+Backend* built_backend(const std::string& name) {
+  for (Backend* b : built_list())
+    if (b->description().name == name) return b;
+  return nullptr;
+}
+
+std::vector<Backend*> built_backends() { return built_list(); }
+
+std::string not_built_reason(const std::string& name) {
+  if (built_backend(name)) return "";
+  for (const auto& [n, why] : generated_not_built_reasons())
+    if (n == name) return why;
+  return lookup_canonical(name) ? "not implemented in this version of attnkit" : "";
+}
+
+std::vector<BackendDescription> list_backends() {
+  std::vector<BackendDescription> out;
+  for (const auto& kb : known_backends()) {
+    if (Backend* b = built_backend(kb.name)) {
+      out.push_back(b->description());
+      out.back().built = true;
+      continue;
+    }
+    BackendDescription d;
+    d.name = kb.name;
+    for (const char* a : kb.aliases) d.aliases.emplace_back(a);
+    d.summary = kb.summary;
+    d.built = false;
+    d.not_built_reason = not_built_reason(kb.name);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace attnkit
