@@ -61,6 +61,11 @@ class BackendGuard {
   BackendGuard& operator=(const BackendGuard&) = delete;
 };
 
+/// Threads used by CPU backends: n > 0 fixes the count; 0 restores the default
+/// (env ATTNKIT_NUM_THREADS, else all cores). num_threads() returns the count in effect.
+void set_num_threads(int n);
+int num_threads();
+
 /// Maps any known name or alias to its canonical name; throws kUnknownBackend otherwise.
 std::string canonical_backend_name(const std::string& name_or_alias);
 
