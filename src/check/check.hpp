@@ -76,6 +76,11 @@ inline Report run_case(const Case& c, const std::string& backend, Device device,
   return run_case(c, backend, device, seed, default_tolerance(c.dtype));
 }
 
+/// Like run_case, but the reference is `reference` (e.g. "cuda_math" for shapes too large for
+/// the CPU oracle) running on the same device.
+Report run_case_against(const Case& c, const std::string& backend, const std::string& reference,
+                        Device device, uint64_t seed, const Tolerance& tol);
+
 /// The foundation's hostile shapes (DESIGN.md §5), forward and backward variants: odd and prime
 /// lengths, Sq != Sk with both causal alignments, lengths 0 and 1, varlen with empty sequences,
 /// GQA 1/2/8, D in {32, 64, 80, 96, 128, 192, 256}, Dv != D, non-contiguous strides, both
