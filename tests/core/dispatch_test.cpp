@@ -29,7 +29,9 @@ TEST(Dispatch, ExplainListsEveryKnownBackend) {
   bool math_ok = false;
   for (const auto& b : ex.backends) {
     if (b.name == "math") math_ok = b.ok;
-    if (!b.ok) EXPECT_FALSE(b.reasons.empty()) << b.name << " is not ok but gives no reason";
+    if (!b.ok) {
+      EXPECT_FALSE(b.reasons.empty()) << b.name << " is not ok but gives no reason";
+    }
   }
   EXPECT_TRUE(math_ok);
   EXPECT_FALSE(ex.selected.empty());
