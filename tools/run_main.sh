@@ -4,6 +4,7 @@
 # else a CPU shape).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tools/install_deps.sh
 cmake --preset default
 cmake --build --preset default -j "$(nproc)"
 bin=build/default/tools/cli/attnkit
