@@ -386,7 +386,11 @@ Shapes validate_common(const TensorView& q, const TensorView& k, const TensorVie
     p.mask = m.data;
     p.mask_dtype = m.dtype;
     p.mask_kind = m.dtype == DType::b8 ? MaskKind::keep_bool : MaskKind::additive;
-    p.mask_st = Strides4{st[0], st[1], st[2], st[3]};
+    // Strides4 fields are declared (b, s, h, d): assign by name, (b, h, i, j) -> (b, h, s, d).
+    p.mask_st.b = st[0];
+    p.mask_st.h = st[1];
+    p.mask_st.s = st[2];
+    p.mask_st.d = st[3];
   }
   return s;
 }
