@@ -272,7 +272,8 @@ def _dropout_seed(dropout_p: float, seed: Optional[int]) -> int:
 
 
 def _check_gqa(q: Any, k: Any, bhsd: bool, enable_gqa: bool) -> None:
-    if enable_gqa or len(q.shape) != 4 or len(k.shape) != 4:
+    qs, ks = getattr(q, "shape", None), getattr(k, "shape", None)
+    if enable_gqa or qs is None or ks is None or len(qs) != 4 or len(ks) != 4:
         return
     h = 1 if bhsd else 2
     if q.shape[h] != k.shape[h]:
@@ -351,12 +352,13 @@ def _out_shapes(q, v, bhsd: bool, varlen: bool) -> tuple:
 
 
 def _forward(q, k, v, out, lse, return_lse: bool, opts: dict):
-    varlen = opts["cu_seqlens_q"] is not None
-    out_shape, lse_shape = _out_shapes(q, v, opts["bhsd"], varlen)
-    if out is None:
-        out = _empty(q, out_shape)
-    if lse is None and return_lse:
-        lse = _empty(q, lse_shape, float32=True)
+    if out is None or (lse is None and return_lse):
+        varlen = opts["cu_seqlens_q"] is not None
+        out_shape, lse_shape = _out_shapes(q, v, opts["bhsd"], varlen)
+        if out is None:
+            out = _empty(q, out_shape)
+        if lse is None and return_lse:
+            lse = _empty(q, lse_shape, float32=True)
     if not opts["stream"]:
         opts["stream"] = _stream(q)
     _tls.last = _C.forward(_arg(q), _arg(k), _arg(v), out, lse, **opts)
