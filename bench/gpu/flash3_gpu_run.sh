@@ -1,0 +1,55 @@
+#!/bin/bash
+# One GPU-machine session for flash3: standalone build of the backend + its test + the bench
+# shim (nvcc only, independent of the rest of the tree), tests, SASS check, sanitizer subset,
+# peer benchmark. Usage: bench/gpu/flash3_gpu_run.sh [bench-args...]; logs under $OUT.
+set -u
+OUT=${OUT:-/tmp/flash3_out}
+mkdir -p "$OUT"
+B=build_f3
+rm -rf $B && mkdir -p $B
+ARCH="-gencode=arch=compute_90a,code=sm_90a"
+DEFS="-DATTNKIT_FLASH3_D64=1 -DATTNKIT_FLASH3_D128=1 -DATTNKIT_FLASH3_D256=1 -DATTNKIT_WITH_CUDA=1"
+NV="nvcc -std=c++20 -O3 $ARCH -I include -I src $DEFS -Xcompiler -fPIC"
+{
+  for f in src/backends/flash3/instantiations/*.cu; do
+    echo "$NV -Xptxas -v -c $f -o $B/$(basename $f .cu).o"
+  done
+  echo "$NV -x cu -c src/backends/flash3/backend.cpp -o $B/backend.o"
+  echo "$NV -x cu -c bench/gpu/flash3_shim.cpp -o $B/shim.o"
+  echo "$NV -c tests/backends/flash3/flash3_forward_test.cu -o $B/test.o"
+} > $B/jobs.txt
+t0=$(date +%s)
+xargs -P 10 -I{} bash -c "{} 2>&1" < $B/jobs.txt > $OUT/build.log 2>&1
+grep -E "error|C75|Used|spill|Compiling entry" $OUT/build.log | grep -v "^$" | head -60
+nvcc $ARCH -o $B/flash3_test $B/test.o $B/backend.o $B/fwd_*.o -lgtest -lgtest_main -lpthread \
+  >> $OUT/build.log 2>&1 || { echo "LINK test FAILED"; tail -30 $OUT/build.log; }
+nvcc $ARCH -shared -o $B/libflash3_shim.so $B/shim.o $B/backend.o $B/fwd_*.o \
+  >> $OUT/build.log 2>&1 || { echo "LINK shim FAILED"; tail -30 $OUT/build.log; }
+echo "build: $(( $(date +%s) - t0 )) s"
+
+echo "== SASS: HGMMA count per instantiation"
+for o in $B/fwd_*.o; do
+  echo "$(basename $o): HGMMA $(cuobjdump --dump-sass $o | grep -c HGMMA), LDL/STL $(cuobjdump --dump-sass $o | grep -cE 'LDL|STL')"
+done
+cuobjdump --dump-sass $B/fwd_d128_bf16.o > $OUT/sass_d128_bf16.txt 2>&1
+
+echo "== tests"
+timeout 200 $B/flash3_test --gtest_brief=1 > $OUT/test.log 2>&1
+echo "test rc=$?"
+grep -E "FAILED|PASSED|SKIPPED|Failure|error|Expected|Which is|relative|max abs|lse" $OUT/test.log | head -60
+
+if [ "${F3_SANITIZE:-1}" = 1 ]; then
+  echo "== compute-sanitizer (subset)"
+  FILT='Cases/Flash3Forward.MatchesReference/gqa2_b1_sq77_sk300_h4x2_d128_bf16_br:Cases/Flash3Forward.MatchesReference/sq_gt_sk_b1_sq300_sk77_h2x1_d64_f16_br:Cases/Flash3Forward.MatchesReference/square_b2_sq128_sk128_h2x2_d256_bf16_nc'
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $B/flash3_test --gtest_filter="$FILT" \
+      > $OUT/sanitizer_$tool.log 2>&1
+    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' $OUT/sanitizer_$tool.log | tr '\n' ' ')"
+  done
+fi
+
+if [ "${F3_BENCH:-1}" = 1 ]; then
+  echo "== bench"
+  timeout ${F3_BENCH_TIMEOUT:-240} python3 bench/gpu/flash3_vs_peers.py --lib $B/libflash3_shim.so \
+    --json $OUT/bench.json "$@" 2>&1 | tee $OUT/bench.log | grep -vE "^\s*$" | tail -45
+fi

@@ -1,0 +1,42 @@
+// A C entry point to the flash3 backend for bench/gpu/flash3_vs_peers.py (ctypes on torch
+// tensors), so attnkit:flash3 and torch's SDPA peers run in one process. Builds Params by hand
+// (no dispatcher): [B, S, H, D] views with element strides, d-stride 1.
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+
+#include "core/params.hpp"
+#include "dispatch/backend.hpp"
+
+namespace attnkit {
+Backend& backend_flash3();
+}
+
+extern "C" int flash3_forward(const void* q, const void* k, const void* v, void* out, float* lse,
+                              const int64_t* q_st, const int64_t* k_st, const int64_t* v_st,
+                              const int64_t* o_st, int64_t b, int64_t sq, int64_t sk, int64_t hq,
+                              int64_t hkv, int64_t d, int bf16, int causal, double scale,
+                              void* stream, char* err, int err_len) {
+  using namespace attnkit;
+  Params p;
+  p.batch = b, p.seqlen_q = sq, p.seqlen_k = sk, p.heads_q = hq, p.heads_kv = hkv;
+  p.group = hq / hkv, p.head_dim = d, p.head_dim_v = d;
+  p.dtype = bf16 ? DType::bf16 : DType::f16;
+  p.device = Device::cuda(0);
+  p.q = q, p.k = k, p.v = v, p.out = out, p.lse = lse;
+  p.q_st = {q_st[0], q_st[1], q_st[2], q_st[3]};
+  p.k_st = {k_st[0], k_st[1], k_st[2], k_st[3]};
+  p.v_st = {v_st[0], v_st[1], v_st[2], v_st[3]};
+  p.out_st = {o_st[0], o_st[1], o_st[2], o_st[3]};
+  p.lse_st.b = hq * sq, p.lse_st.h = sq, p.lse_st.s = 1;
+  p.scale = static_cast<float>(scale);
+  p.causal = causal == 0 ? Causal::none : causal == 1 ? Causal::top_left : Causal::bottom_right;
+  p.stream = stream;
+  try {
+    backend_flash3().forward(p);
+  } catch (const std::exception& e) {
+    std::snprintf(err, err_len, "%s", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""attnkit:flash3 forward vs torch SDPA (cuDNN, FlashAttention-2) in ONE process (BENCHMARKS.md).
+
+flash3 is reached through bench/gpu/flash3_shim.cpp (a C entry point, ctypes) on torch tensors.
+Shapes: 16384 tokens, hidden 2048: B = 16384/S, H = 2048/D, bf16, causal and not.
+Method: CUDA events per call, warm-up first, median of --reps calls, inputs rotated over 3 sets
+(> 3 x L2), ~0.3 s pause between implementations. Also cross-checks flash3's output against
+cuDNN's (relative Frobenius error) at every shape.
+
+usage: flash3_vs_peers.py --lib build/libflash3_shim.so --json out.json [--s 512,1024] [--d 64]
+"""
+import argparse
+import ctypes
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+
+def load(lib_path):
+    lib = ctypes.CDLL(lib_path)
+    f = lib.flash3_forward
+    P, I64, I64P = ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
+    f.argtypes = [P, P, P, P, P, I64P, I64P, I64P, I64P, I64, I64, I64, I64, I64, I64,
+                  ctypes.c_int, ctypes.c_int, ctypes.c_double, P, ctypes.c_char_p, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
+
+
+def strides(t):
+    return (ctypes.c_int64 * 4)(*t.stride())
+
+
+def make_flash3(fn, q, k, v, out, lse, causal):
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    err = ctypes.create_string_buffer(512)
+    args = [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr(),
+            strides(q), strides(k), strides(v), strides(out), b, sq, sk, hq, hkv, d,
+            1 if q.dtype == torch.bfloat16 else 0, 1 if causal else 0, 1.0 / math.sqrt(d),
+            torch.cuda.current_stream().cuda_stream, err, 512]
+
+    def run():
+        if fn(*args) != 0:
+            raise RuntimeError(err.value.decode())
+    return run
+
+
+def make_sdpa(backend, q, k, v, causal):
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+    def run():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+    return run
+
+
+def time_it(runs, reps, warmup=10):
+    for i in range(warmup):
+        runs[i % len(runs)]()
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(reps)]
+    for i in range(reps):
+        ev[i][0].record()
+        runs[i % len(runs)]()
+        ev[i][1].record()
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in ev)
+
+
+def ceilings():
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    ms = time_it([lambda: a @ b], 30, 5)
+    gemm = 2 * 8192 ** 3 / ms / 1e9
+    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    ms = time_it([lambda: y.copy_(x)], 30, 5)
+    bw = 2 * (1 << 30) / ms / 1e9
+    return gemm, bw
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--s", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--d", default="64,128,256")
+    ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--pause", type=float, default=0.3)
+    a = ap.parse_args()
+    fn = load(a.lib)
+    torch.manual_seed(0)
+    gemm, bw = ceilings()
+    print(f"ceilings: bf16 GEMM 8192^3 {gemm:.0f} TFLOP/s, copy {bw:.0f} GB/s", flush=True)
+    rows = []
+    dt = torch.bfloat16
+    for d in [int(x) for x in a.d.split(",")]:
+        for s in [int(x) for x in a.s.split(",")]:
+            for causal in [bool(int(x)) for x in a.causal.split(",")]:
+                b, h = 16384 // s, 2048 // d
+                sets = []
+                for _ in range(3):
+                    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=dt) for _ in range(3))
+                    out = torch.empty_like(q)
+                    lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+                    sets.append((q, k, v, out, lse))
+                flops = 4 * b * h * s * s * d / (2 if causal else 1)
+                impls = {
+                    "attnkit:flash3": [make_flash3(fn, q, k, v, o, l, causal) for q, k, v, o, l in sets],
+                    "torch:cudnn": [make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
+                    "torch:flash": [make_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
+                }
+                # Cross-check flash3 against cuDNN on set 0.
+                impls["attnkit:flash3"][0]()
+                ref = impls["torch:cudnn"][0]().transpose(1, 2).float()
+                got = sets[0][3].float()
+                rel = ((got - ref).norm() / ref.norm()).item()
+                ms = {}
+                for name, runs in impls.items():
+                    time.sleep(a.pause)
+                    try:
+                        ms[name] = time_it(runs, a.reps)
+                    except Exception as e:  # a peer that cannot run this shape
+                        print(f"  {name} failed: {e}")
+                        continue
+                    rows.append({"impl": name, "pass": "fwd", "dtype": "bf16", "b": b, "h": h,
+                                 "s": s, "d": d, "causal": causal, "ms": round(ms[name], 4),
+                                 "tflops": round(flops / ms[name] / 1e9, 1)})
+                f3, cd, fa = (ms.get(n) for n in ("attnkit:flash3", "torch:cudnn", "torch:flash"))
+                tf = lambda m: flops / m / 1e9 if m else float("nan")
+                print(f"D={d:3d} S={s:5d} causal={int(causal)}  flash3 {tf(f3):6.1f}  cudnn {tf(cd):6.1f}"
+                      f"  fa2 {tf(fa):6.1f} TFLOP/s   f3/cudnn {cd / f3 if cd else float('nan'):.3f}"
+                      f"  f3/fa2 {fa / f3 if fa else float('nan'):.3f}   rel_err_vs_cudnn {rel:.2e}",
+                      flush=True)
+                if not rel < 2e-2:
+                    print(f"  !! flash3 disagrees with cuDNN: rel {rel}")
+                del sets, impls
+                torch.cuda.empty_cache()
+    res = {"gpu": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
+           "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+           "gemm_tflops_8192": round(gemm, 1), "copy_gbs": round(bw, 1), "rows": rows}
+    with open(a.json, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+// flash3: Hopper-native (sm_90a) attention. Forward only for now: warp-specialised kernel with
+// TMA loads into a 2-stage K/V ring, wgmma for QK^T and PV, online softmax with exp2.
+// Everything not implemented is declared unsupported so the dispatcher falls back.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "attnkit/error.hpp"
+#include "backends/flash3/launch.hpp"
+#include "dispatch/backend.hpp"
+
+namespace attnkit {
+namespace {
+
+std::vector<int> built_head_dims() {
+  std::vector<int> d;
+#if defined(ATTNKIT_FLASH3_D64)
+  d.push_back(64);
+#endif
+#if defined(ATTNKIT_FLASH3_D128)
+  d.push_back(128);
+#endif
+#if defined(ATTNKIT_FLASH3_D256)
+  d.push_back(256);
+#endif
+  return d;
+}
+
+/// Compute capability * 10 of CUDA device `index`, read once per device (0 if unreadable).
+int device_arch(int index) {
+  static std::mutex mu;
+  static std::vector<int> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (index < 0) return 0;
+  if (static_cast<size_t>(index) >= cache.size()) cache.resize(index + 1, -1);
+  if (cache[index] < 0) {
+    cudaDeviceProp prop{};
+    cache[index] = cudaGetDeviceProperties(&prop, index) == cudaSuccess
+                       ? prop.major * 10 + prop.minor
+                       : 0;
+  }
+  return cache[index];
+}
+
+/// TMA requirements for one [B, S, H, D] operand: d-stride 1, the other strides of non-trivial
+/// dims positive multiples of 16 bytes (8 elements), base 16-byte aligned.
+void check_tma_operand(const char* name, const void* ptr, const Strides4& st, int64_t b, int64_t s,
+                       int64_t h, std::vector<std::string>& reasons) {
+  const std::string n(name);
+  if (st.d != 1) reasons.push_back(n + ".stride(d) = " + std::to_string(st.d) + ", flash3 needs 1");
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+    reasons.push_back(n + " data pointer not 16-byte aligned (TMA)");
+  const int64_t sizes[3] = {s, h, b};
+  const int64_t strides[3] = {st.s, st.h, st.b};
+  const char* names[3] = {"s", "h", "b"};
+  for (int i = 0; i < 3; ++i) {
+    if (sizes[i] <= 1) continue;
+    if (strides[i] <= 0 || strides[i] % 8 != 0 || strides[i] * 2 >= (int64_t{1} << 40))
+      reasons.push_back(n + ".stride(" + names[i] + ") = " + std::to_string(strides[i]) +
+                        " elements, flash3 (TMA) needs a positive multiple of 8 below 2^39");
+  }
+}
+
+/// Features the kernel does not implement. The capability table already excludes them; this is
+/// the guard for callers that reach forward() without the dispatcher (tests, benchmarks).
+std::vector<std::string> feature_reasons(const Params& p) {
+  std::vector<std::string> r;
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16) r.push_back("dtype must be bf16 or f16");
+  if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
+  if (p.varlen) r.push_back("varlen");
+  if (p.has_mask()) r.push_back("mask");
+  if (p.window_left >= 0 || p.window_right >= 0) r.push_back("window");
+  if (p.softcap > 0.f) r.push_back("softcap");
+  if (p.alibi != nullptr) r.push_back("alibi");
+  if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
+  if (p.is_backward) r.push_back("backward");
+  bool dim_ok = false;
+  for (int d : built_head_dims()) dim_ok |= d == p.head_dim;
+  if (!dim_ok) r.push_back("head_dim " + std::to_string(p.head_dim) + " not built");
+  return r;
+}
+
+class Flash3Backend final : public Backend {
+ public:
+  Flash3Backend() {
+    desc_.name = "flash3";
+    desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
+    desc_.summary = "Hopper sm90a: wgmma, TMA, warp specialization (forward; bf16/f16)";
+    desc_.built = true;
+    Capabilities& c = desc_.caps;
+    c.dtypes = {DType::bf16, DType::f16};
+    c.head_dims = built_head_dims();
+    c.max_head_dim = 256;
+    c.head_dim_v_differs = false;
+    c.device = DeviceType::cuda;
+    c.min_arch = 90;
+    c.max_arch = 90;
+    c.causal_top_left = true;
+    c.causal_bottom_right = true;
+    c.gqa = true;
+    c.lse = true;
+    // Not implemented (yet): window, softcap, alibi, masks, varlen, dropout, backward.
+    c.tier = AccuracyTier::exact;
+  }
+
+  const BackendDescription& description() const override { return desc_; }
+
+  void extra_reasons(const Params& p, std::vector<std::string>& reasons) const override {
+    const int arch = device_arch(p.device.index);
+    if (arch != 90)
+      reasons.push_back("device cuda:" + std::to_string(p.device.index) + " is sm" +
+                        std::to_string(arch) + "; flash3 is built for sm_90a only");
+    check_tma_operand("q", p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, reasons);
+    check_tma_operand("k", p.k, p.k_st, p.batch, p.seqlen_k, p.heads_kv, reasons);
+    check_tma_operand("v", p.v, p.v_st, p.batch, p.seqlen_k, p.heads_kv, reasons);
+    // The epilogue stores 2-element (4-byte) pairs straight from registers.
+    if (p.out_st.d != 1) reasons.push_back("out.stride(d) must be 1 for flash3");
+    if (reinterpret_cast<uintptr_t>(p.out) % 4 != 0 || p.out_st.s % 2 || p.out_st.h % 2 ||
+        p.out_st.b % 2)
+      reasons.push_back("out pointer/strides must be 4-byte aligned for flash3");
+    if (p.seqlen_q > INT32_MAX / 2 || p.seqlen_k > INT32_MAX / 2)
+      reasons.push_back("sequence length above 2^30 (flash3 uses 32-bit row indices)");
+    if (p.heads_q > 65535 || p.batch > 65535)
+      reasons.push_back("heads_q and batch must be <= 65535 (flash3 grid)");
+  }
+
+  void forward(const Params& p) override {
+    std::vector<std::string> r = feature_reasons(p);
+    extra_reasons(p, r);
+    if (!r.empty()) {
+      std::string msg = "flash3 cannot run this call:";
+      for (const auto& s : r) msg += " " + s + ";";
+      throw Error(ErrorCode::kUnsupported, msg);
+    }
+    const bool bf16 = p.dtype == DType::bf16;
+    int prev = -1;
+    cudaGetDevice(&prev);
+    if (prev != p.device.index) cudaSetDevice(p.device.index);
+    try {
+      switch (p.head_dim) {
+#if defined(ATTNKIT_FLASH3_D64)
+        case 64: bf16 ? flash3::run_forward<64, true>(p) : flash3::run_forward<64, false>(p); break;
+#endif
+#if defined(ATTNKIT_FLASH3_D128)
+        case 128: bf16 ? flash3::run_forward<128, true>(p) : flash3::run_forward<128, false>(p); break;
+#endif
+#if defined(ATTNKIT_FLASH3_D256)
+        case 256: bf16 ? flash3::run_forward<256, true>(p) : flash3::run_forward<256, false>(p); break;
+#endif
+        default:
+          throw Error(ErrorCode::kUnsupported,
+                      "flash3: head_dim " + std::to_string(p.head_dim) + " not built");
+      }
+    } catch (...) {
+      if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
+      throw;
+    }
+    if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
+  }
+
+  void backward(const Params&) override {
+    throw Error(ErrorCode::kUnsupported, "flash3: backward not implemented (capabilities.backward = false)");
+  }
+
+ private:
+  BackendDescription desc_;
+};
+
+}  // namespace
+
+Backend& backend_flash3() {
+  static Flash3Backend b;
+  return b;
+}
+
+}  // namespace attnkit

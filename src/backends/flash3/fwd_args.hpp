@@ -1,0 +1,28 @@
+// Kernel parameters of the flash3 forward: the tensor maps (TMA descriptors, which must live in
+// a __grid_constant__ parameter) plus what the epilogue and the mask need from Params.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace attnkit::flash3 {
+
+struct FwdArgs {
+  CUtensorMap tma_q;  // dims (D, Sq, Hq, B),  box (64, kBlockM, 1, 1)
+  CUtensorMap tma_k;  // dims (D, Sk, Hkv, B), box (64, kBlockN, 1, 1)
+  CUtensorMap tma_v;  // dims (D, Sk, Hkv, B), box (64, kBlockN, 1, 1)
+  void* out;          // [B, Sq, Hq, D], d-stride 1; strides in elements
+  int64_t out_sb, out_ss, out_sh;
+  float* lse;  // [B, Hq, Sq] fp32 or null
+  int64_t lse_sb, lse_sh, lse_ss;
+  int seqlen_q, seqlen_k;
+  int group;              // Hq / Hkv
+  int causal;             // 0 none, 1 causal (key j visible iff j <= i + causal_offset)
+  int causal_offset;      // 0 (top_left) or Sk - Sq (bottom_right)
+  int num_m_blocks;
+  float scale;            // softmax scale (natural units), for lse
+  float scale_log2;       // scale * log2(e): exp(s*scale - m) = exp2(s*scale_log2 - m')
+};
+
+}  // namespace attnkit::flash3

@@ -1,0 +1,6 @@
+// One instantiation per (head dim, dtype): keeps each translation unit small and parallel.
+#include "backends/flash3/launch.cuh"
+
+namespace attnkit::flash3 {
+template void run_forward<128, false>(const Params&);
+}  // namespace attnkit::flash3

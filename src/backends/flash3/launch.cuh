@@ -1,0 +1,79 @@
+// Host side of the flash3 forward: tensor maps from Params, grid, shared-memory opt-in, launch.
+// Included only by the instantiation files (one per head dim and dtype).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <string>
+
+#include "attnkit/error.hpp"
+#include "backends/flash3/fwd_args.hpp"
+#include "backends/flash3/kernel.cuh"
+#include "backends/flash3/launch.hpp"
+#include "backends/flash3/traits.hpp"
+#include "core/params.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/ptx_sm90.hpp"
+
+namespace attnkit::flash3 {
+
+/// Tensor map over a logical [B, S, H, D] 16-bit tensor with element strides st (d-stride 1).
+/// Size-1 dims get a harmless valid stride (TMA rejects 0 and non-multiples of 16 bytes).
+inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int64_t b, int64_t s,
+                     int64_t h, int64_t d, uint32_t box_rows, bool bf16, const char* what) {
+  const uint64_t dims[4] = {static_cast<uint64_t>(d), static_cast<uint64_t>(s < 1 ? 1 : s),
+                            static_cast<uint64_t>(h), static_cast<uint64_t>(b)};
+  const int64_t raw[3] = {st.s, st.h, st.b};
+  uint64_t bytes[3];
+  for (int i = 0; i < 3; ++i)
+    bytes[i] = dims[i + 1] == 1 ? static_cast<uint64_t>(d) * 2 * 16 : static_cast<uint64_t>(raw[i]) * 2;
+  const uint32_t box[4] = {64, box_rows, 1, 1};
+  const int r = cuda::sm90::encode_tensor_map_4d_16bit(map, base, dims, bytes, box, bf16);
+  if (r != 0)
+    throw Error(ErrorCode::kCudaError,
+                std::string("flash3: cuTensorMapEncodeTiled failed for ") + what +
+                    " (CUresult " + std::to_string(r) + ")");
+}
+
+template <int D, bool BF16>
+void run_forward(const Params& p) {
+  using Tr = FwdTraits<D>;
+  if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
+  FwdArgs a{};
+  make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
+  // Sk = 0: the maps are never read (every CTA visits 0 tiles) but must still be encodable.
+  make_map(&a.tma_k, p.seqlen_k > 0 ? p.k : p.q, p.seqlen_k > 0 ? p.k_st : p.q_st, p.batch,
+           p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "k");
+  make_map(&a.tma_v, p.seqlen_k > 0 ? p.v : p.q, p.seqlen_k > 0 ? p.v_st : p.q_st, p.batch,
+           p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "v");
+  a.out = p.out;
+  a.out_sb = p.out_st.b;
+  a.out_ss = p.out_st.s;
+  a.out_sh = p.out_st.h;
+  a.lse = p.lse;
+  a.lse_sb = p.lse_st.b;
+  a.lse_sh = p.lse_st.h;
+  a.lse_ss = p.lse_st.s;
+  a.seqlen_q = static_cast<int>(p.seqlen_q);
+  a.seqlen_k = static_cast<int>(p.seqlen_k);
+  a.group = static_cast<int>(p.group);
+  a.causal = p.causal != Causal::none;
+  a.causal_offset = p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
+  a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
+  a.scale = p.scale;
+  a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+
+  auto kernel = fwd_kernel<D, BF16>;
+  static const bool attr_set = [&] {
+    ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            Tr::kSmemBytes));
+    return true;
+  }();
+  (void)attr_set;
+  const dim3 grid(a.num_m_blocks, static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(a);
+  ATTNKIT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace attnkit::flash3

@@ -1,0 +1,232 @@
+// The flash3 forward mainloop: the producer's TMA schedule and the consumers' wgmma pipeline.
+//
+// Pipeline (per consumer warpgroup, tiles visited n-1 .. 0, stage = iteration % kStages):
+//   it = 0:   S = Q K_0^T; softmax -> P
+//   it >= 1:  issue S' = Q K_it^T; issue O += P V_{it-1}; wait S'; softmax(S') -> factor;
+//             wait PV; O *= factor; P = pack(S')
+//   end:      O += P V_last
+// so the exp2/max work of tile it overlaps the tensor cores' P V of tile it-1 (FA3's
+// intra-warpgroup overlap). P' is packed to 16 bit only after the PV wait (see below).
+// The two consumer warpgroups are not explicitly ping-ponged yet.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/flash3/epilogue.cuh"
+#include "backends/flash3/fwd_args.hpp"
+#include "backends/flash3/softmax.cuh"
+#include "backends/flash3/traits.hpp"
+#include "backends/flash3/wgmma_ops.hpp"
+#include "cuda/ptx_sm90.hpp"
+
+namespace attnkit::flash3 {
+
+/// Carves the 1024-aligned dynamic shared memory: Q | K stages | V stages | barriers.
+template <class Tr>
+struct SmemLayout {
+  uint8_t* q;
+  uint8_t* k;  // stage s at k + s * kKVBytes
+  uint8_t* v;
+  uint64_t* bar_q;
+  uint64_t* full_k;
+  uint64_t* full_v;
+  uint64_t* empty_k;
+  uint64_t* empty_v;
+  __device__ explicit SmemLayout(uint8_t* base) {
+    q = base;
+    k = q + Tr::kQBytes;
+    v = k + Tr::kStages * Tr::kKVBytes;
+    uint64_t* bars = reinterpret_cast<uint64_t*>(v + Tr::kStages * Tr::kKVBytes);
+    bar_q = bars;
+    full_k = bars + 1;
+    full_v = full_k + Tr::kStages;
+    empty_k = full_v + Tr::kStages;
+    empty_v = empty_k + Tr::kStages;
+  }
+};
+
+template <class Tr>
+__device__ __forceinline__ void producer_loop(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
+                                              int h, int b, int n_blocks) {
+  namespace ptx = attnkit::cuda::sm90;
+  if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
+  ptx::tma_prefetch_map(&a.tma_q);
+  ptx::tma_prefetch_map(&a.tma_k);
+  ptx::tma_prefetch_map(&a.tma_v);
+  const int hkv = h / a.group;
+  ptx::mbar_arrive_expect_tx(sm.bar_q, Tr::kQBytes);
+#pragma unroll
+  for (int c = 0; c < Tr::kChunks; ++c)
+    ptx::tma_load_4d(sm.q + c * Tr::kQChunkBytes, &a.tma_q, sm.bar_q, c * 64,
+                     m_block * Tr::kBlockM, h, b);
+  for (int it = 0; it < n_blocks; ++it) {
+    const int nb = n_blocks - 1 - it;
+    const int s = it % Tr::kStages;
+    const uint32_t phase = (it / Tr::kStages) & 1;
+    ptx::mbar_wait(&sm.empty_k[s], phase ^ 1);
+    ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
+                       c * 64, nb * Tr::kBlockN, hkv, b);
+    ptx::mbar_wait(&sm.empty_v[s], phase ^ 1);
+    ptx::mbar_arrive_expect_tx(&sm.full_v[s], Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
+                       c * 64, nb * Tr::kBlockN, hkv, b);
+  }
+}
+
+/// S[64 x kBlockN] = Q_wg[64 x kD] K_s^T (issued, not waited). Q_wg = this warpgroup's 64 rows.
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
+                                         uint32_t k_stage) {
+  namespace ptx = attnkit::cuda::sm90;
+#pragma unroll
+  for (int ks = 0; ks < Tr::kD / 16; ++ks) {
+    const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
+    const uint64_t da = ptx::Sw128Desc::make(q_wg + (ks / 4) * Tr::kQChunkBytes + off, 16, 1024);
+    const uint64_t db =
+        ptx::Sw128Desc::make(k_stage + (ks / 4) * Tr::kKVChunkBytes + off, 16, 1024);
+    Wgmma<Tr::kBlockN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
+  }
+}
+
+/// O[64 x kD] += P[64 x kBlockN] V_s[kBlockN x kD] (issued, not waited). V is MN-major in smem.
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
+                                         const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage) {
+#pragma unroll
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+    const uint64_t db = attnkit::cuda::sm90::Sw128Desc::make(
+        v_stage + kk * 16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes, 1024);
+    const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+    Wgmma<Tr::kD, BF16>::rs(o, a, db, 1);
+  }
+}
+
+/// Probabilities (fp32 accumulator layout) -> 16-bit A-operand registers: the accumulator pairs
+/// of key block kk (16 keys) are exactly the m64k16 A fragment a0..a3 in order.
+template <int kBlockN, bool BF16>
+__device__ __forceinline__ void convert_p(const float (&s)[kBlockN / 2], uint32_t (&p)[kBlockN / 4]) {
+#pragma unroll
+  for (int i = 0; i < kBlockN / 4; ++i) p[i] = pack2<BF16>(s[2 * i], s[2 * i + 1]);
+}
+
+/// Ties registers written asynchronously by wgmma to this point in program order, so the
+/// compiler cannot hoist their reads above a wgmma_wait (or sink writes below an issue).
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) attnkit::cuda::sm90::reg_fence(x[i]);
+}
+template <int N>
+__device__ __forceinline__ void fence_regs(uint32_t (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) attnkit::cuda::sm90::reg_fence(x[i]);
+}
+
+template <class Tr>
+__device__ __forceinline__ void release(uint64_t* bar, int lane) {
+  if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
+}
+
+template <class Tr, bool BF16>
+__device__ __forceinline__ void consumer_loop(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
+                                              int h, int b, int n_blocks, int cwg, int tid) {
+  namespace ptx = attnkit::cuda::sm90;
+  constexpr int kBN = Tr::kBlockN;
+  const int warp = tid / 32, lane = tid % 32;
+  const int row0 = m_block * Tr::kBlockM + cwg * 64 + warp * 16 + lane / 4;
+  const float sl2 = a.scale_log2;
+
+  float o[Tr::kD / 2];
+#pragma unroll
+  for (int i = 0; i < Tr::kD / 2; ++i) o[i] = 0.f;
+  OnlineSoftmax<kBN> sm_state;
+  sm_state.init();
+
+  if (n_blocks > 0) {
+    const uint32_t q_wg = ptx::smem_u32(sm.q) + cwg * 64 * Tr::kChunkRowBytes;
+    const uint32_t k_base = ptx::smem_u32(sm.k);
+    const uint32_t v_base = ptx::smem_u32(sm.v);
+    // A tile needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
+    const int first_row = m_block * Tr::kBlockM + cwg * 64;
+    auto needs_mask = [&](int nb) {
+      return (nb + 1) * kBN > a.seqlen_k || (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+    };
+
+    float s[kBN / 2];
+    uint32_t p[kBN / 4];
+    float factor[2];
+    ptx::mbar_wait(sm.bar_q, 0);
+
+    // it = 0
+    {
+      const int nb = n_blocks - 1;
+      ptx::mbar_wait(&sm.full_k[0], 0);
+      ptx::wgmma_fence();
+      issue_qk<Tr, BF16>(s, q_wg, k_base);
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+      fence_regs(s);
+      release<Tr>(&sm.empty_k[0], lane);
+      if (needs_mask(nb)) mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      sm_state.step(s, sl2, factor);
+      convert_p<kBN, BF16>(s, p);
+    }
+    for (int it = 1; it < n_blocks; ++it) {
+      const int nb = n_blocks - 1 - it;
+      const int st = it % Tr::kStages, sp = (it - 1) % Tr::kStages;
+      const uint32_t ph = (it / Tr::kStages) & 1, php = ((it - 1) / Tr::kStages) & 1;
+      ptx::mbar_wait(&sm.full_k[st], ph);
+      fence_regs(o);
+      fence_regs(p);
+      ptx::wgmma_fence();
+      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      ptx::wgmma_commit();
+      ptx::mbar_wait(&sm.full_v[sp], php);
+      ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
+      issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<1>();  // S ready
+      fence_regs(s);
+      release<Tr>(&sm.empty_k[st], lane);
+      if (needs_mask(nb)) mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      sm_state.step(s, sl2, factor);
+      ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
+      fence_regs(o);
+      fence_regs(p);
+      release<Tr>(&sm.empty_v[sp], lane);
+#pragma unroll
+      for (int j = 0; j < Tr::kD / 8; ++j) {
+        o[4 * j + 0] *= factor[0];
+        o[4 * j + 1] *= factor[0];
+        o[4 * j + 2] *= factor[1];
+        o[4 * j + 3] *= factor[1];
+      }
+      // P is converted only now: writing its registers while P V_{it-1} still reads them makes
+      // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
+      convert_p<kBN, BF16>(s, p);
+    }
+    {
+      const int it = n_blocks - 1;
+      const int sp = it % Tr::kStages;
+      ptx::mbar_wait(&sm.full_v[sp], (it / Tr::kStages) & 1);
+      fence_regs(o);
+      fence_regs(p);
+      ptx::wgmma_fence();
+      issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+      fence_regs(o);
+      release<Tr>(&sm.empty_v[sp], lane);
+    }
+  }
+  float inv[2], lse[2];
+  sm_state.finalize(a.scale, inv, lse);
+  store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);
+}
+
+}  // namespace attnkit::flash3

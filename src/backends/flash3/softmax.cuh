@@ -1,0 +1,97 @@
+// Online softmax over one 64 x kBlockN score tile held in the wgmma accumulator layout.
+//
+// Each thread owns 2 rows (r = 0: row 16*warp + lane/4, r = 1: that + 8) and, per row,
+// kBlockN/4 columns: s[4*j + 2*r + e] is column 8*j + 2*(lane%4) + e. A row's 4 owners are the 4
+// consecutive lanes of a quad, so row reductions are two xor-shuffles.
+//
+// Scale folded into exp2 (one FFMA per element): p = 2^(s*scale_log2 - m*scale_log2) where m is
+// the running max of the RAW scores. Row sums stay per-thread partial (the quad reduction is
+// done once, in finalize) because the rescale factor is identical across the quad.
+// Fully masked rows: m stays -inf, the reference becomes 0, every p = 2^-inf = 0, l = 0; the
+// epilogue turns l = 0 into out = 0, lse = -inf (never NaN).
+#pragma once
+
+#include <cstdint>
+
+namespace attnkit::flash3 {
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <int kBlockN>
+struct OnlineSoftmax {
+  static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
+  float row_max[2];
+  float row_sum[2];  // per-thread partial sums (quad-reduced in finalize)
+
+  __device__ __forceinline__ void init() {
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.f;
+  }
+
+  /// Replaces s by the unnormalised probabilities and returns, per row, the factor by which the
+  /// output accumulated so far must be multiplied (0 before the first visible key).
+  __device__ __forceinline__ void step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = row_max[r];
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
+      factor[r] = fast_exp2(row_max[r] * scale_log2 - ref);
+      row_max[r] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
+          s[4 * j + 2 * r + e] = p;
+          sum += p;
+        }
+      }
+      row_sum[r] = row_sum[r] * factor[r] + sum;
+    }
+  }
+
+  /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.
+  __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = row_sum[r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const bool empty = !(l > 0.f);
+      inv[r] = empty ? 0.f : 1.f / l;
+      lse[r] = empty ? -INFINITY : row_max[r] * scale + __logf(l);
+    }
+  }
+};
+
+/// Masks (to -inf) the columns of a score tile that are beyond the key length or, when causal,
+/// right of the diagonal: key j is visible from row i iff j < seqlen_k and (!causal or
+/// j <= i + offset). n0 = first key of the tile, row0 = global query row of r = 0.
+template <int kBlockN>
+__device__ __forceinline__ void mask_tile(float (&s)[kBlockN / 2], int n0, int row0, int lane,
+                                          int seqlen_k, bool causal, int offset) {
+  const int col0 = n0 + 2 * (lane & 3);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + 8 * r;
+    int limit = seqlen_k;  // first invisible key
+    if (causal && i + offset + 1 < limit) limit = i + offset + 1;
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        if (col0 + 8 * j + e >= limit) s[4 * j + 2 * r + e] = -INFINITY;
+    }
+  }
+}
+
+}  // namespace attnkit::flash3

@@ -1,0 +1,180 @@
+// Hopper (sm_90a) PTX wrappers: mbarrier, TMA (cp.async.bulk.tensor), wgmma descriptors and
+// fences, setmaxnreg, plus the host-side tensor-map encoder (cuTensorMapEncodeTiled reached
+// through cudaGetDriverEntryPointByVersion, so nothing links -lcuda).
+//
+// Device functions compile only for __CUDA_ARCH__ >= 900; wgmma and setmaxnreg additionally need
+// the arch-specific target (compute_90a / sm_90a). Every wrapper is a single instruction (or a
+// retry loop around one) — no hidden synchronisation.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap and its enums (types only; no driver symbols are linked)
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
+#include <cstdint>
+
+namespace attnkit::cuda::sm90 {
+
+// ---------------------------------------------------------------------------------------------
+// Shared-memory addresses
+// ---------------------------------------------------------------------------------------------
+#if defined(__CUDACC__)
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---------------------------------------------------------------------------------------------
+// mbarrier (64-bit barrier object in shared memory)
+// ---------------------------------------------------------------------------------------------
+/// Initialise with the number of arrivals that complete one phase.
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count));
+}
+/// Makes mbarrier.init visible to the async proxy (TMA) and to other threads after a barrier.
+__device__ __forceinline__ void fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+/// One arrival plus `bytes` of expected transaction count (TMA completes the bytes).
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+               "r"(bytes)
+               : "memory");
+}
+/// One plain arrival.
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+/// Blocks until the phase with parity `parity` (0/1) has completed. A fresh barrier counts its
+/// (virtual) previous phase, parity 1, as complete: producers start waiting on "empty" with 1.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = smem_u32(bar);
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(addr),
+      "r"(parity)
+      : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// TMA: bulk tensor copies global -> shared, completing on an mbarrier
+// ---------------------------------------------------------------------------------------------
+/// Prefetches the tensor map (a __grid_constant__ kernel parameter) into the descriptor cache.
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+/// 4-D tile load: box at element coordinates (c0 innermost .. c3) into `dst` (1024-byte aligned
+/// for 128B swizzle). Out-of-bounds elements are zero-filled; the bytes of the full box count
+/// toward the barrier's transaction total.
+__device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, uint64_t* bar,
+                                            int32_t c0, int32_t c1, int32_t c2, int32_t c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2),
+      "r"(c3)
+      : "memory");
+}
+
+/// Orders this thread's generic-proxy shared-memory writes before later async-proxy accesses
+/// (wgmma operand reads, TMA stores).
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// wgmma: fences and groups (the instructions themselves live with their users; see
+// src/backends/flash3/wgmma_ops.hpp)
+// ---------------------------------------------------------------------------------------------
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+/// Orders register/shared accesses before the next wgmma.mma_async of this warpgroup.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+/// Waits until at most N committed wgmma groups of this warpgroup are pending.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// setmaxnreg: per-warpgroup register reallocation. Needs a register cap at kernel entry
+// (__launch_bounds__(threads, 1)); every warp of the warpgroup must execute it.
+template <int R>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(R % 8 == 0 && R >= 24 && R <= 256, "setmaxnreg range");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(R % 8 == 0 && R >= 24 && R <= 256, "setmaxnreg range");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
+}
+#endif
+
+/// Keeps the compiler from moving accesses of `x` across this point (wgmma accumulators are
+/// written asynchronously behind the compiler's back).
+__device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+__device__ __forceinline__ void reg_fence(uint32_t& x) { asm volatile("" : "+r"(x)::"memory"); }
+#endif  // __CUDACC__
+
+/// wgmma shared-memory matrix descriptor for the 128-byte swizzle mode (bits: [0,14) start
+/// address >> 4, [16,30) leading byte offset >> 4, [32,46) stride byte offset >> 4, [62,64)
+/// layout = 1 for SWIZZLE_128B). Swizzle atoms are 8 rows x 128 bytes = 1024 bytes and must be
+/// 1024-byte aligned (base offset 0).
+///   K-major (A or B not transposed): rows of 128 B (64 x 16-bit), SBO = 1024 (next 8 rows),
+///     LBO unused (1). Advancing K by 16 elements adds 32 bytes to the start address.
+///   MN-major (B transposed): LBO = bytes between 64-element MN blocks, SBO = 1024 (next 8 K
+///     rows). Advancing K by 16 rows adds 2048 bytes.
+struct Sw128Desc {
+#if defined(__CUDACC__)
+  __host__ __device__
+#endif
+  static constexpr uint64_t make(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+    return (static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4)) |
+           (static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16) |
+           (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Host: tensor maps
+// ---------------------------------------------------------------------------------------------
+/// The driver's cuTensorMapEncodeTiled, looked up once. Returns null when the driver lacks it.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+/// 4-D 16-bit tensor map: dims[0] innermost (contiguous), strides in BYTES for dims 1..3 (each a
+/// multiple of 16, < 2^40), box[i] elements per dim (box[0] * 2 <= 128 for SWIZZLE_128B).
+/// Returns the CUresult (CUDA_SUCCESS = 0).
+inline int encode_tensor_map_4d_16bit(CUtensorMap* map, const void* base, const uint64_t dims[4],
+                                      const uint64_t byte_strides[3], const uint32_t box[4],
+                                      bool bf16) {
+  auto fn = tensor_map_encoder();
+  if (!fn) return -1;
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  cuuint64_t d[4] = {dims[0], dims[1], dims[2], dims[3]};
+  cuuint64_t s[3] = {byte_strides[0], byte_strides[1], byte_strides[2]};
+  cuuint32_t b[4] = {box[0], box[1], box[2], box[3]};
+  return static_cast<int>(fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                             4, const_cast<void*>(base), d, s, b, elem_strides,
+                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+}
+
+}  // namespace attnkit::cuda::sm90

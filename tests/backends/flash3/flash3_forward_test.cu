@@ -1,0 +1,404 @@
+// flash3 forward against references computed here on the very same 16-bit inputs:
+//   small shapes: an fp64 CPU reference (out and lse);
+//   large shapes: a naive fp32 GPU reference kernel (one thread per query row).
+// The backend is called directly with hand-built Params (no dispatcher), so this test pins the
+// kernel itself: GQA/MQA, both causal alignments, Sq != Sk, rows with no visible key, odd and
+// tiny lengths, BSHD and BHSD, padded strides, lengths that are not tile multiples.
+// Outputs are poisoned (NaN) before each run; NaN never passes; empty rows must be exactly 0
+// with lse = -inf.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attnkit/error.hpp"
+#include "core/params.hpp"
+#include "dispatch/backend.hpp"
+
+namespace attnkit {
+Backend& backend_flash3();
+}
+
+namespace attnkit::flash3_test {
+namespace {
+
+bool have_sm90(std::string* why) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    *why = "no CUDA device";
+    return false;
+  }
+  cudaDeviceProp p{};
+  cudaGetDeviceProperties(&p, 0);
+  if (p.major != 9 || p.minor != 0) {
+    *why = "device is sm" + std::to_string(p.major * 10 + p.minor) + ", flash3 needs sm90";
+    return false;
+  }
+  return true;
+}
+#define SKIP_IF_NO_SM90()                                    \
+  do {                                                       \
+    std::string why_;                                        \
+    if (!have_sm90(&why_)) GTEST_SKIP() << why_;             \
+  } while (0)
+
+uint16_t to_bits(DType dt, float x) {
+  uint16_t r;
+  if (dt == DType::bf16) {
+    __nv_bfloat16 h = __float2bfloat16(x);
+    std::memcpy(&r, &h, 2);
+  } else {
+    __half h = __float2half(x);
+    std::memcpy(&r, &h, 2);
+  }
+  return r;
+}
+float from_bits(DType dt, uint16_t r) {
+  if (dt == DType::bf16) {
+    __nv_bfloat16 h;
+    std::memcpy(&h, &r, 2);
+    return __bfloat162float(h);
+  }
+  __half h;
+  std::memcpy(&h, &r, 2);
+  return __half2float(h);
+}
+
+struct Cfg {
+  std::string tag;
+  int64_t b = 1, sq = 1, sk = 1, hq = 1, hkv = 1, d = 64;
+  DType dt = DType::bf16;
+  Causal causal = Causal::none;
+  bool bhsd = false;    // memory order [B, H, S, D] (logical [B, S, H, D] via strides)
+  bool padded = false;  // every non-d stride enlarged (rows padded by 8 elements, heads by 16)
+  bool gpu_ref = false; // large: naive GPU reference instead of the fp64 CPU one
+  std::string name() const {
+    const char* c = causal == Causal::none ? "nc" : causal == Causal::top_left ? "tl" : "br";
+    return tag + "_b" + std::to_string(b) + "_sq" + std::to_string(sq) + "_sk" + std::to_string(sk) +
+           "_h" + std::to_string(hq) + "x" + std::to_string(hkv) + "_d" + std::to_string(d) + "_" +
+           (dt == DType::bf16 ? "bf16" : "f16") + "_" + c + (bhsd ? "_bhsd" : "") +
+           (padded ? "_pad" : "");
+  }
+};
+
+/// A [B, S, H, D] 16-bit tensor: host copy in float (already rounded) + device buffer.
+struct Tensor {
+  int64_t b, s, h, d;
+  Strides4 st;
+  int64_t alloc = 0;  // elements
+  std::vector<float> host;
+  void* dev = nullptr;
+  int64_t at(int64_t ib, int64_t is, int64_t ih, int64_t id) const {
+    return ib * st.b + is * st.s + ih * st.h + id * st.d;
+  }
+  ~Tensor() {
+    if (dev) cudaFree(dev);
+  }
+};
+
+void layout(Tensor& t, bool bhsd, bool padded) {
+  const int64_t dp = t.d + (padded ? 8 : 0);
+  if (!bhsd) {
+    const int64_t hs = t.h * dp + (padded ? 16 : 0);
+    t.st = {t.s * hs, hs, dp, 1};
+  } else {
+    const int64_t ss = t.s * dp + (padded ? 16 : 0);
+    t.st = {t.h * ss, dp, ss, 1};
+  }
+  t.alloc = std::max<int64_t>(1, t.b * t.st.b);
+}
+
+void make(Tensor& t, int64_t b, int64_t s, int64_t h, int64_t d, const Cfg& c, std::mt19937_64* g,
+          bool poison) {
+  t.b = b, t.s = s, t.h = h, t.d = d;
+  layout(t, c.bhsd, c.padded);
+  std::vector<uint16_t> bits(t.alloc, 0x7fff);  // NaN in both bf16 and f16 (padding too)
+  t.host.assign(b * s * h * d, 0.f);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int64_t ib = 0; ib < b; ++ib)
+    for (int64_t is = 0; is < s; ++is)
+      for (int64_t ih = 0; ih < h; ++ih)
+        for (int64_t id = 0; id < d; ++id) {
+          const int64_t li = ((ib * s + is) * h + ih) * d + id;
+          if (!poison) {
+            const uint16_t r = to_bits(c.dt, nd(*g));
+            bits[t.at(ib, is, ih, id)] = r;
+            t.host[li] = from_bits(c.dt, r);
+          }
+        }
+  EXPECT_EQ(cudaMalloc(&t.dev, t.alloc * 2), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(t.dev, bits.data(), t.alloc * 2, cudaMemcpyHostToDevice), cudaSuccess);
+}
+
+std::vector<float> download(const Tensor& t, DType dt) {
+  std::vector<uint16_t> bits(t.alloc);
+  EXPECT_EQ(cudaMemcpy(bits.data(), t.dev, t.alloc * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<float> out(t.b * t.s * t.h * t.d);
+  for (int64_t ib = 0; ib < t.b; ++ib)
+    for (int64_t is = 0; is < t.s; ++is)
+      for (int64_t ih = 0; ih < t.h; ++ih)
+        for (int64_t id = 0; id < t.d; ++id)
+          out[((ib * t.s + is) * t.h + ih) * t.d + id] = from_bits(dt, bits[t.at(ib, is, ih, id)]);
+  return out;
+}
+
+int64_t last_visible(const Cfg& c, int64_t i) {  // exclusive key bound for row i
+  int64_t lim = c.sk;
+  if (c.causal == Causal::top_left) lim = std::min(lim, i + 1);
+  if (c.causal == Causal::bottom_right) lim = std::min(lim, i + c.sk - c.sq + 1);
+  return std::max<int64_t>(lim, 0);
+}
+
+/// fp64 reference; out [B, Sq, Hq, D] and lse [B, Hq, Sq] contiguous.
+void cpu_reference(const Cfg& c, const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                   std::vector<double>& out, std::vector<double>& lse) {
+  const int64_t D = c.d, group = c.hq / c.hkv;
+  out.assign(c.b * c.sq * c.hq * D, 0.0);
+  lse.assign(c.b * c.hq * c.sq, -INFINITY);
+  std::vector<double> s(c.sk);
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t h = 0; h < c.hq; ++h)
+      for (int64_t i = 0; i < c.sq; ++i) {
+        const int64_t lim = last_visible(c, i), g = h / group;
+        if (lim == 0) continue;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < lim; ++j) {
+          double acc = 0;
+          for (int64_t d = 0; d < D; ++d)
+            acc += double(q.host[((b * c.sq + i) * c.hq + h) * D + d]) *
+                   double(k.host[((b * c.sk + j) * c.hkv + g) * D + d]);
+          s[j] = acc * scale;
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < lim; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        double* o = &out[((b * c.sq + i) * c.hq + h) * D];
+        for (int64_t j = 0; j < lim; ++j)
+          for (int64_t d = 0; d < D; ++d)
+            o[d] += s[j] / sum * double(v.host[((b * c.sk + j) * c.hkv + g) * D + d]);
+        lse[(b * c.hq + h) * c.sq + i] = mx + std::log(sum);
+      }
+}
+
+template <typename T>
+__device__ float ld(const void* p, int64_t i) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  else
+    return __half2float(static_cast<const __half*>(p)[i]);
+}
+
+/// Naive GPU reference: one thread per (b, h, i); fp32, two passes; out fp32 contiguous.
+template <typename T>
+__global__ void naive_ref(Params p, float* out, float* lse, int causal_kind) {
+  const int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t total = p.batch * p.heads_q * p.seqlen_q;
+  if (row >= total) return;
+  const int64_t i = row % p.seqlen_q, h = (row / p.seqlen_q) % p.heads_q,
+                b = row / (p.seqlen_q * p.heads_q);
+  const int64_t g = h / p.group, D = p.head_dim;
+  int64_t lim = p.seqlen_k;
+  if (causal_kind == 1) lim = min(lim, i + 1);
+  if (causal_kind == 2) lim = min(lim, i + p.seqlen_k - p.seqlen_q + 1);
+  if (lim < 0) lim = 0;
+  float* o = out + ((b * p.seqlen_q + i) * p.heads_q + h) * D;
+  for (int64_t d = 0; d < D; ++d) o[d] = 0.f;
+  float mx = -INFINITY;
+  auto score = [&](int64_t j) {
+    float acc = 0.f;
+    for (int64_t d = 0; d < D; ++d)
+      acc += ld<T>(p.q, b * p.q_st.b + i * p.q_st.s + h * p.q_st.h + d) *
+             ld<T>(p.k, b * p.k_st.b + j * p.k_st.s + g * p.k_st.h + d);
+    return acc * p.scale;
+  };
+  for (int64_t j = 0; j < lim; ++j) mx = fmaxf(mx, score(j));
+  float sum = 0.f;
+  for (int64_t j = 0; j < lim; ++j) {
+    const float e = expf(score(j) - mx);
+    sum += e;
+    for (int64_t d = 0; d < D; ++d) o[d] += e * ld<T>(p.v, b * p.v_st.b + j * p.v_st.s + g * p.v_st.h + d);
+  }
+  for (int64_t d = 0; d < D; ++d) o[d] = lim > 0 ? o[d] / sum : 0.f;
+  lse[(b * p.heads_q + h) * p.seqlen_q + i] = lim > 0 ? mx + logf(sum) : -INFINITY;
+}
+
+class Flash3Forward : public ::testing::TestWithParam<Cfg> {};
+
+TEST_P(Flash3Forward, MatchesReference) {
+  SKIP_IF_NO_SM90();
+  const Cfg& c = GetParam();
+  std::mt19937_64 g(std::hash<std::string>{}(c.name()));
+  Tensor q, k, v, out;
+  make(q, c.b, c.sq, c.hq, c.d, c, &g, false);
+  make(k, c.b, c.sk, c.hkv, c.d, c, &g, false);
+  make(v, c.b, c.sk, c.hkv, c.d, c, &g, false);
+  make(out, c.b, c.sq, c.hq, c.d, c, &g, true);  // NaN-poisoned
+  float* lse_dev = nullptr;
+  const int64_t nlse = std::max<int64_t>(1, c.b * c.hq * c.sq);
+  ASSERT_EQ(cudaMalloc(&lse_dev, nlse * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(lse_dev, 0xff, nlse * 4), cudaSuccess);  // NaN
+
+  Params p;
+  p.batch = c.b, p.seqlen_q = c.sq, p.seqlen_k = c.sk, p.heads_q = c.hq, p.heads_kv = c.hkv;
+  p.group = c.hq / c.hkv, p.head_dim = c.d, p.head_dim_v = c.d, p.dtype = c.dt;
+  p.device = Device::cuda(0);
+  p.q = q.dev, p.k = k.dev, p.v = v.dev, p.out = out.dev;
+  p.q_st = q.st, p.k_st = k.st, p.v_st = v.st, p.out_st = out.st;
+  p.lse = lse_dev;
+  p.lse_st.b = c.hq * c.sq;  // lse [B, Hq, Sq] contiguous
+  p.lse_st.h = c.sq;
+  p.lse_st.s = 1;
+  p.scale = static_cast<float>(1.0 / std::sqrt(double(c.d)));
+  p.causal = c.causal;
+
+  std::vector<std::string> reasons;
+  backend_flash3().extra_reasons(p, reasons);
+  ASSERT_TRUE(reasons.empty()) << reasons.front();
+  ASSERT_NO_THROW(backend_flash3().forward(p));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  const std::vector<float> got = download(out, c.dt);
+  std::vector<float> got_lse(nlse);
+  ASSERT_EQ(cudaMemcpy(got_lse.data(), lse_dev, nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(lse_dev);
+
+  std::vector<double> ref, ref_lse;
+  if (!c.gpu_ref) {
+    cpu_reference(c, q, k, v, p.scale, ref, ref_lse);
+  } else {
+    float *o_ref = nullptr, *l_ref = nullptr;
+    const int64_t n = c.b * c.sq * c.hq * c.d;
+    ASSERT_EQ(cudaMalloc(&o_ref, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&l_ref, nlse * 4), cudaSuccess);
+    const int ck = c.causal == Causal::none ? 0 : c.causal == Causal::top_left ? 1 : 2;
+    const int64_t rows = c.b * c.hq * c.sq;
+    if (c.dt == DType::bf16)
+      naive_ref<__nv_bfloat16><<<(rows + 127) / 128, 128>>>(p, o_ref, l_ref, ck);
+    else
+      naive_ref<__half><<<(rows + 127) / 128, 128>>>(p, o_ref, l_ref, ck);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> of(n), lf(nlse);
+    ASSERT_EQ(cudaMemcpy(of.data(), o_ref, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(lf.data(), l_ref, nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(o_ref);
+    cudaFree(l_ref);
+    ref.assign(of.begin(), of.end());
+    ref_lse.assign(lf.begin(), lf.end());
+  }
+
+  // Output: relative Frobenius error and max abs error; empty rows exactly 0; no NaN.
+  double num = 0, den = 0, max_abs = 0;
+  int64_t nonfinite = 0, bad_empty = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double x = got[i];
+    if (!std::isfinite(x)) {
+      ++nonfinite;
+      continue;
+    }
+    num += (x - ref[i]) * (x - ref[i]);
+    den += ref[i] * ref[i];
+    max_abs = std::max(max_abs, std::abs(x - ref[i]));
+  }
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t i = 0; i < c.sq; ++i)
+      if (last_visible(c, i) == 0)
+        for (int64_t h = 0; h < c.hq; ++h)
+          for (int64_t d = 0; d < c.d; ++d)
+            bad_empty += got[((b * c.sq + i) * c.hq + h) * c.d + d] != 0.f;
+  EXPECT_EQ(nonfinite, 0) << "non-finite (or unwritten) output elements";
+  EXPECT_EQ(bad_empty, 0) << "rows without visible keys must be exactly 0";
+  const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  EXPECT_LE(rel, 1e-2) << "relative error";
+  EXPECT_LE(max_abs, c.dt == DType::bf16 ? 4e-2 : 1e-2) << "max abs error";
+
+  double lse_err = 0;
+  int64_t lse_bad = 0;
+  for (size_t i = 0; i < ref_lse.size(); ++i) {
+    const double r = ref_lse[i], x = got_lse[i];
+    if (std::isinf(r) && r < 0) {
+      lse_bad += !(std::isinf(x) && x < 0);
+    } else if (!std::isfinite(x)) {
+      ++lse_bad;
+    } else {
+      lse_err = std::max(lse_err, std::abs(x - r));
+    }
+  }
+  EXPECT_EQ(lse_bad, 0) << "lse: -inf exactly where the row is empty, finite elsewhere";
+  EXPECT_LE(lse_err, 2e-3) << "lse max abs error";
+}
+
+std::vector<Cfg> cases() {
+  std::vector<Cfg> v;
+  for (int d : {64, 128, 256})
+    for (DType dt : {DType::bf16, DType::f16}) {
+      auto add = [&](Cfg c) {
+        c.d = d;
+        c.dt = dt;
+        v.push_back(c);
+      };
+      add({"square", 2, 128, 128, 2, 2});
+      add({"square", 2, 128, 128, 2, 2, 0, DType::bf16, Causal::top_left});
+      for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+        add({"gqa2", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+        add({"sq_gt_sk", 1, 300, 77, 2, 1, 0, DType::bf16, cz});  // br: rows without keys
+        add({"mqa_bhsd", 2, 257, 513, 8, 1, 0, DType::bf16, cz, true});
+        add({"padded", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+      }
+      add({"one", 1, 1, 1, 1, 1});
+      add({"one", 1, 1, 1, 1, 1, 0, DType::bf16, Causal::bottom_right});
+      add({"sk0", 1, 5, 0, 2, 1});
+      add({"q1", 3, 1, 1000, 4, 4, 0, DType::bf16, Causal::bottom_right});
+      add({"k1", 1, 200, 1, 2, 2, 0, DType::bf16, Causal::top_left});
+      // Large, checked against the naive GPU reference.
+      for (Causal cz : {Causal::none, Causal::bottom_right})
+        add({"large", 1, 2048, 2048, 4, 2, 0, DType::bf16, cz, false, false, true});
+      add({"large_odd", 2, 1500, 3001, 4, 1, 0, DType::bf16, Causal::bottom_right, true, false, true});
+    }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Flash3Forward, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
+  const auto& caps = backend_flash3().description().caps;
+  EXPECT_EQ(caps.min_arch, 90);
+  EXPECT_EQ(caps.max_arch, 90);
+  EXPECT_FALSE(caps.backward);
+  EXPECT_FALSE(caps.varlen);
+  EXPECT_FALSE(caps.window);
+  EXPECT_FALSE(caps.softcap);
+  EXPECT_FALSE(caps.alibi);
+  EXPECT_FALSE(caps.mask_bool);
+  EXPECT_FALSE(caps.mask_additive);
+  EXPECT_FALSE(caps.dropout);
+  EXPECT_FALSE(caps.head_dim_v_differs);
+  // A strided d (not TMA-able) is a reason, not a crash.
+  Params p;
+  p.batch = 1, p.seqlen_q = p.seqlen_k = 16, p.heads_q = p.heads_kv = 1, p.head_dim = 64;
+  p.head_dim_v = 64, p.dtype = DType::bf16, p.device = Device::cuda(0);
+  alignas(16) static uint16_t buf[16 * 64 * 2];
+  p.q = p.k = p.v = buf;
+  p.out = buf;
+  p.q_st = {16 * 128, 128, 64, 2};
+  p.k_st = p.v_st = p.out_st = {16 * 64, 64, 64, 1};
+  std::vector<std::string> r;
+  backend_flash3().extra_reasons(p, r);
+  bool found = false;
+  for (const auto& s : r) found |= s.find("q.stride(d)") != std::string::npos;
+  EXPECT_TRUE(found);
+  // forward() refuses unsupported features instead of ignoring them.
+  p.q_st = p.k_st;
+  p.softcap = 30.f;
+  EXPECT_THROW(backend_flash3().forward(p), Error);
+}
+
+}  // namespace
+}  // namespace attnkit::flash3_test
