@@ -53,7 +53,7 @@ def _dense(t: Optional[Tensor]) -> Optional[Tensor]:
     return t
 
 
-def _out_like(q: Tensor, v: Tensor, bhsd: bool, varlen: bool, fake: bool) -> Tensor:
+def _out_like(q: Tensor, v: Tensor, bhsd: bool, varlen: bool) -> Tensor:
     """out in the caller's layout. BHSD results are stored [B, S, H, Dv] in memory (as
     PyTorch's fused SDPA kernels do), so ``out.transpose(1, 2).reshape(B, S, H * Dv)`` is free."""
     dv = v.shape[-1]
@@ -102,13 +102,13 @@ def attention_fwd(
     (the Philox seed of the dropout mask, drawn from torch's default generator; 0 without
     dropout)."""
     varlen = cu_seqlens_q is not None
-    out = _out_like(q, v, bhsd, varlen, fake=False)
+    out = _out_like(q, v, bhsd, varlen)
     lse = _lse_like(q, bhsd, varlen, return_lse)
     if dropout_p > 0:
         seed = torch.randint(0, 2**62, (), dtype=torch.int64)
     else:
         seed = torch.zeros((), dtype=torch.int64)
-    _C.forward(
+    _ak._tls.last = _C.forward(
         _dense(q),
         _dense(k),
         _dense(v),
@@ -140,7 +140,7 @@ def _attention_fwd_fake(
     scale, softcap, causal, window_left, window_right, dropout_p, bhsd, backend, return_lse,
 ):  # fmt: skip
     varlen = cu_seqlens_q is not None
-    out = _out_like(q, v, bhsd, varlen, fake=True)
+    out = _out_like(q, v, bhsd, varlen)
     lse = _lse_like(q, bhsd, varlen, return_lse)
     return out, lse, torch.empty((), dtype=torch.int64, device="cpu")
 
@@ -176,7 +176,7 @@ def attention_bwd(
         raise _ak.InvalidArgumentError(
             "attention_bwd: lse is empty; run attention_fwd with return_lse=True"
         )
-    _C.backward(
+    _ak._tls.last = _C.backward(
         _dense(dout),
         _dense(q),
         _dense(k),
