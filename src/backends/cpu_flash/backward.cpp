@@ -1,0 +1,154 @@
+// cpu_flash backward: recompute P from lse, FlashAttention-2 loop order (key blocks outside, query
+// tiles inside), fp32 accumulation.
+//
+// Work item = (sequence b, kv head g): it owns dk/dv of that head outright and dq of the `group`
+// query heads that read it, so no two items write the same element and no atomics or cross-item
+// reductions exist. The order of every sum is fixed by the loops below, never by the thread
+// count: the backward is deterministic (bit-identical run to run and for any thread count)
+// always, and `deterministic` costs nothing.
+//
+// Per item (per-thread scratch, fp32):
+//   Qs [group][sqp][dp] = scale*q, dO [group][sqp][dvp], lse and delta = rowsum(dO*out) [group][sqp],
+//   dQacc [group][sqp][dp];  per key block: dKacc [kBk][dp], dVacc [kBk][dvp].
+//   for key block kb:  for head t in group:  for query tile that can see kb:
+//     S = Qs K^T; policy; P = exp(S - lse)                          [rows][kBk]
+//     dP = dO V^T                                                   [rows][kBk]
+//     dropout: Pz = P*z, dP *= z  (z = 0 or 1/(1-p), the forward's keep mask)
+//     dVacc += Pz^T dO;  dS = P*(dP - delta) (* (1 - tanh^2) with softcap)
+//     dQacc += dS K;  dKacc += dS^T Qs
+//   dq = scale * dQacc (scale because S used scale*q; dk already has it through Qs).
+// Memory: packed K^T, K, V^T (O(B*Hkv*Sk*D)) + per thread O(group*Sq*D) (the allowed dq workspace).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backends/cpu_flash/cpu_flash.hpp"
+#include "backends/cpu_flash/isa.hpp"
+#include "backends/cpu_flash/score_tile.hpp"
+#include "backends/cpu_flash/thread_pool.hpp"
+#include "backends/cpu_flash/tiles.hpp"
+#include "core/dtype_convert.hpp"
+
+namespace attnkit::cpu_flash {
+namespace {
+
+struct BwdScratch {
+  std::vector<float> q, dout, lse, delta, dq;  // whole sequence, all heads of the group
+  std::vector<float> s, dp, pz, th, dk, dv;    // tiles
+  std::vector<float> row;
+};
+
+}  // namespace
+
+void run_backward(const Params& p) {
+  const KernelTable& kt = active_kernels();
+  const int threads = resolve_threads(p);
+  const Geometry geo = make_geometry(p);
+  const int64_t dp = geo.dp, dvp = geo.dvp, group = p.group;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const bool softcap = p.softcap > 0.0f;
+
+  PackWhat what;
+  what.kt = what.k = what.vt = true;
+  const PackedKV pk = pack_kv(p, geo, what, threads);
+
+  const int64_t n_items = p.batch * p.heads_kv;
+  std::vector<BwdScratch> scratch(std::min<int64_t>(threads, std::max<int64_t>(1, n_items)));
+  parallel_for(n_items, threads, [&](int64_t n, int worker) {
+    const int64_t b = n / p.heads_kv, g = n % p.heads_kv;
+    const SeqSpan& sp = geo.spans[b];
+    BwdScratch& w = scratch[worker];
+    const int64_t sqp = round_up(sp.sq, kBq);
+    w.q.resize(group * sqp * dp);
+    w.dq.assign(group * sqp * dp, 0.0f);
+    w.dout.resize(group * sqp * dvp);
+    w.lse.resize(group * sqp);
+    w.delta.resize(group * sqp);
+    w.s.resize(kBq * kBk);
+    w.dp.resize(kBq * kBk);
+    w.pz.resize(kBq * kBk);
+    w.th.resize(softcap ? kBq * kBk : 0);
+    w.dk.resize(kBk * dp);
+    w.dv.resize(kBk * dvp);
+    w.row.resize(dvp);
+
+    // Load this item's query-side rows once (converted to fp32).
+    for (int64_t t = 0; t < group; ++t) {
+      const int64_t h = g * group + t;
+      for (int64_t i = 0; i < sqp; ++i) {
+        float* qrow = w.q.data() + (t * sqp + i) * dp;
+        float* drow = w.dout.data() + (t * sqp + i) * dvp;
+        if (i >= sp.sq) {  // padding rows: P = 0 through lse = -inf
+          std::fill(qrow, qrow + dp, 0.0f);
+          std::fill(drow, drow + dvp, 0.0f);
+          w.lse[t * sqp + i] = kNegInf;
+          w.delta[t * sqp + i] = 0.0f;
+          continue;
+        }
+        load_row(p.q, p.dtype, row_offset(p.q_st, b, sp.q_start, i, h), p.q_st.d, p.head_dim, dp,
+                 p.scale, qrow);
+        load_row(p.dout, p.dtype, row_offset(p.dout_st, b, sp.q_start, i, h), p.dout_st.d,
+                 p.head_dim_v, dvp, 1.0f, drow);
+        load_row(p.out, p.dtype, row_offset(p.out_st, b, sp.q_start, i, h), p.out_st.d,
+                 p.head_dim_v, dvp, 1.0f, w.row.data());
+        float delta = 0.0f;
+        for (int64_t c = 0; c < p.head_dim_v; ++c) delta += drow[c] * w.row[c];
+        w.delta[t * sqp + i] = delta;
+        w.lse[t * sqp + i] = p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s];
+      }
+    }
+
+    const int64_t nkb = geo.kblock_start[b + 1] - geo.kblock_start[b];
+    for (int64_t kb = 0; kb < nkb; ++kb) {
+      const int64_t j0 = kb * kBk, kcols = std::min(kBk, sp.sk - j0);
+      const int64_t gkb = geo.kblock_start[b] + kb;
+      std::fill(w.dk.begin(), w.dk.end(), 0.0f);
+      std::fill(w.dv.begin(), w.dv.end(), 0.0f);
+      for (int64_t t = 0; t < group; ++t) {
+        const int64_t h = g * group + t;
+        for (int64_t i0 = 0; i0 < sp.sq; i0 += kBq) {
+          const int64_t rows = std::min(kBq, sp.sq - i0);
+          const KeyRange kr = tile_key_range(p, sp, i0, rows);
+          if (kr.lo > kr.hi || kr.hi < j0 || kr.lo > j0 + kBk - 1) continue;  // never visible
+          const float* qs = w.q.data() + (t * sqp + i0) * dp;
+          const float* dout = w.dout.data() + (t * sqp + i0) * dvp;
+          float* s = w.s.data();
+          float* dpt = w.dp.data();
+          kt.gemm(s, kBk, qs, dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp, false);
+          if (tile_needs_policy(p, sp, i0, rows, j0))
+            apply_score_policy(p, sp, b, h, i0, rows, j0, s, kBk, softcap ? w.th.data() : nullptr);
+          kt.exp_minus_lse(s, kBk, rows, kBk, w.lse.data() + t * sqp + i0);  // s = P
+          kt.gemm(dpt, kBk, dout, dvp, 1, pk.vt_block(gkb, g), kBk, rows, kBk, dvp, false);
+          const float* pz = s;
+          if (p.has_dropout()) {
+            std::copy(s, s + rows * kBk, w.pz.data());
+            apply_dropout(p, b, h, i0, rows, j0, kBk, w.pz.data(), kBk, dpt);
+            pz = w.pz.data();
+          }
+          // dV[j] += sum_i Pz[i][j] dO[i]: A = Pz^T (row stride 1, depth stride kBk)
+          kt.gemm(w.dv.data(), dvp, pz, 1, kBk, dout, dvp, kcols, dvp, rows, true);
+          kt.softmax_grad(dpt, s, kBk, rows, kBk, w.delta.data() + t * sqp + i0);  // dpt = dS
+          if (softcap) {
+            const float* th = w.th.data();
+            for (int64_t e = 0; e < rows * kBk; ++e) dpt[e] *= 1.0f - th[e] * th[e];
+          }
+          kt.gemm(w.dq.data() + (t * sqp + i0) * dp, dp, dpt, kBk, 1, pk.k_block(gkb, g), dp, rows,
+                  dp, kcols, true);
+          kt.gemm(w.dk.data(), dp, dpt, 1, kBk, qs, dp, kcols, dp, rows, true);
+        }
+      }
+      for (int64_t jj = 0; jj < kcols; ++jj) {
+        store_row(p.dk, p.dtype, row_offset(p.dk_st, b, sp.k_start, j0 + jj, g), p.dk_st.d,
+                  p.head_dim, w.dk.data() + jj * dp, 1.0f);
+        store_row(p.dv, p.dtype, row_offset(p.dv_st, b, sp.k_start, j0 + jj, g), p.dv_st.d,
+                  p.head_dim_v, w.dv.data() + jj * dvp, 1.0f);
+      }
+    }
+    for (int64_t t = 0; t < group; ++t)
+      for (int64_t i = 0; i < sp.sq; ++i)
+        store_row(p.dq, p.dtype, row_offset(p.dq_st, b, sp.q_start, i, g * group + t), p.dq_st.d,
+                  p.head_dim, w.dq.data() + (t * sqp + i) * dp, p.scale);
+  });
+}
+
+}  // namespace attnkit::cpu_flash

@@ -1,0 +1,45 @@
+// The SIMD kernel table of cpu_flash: the few hot loops, compiled once per ISA (portable, AVX2+FMA,
+// AVX-512) from microkernels.inc and picked at run time (isa.cpp). Everything here works on fp32
+// tiles whose column counts are multiples of kPad; callers pad packed tiles with zeros.
+//
+// The ISA translation units include nothing but this header and <cstdint>/<cstring>, so no inline
+// function of the rest of the project is ever emitted with AVX-512 instructions (an ODR pick of
+// such a copy would crash a CPU without AVX-512).
+#pragma once
+
+#include <cstdint>
+
+namespace attnkit::cpu_flash {
+
+/// Column padding of every packed tile (floats): the widest vector (AVX-512: 16 lanes).
+inline constexpr int64_t kPad = 16;
+
+struct KernelTable {
+  const char* name;  // "portable", "avx2", "avx512"
+  /// C[r, c] (+)= sum_t A[r*a_rs + t*a_ts] * B[t*ldb + c] for r < rows, c < cols, t < depth.
+  /// cols % kPad == 0. accumulate = false overwrites C. A's strides let one kernel serve
+  /// Q K^T, P V, dO V^T, P^T dO, dS K and dS^T Q.
+  void (*gemm)(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_ts, const float* b,
+               int64_t ldb, int64_t rows, int64_t cols, int64_t depth, bool accumulate);
+  /// Online-softmax step over a score tile S [rows, cols] (row stride lds; -inf = invisible).
+  /// Per row r: m_new = max(m[r], max_c S[r, c]); alpha[r] = exp(m[r] - m_new) (0 when m[r] =
+  /// -inf); S[r, c] <- exp(S[r, c] - m_new) (exact 0 for -inf); l[r] = l[r]*alpha[r] + sum_c;
+  /// m[r] = m_new. A row still all -inf keeps m = -inf, alpha = 1, and gets P = 0.
+  void (*softmax_step)(float* s, int64_t lds, int64_t rows, int64_t cols, float* m, float* l,
+                       float* alpha);
+  /// Backward recompute: S[r, c] <- exp(S[r, c] - lse[r]); rows with lse = -inf get 0.
+  void (*exp_minus_lse)(float* s, int64_t lds, int64_t rows, int64_t cols, const float* lse);
+  /// dS = P * (dP - delta[r]), written over dp (row strides ld).
+  void (*softmax_grad)(float* dp, const float* p, int64_t ld, int64_t rows, int64_t cols,
+                       const float* delta);
+  /// y[c] *= f for c < cols (cols % kPad == 0).
+  void (*scale_row)(float* y, int64_t cols, float f);
+};
+
+const KernelTable& kernels_portable();
+#if defined(ATTNKIT_CPU_FLASH_X86)
+const KernelTable& kernels_avx2();
+const KernelTable& kernels_avx512();
+#endif
+
+}  // namespace attnkit::cpu_flash

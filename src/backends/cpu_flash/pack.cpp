@@ -1,0 +1,140 @@
+// Geometry, dtype-converting row loads/stores and K/V packing for cpu_flash.
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "backends/cpu_flash/thread_pool.hpp"
+#include "backends/cpu_flash/tiles.hpp"
+#include "core/dtype_convert.hpp"
+
+namespace attnkit::cpu_flash {
+
+Geometry make_geometry(const Params& p) {
+  Geometry g;
+  g.dp = round_up(p.head_dim, kPad);
+  g.dvp = round_up(p.head_dim_v, kPad);
+  g.spans.resize(p.batch);
+  g.kblock_start.assign(p.batch + 1, 0);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    g.spans[b] = seq_span(p, b);
+    g.kblock_start[b + 1] = g.kblock_start[b] + ceil_div(g.spans[b].sk, kBk);
+  }
+  g.kblock_seq.resize(g.num_kblocks());
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t kb = g.kblock_start[b]; kb < g.kblock_start[b + 1]; ++kb) g.kblock_seq[kb] = b;
+  return g;
+}
+
+void load_row(const void* base, DType t, int64_t offset, int64_t stride, int64_t n, int64_t n_pad,
+              float scale, float* dst) {
+  switch (t) {
+    case DType::f32: {
+      const float* x = static_cast<const float*>(base) + offset;
+      if (stride == 1 && scale == 1.0f) {
+        std::memcpy(dst, x, n * sizeof(float));
+      } else {
+        for (int64_t d = 0; d < n; ++d) dst[d] = scale * x[d * stride];
+      }
+      break;
+    }
+    case DType::bf16: {
+      const uint16_t* x = static_cast<const uint16_t*>(base) + offset;
+      for (int64_t d = 0; d < n; ++d) dst[d] = scale * bf16_to_f32(x[d * stride]);
+      break;
+    }
+    case DType::f16: {
+      const uint16_t* x = static_cast<const uint16_t*>(base) + offset;
+      for (int64_t d = 0; d < n; ++d) dst[d] = scale * f16_to_f32(x[d * stride]);
+      break;
+    }
+    default:
+      break;  // unreachable: capabilities admit f32/f16/bf16 only
+  }
+  for (int64_t d = n; d < n_pad; ++d) dst[d] = 0.0f;
+}
+
+void store_row(void* base, DType t, int64_t offset, int64_t stride, int64_t n, const float* src,
+               float scale) {
+  switch (t) {
+    case DType::f32: {
+      float* y = static_cast<float*>(base) + offset;
+      for (int64_t d = 0; d < n; ++d) y[d * stride] = scale * src[d];
+      break;
+    }
+    case DType::bf16: {
+      uint16_t* y = static_cast<uint16_t*>(base) + offset;
+      for (int64_t d = 0; d < n; ++d) y[d * stride] = f32_to_bf16(scale * src[d]);
+      break;
+    }
+    case DType::f16: {
+      uint16_t* y = static_cast<uint16_t*>(base) + offset;
+      for (int64_t d = 0; d < n; ++d) y[d * stride] = f32_to_f16(scale * src[d]);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+int resolve_threads(const Params& p) {
+  if (p.num_threads > 0) return p.num_threads;
+  const unsigned hc = std::thread::hardware_concurrency();
+  return hc > 0 ? static_cast<int>(hc) : 1;
+}
+
+PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int threads) {
+  PackedKV pk;
+  pk.heads_kv = p.heads_kv;
+  pk.dp = geo.dp;
+  pk.dvp = geo.dvp;
+  const int64_t nblk = geo.num_kblocks() * p.heads_kv;
+  if (what.kt) pk.kt.resize(nblk * geo.dp * kBk);
+  if (what.k) pk.k.resize(nblk * geo.dp * kBk);
+  if (what.v) pk.v.resize(nblk * geo.dvp * kBk);
+  if (what.vt) pk.vt.resize(nblk * geo.dvp * kBk);
+  const int64_t dmax = std::max(geo.dp, geo.dvp);
+  parallel_for(nblk, threads, [&](int64_t item, int) {
+    const int64_t kb = item / p.heads_kv, g = item % p.heads_kv;
+    const int64_t b = geo.kblock_seq[kb];
+    const SeqSpan& sp = geo.spans[b];
+    const int64_t j0 = (kb - geo.kblock_start[b]) * kBk;
+    std::vector<float> row(dmax);
+    for (int64_t jj = 0; jj < kBk; ++jj) {
+      const int64_t j = j0 + jj;
+      const bool real = j < sp.sk;
+      if (what.kt || what.k) {
+        if (real)
+          load_row(p.k, p.dtype, row_offset(p.k_st, b, sp.k_start, j, g), p.k_st.d, p.head_dim,
+                   geo.dp, 1.0f, row.data());
+        else
+          std::fill(row.begin(), row.begin() + geo.dp, 0.0f);
+        if (what.kt) {
+          float* kt = pk.kt.data() + (kb * p.heads_kv + g) * geo.dp * kBk;
+          for (int64_t d = 0; d < geo.dp; ++d) kt[d * kBk + jj] = row[d];
+        }
+        if (what.k) {
+          float* k = pk.k.data() + (kb * p.heads_kv + g) * geo.dp * kBk;
+          std::memcpy(k + jj * geo.dp, row.data(), geo.dp * sizeof(float));
+        }
+      }
+      if (what.v || what.vt) {
+        if (real)
+          load_row(p.v, p.dtype, row_offset(p.v_st, b, sp.k_start, j, g), p.v_st.d, p.head_dim_v,
+                   geo.dvp, 1.0f, row.data());
+        else
+          std::fill(row.begin(), row.begin() + geo.dvp, 0.0f);
+        if (what.v) {
+          float* v = pk.v.data() + (kb * p.heads_kv + g) * geo.dvp * kBk;
+          std::memcpy(v + jj * geo.dvp, row.data(), geo.dvp * sizeof(float));
+        }
+        if (what.vt) {
+          float* vt = pk.vt.data() + (kb * p.heads_kv + g) * geo.dvp * kBk;
+          for (int64_t d = 0; d < geo.dvp; ++d) vt[d * kBk + jj] = row[d];
+        }
+      }
+    }
+  });
+  return pk;
+}
+
+}  // namespace attnkit::cpu_flash

@@ -1,0 +1,72 @@
+// Tile sizes and the packed K/V layout shared by cpu_flash's forward and backward.
+//
+// Packed layouts (fp32, zero padded; D -> dp, Dv -> dvp, both multiples of kPad):
+//   kt  block (kb, g): [dp][kBk]   K^T of keys kb*kBk .. +kBk   (B operand of S = Q K^T)
+//   k   block (kb, g): [kBk][dp]   K rows                        (B operand of dQ = dS K)
+//   v   block (kb, g): [kBk][dvp]  V rows                        (B operand of O = P V)
+//   vt  block (kb, g): [dvp][kBk]  V^T                           (B operand of dP = dO V^T)
+// kb is a global key-block index: sequence b's blocks are kblock_start[b] .. kblock_start[b+1]-1,
+// so varlen batches pack only their real tokens (rounded up to kBk per sequence).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu_flash/kernels.hpp"
+#include "core/params.hpp"
+#include "core/score_policy.hpp"
+
+namespace attnkit::cpu_flash {
+
+/// Query rows per work item / key columns per inner step. 64 x 64 keeps the score tile (16 KiB),
+/// a Q tile and a K^T block (<= 64 KiB at D = 256) within L2 (1 MiB+ on current x86 cores).
+inline constexpr int64_t kBq = 64;
+inline constexpr int64_t kBk = 64;
+static_assert(kBk % kPad == 0, "score tiles are whole vectors wide");
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+inline int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+
+struct Geometry {
+  int64_t dp = 0, dvp = 0;
+  std::vector<SeqSpan> spans;          // per sequence
+  std::vector<int64_t> kblock_start;   // [batch + 1]
+  std::vector<int64_t> kblock_seq;     // sequence of each global key block
+  int64_t num_kblocks() const { return kblock_start.back(); }
+};
+Geometry make_geometry(const Params& p);
+
+/// Which packed operands to build.
+struct PackWhat {
+  bool kt = false, k = false, v = false, vt = false;
+};
+
+struct PackedKV {
+  std::vector<float> kt, k, v, vt;
+  int64_t heads_kv = 0, dp = 0, dvp = 0;
+  const float* kt_block(int64_t kb, int64_t g) const { return kt.data() + (kb * heads_kv + g) * dp * kBk; }
+  const float* k_block(int64_t kb, int64_t g) const { return k.data() + (kb * heads_kv + g) * dp * kBk; }
+  const float* v_block(int64_t kb, int64_t g) const { return v.data() + (kb * heads_kv + g) * dvp * kBk; }
+  const float* vt_block(int64_t kb, int64_t g) const { return vt.data() + (kb * heads_kv + g) * dvp * kBk; }
+};
+
+/// Converts and packs K/V for every (key block, kv head), in parallel on p.num_threads.
+PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int threads);
+
+/// Converting row access. offset = element offset of the row's first element, stride = the d
+/// stride; dst[0..n) = scale * x, dst[n..n_pad) = 0.
+void load_row(const void* base, DType t, int64_t offset, int64_t stride, int64_t n, int64_t n_pad,
+              float scale, float* dst);
+/// Stores scale * src[0..n) rounded (RNE) to t.
+void store_row(void* base, DType t, int64_t offset, int64_t stride, int64_t n, const float* src,
+               float scale);
+
+/// Element offsets of row (b, i, h) of a [B, S, H, D] tensor and of lse (b, h, i); i is the row
+/// inside sequence b, `start` its packed offset (varlen) or 0.
+inline int64_t row_offset(const Strides4& st, int64_t b, int64_t start, int64_t i, int64_t h) {
+  return b * st.b + (start + i) * st.s + h * st.h;
+}
+
+int resolve_threads(const Params& p);
+
+}  // namespace attnkit::cpu_flash
