@@ -1,0 +1,298 @@
+// Backward kernels. Deterministic by construction (no atomics anywhere):
+//   1. bwd_delta_kernel:  delta[b, h, i] = sum_d dO[i, d] * O[i, d]   (fp32 workspace)
+//   2. bwd_dkdv_kernel:   one CTA per (key block, kv head, batch) loops over the query blocks of
+//                         every q head of its GQA group: recomputes S and P from lse, dP = dO V^T,
+//                         dS = P * (dP - delta); dV += P_dropped^T dO, dK += dS^T Q.
+//   3. bwd_dq_kernel:     one CTA per (query block, q head, batch) loops over key blocks:
+//                         dQ += dS K, dS kept in registers as the A operand.
+// S and dP are recomputed in both 2 and 3 (7 GEMMs instead of FA-2's 5 with dQ atomics) in
+// exchange for a fixed reduction order; see bench/notes/flash.md.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "backends/flash/score_mod.cuh"
+#include "backends/flash/smem_layout.hpp"
+#include "backends/flash/traits.hpp"
+#include "backends/flash/warp_mma.cuh"
+
+namespace attnkit::flash {
+
+/// delta (B, Hq, seqlen_q) fp32; one warp per row, 8 elements (16 bytes) per lane.
+template <typename T>
+__global__ void bwd_delta_kernel(const Params p, float* delta) {
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const SeqSpan sp = seq_span(p, b);
+  if (i >= sp.sq) return;
+  const T* o = static_cast<const T*>(p.out) + b * p.out_st.b + (sp.q_start + i) * p.out_st.s +
+               h * p.out_st.h;
+  const T* d = static_cast<const T*>(p.dout) + b * p.dout_st.b + (sp.q_start + i) * p.dout_st.s +
+               h * p.dout_st.h;
+  float acc = 0.f;
+  for (int c = lane * 8; c < p.head_dim_v; c += 32 * 8) {
+    const uint4 ov = *reinterpret_cast<const uint4*>(o + c);
+    const uint4 dv = *reinterpret_cast<const uint4*>(d + c);
+    const T* oe = reinterpret_cast<const T*>(&ov);
+    const T* de = reinterpret_cast<const T*>(&dv);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc += static_cast<float>(oe[e]) * static_cast<float>(de[e]);
+  }
+#pragma unroll
+  for (int s = 16; s > 0; s /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+  if (lane == 0) delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
+}
+
+/// lse of row i in log2 units, +inf for rows with no visible key (lse = -inf) or past the end,
+/// so that P = exp2(x - lse2) is 0 there instead of NaN.
+__device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h, int64_t q_start,
+                                          int64_t i, int64_t sq) {
+  if (i >= sq) return INFINITY;
+  const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + (q_start + i) * p.lse_st.s];
+  return l == -INFINITY ? INFINITY : l * kLog2e;
+}
+
+/// Turns the S and dP accumulators of one warp tile into P (dropout applied, for dV) and dS
+/// (w.r.t. the raw scaled dot product, softcap derivative applied). Rows at m0 + row0, columns
+/// at n0 + col0 of sequence coordinates.
+template <bool kGeneral, int MT, int NT>
+__device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
+                                         float (&s)[MT][NT][4], float (&dp)[MT][NT][4],
+                                         int64_t row0, int64_t col0, const float* delta_bh,
+                                         int64_t q_start, bool check) {
+  const int lane = threadIdx.x % 32;
+  const int qr = lane / 4, qc = (lane % 4) * 2;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int64_t i = row0 + mt * 16 + qr + r * 8;
+      const float lse2 = lse_log2(p, ctx.b, ctx.h, q_start, i, ctx.sq);
+      const float dl = i < ctx.sq ? delta_bh[i] : 0.f;
+      KeyRange rr{0, 0};
+      if (kGeneral || check) rr = row_range(p, i, ctx.sq, ctx.sk);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int64_t j = col0 + nt * 8 + qc;
+        uint32_t keep = 3u;
+        if constexpr (kGeneral) {
+          if (p.dropout_threshold != 0) keep = keep_pair(p, ctx, i, j);
+        }
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float dcap;
+          const float x = score_log2<kGeneral>(p, ctx, s[mt][nt][r * 2 + e], i, j + e, rr, check,
+                                               dcap);
+          const float pr = exp2f(x - lse2);
+          float z = 1.f;
+          if constexpr (kGeneral) {
+            if (p.dropout_threshold != 0) z = ((keep >> e) & 1u) ? p.dropout_rescale : 0.f;
+          }
+          const float dpv = dp[mt][nt][r * 2 + e] * z;
+          s[mt][nt][r * 2 + e] = pr * z;                     // P after dropout (dV operand)
+          dp[mt][nt][r * 2 + e] = pr * (dpv - dl) * dcap;    // dS
+        }
+      }
+    }
+  }
+}
+
+/// Stores a warp's C-layout tile (rows m0.., cols n0..) into a swizzled shared tile as T.
+template <typename L, typename T, int MT, int NT>
+__device__ __forceinline__ void store_c_smem(T* s, const float (&c)[MT][NT][4], int m0, int n0) {
+  const int lane = threadIdx.x % 32;
+  const int qr = lane / 4, qc = (lane % 4) * 2;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        *reinterpret_cast<uint32_t*>(s + L::off(m0 + mt * 16 + qr + r * 8, n0 + nt * 8 + qc)) =
+            ptx::pack2<T>(c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+}
+
+/// Stores a warp's C-layout tile (rows row0.., cols col0..) scaled by `mul` to global rows
+/// < valid_rows, columns < valid_cols.
+template <typename T, int MT, int NT>
+__device__ __forceinline__ void store_c_global(T* g, int64_t row_stride, const float (&c)[MT][NT][4],
+                                               int64_t row0, int col0, int64_t valid_rows,
+                                               int valid_cols, float mul) {
+  const int lane = threadIdx.x % 32;
+  const int qr = lane / 4, qc = (lane % 4) * 2;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int64_t i = row0 + mt * 16 + qr + r * 8;
+      if (i >= valid_rows) continue;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int cc = col0 + nt * 8 + qc;
+        if (cc < valid_cols)
+          *reinterpret_cast<uint32_t*>(g + i * row_stride + cc) =
+              ptx::pack2<T>(c[mt][nt][r * 2] * mul, c[mt][nt][r * 2 + 1] * mul);
+      }
+    }
+}
+
+template <int D, typename T, bool kGeneral>
+__global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
+    bwd_dkdv_kernel(const Params p, const float* delta) {
+  using Tr = BwdKVTraits<D>;
+  using LQ = SmemLayout<Tr::kBM, D>;
+  using LK = SmemLayout<Tr::kBN, D>;
+  using LP = SmemLayout<Tr::kBM, Tr::kBN>;
+  constexpr int kBM = Tr::kBM, kBN = Tr::kBN;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  T* sK = reinterpret_cast<T*>(smem_raw);  // (kBN, D)
+  T* sV = sK + LK::kSize;                  // (kBN, D)
+  T* sQ = sV + LK::kSize;                  // (kBM, D)
+  T* sdO = sQ + LQ::kSize;                 // (kBM, D)
+  T* sP = sdO + LQ::kSize;                 // (kBM, kBN)
+  T* sdS = sP + LP::kSize;                 // (kBM, kBN)
+
+  const int64_t b = blockIdx.z, g = blockIdx.y;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
+  const SeqSpan sp = seq_span(p, b);
+  if (n0 >= sp.sk) return;
+  const int keys = static_cast<int>(sp.sk - n0 < kBN ? sp.sk - n0 : kBN);
+  const int64_t n_last = n0 + keys - 1;
+  const int warp = threadIdx.x / 32;
+  const int wr = warp / Tr::kWC, wc = warp % Tr::kWC;
+  const int s_m0 = wr * 16 * Tr::kSMT, s_n0 = wc * 8 * Tr::kSNT;  // S / dP warp tile origin
+  const int k_m0 = wr * 16 * Tr::kKMT, k_n0 = wc * 8 * Tr::kKNT;  // dK / dV warp tile origin
+  const int dvalid = static_cast<int>(p.head_dim);
+
+  const T* k_ptr = static_cast<const T*>(p.k) + b * p.k_st.b + (sp.k_start + n0) * p.k_st.s +
+                   g * p.k_st.h;
+  const T* v_ptr = static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s +
+                   g * p.v_st.h;
+  load_tile_async<LK, Tr::kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
+  load_tile_async<LK, Tr::kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
+  ptx::cp_async_commit();
+
+  float dk[Tr::kKMT][Tr::kKNT][4], dv[Tr::kKMT][Tr::kKNT][4];  // (kBN, D) over 8 warps
+  zero(dk);
+  zero(dv);
+  const int m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
+  for (int hh = 0; hh < p.group; ++hh) {
+    const int64_t h = g * p.group + hh;
+    ScoreCtx ctx;
+    ctx.init(p, b, h, sp.sq, sp.sk);
+    const float* delta_bh = delta + (b * p.heads_q + h) * p.seqlen_q;
+    const T* q_ptr = static_cast<const T*>(p.q) + b * p.q_st.b + sp.q_start * p.q_st.s +
+                     h * p.q_st.h;
+    const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
+                      sp.q_start * p.dout_st.s + h * p.dout_st.h;
+    for (int mb = 0; mb < m_blocks; ++mb) {
+      const int64_t m0 = static_cast<int64_t>(mb) * kBM;
+      const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
+      const KeyRange first = row_range(p, m0, sp.sq, sp.sk);
+      const KeyRange last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+      if (last.hi < n0 || first.lo > n_last) continue;  // no row of this block sees these keys
+      __syncthreads();  // previous block's readers of sQ / sdO / sP / sdS are done
+      load_tile_async<LQ, Tr::kThreads>(sQ, q_ptr + m0 * p.q_st.s, p.q_st.s, rows, dvalid);
+      load_tile_async<LQ, Tr::kThreads>(sdO, do_ptr + m0 * p.dout_st.s, p.dout_st.s, rows,
+                                        dvalid);
+      ptx::cp_async_commit();
+      ptx::cp_async_wait<0>();
+      __syncthreads();
+
+      float s[Tr::kSMT][Tr::kSNT][4], dp[Tr::kSMT][Tr::kSNT][4];  // (kBM, kBN) over 8 warps
+      zero(s);
+      zero(dp);
+      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK>(s, sQ, sK, s_m0, s_n0);
+      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK>(dp, sdO, sV, s_m0, s_n0);
+      const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+      bwd_p_ds<kGeneral>(p, ctx, s, dp, m0 + s_m0, n0 + s_n0, delta_bh, sp.q_start, check);
+      store_c_smem<LP>(sP, s, s_m0, s_n0);
+      store_c_smem<LP>(sdS, dp, s_m0, s_n0);
+      __syncthreads();
+      // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
+      warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ>(dv, sP, sdO, k_m0, k_n0);
+      warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ>(dk, sdS, sQ, k_m0, k_n0);
+    }
+  }
+  ptx::cp_async_wait<0>();  // K/V were never waited for when no query block was visited
+
+  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s +
+              g * p.dk_st.h;
+  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s +
+              g * p.dv_st.h;
+  store_c_global(dk_ptr, p.dk_st.s, dk, k_m0, k_n0, keys, dvalid, p.scale);
+  store_c_global(dv_ptr, p.dv_st.s, dv, k_m0, k_n0, keys, static_cast<int>(p.head_dim_v), 1.f);
+}
+
+template <int D, typename T, bool kGeneral>
+__global__ void __launch_bounds__(BwdQTraits<D>::kThreads)
+    bwd_dq_kernel(const Params p, const float* delta) {
+  using Tr = BwdQTraits<D>;
+  using LQ = SmemLayout<Tr::kBM, D>;
+  using LK = SmemLayout<Tr::kBN, D>;
+  constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kNT = kBN / 8, kDT = D / 8;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);  // (kBM, D)
+  T* sdO = sQ + LQ::kSize;                 // (kBM, D)
+  T* sK = sdO + LQ::kSize;                 // (kBN, D)
+  T* sV = sK + LK::kSize;                  // (kBN, D)
+
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int64_t m0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kBM;
+  const SeqSpan sp = seq_span(p, b);
+  if (m0 >= sp.sq) return;
+  const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
+  const int64_t g = h / p.group;
+  const int warp = threadIdx.x / 32;
+  const int dvalid = static_cast<int>(p.head_dim);
+
+  const T* q_ptr = static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s +
+                   h * p.q_st.h;
+  const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
+                    (sp.q_start + m0) * p.dout_st.s + h * p.dout_st.h;
+  const T* k_ptr = static_cast<const T*>(p.k) + b * p.k_st.b + sp.k_start * p.k_st.s + g * p.k_st.h;
+  const T* v_ptr = static_cast<const T*>(p.v) + b * p.v_st.b + sp.k_start * p.v_st.s + g * p.v_st.h;
+  load_tile_async<LQ, Tr::kThreads>(sQ, q_ptr, p.q_st.s, rows, dvalid);
+  load_tile_async<LQ, Tr::kThreads>(sdO, do_ptr, p.dout_st.s, rows, dvalid);
+  ptx::cp_async_commit();
+
+  ScoreCtx ctx;
+  ctx.init(p, b, h, sp.sq, sp.sk);
+  const float* delta_bh = delta + (b * p.heads_q + h) * p.seqlen_q;
+  const KeyRange first = row_range(p, m0, sp.sq, sp.sk);
+  const KeyRange last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+  const int n_begin = static_cast<int>(first.lo / kBN);
+  const int n_end = last.hi >= first.lo ? static_cast<int>(last.hi / kBN) + 1 : n_begin;
+
+  float dq[1][kDT][4];  // (16, D) of this warp
+  zero(dq);
+  for (int n = n_begin; n < n_end; ++n) {
+    const int64_t n0 = static_cast<int64_t>(n) * kBN;
+    __syncthreads();  // every warp is done with the previous K / V
+    load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n0 * p.k_st.s, p.k_st.s,
+                                      static_cast<int>(sp.sk - n0), dvalid);
+    load_tile_async<LK, Tr::kThreads>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
+                                      static_cast<int>(sp.sk - n0), dvalid);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+    __syncthreads();
+    float s[1][kNT][4], dp[1][kNT][4];  // (16, kBN)
+    zero(s);
+    zero(dp);
+    warp_gemm_ss<1, kNT, D, false, false, LQ, LK>(s, sQ, sK, warp * 16, 0);
+    warp_gemm_ss<1, kNT, D, false, false, LQ, LK>(dp, sdO, sV, warp * 16, 0);
+    const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+    bwd_p_ds<kGeneral>(p, ctx, s, dp, m0 + warp * 16, n0, delta_bh, sp.q_start, check);
+    warp_gemm_rs<1, kDT, kBN, true, LK>(dq, dp, sK, 0);
+  }
+  ptx::cp_async_wait<0>();
+  T* dq_ptr = static_cast<T*>(p.dq) + b * p.dq_st.b + (sp.q_start + m0) * p.dq_st.s +
+              h * p.dq_st.h;
+  store_c_global(dq_ptr, p.dq_st.s, dq, warp * 16, 0, rows, dvalid, p.scale);
+}
+
+}  // namespace attnkit::flash

@@ -1,0 +1,94 @@
+// Launchers and the run_fwd / run_bwd templates: grid, shared memory and the fast/general variant choice. Included only by the
+// generated instantiation files.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "backends/flash/bwd_kernel.cuh"
+#include "backends/flash/fwd_kernel.cuh"
+#include "backends/flash/launch.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_guard.hpp"
+#include "cuda/workspace.hpp"
+
+namespace attnkit::flash {
+
+/// Softcap, ALiBi, masks and dropout need the general score path; causal/window do not.
+inline bool needs_general(const Params& p) {
+  return p.softcap > 0.f || p.alibi != nullptr || p.mask_kind != MaskKind::none ||
+         p.dropout_threshold != 0;
+}
+
+template <typename Kernel>
+void set_smem(Kernel kernel, int bytes) {
+  if (bytes > 48 * 1024)
+    ATTNKIT_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+template <int D, typename T>
+void launch_fwd(const Params& p) {
+  using Tr = FwdTraits<D>;
+  if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
+  cuda::DeviceGuard guard(p.device.index);
+  const dim3 grid(static_cast<unsigned>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM),
+                  static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+  auto kernel = needs_general(p) ? fwd_kernel<D, T, true> : fwd_kernel<D, T, false>;
+  set_smem(kernel, Tr::kSmemBytes);
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p);
+  ATTNKIT_CUDA_CHECK_LAUNCH();
+}
+
+template <int D, typename T>
+void launch_bwd(const Params& p) {
+  if (p.batch == 0 || p.heads_q == 0) return;
+  auto stream = static_cast<cudaStream_t>(p.stream);
+  const bool general = needs_general(p);
+  cuda::DeviceGuard guard(p.device.index);
+  const size_t delta_elems =
+      static_cast<size_t>(p.batch) * p.heads_q * (p.seqlen_q > 0 ? p.seqlen_q : 1);
+  // (B, Hq, seqlen_q) fp32, stream-ordered scratch
+  float* delta = static_cast<float*>(cuda::workspace(delta_elems * sizeof(float), p.device.index, stream));
+  if (p.seqlen_q > 0) {
+    const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
+                    static_cast<unsigned>(p.batch));
+    bwd_delta_kernel<T><<<grid, 256, 0, stream>>>(p, delta);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  }
+  if (p.seqlen_k > 0) {
+    using Tr = BwdKVTraits<D>;
+    const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBN - 1) / Tr::kBN),
+                    static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
+    auto kernel = general ? bwd_dkdv_kernel<D, T, true> : bwd_dkdv_kernel<D, T, false>;
+    set_smem(kernel, Tr::kSmemBytes);
+    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, delta);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  }
+  if (p.seqlen_q > 0) {
+    using Tr = BwdQTraits<D>;
+    const dim3 grid(static_cast<unsigned>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM),
+                    static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+    auto kernel = general ? bwd_dq_kernel<D, T, true> : bwd_dq_kernel<D, T, false>;
+    set_smem(kernel, Tr::kSmemBytes);
+    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, delta);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  }
+}
+
+template <int D, bool kBf16>
+using Elem = std::conditional_t<kBf16, __nv_bfloat16, __half>;
+
+template <int D, bool kBf16>
+void run_fwd(const Params& p) {
+  launch_fwd<D, Elem<D, kBf16>>(p);
+}
+template <int D, bool kBf16>
+void run_bwd(const Params& p) {
+  launch_bwd<D, Elem<D, kBf16>>(p);
+}
+
+}  // namespace attnkit::flash

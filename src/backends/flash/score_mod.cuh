@@ -1,0 +1,108 @@
+// Score variants as one small policy: the logit of element (i, j) of one (batch, head), in log2
+// units (so softmax uses exp2), following core/score_policy.hpp exactly:
+//   x = scale * q.k ; softcap: x = c * tanh(x / c) ; ALiBi: x -= slope * |i + sk - sq - j| ;
+//   additive mask: x += m ; invisible (causal / window / bool mask false / j >= sk) -> -inf.
+// kGeneral = false compiles only the structural rules (the fast path: no softcap, ALiBi, mask or
+// dropout); the host picks kGeneral = true whenever any of those is set.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/params.hpp"
+#include "core/philox.hpp"
+#include "core/score_policy.hpp"
+
+namespace attnkit::flash {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+/// Per-(batch, head) constants of the score transform.
+struct ScoreCtx {
+  int64_t b, h, sq, sk;
+  float scale, scale_log2, softcap, inv_softcap, slope;
+  const uint8_t* mask;  // element (i, j) at mask + (i * mask_si + j * mask_sj) * mask_bytes
+  int64_t mask_si, mask_sj;
+
+  __device__ __forceinline__ void init(const Params& p, int64_t b_, int64_t h_, int64_t sq_,
+                                       int64_t sk_) {
+    b = b_;
+    h = h_;
+    sq = sq_;
+    sk = sk_;
+    scale = p.scale;
+    scale_log2 = p.scale * kLog2e;
+    softcap = p.softcap;
+    inv_softcap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
+    slope = p.alibi ? p.alibi[b * p.alibi_st_b + h * p.alibi_st_h] : 0.f;
+    mask = nullptr;
+    mask_si = p.mask_st.s;
+    mask_sj = p.mask_st.d;
+    if (p.mask_kind != MaskKind::none) {
+      const int bytes = p.mask_kind == MaskKind::keep_bool ? 1 : (p.mask_dtype == DType::f32 ? 4 : 2);
+      mask = static_cast<const uint8_t*>(p.mask) + (b * p.mask_st.b + h * p.mask_st.h) * bytes;
+    }
+  }
+};
+
+/// Structural key range of row i, clipped to [0, sk - 1] (empty when lo > hi).
+__device__ __forceinline__ KeyRange row_range(const Params& p, int64_t i, int64_t sq, int64_t sk) {
+  KeyRange r = structural_key_range(p, i, sq, sk);
+  if (r.lo < 0) r.lo = 0;
+  if (r.hi > sk - 1) r.hi = sk - 1;
+  return r;
+}
+
+/// Log2-unit logit of (i, j) from the raw dot product; dcap receives d(capped)/d(uncapped)
+/// (1 - tanh^2, or 1) for the backward pass. `r` is row i's structural range.
+template <bool kGeneral>
+__device__ __forceinline__ float score_log2(const Params& p, const ScoreCtx& c, float acc,
+                                            int64_t i, int64_t j, const KeyRange& r,
+                                            bool check, float& dcap) {
+  dcap = 1.f;
+  if constexpr (!kGeneral) {
+    if (check && (j < r.lo || j > r.hi)) return -INFINITY;
+    return acc * c.scale_log2;
+  } else {
+    // Rows past the sequence (tile padding) are invisible: the mask must not be read there.
+    if (i >= c.sq || j < r.lo || j > r.hi) return -INFINITY;
+    float x = acc * c.scale;
+    if (c.softcap > 0.f) {
+      const float t = tanhf(x * c.inv_softcap);
+      x = c.softcap * t;
+      dcap = 1.f - t * t;
+    }
+    if (p.alibi) {
+      int64_t dist = i + c.sk - c.sq - j;
+      if (dist < 0) dist = -dist;
+      x -= c.slope * static_cast<float>(dist);
+    }
+    if (c.mask) {
+      const int64_t e = i * c.mask_si + j * c.mask_sj;
+      if (p.mask_kind == MaskKind::keep_bool) {
+        if (c.mask[e] == 0) return -INFINITY;
+      } else if (p.mask_dtype == DType::f32) {
+        x += reinterpret_cast<const float*>(c.mask)[e];
+      } else if (p.mask_dtype == DType::f16) {
+        x += __half2float(reinterpret_cast<const __half*>(c.mask)[e]);
+      } else {
+        x += __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(c.mask)[e]);
+      }
+    }
+    return x * kLog2e;
+  }
+}
+
+/// Dropout keep bits of columns (j, j + 1) of row i, j even: bit 0 -> j, bit 1 -> j + 1.
+__device__ __forceinline__ uint32_t keep_pair(const Params& p, const ScoreCtx& c, int64_t i,
+                                              int64_t j) {
+  const uint32_t bits4 = dropout_keep_bits4(p.seed, p.offset, c.b, c.h, p.heads_q, i, j,
+                                            p.dropout_threshold);
+  return (bits4 >> (j & 3)) & 3u;
+}
+
+}  // namespace attnkit::flash

@@ -1,0 +1,49 @@
+// Tile shapes per head dim, shared by kernels and launchers (host + device). Chosen after FA-2's
+// sm80 table; register counts from `nvcc -Xptxas -v` are in bench/notes/flash.md.
+#pragma once
+
+namespace attnkit::flash {
+
+/// Forward: CTA tile (kBM query rows, kBN keys), kWarps warps each owning 16 * kMT rows.
+template <int D>
+struct FwdTraits {
+  static constexpr int kHeadDim = D;
+  static constexpr int kBN = 64;
+  // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
+  // D > 128: 8 warps x 16 rows, to keep the (16*kMT, D) fp32 output accumulator in registers.
+  static constexpr int kWarps = D <= 64 ? 4 : 8;
+  static constexpr int kMT = D <= 64 ? 2 : 1;
+  static constexpr int kBM = kWarps * 16 * kMT;  // 128
+  static constexpr int kThreads = kWarps * 32;
+  // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
+  static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
+};
+
+/// Backward dK/dV kernel: one CTA per (key block of kBN, kv head, batch), looping over query
+/// blocks of kBM rows of every q head of the group. 8 warps as 4 (rows) x 2 (cols) for the
+/// (kBM, kBN) S / dP tiles and for the (kBN, D) dK / dV tiles.
+template <int D>
+struct BwdKVTraits {
+  static constexpr int kHeadDim = D;
+  static constexpr int kBM = 64, kBN = 64;
+  static constexpr int kWarps = 8, kThreads = 256;
+  static constexpr int kWR = 4, kWC = 2;
+  static constexpr int kSMT = kBM / kWR / 16, kSNT = kBN / kWC / 8;   // S / dP warp tile
+  static constexpr int kKMT = kBN / kWR / 16, kKNT = D / kWC / 8;     // dK / dV warp tile
+  // K, V (kBN, D); Q, dO (kBM, D); P, dS (kBM, kBN).
+  static constexpr int kSmemBytes = (2 * kBN * D + 2 * kBM * D + 2 * kBM * kBN) * 2;
+};
+
+/// Backward dQ kernel: one CTA per (query block, q head, batch), looping over key blocks; each
+/// warp owns 16 rows so dS stays in registers as the A operand of dQ += dS K.
+template <int D>
+struct BwdQTraits {
+  static constexpr int kHeadDim = D;
+  static constexpr int kWarps = 4, kThreads = 128, kMT = 1;
+  static constexpr int kBM = 64;
+  static constexpr int kBN = D <= 128 ? 64 : 32;  // S + dP + dQ accumulators <= ~200 registers
+  // Q, dO (kBM, D); K, V (kBN, D).
+  static constexpr int kSmemBytes = (2 * kBM * D + 2 * kBN * D) * 2;
+};
+
+}  // namespace attnkit::flash

@@ -1,0 +1,127 @@
+// Warp-level fragment loads from swizzled shared tiles (ldmatrix) for mma.m16n8k16, in the four
+// storage orders the forward and backward GEMMs need. "A stored [m][k]" means the tile's rows are
+// the MMA's M index; "A stored [k][m]" means the tile holds A transposed (e.g. P stored [q][key]
+// read as the A operand of dV = P^T dO). B fragments come in pairs of n8 tiles: r[0..1] are
+// b0/b1 of n-tile n0/8, r[2..3] those of n-tile n0/8 + 1.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/ptx_sm80.hpp"
+
+namespace attnkit::flash {
+
+__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & 31; }
+
+/// A (16x16) at rows m0.., cols k0.. of a tile stored [m][k].
+template <typename L, typename T>
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* s, int m0, int k0) {
+  const int l = lane_id();
+  ptx::ldmatrix_x4(a, ptx::smem_addr(s + L::off(m0 + (l & 15), k0 + ((l >> 4) << 3))));
+}
+/// A (16x16) = rows m0.., cols k0.. of A, from a tile storing A^T, i.e. [k][m].
+template <typename L, typename T>
+__device__ __forceinline__ void load_a_t(uint32_t (&a)[4], const T* s, int m0, int k0) {
+  const int l = lane_id();
+  ptx::ldmatrix_x4_trans(
+      a, ptx::smem_addr(s + L::off(k0 + ((l >> 4) << 3) + (l & 7), m0 + (((l >> 3) & 1) << 3))));
+}
+/// B (16 x 16 = two n8 tiles) at k0.., n0.. from a tile stored [n][k] (e.g. K for Q K^T).
+template <typename L, typename T>
+__device__ __forceinline__ void load_b_nk(uint32_t (&b)[4], const T* s, int n0, int k0) {
+  const int l = lane_id();
+  ptx::ldmatrix_x4(
+      b, ptx::smem_addr(s + L::off(n0 + ((l >> 4) << 3) + (l & 7), k0 + (((l >> 3) & 1) << 3))));
+}
+/// B (16 x 16 = two n8 tiles) at k0.., n0.. from a tile stored [k][n] (e.g. V for P V).
+template <typename L, typename T>
+__device__ __forceinline__ void load_b_kn(uint32_t (&b)[4], const T* s, int n0, int k0) {
+  const int l = lane_id();
+  ptx::ldmatrix_x4_trans(
+      b, ptx::smem_addr(s + L::off(k0 + (((l >> 3) & 1) << 3) + (l & 7), n0 + ((l >> 4) << 3))));
+}
+
+/// acc[MT][NT] (warp tile (16*MT, 8*NT) at rows m0, cols n0) += A (m0.., 0..K) * B (0..K, n0..).
+/// A_T: tile stores A as [k][m]; B_KN: tile stores B as [k][n] (else [n][k]).
+template <int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB, typename T>
+__device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* sa, const T* sb,
+                                             int m0, int n0) {
+  static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      if constexpr (A_T) {
+        load_a_t<LA>(a[mt], sa, m0 + mt * 16, kk * 16);
+      } else {
+        load_a<LA>(a[mt], sa, m0 + mt * 16, kk * 16);
+      }
+    }
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      uint32_t b[4];
+      if constexpr (B_KN) {
+        load_b_kn<LB>(b, sb, n0 + np * 16, kk * 16);
+      } else {
+        load_b_nk<LB>(b, sb, n0 + np * 16, kk * 16);
+      }
+      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        ptx::mma_m16n8k16<T>(acc[mt][2 * np], a[mt], b0);
+        ptx::mma_m16n8k16<T>(acc[mt][2 * np + 1], a[mt], b1);
+      }
+    }
+  }
+}
+
+/// The A fragment of k-slice kk built from C accumulators (16 x 8 tiles 2kk and 2kk+1): FA-2's
+/// register reuse of P (or dS) as the next GEMM's left operand.
+template <typename T, int NT>
+__device__ __forceinline__ void c_to_a(uint32_t (&a)[4], const float (&c)[NT][4], int kk) {
+  a[0] = ptx::pack2<T>(c[2 * kk][0], c[2 * kk][1]);
+  a[1] = ptx::pack2<T>(c[2 * kk][2], c[2 * kk][3]);
+  a[2] = ptx::pack2<T>(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+  a[3] = ptx::pack2<T>(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+}
+
+/// acc[MT][NT] += A (registers: C layout, (16*MT, K)) * B (tile stored [k][n] or [n][k]).
+template <int MT, int NT, int K, bool B_KN, typename LB, typename T>
+__device__ __forceinline__ void warp_gemm_rs(float (&acc)[MT][NT][4],
+                                             const float (&a_c)[MT][K / 8][4], const T* sb,
+                                             int n0) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) c_to_a<T, K / 8>(a[mt], a_c[mt], kk);
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      uint32_t b[4];
+      if constexpr (B_KN) {
+        load_b_kn<LB>(b, sb, n0 + np * 16, kk * 16);
+      } else {
+        load_b_nk<LB>(b, sb, n0 + np * 16, kk * 16);
+      }
+      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        ptx::mma_m16n8k16<T>(acc[mt][2 * np], a[mt], b0);
+        ptx::mma_m16n8k16<T>(acc[mt][2 * np + 1], a[mt], b1);
+      }
+    }
+  }
+}
+
+template <int MT, int NT>
+__device__ __forceinline__ void zero(float (&acc)[MT][NT][4]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+}
+
+}  // namespace attnkit::flash
