@@ -1,0 +1,1 @@
+"""Helpers for bench/peers.py (GPU peer benchmark)."""

@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""attnkit's GPU backends against PyTorch's attention kernels, in ONE process (BENCHMARKS.md).
+
+Implementations: attnkit:<backend> for each --backends entry (called through libattnkit_c.so via
+ctypes on torch tensors, on torch's current stream), torch:flash / torch:cudnn / torch:efficient
+(SDPA forced with torch.nn.attention.sdpa_kernel) and torch:flex (FlexAttention under
+torch.compile). Shapes: 16384 tokens, hidden 2048: B = 16384 / S, H = 2048 / D, bf16.
+
+Method: CUDA events around each call; warm-up first (module load, compile, autotune, plans stay
+out); median of >= 100 timed runs (fewer only for implementations slower than 50 ms a call —
+the cuda_math reference — down to 10, or 3 above 500 ms; the count is recorded in every row);
+inputs rotated over >= 3 x L2 (at least two input sets, so no two consecutive calls see the same
+data); random normal inputs; a pause (--pause, 1 s)
+between implementations. FLOPs: forward 4 B H S^2 D (halved when causal), backward 2.5 x forward.
+
+Correctness: before timing, every attnkit backend's output (and gradients for bwd) on the timed
+shape is compared with torch's (flash, else efficient/cudnn) in the same process; the max abs
+error and the relative error are printed and stored, and a backend over tolerance is reported as
+WRONG, never with a speed.
+
+Also measures the two ceilings once: bf16 GEMM 8192^3 (torch.matmul) and device copy bandwidth.
+
+  python3 bench/peers.py --lib build-gpu/libattnkit_c.so --backends flash,flash3,cudnn,cuda_math \
+      [--shapes 1k,4k,16k] [--d 64,128] [--causal both|yes|no] [--passes fwd,bwd]
+      [--peers flash,cudnn,efficient,flex] [--quick] [--json FILE]
+  python3 bench/peers.py --summarize FILE.json
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+TOKENS, HIDDEN = 16384, 2048
+ALL_S = [512, 1024, 2048, 4096, 8192, 16384]
+ALL_D = [64, 128, 256]
+PEERS = ["flash", "cudnn", "efficient", "flex"]
+REL_TOL = 2e-2  # bf16 outputs vs torch's bf16 kernels: both ~4e-3 from exact
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def parse_sizes(text):
+    out = []
+    for tok in text.split(","):
+        tok = tok.strip().lower()
+        if tok:
+            out.append(int(float(tok[:-1]) * 1024) if tok.endswith("k") else int(tok))
+    return out
+
+
+def flops(b, h, s, d, causal, pas):
+    f = 4.0 * b * h * s * s * d
+    if causal:
+        f /= 2
+    return f * (2.5 if pas == "bwd" else 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+class Timer:
+    """Median over CUDA-event-timed calls of fn(i) (i = run index, used to rotate inputs)."""
+
+    def __init__(self, torch, warmup, runs, slow_ms=50.0, slow_budget_s=5.0):
+        self.torch, self.warmup, self.runs = torch, warmup, runs
+        self.slow_ms, self.slow_budget_s = slow_ms, slow_budget_s
+
+    def __call__(self, fn):
+        torch = self.torch
+        fn(0)  # first call: module load, torch.compile, plan building
+        torch.cuda.synchronize()
+        # Probe one call to size warm-up and run count for very slow implementations (cuda_math).
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(1)
+        e.record()
+        torch.cuda.synchronize()
+        probe = s.elapsed_time(e)
+        runs, warmup = self.runs, self.warmup
+        if probe > self.slow_ms:
+            warmup = 1
+            runs = max(3 if probe > 500 else 10, min(runs, int(self.slow_budget_s * 1000 / probe)))
+        for i in range(warmup):
+            fn(i)
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+        for i in range(runs):
+            starts[i].record()
+            fn(i)
+            ends[i].record()
+        torch.cuda.synchronize()
+        times = [a.elapsed_time(b) for a, b in zip(starts, ends)]
+        return statistics.median(times), runs, min(times), max(times)
+
+
+# ---------------------------------------------------------------------------------------------
+def ceilings(torch):
+    """bf16 GEMM 8192^3 TFLOP/s and device copy bandwidth TB/s (read + write bytes)."""
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    t = Timer(torch, 5, 30)
+    ms, _, _, _ = t(lambda i: torch.matmul(a, b))
+    gemm = 2.0 * n ** 3 / (ms * 1e-3) / 1e12
+    del a, b
+    src = torch.randn(256 * 1024 * 1024, device="cuda", dtype=torch.float32)  # 1 GiB
+    dst = torch.empty_like(src)
+    ms, _, _, _ = t(lambda i: dst.copy_(src))
+    copy = 2.0 * src.numel() * 4 / (ms * 1e-3) / 1e12
+    del src, dst
+    torch.cuda.empty_cache()
+    return {"gemm_bf16_8192_tflops": round(gemm, 1), "copy_tb_per_s": round(copy, 3)}
+
+
+# ---------------------------------------------------------------------------------------------
+class Shape:
+    def __init__(self, s, d, causal):
+        self.s, self.d, self.causal = s, d, causal
+        self.b, self.h = TOKENS // s, HIDDEN // d
+
+    def __str__(self):
+        return f"B={self.b} H={self.h} S={self.s} D={self.d} causal={int(self.causal)}"
+
+
+def make_sets(torch, shp, nsets, need_grad):
+    """nsets input sets, each BSHD storage [B, S, H, D] bf16 (q, k, v, dout)."""
+    sets = []
+    for _ in range(nsets):
+        x = {n: torch.randn(shp.b, shp.s, shp.h, shp.d, device="cuda", dtype=torch.bfloat16)
+             for n in ("q", "k", "v", "dout")}
+        sets.append(x)
+    return sets
+
+
+def torch_runner(torch, shp, peer, sets, pas):
+    """Returns (fn(i), outputs_of_set0) for a torch peer; raises when the peer cannot run."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def bhsd(t):
+        return t.transpose(1, 2)  # [B, H, S, D] view of BSHD storage: no copy
+
+    if peer == "flex":
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        compiled = torch.compile(flex_attention, dynamic=False)
+        bm = None
+        if shp.causal:
+            bm = create_block_mask(lambda b, h, q, kv: q >= kv, None, None, shp.s, shp.s,
+                                   device="cuda")
+
+        def attn(q, k, v):
+            return compiled(q, k, v, block_mask=bm)
+    else:
+        backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                   "efficient": SDPBackend.EFFICIENT_ATTENTION}[peer]
+
+        def attn(q, k, v):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=shp.causal)
+
+    n = len(sets)
+    if pas == "fwd":
+        ins = [(bhsd(x["q"]), bhsd(x["k"]), bhsd(x["v"])) for x in sets]
+
+        def fn(i):
+            attn(*ins[i % n])
+        with torch.no_grad():
+            ref = attn(*ins[0]).transpose(1, 2)
+        return fn, {"out": ref}
+    grads = []
+    for x in sets:
+        q, k, v = (bhsd(x[t]).detach().requires_grad_(True) for t in ("q", "k", "v"))
+        out = attn(q, k, v)
+        grads.append((out, (q, k, v), bhsd(x["dout"])))
+
+    def fn(i):
+        out, inputs, dout = grads[i % n]
+        torch.autograd.grad(out, inputs, dout, retain_graph=True)
+    out, inputs, dout = grads[0]
+    dq, dk, dv = torch.autograd.grad(out, inputs, dout, retain_graph=True)
+    return fn, {"out": out.detach().transpose(1, 2), "dq": dq.transpose(1, 2),
+                "dk": dk.transpose(1, 2), "dv": dv.transpose(1, 2)}
+
+
+def attnkit_runner(torch, lib, shp, backend, sets, pas):
+    from gpu.attnkit_c import tensor_of
+    stream = torch.cuda.current_stream().cuda_stream
+    opts = lib.options(backend, causal="bottom_right" if shp.causal else None, stream=stream)
+    n = len(sets)
+    bufs = []
+    for x in sets:
+        out = torch.empty_like(x["q"])
+        lse = torch.empty(shp.b, shp.h, shp.s, device="cuda", dtype=torch.float32)
+        t = {k: tensor_of(v) for k, v in x.items()}
+        t["out"], t["lse"] = tensor_of(out), tensor_of(lse)
+        keep = {"out": out, "lse": lse}
+        if pas == "bwd":
+            for g in ("dq", "dk", "dv"):
+                keep[g] = torch.empty_like(x["q"])
+                t[g] = tensor_of(keep[g])
+            lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], opts)
+        bufs.append((t, keep))
+
+    if pas == "fwd":
+        def fn(i):
+            t, _ = bufs[i % n]
+            lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], opts)
+    else:
+        def fn(i):
+            t, _ = bufs[i % n]
+            lib.backward(t["dout"], t["q"], t["k"], t["v"], t["out"], t["lse"], t["dq"], t["dk"],
+                         t["dv"], opts)
+    fn(0)
+    torch.cuda.synchronize()
+    return fn, bufs[0][1]
+
+
+def compare(torch, mine, ref):
+    """{name: (max_abs, rel)} over the tensors both have."""
+    res = {}
+    for k in ("out", "dq", "dk", "dv"):
+        if k in mine and k in ref:
+            a, b = mine[k].float(), ref[k].float()
+            diff = (a - b)
+            finite = bool(torch.isfinite(a).all())
+            rel = float(diff.norm() / b.norm().clamp_min(1e-30)) if finite else float("inf")
+            res[k] = (float(diff.abs().max()) if finite else float("inf"), rel)
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+def summarize(doc, out=print):
+    rows = [r for r in doc["rows"] if r.get("tflops")]
+    impls = sorted({r["impl"] for r in rows}, key=lambda x: (not x.startswith("attnkit"), x))
+    ours = [i for i in impls if i.startswith("attnkit")]
+    peers = [i for i in impls if i.startswith("torch")]
+    out(f"GPU {doc.get('gpu')}  torch {doc.get('torch')}  cudnn {doc.get('cudnn')}  "
+        f"commit {doc.get('commit')}  ceilings {doc.get('ceilings')}")
+    keyf = lambda r: (r["pass"], r["d"], r["causal"], r["s"])
+    keys = sorted({keyf(r) for r in rows})
+    short = [i.split(":")[1] for i in impls]
+    hdr = f"{'pass':4} {'D':>3} {'c':1} {'S':>5} | " + " ".join(f"{x:>9}" for x in short)
+    ratio_hdr = [f"{o.split(':')[1]}/{p.split(':')[1]}" for o in ours for p in peers]
+    out("TFLOP/s (bf16); ratios ours/peer")
+    out(hdr + (" | " + " ".join(f"{x:>15}" for x in ratio_hdr) if ratio_hdr else ""))
+    for k in keys:
+        cell = {r["impl"]: r["tflops"] for r in rows if keyf(r) == k}
+        line = f"{k[0]:4} {k[1]:>3} {int(k[2]):1} {k[3]:>5} | " + " ".join(
+            f"{cell[i]:9.1f}" if i in cell else f"{'-':>9}" for i in impls)
+        rs = []
+        for o in ours:
+            for p in peers:
+                rs.append(f"{cell[o] / cell[p]:15.2f}" if o in cell and p in cell else f"{'-':>15}")
+        out(line + (" | " + " ".join(rs) if rs else ""))
+    bad = [r for r in doc["rows"] if r.get("status") not in (None, "ok")]
+    for r in bad:
+        out(f"  {r['impl']} {r['pass']} D={r['d']} S={r['s']} causal={int(r['causal'])}: "
+            f"{r['status']} {r.get('error', '')[:160]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", default="build-gpu/libattnkit_c.so")
+    ap.add_argument("--backends", default="flash,flash3,cudnn,cuda_math")
+    ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--shapes", default=None, help="S list, e.g. 512,1k,16k")
+    ap.add_argument("--d", default=None, help="head dims, e.g. 64,128")
+    ap.add_argument("--causal", default="both", choices=["both", "yes", "no"])
+    ap.add_argument("--passes", default="fwd,bwd")
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--pause", type=float, default=1.0, help="seconds between implementations")
+    ap.add_argument("--quick", action="store_true", help="S 1k,4k,16k; D 128; fewer peers' flex")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--summarize", default=None, help="print the table of an existing JSON")
+    args = ap.parse_args()
+
+    if args.summarize:
+        with open(args.summarize) as f:
+            summarize(json.load(f))
+        return 0
+
+    import torch
+    if not torch.cuda.is_available():
+        log("no CUDA device: nothing to benchmark")
+        return 1
+    from gpu.attnkit_c import AttnkitC
+
+    s_list = parse_sizes(args.shapes) if args.shapes else ([1024, 4096, 16384] if args.quick else ALL_S)
+    d_list = parse_sizes(args.d) if args.d else ([128] if args.quick else ALL_D)
+    causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
+    passes = [p for p in args.passes.split(",") if p]
+    backends = [b for b in args.backends.split(",") if b]
+    peers = [p for p in args.peers.split(",") if p]
+
+    lib = None
+    if backends:
+        try:
+            lib = AttnkitC(args.lib)
+        except OSError as e:
+            log(f"[warn] cannot load {args.lib}: {e}; attnkit backends skipped")
+            backends = []
+
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", 50 << 20)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except OSError:
+        commit = "unknown"
+    doc = {"gpu": torch.cuda.get_device_name(0), "date": datetime.date.today().isoformat(),
+           "commit": commit or "unknown", "torch": torch.__version__.split("+")[0],
+           "cudnn": torch.backends.cudnn.version(), "l2_bytes": l2,
+           "method": {"runs": args.runs, "warmup": args.warmup, "pause_s": args.pause,
+                      "rotation": ">= 3 x L2, >= 2 sets", "stat": "median"},
+           "ceilings": None, "rows": []}
+
+    def save():
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=1)
+
+    log(f"[info] {doc['gpu']} torch {doc['torch']} cudnn {doc['cudnn']} L2 {l2 >> 20} MiB "
+        f"attnkit {lib.version() if lib else '-'} commit {doc['commit']}")
+    doc["ceilings"] = ceilings(torch)
+    log(f"[ceiling] {doc['ceilings']}")
+    save()
+
+    timer = Timer(torch, args.warmup, args.runs)
+    impls = [("attnkit", b) for b in backends] + [("torch", p) for p in peers]
+    for pas in passes:
+        for d in d_list:
+            for causal in causals:
+                for s in s_list:
+                    shp = Shape(s, d, causal)
+                    set_bytes = 4 * shp.b * shp.s * shp.h * shp.d * 2
+                    nsets = max(2, math.ceil(3 * l2 / set_bytes))
+                    torch.manual_seed(s * 1000 + d + causal)
+                    sets = make_sets(torch, shp, nsets, pas == "bwd")
+                    ref, ref_name = None, None
+                    for peer in ("flash", "efficient", "cudnn"):
+                        try:
+                            _, ref = torch_runner(torch, shp, peer, sets[:1], pas)
+                            ref_name = peer
+                            break
+                        except Exception:  # noqa: BLE001 - try the next reference
+                            continue
+                    for kind, name in impls:
+                        impl = f"{kind}:{name}"
+                        row = {"impl": impl, "pass": pas, "dtype": "bf16", "b": shp.b, "h": shp.h,
+                               "s": s, "d": d, "causal": causal}
+                        try:
+                            if kind == "torch":
+                                fn, _ = torch_runner(torch, shp, name, sets, pas)
+                            else:
+                                fn, mine = attnkit_runner(torch, lib, shp, name, sets, pas)
+                                if ref is None:
+                                    raise RuntimeError("no torch reference for the spot-check")
+                                errs = compare(torch, mine, ref)
+                                row["check_vs"] = f"torch:{ref_name}"
+                                row["max_abs_err"] = {k: v[0] for k, v in errs.items()}
+                                row["rel_err"] = {k: v[1] for k, v in errs.items()}
+                                worst = max(v[1] for v in errs.values())
+                                log(f"[check] {impl} {pas} {shp}: vs torch:{ref_name} " + ", ".join(
+                                    f"{k} max|err| {v[0]:.3g} rel {v[1]:.2e}" for k, v in errs.items()))
+                                if not worst <= REL_TOL:
+                                    row["status"] = "WRONG"
+                                    row["error"] = f"rel err {worst:.3g} > {REL_TOL}"
+                                    doc["rows"].append(row)
+                                    log(f"[WRONG] {impl} {pas} {shp}: not timed")
+                                    continue
+                            ms, runs, mn, mx = timer(fn)
+                            row.update({"ms": round(ms, 4), "tflops": round(
+                                flops(shp.b, shp.h, s, d, causal, pas) / (ms * 1e-3) / 1e12, 1),
+                                "runs": runs, "min_ms": round(mn, 4), "max_ms": round(mx, 4),
+                                "status": "ok"})
+                            log(f"[time] {impl:18} {pas} {shp}: {ms:8.3f} ms {row['tflops']:7.1f} "
+                                f"TFLOP/s (median of {runs})")
+                        except Exception as e:  # noqa: BLE001 - unsupported shapes are rows too
+                            row["status"] = "unsupported" if "nsupported" in str(e) or "not built" in str(e) else "error"
+                            row["error"] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+                            log(f"[skip] {impl} {pas} {shp}: {row['error'][:200]}")
+                        doc["rows"].append(row)
+                        save()
+                        torch.cuda.synchronize()
+                        time.sleep(args.pause)
+                    del sets, ref
+                    torch.cuda.empty_cache()
+    save()
+    log("")
+    summarize(doc, log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
