@@ -155,7 +155,7 @@ int cmd_bench(int argc, char** argv) {
         }
         ++done;
         if (row.error.empty())
-          std::printf("%-10s %-4s %-62s %10.3f %9.2f %11s\n", row.impl.c_str(), pass.c_str(),
+          std::printf("%-10s %-4s %-62s %10.3f %9.4g %11s\n", row.impl.c_str(), pass.c_str(),
                       shape.describe().c_str(), row.ms, row.tflops,
                       row.peak_extra_bytes >= 0
                           ? std::to_string(row.peak_extra_bytes / (1024 * 1024)).c_str()
