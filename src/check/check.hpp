@@ -34,6 +34,7 @@ struct Case {
   double dropout_p = 0.0;
   bool varlen = false;          // then seqlens_q/k give the per-sequence lengths (b ignored)
   std::vector<int64_t> seqlens_q, seqlens_k;
+  bool varlen_max_given = true;  // false: max_seqlen_q/k = -1 (the resolver reads cu_seqlens)
   bool lse = true;
   bool backward = false;
   bool deterministic = false;
