@@ -61,13 +61,63 @@ static std::string dims_str(const Capabilities& c) {
   return s;
 }
 
+/// The backend feature matrix as a Markdown table (docs/backends.md is generated from it).
+static void print_markdown_matrix() {
+  const auto all = list_backends();
+  std::printf("| feature |");
+  for (const auto& b : all) std::printf(" `%s` |", b.name.c_str());
+  std::printf("\n|---|");
+  for (size_t i = 0; i < all.size(); ++i) std::printf("---|");
+  std::printf("\n");
+  auto row = [&](const char* label, auto fn) {
+    std::printf("| %s |", label);
+    for (const auto& b : all) std::printf(" %s |", b.built ? fn(b.caps).c_str() : "—");
+    std::printf("\n");
+  };
+  auto yes = [](bool v) { return std::string(v ? "yes" : "no"); };
+  row("built here", [](const Capabilities&) { return std::string("yes"); });
+  row("device", [](const Capabilities& c) {
+    if (c.device == DeviceType::cpu) return std::string("cpu");
+    std::string s = "cuda sm";
+    s += std::to_string(c.min_arch);
+    s += c.max_arch ? "–" + std::to_string(c.max_arch) : std::string("+");
+    return s;
+  });
+  row("dtypes", [](const Capabilities& c) { return dtypes_str(c); });
+  row("head dims", [](const Capabilities& c) { return dims_str(c); });
+  row("Dv ≠ D", [&](const Capabilities& c) { return yes(c.head_dim_v_differs); });
+  row("backward", [&](const Capabilities& c) { return yes(c.backward); });
+  row("causal top_left", [&](const Capabilities& c) { return yes(c.causal_top_left); });
+  row("causal bottom_right", [&](const Capabilities& c) { return yes(c.causal_bottom_right); });
+  row("sliding window", [&](const Capabilities& c) { return yes(c.window); });
+  row("softcap", [&](const Capabilities& c) { return yes(c.softcap); });
+  row("ALiBi", [&](const Capabilities& c) { return yes(c.alibi); });
+  row("bool mask", [&](const Capabilities& c) { return yes(c.mask_bool); });
+  row("additive mask", [&](const Capabilities& c) { return yes(c.mask_additive); });
+  row("GQA/MQA", [&](const Capabilities& c) { return yes(c.gqa); });
+  row("varlen", [&](const Capabilities& c) { return yes(c.varlen); });
+  row("lse", [&](const Capabilities& c) { return yes(c.lse); });
+  row("dropout", [&](const Capabilities& c) { return yes(c.dropout); });
+  row("deterministic bwd", [&](const Capabilities& c) { return yes(c.deterministic); });
+  row("tier", [](const Capabilities& c) {
+    return std::string(c.tier == AccuracyTier::exact ? "exact" : "quantized");
+  });
+  std::printf("\nNot built in this binary:\n\n");
+  for (const auto& b : all)
+    if (!b.built) std::printf("- `%s`: %s\n", b.name.c_str(), b.not_built_reason.c_str());
+}
+
 int cmd_info(int argc, char** argv) {
   Args a("info", "Version, build options, devices, and every backend: capabilities and whether it "
                  "is available on this machine.",
-         {});
+         {{"markdown", "", "print only the backend feature matrix as a Markdown table", ""}});
   a.parse(argc, argv, 2);
   if (a.help()) {
     std::printf("%s", a.usage().c_str());
+    return 0;
+  }
+  if (a.flag("markdown")) {
+    print_markdown_matrix();
     return 0;
   }
   const BuildInfo b = build_info();
