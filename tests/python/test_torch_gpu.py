@@ -82,12 +82,17 @@ def test_sdpa_backend_vs_torch(backend, shape, dtype):
         out = fn(*xs, **kw)
         return (out,) + torch.autograd.grad(out, xs, dout.to(out.dtype))
 
-    with attnkit.backend(backend):
-        ours = run_or_skip(backend, lambda: grads(akt.sdpa, q, k, v))
-    assert attnkit.last_backend() == backend
     theirs = grads(TORCH_SDPA, q, k, v)
     ref = grads(TORCH_SDPA, *(t.detach().float().requires_grad_() for t in (q, k, v)))
-    for name, a, t, r in zip(["out", "dq", "dk", "dv"], ours, theirs, ref):
+    with attnkit.backend(backend):
+        out = run_or_skip(backend, lambda: akt.sdpa(q, k, v, **kw))
+    assert attnkit.last_backend() == backend
+    assert out.dtype == dtype and out.shape == theirs[0].shape
+    within(rel(out, ref[0]), rel(theirs[0], ref[0]), f"{backend} out")
+    # The backward runs on the backend recorded at forward time (no scope needed here).
+    ours = run_or_skip(backend, lambda: torch.autograd.grad(out, (q, k, v), dout))
+    assert attnkit.last_backend() == backend
+    for name, a, t, r in zip(["dq", "dk", "dv"], ours, theirs[1:], ref[1:]):
         assert a.dtype == dtype and a.shape == t.shape
         within(rel(a, r), rel(t, r), f"{backend} {name}")
 
