@@ -4,8 +4,20 @@
 #include <optional>
 
 #include "attnkit/attention.hpp"
+#include "attnkit/error.hpp"
 
 namespace attnkit::check::detail {
+namespace {
+
+// A named backend must run itself: the API never falls back silently, and the harness makes sure.
+void expect_ran(const std::string& requested, const std::string& ran) {
+  const std::string want = canonical_backend_name(requested);
+  if (want != "auto" && ran != want)
+    throw Error(ErrorCode::kInternal,
+                "asked for backend '" + requested + "', but '" + ran + "' ran");
+}
+
+}  // namespace
 
 Outputs execute(const Case& c, const Inputs& in, const std::string& backend, Device device,
                 std::string& stage) {
@@ -36,7 +48,8 @@ Outputs execute(const Case& c, const Inputs& in, const std::string& backend, Dev
   fa.v = v.view();
   fa.out = out.view();
   if (want_lse) fa.lse = lse.view();
-  forward(fa, o);
+  const std::string ran = forward(fa, o);
+  expect_ran(backend, ran);
   device_runtime(device.type).synchronize(device);
   out.copy_back(res.out);
   lse.copy_back(res.lse);
@@ -61,7 +74,7 @@ Outputs execute(const Case& c, const Inputs& in, const std::string& backend, Dev
     ba.dq = dq.view();
     ba.dk = dk.view();
     ba.dv = dv.view();
-    backward(ba, o);
+    expect_ran(backend, backward(ba, o));
     device_runtime(device.type).synchronize(device);
     dq.copy_back(dq_h);
     dk.copy_back(dk_h);
