@@ -26,6 +26,7 @@ namespace {
 
 struct FwdScratch {
   std::vector<float> q, s, o, m, l, alpha;
+  std::vector<uint16_t> qb, pb;  // bf16 path: Q tile (unscaled bits) and P tile
 };
 
 struct FwdItem {
@@ -56,8 +57,14 @@ void run_forward(const Params& p) {
   std::stable_sort(items.begin(), items.end(),
                    [](const FwdItem& x, const FwdItem& y) { return x.cost > y.cost; });
 
+  // bf16 inputs on a CPU with AVX512-BF16: S = Q K^T and O += P V as VDPBF16PS dot products
+  // (twice the multiply-adds per instruction of fp32 FMA). Q and K are used exactly (their bf16
+  // bits), the scale is applied to S in fp32, and P is rounded to bf16 for the P V product (as
+  // every bf16 attention kernel does); accumulation stays fp32.
+  const bool bf16_dot = p.dtype == DType::bf16 && kt.gemm_bf16 != nullptr;
   PackWhat what;
-  what.kt = what.v = true;
+  what.kt = what.v = !bf16_dot;
+  what.kt_bf16 = what.v_bf16 = bf16_dot;
   const PackedKV pk = pack_kv(p, geo, what, threads);
 
   std::vector<FwdScratch> scratch(std::min<int64_t>(threads, std::max<int64_t>(1, items.size())));
@@ -71,14 +78,22 @@ void run_forward(const Params& p) {
       w.m.resize(kBq);
       w.l.resize(kBq);
       w.alpha.resize(kBq);
+      if (bf16_dot) {
+        w.qb.resize(kBq * dp);
+        w.pb.resize(kBq * kBk);
+      }
     }
     const int64_t b = it.b, h = it.h, g = h / p.group;
     const SeqSpan& sp = geo.spans[b];
     const int64_t i0 = it.qt * kBq, rows = std::min(kBq, sp.sq - i0);
 
-    for (int64_t r = 0; r < rows; ++r)
-      load_row(p.q, p.dtype, row_offset(p.q_st, b, sp.q_start, i0 + r, h), p.q_st.d, p.head_dim,
-               dp, p.scale, w.q.data() + r * dp);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t off = row_offset(p.q_st, b, sp.q_start, i0 + r, h);
+      if (bf16_dot)
+        load_row_bf16_bits(p.q, off, p.q_st.d, p.head_dim, dp, w.qb.data() + r * dp);
+      else
+        load_row(p.q, p.dtype, off, p.q_st.d, p.head_dim, dp, p.scale, w.q.data() + r * dp);
+    }
     std::fill(w.o.begin(), w.o.end(), 0.0f);
     std::fill(w.m.begin(), w.m.end(), kNegInf);
     std::fill(w.l.begin(), w.l.end(), 0.0f);
@@ -88,8 +103,14 @@ void run_forward(const Params& p) {
       for (int64_t kb = kr.lo / kBk; kb <= kr.hi / kBk; ++kb) {
         const int64_t j0 = kb * kBk, kcols = std::min(kBk, sp.sk - j0);
         const int64_t gkb = geo.kblock_start[b] + kb;
-        kt.gemm(w.s.data(), kBk, w.q.data(), dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp,
-                false);
+        if (bf16_dot) {
+          kt.gemm_bf16(w.s.data(), kBk, w.qb.data(), dp, pk.ktb_block(gkb, g), 2 * kBk, rows, kBk,
+                       dp, false);
+          for (int64_t r = 0; r < rows; ++r) kt.scale_row(w.s.data() + r * kBk, kBk, p.scale);
+        } else {
+          kt.gemm(w.s.data(), kBk, w.q.data(), dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp,
+                  false);
+        }
         if (tile_needs_policy(p, sp, i0, rows, j0))
           apply_score_policy(p, sp, b, h, i0, rows, j0, w.s.data(), kBk, nullptr);
         kt.softmax_step(w.s.data(), kBk, rows, kBk, w.m.data(), w.l.data(), w.alpha.data());
@@ -97,8 +118,14 @@ void run_forward(const Params& p) {
           if (w.alpha[r] != 1.0f) kt.scale_row(w.o.data() + r * dvp, dvp, w.alpha[r]);
         if (p.has_dropout())
           apply_dropout(p, b, h, i0, rows, j0, kcols, w.s.data(), kBk, nullptr);
-        kt.gemm(w.o.data(), dvp, w.s.data(), kBk, 1, pk.v_block(gkb, g), dvp, rows, dvp, kcols,
-                true);
+        if (bf16_dot) {
+          kt.to_bf16(w.pb.data(), kBk, w.s.data(), kBk, rows, kBk);
+          kt.gemm_bf16(w.o.data(), dvp, w.pb.data(), kBk, pk.vb_block(gkb, g), 2 * dvp, rows, dvp,
+                       round_up(kcols, 2), true);
+        } else {
+          kt.gemm(w.o.data(), dvp, w.s.data(), kBk, 1, pk.v_block(gkb, g), dvp, rows, dvp, kcols,
+                  true);
+        }
       }
     }
 

@@ -16,6 +16,8 @@ const KernelTable* by_name(const std::string& name) {
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512dq"))
     return &kernels_avx512();
+  if (name == "avx512bf16" && by_name("avx512") && __builtin_cpu_supports("avx512bf16"))
+    return &kernels_avx512bf16();
 #endif
   return nullptr;
 }
@@ -33,7 +35,7 @@ std::atomic<const KernelTable*> g_forced{nullptr};
 
 std::vector<std::string> supported_isas() {
   std::vector<std::string> out{"portable"};
-  for (const char* n : {"avx2", "avx512"})
+  for (const char* n : {"avx2", "avx512", "avx512bf16"})
     if (by_name(n)) out.emplace_back(n);
   return out;
 }

@@ -1,6 +1,7 @@
-// Run-time choice of cpu_flash's SIMD kernels: the best the CPU supports (AVX-512F/BW/VL/DQ, then
-// AVX2+FMA, then portable), or the one named by env ATTNKIT_CPU_FLASH_ISA
-// (portable | avx2 | avx512) when the CPU supports it. One binary runs on any x86-64 CPU.
+// Run-time choice of cpu_flash's SIMD kernels: the best the CPU supports (AVX-512 with
+// AVX512-BF16, AVX-512F/BW/VL/DQ, AVX2+FMA, portable), or the one named by env
+// ATTNKIT_CPU_FLASH_ISA (portable | avx2 | avx512 | avx512bf16) when the CPU supports it. One
+// binary runs on any x86-64 CPU.
 #pragma once
 
 #include <string>

@@ -15,7 +15,7 @@ namespace attnkit::cpu_flash {
 inline constexpr int64_t kPad = 16;
 
 struct KernelTable {
-  const char* name;  // "portable", "avx2", "avx512"
+  const char* name;  // "portable", "avx2", "avx512", "avx512bf16"
   /// C[r, c] (+)= sum_t A[r*a_rs + t*a_ts] * B[t*ldb + c] for r < rows, c < cols, t < depth.
   /// cols % kPad == 0. accumulate = false overwrites C. A's strides let one kernel serve
   /// Q K^T, P V, dO V^T, P^T dO, dS K and dS^T Q.
@@ -34,12 +34,24 @@ struct KernelTable {
                        const float* delta);
   /// y[c] *= f for c < cols (cols % kPad == 0).
   void (*scale_row)(float* y, int64_t cols, float f);
+
+  // ---- bf16 dot-product kernels (AVX512-BF16 VDPBF16PS); null when the set has none ----------
+  /// C[r, c] (+)= sum_t A[r, t] * B[t, c] with fp32 accumulation. A: bf16 row-major, element
+  /// (r, t) at a[r*lda + t]; B: bf16 "pair-packed", element (t, c) at b[(t/2)*ldb2 + 2*c + t%2]
+  /// (consecutive t of one column adjacent, as VDPBF16PS consumes them). depth even,
+  /// cols % kPad == 0, ldb2 >= 2*cols.
+  void (*gemm_bf16)(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint16_t* b,
+                    int64_t ldb2, int64_t rows, int64_t cols, int64_t depth, bool accumulate);
+  /// dst[r*ldd + c] = bf16(src[r*lds + c]) (round to nearest even), c < cols, cols % kPad == 0.
+  void (*to_bf16)(uint16_t* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows,
+                  int64_t cols);
 };
 
 const KernelTable& kernels_portable();
 #if defined(ATTNKIT_CPU_FLASH_X86)
 const KernelTable& kernels_avx2();
 const KernelTable& kernels_avx512();
+const KernelTable& kernels_avx512bf16();
 #endif
 
 }  // namespace attnkit::cpu_flash

@@ -1,6 +1,7 @@
 // Geometry, dtype-converting row loads/stores and K/V packing for cpu_flash.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "backends/cpu_flash/thread_pool.hpp"
@@ -53,6 +54,13 @@ void load_row(const void* base, DType t, int64_t offset, int64_t stride, int64_t
   for (int64_t d = n; d < n_pad; ++d) dst[d] = 0.0f;
 }
 
+void load_row_bf16_bits(const void* base, int64_t offset, int64_t stride, int64_t n,
+                        int64_t n_pad, uint16_t* dst) {
+  const uint16_t* x = static_cast<const uint16_t*>(base) + offset;
+  for (int64_t d = 0; d < n; ++d) dst[d] = x[d * stride];
+  for (int64_t d = n; d < n_pad; ++d) dst[d] = 0;
+}
+
 void store_row(void* base, DType t, int64_t offset, int64_t stride, int64_t n, const float* src,
                float scale) {
   switch (t) {
@@ -76,6 +84,21 @@ void store_row(void* base, DType t, int64_t offset, int64_t stride, int64_t n, c
   }
 }
 
+float* thread_arena(int slot, int64_t floats) {
+  struct Buf {
+    std::unique_ptr<float[]> p;
+    int64_t n = 0;
+  };
+  thread_local Buf bufs[kArenaSlots];
+  Buf& b = bufs[slot];
+  if (b.n < floats) {
+    b.p.reset();
+    b.p.reset(new float[floats]);  // uninitialised: pack_kv writes every element
+    b.n = floats;
+  }
+  return b.p.get();
+}
+
 int resolve_threads(const Params& p) {
   if (p.num_threads > 0) return p.num_threads;
   const unsigned hc = std::thread::hardware_concurrency();
@@ -88,10 +111,14 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
   pk.dp = geo.dp;
   pk.dvp = geo.dvp;
   const int64_t nblk = geo.num_kblocks() * p.heads_kv;
-  if (what.kt) pk.kt.resize(nblk * geo.dp * kBk);
-  if (what.k) pk.k.resize(nblk * geo.dp * kBk);
-  if (what.v) pk.v.resize(nblk * geo.dvp * kBk);
-  if (what.vt) pk.vt.resize(nblk * geo.dvp * kBk);
+  if (what.kt) pk.kt = thread_arena(0, nblk * geo.dp * kBk);
+  if (what.k) pk.k = thread_arena(1, nblk * geo.dp * kBk);
+  if (what.v) pk.v = thread_arena(2, nblk * geo.dvp * kBk);
+  if (what.vt) pk.vt = thread_arena(3, nblk * geo.dvp * kBk);
+  if (what.kt_bf16)
+    pk.ktb = reinterpret_cast<uint16_t*>(thread_arena(4, (nblk * geo.dp * kBk + 1) / 2));
+  if (what.v_bf16)
+    pk.vb = reinterpret_cast<uint16_t*>(thread_arena(5, (nblk * geo.dvp * kBk + 1) / 2));
   const int64_t dmax = std::max(geo.dp, geo.dvp);
   parallel_for(nblk, threads, [&](int64_t item, int) {
     const int64_t kb = item / p.heads_kv, g = item % p.heads_kv;
@@ -99,6 +126,7 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
     const SeqSpan& sp = geo.spans[b];
     const int64_t j0 = (kb - geo.kblock_start[b]) * kBk;
     std::vector<float> row(dmax);
+    std::vector<uint16_t> brow(dmax);
     for (int64_t jj = 0; jj < kBk; ++jj) {
       const int64_t j = j0 + jj;
       const bool real = j < sp.sk;
@@ -109,13 +137,31 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
         else
           std::fill(row.begin(), row.begin() + geo.dp, 0.0f);
         if (what.kt) {
-          float* kt = pk.kt.data() + (kb * p.heads_kv + g) * geo.dp * kBk;
+          float* kt = pk.kt + (kb * p.heads_kv + g) * geo.dp * kBk;
           for (int64_t d = 0; d < geo.dp; ++d) kt[d * kBk + jj] = row[d];
         }
         if (what.k) {
-          float* k = pk.k.data() + (kb * p.heads_kv + g) * geo.dp * kBk;
+          float* k = pk.k + (kb * p.heads_kv + g) * geo.dp * kBk;
           std::memcpy(k + jj * geo.dp, row.data(), geo.dp * sizeof(float));
         }
+      }
+      if (what.kt_bf16) {
+        if (real)
+          load_row_bf16_bits(p.k, row_offset(p.k_st, b, sp.k_start, j, g), p.k_st.d, p.head_dim,
+                             geo.dp, brow.data());
+        else
+          std::fill(brow.begin(), brow.begin() + geo.dp, uint16_t{0});
+        uint16_t* kt = pk.ktb + (kb * p.heads_kv + g) * geo.dp * kBk;
+        for (int64_t d = 0; d < geo.dp; ++d) kt[(d / 2) * 2 * kBk + 2 * jj + (d & 1)] = brow[d];
+      }
+      if (what.v_bf16) {
+        if (real)
+          load_row_bf16_bits(p.v, row_offset(p.v_st, b, sp.k_start, j, g), p.v_st.d,
+                             p.head_dim_v, geo.dvp, brow.data());
+        else
+          std::fill(brow.begin(), brow.begin() + geo.dvp, uint16_t{0});
+        uint16_t* v = pk.vb + (kb * p.heads_kv + g) * geo.dvp * kBk;
+        for (int64_t c = 0; c < geo.dvp; ++c) v[(jj / 2) * 2 * geo.dvp + 2 * c + (jj & 1)] = brow[c];
       }
       if (what.v || what.vt) {
         if (real)
@@ -124,11 +170,11 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
         else
           std::fill(row.begin(), row.begin() + geo.dvp, 0.0f);
         if (what.v) {
-          float* v = pk.v.data() + (kb * p.heads_kv + g) * geo.dvp * kBk;
+          float* v = pk.v + (kb * p.heads_kv + g) * geo.dvp * kBk;
           std::memcpy(v + jj * geo.dvp, row.data(), geo.dvp * sizeof(float));
         }
         if (what.vt) {
-          float* vt = pk.vt.data() + (kb * p.heads_kv + g) * geo.dvp * kBk;
+          float* vt = pk.vt + (kb * p.heads_kv + g) * geo.dvp * kBk;
           for (int64_t d = 0; d < geo.dvp; ++d) vt[d * kBk + jj] = row[d];
         }
       }
