@@ -120,6 +120,17 @@ def ceilings(torch):
     return {"gemm_bf16_8192_tflops": round(gemm, 1), "copy_tb_per_s": round(copy, 3)}
 
 
+def floor_ms(ceil, shp, pas):
+    """BENCHMARKS.md's floor: max(FLOPs / measured GEMM rate, bytes / measured copy bandwidth).
+    Bytes: each input read once, each output written once (fwd q,k,v,out; bwd q,k,v,out,dout,
+    dq,dk,dv), bf16."""
+    f = flops(shp.b, shp.h, shp.s, shp.d, shp.causal, pas)
+    nbytes = (4 if pas == "fwd" else 8) * shp.b * shp.s * shp.h * shp.d * 2
+    t_math = f / (ceil["gemm_bf16_8192_tflops"] * 1e12)
+    t_mem = nbytes / (ceil["copy_tb_per_s"] * 1e12)
+    return round(1e3 * max(t_math, t_mem), 4)
+
+
 # ---------------------------------------------------------------------------------------------
 class Shape:
     def __init__(self, s, d, causal):
@@ -248,7 +259,14 @@ def summarize(doc, out=print):
     keys = sorted({keyf(r) for r in rows})
     short = [i.split(":")[1] for i in impls]
     hdr = f"{'pass':4} {'D':>3} {'c':1} {'S':>5} | " + " ".join(f"{x:>9}" for x in short)
-    ratio_hdr = [f"{o.split(':')[1]}/{p.split(':')[1]}" for o in ours for p in peers]
+    # Ratio columns: ours / every peer when that stays narrow, else ours / best peer and / cuDNN.
+    if len(ours) * len(peers) <= 8:
+        pairs = [(o, [p]) for o in ours for p in peers]
+    else:
+        pairs = [(o, peers) for o in ours] + [(o, ["torch:cudnn"]) for o in ours if "torch:cudnn" in peers]
+    def pname(o, ps):
+        return f"{o.split(':')[1]}/{ps[0].split(':')[1] if len(ps) == 1 else 'best'}"
+    ratio_hdr = [pname(o, ps) for o, ps in pairs]
     out("TFLOP/s (bf16); ratios ours/peer")
     out(hdr + (" | " + " ".join(f"{x:>15}" for x in ratio_hdr) if ratio_hdr else ""))
     for k in keys:
@@ -256,9 +274,9 @@ def summarize(doc, out=print):
         line = f"{k[0]:4} {k[1]:>3} {int(k[2]):1} {k[3]:>5} | " + " ".join(
             f"{cell[i]:9.1f}" if i in cell else f"{'-':>9}" for i in impls)
         rs = []
-        for o in ours:
-            for p in peers:
-                rs.append(f"{cell[o] / cell[p]:15.2f}" if o in cell and p in cell else f"{'-':>15}")
+        for o, ps in pairs:
+            best = max((cell[p] for p in ps if p in cell), default=None)
+            rs.append(f"{cell[o] / best:15.2f}" if o in cell and best else f"{'-':>15}")
         out(line + (" | " + " ".join(rs) if rs else ""))
     bad = [r for r in doc["rows"] if r.get("status") not in (None, "ok")]
     for r in bad:
@@ -280,6 +298,8 @@ def main():
     ap.add_argument("--pause", type=float, default=1.0, help="seconds between implementations")
     ap.add_argument("--quick", action="store_true", help="S 1k,4k,16k; D 128; fewer peers' flex")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--md", default=None, help="also write the summary table (markdown) here")
+    ap.add_argument("--commit", default="", help="commit id to record (default: git rev-parse)")
     ap.add_argument("--summarize", default=None, help="print the table of an existing JSON")
     args = ap.parse_args()
 
@@ -311,8 +331,9 @@ def main():
 
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 50 << 20)
+    commit = args.commit
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+        commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
     except OSError:
         commit = "unknown"
@@ -327,6 +348,13 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(doc, f, indent=1)
+        if args.md:
+            lines = []
+            summarize(doc, lines.append)
+            with open(args.md, "w") as f:
+                f.write(f"# attnkit GPU peers, {doc['gpu']}, {doc['date']}\n\n")
+                f.write("Command: `python3 bench/peers.py " + " ".join(sys.argv[1:]) + "`\n\n```\n")
+                f.write("\n".join(lines) + "\n```\n")
 
     log(f"[info] {doc['gpu']} torch {doc['torch']} cudnn {doc['cudnn']} L2 {l2 >> 20} MiB "
         f"attnkit {lib.version() if lib else '-'} commit {doc['commit']}")
@@ -378,6 +406,7 @@ def main():
                                     log(f"[WRONG] {impl} {pas} {shp}: not timed")
                                     continue
                             ms, runs, mn, mx = timer(fn)
+                            row["floor_ms"] = floor_ms(doc["ceilings"], shp, pas)
                             row.update({"ms": round(ms, 4), "tflops": round(
                                 flops(shp.b, shp.h, s, d, causal, pas) / (ms * 1e-3) / 1e12, 1),
                                 "runs": runs, "min_ms": round(mn, 4), "max_ms": round(mx, 4),

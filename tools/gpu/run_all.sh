@@ -13,9 +13,11 @@
 #   ATTNKIT_SANITIZER_FILTER  gtest filter for the sanitizer runs
 #                             (default: a handful of small cases, see below)
 #   ATTNKIT_GPU_BUILD_DIR     build directory (default build-gpu)
+#   ATTNKIT_COMMIT            commit id recorded in bench.json when the tree has no .git (the lent
+#                             machine gets a copy of the working tree without it)
 #   ATTNKIT_TEST_TIMEOUT / ATTNKIT_SANITIZER_TIMEOUT / ATTNKIT_BENCH_TIMEOUT  seconds per phase
 # At most 8 files are written to OUTDIR (the lent machine returns no more): build.log, ctest.log,
-# sanitizer.log, bench.log, bench.json, summary.txt.
+# sanitizer.log, bench.log, bench.json, bench.md, summary.txt.
 set -uo pipefail
 
 usage() { sed -n '2,20p' "$0"; exit 2; }
@@ -113,7 +115,7 @@ if [[ $DO_SAN == 1 ]]; then
       if timeout "${ATTNKIT_SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" \
            --error-exitcode 99 "$bin" --gtest_filter="$FILTER" --gtest_brief=1 \
            >>"$OUTDIR/sanitizer.log" 2>&1; then
-        note "$tool" "ok: test_$b ($(grep -c '^\[       OK \]' "$OUTDIR/sanitizer.log" 2>/dev/null || echo 0) OK lines so far)"
+        note "$tool" "ok: test_$b: $(grep -E '^\[  PASSED  \]' "$OUTDIR/sanitizer.log" | tail -1)"
       else
         SAN_FAIL=1
         note "$tool" "FAILED: test_$b (exit $?; see sanitizer.log)"
@@ -131,6 +133,7 @@ if [[ $DO_BENCH == 1 ]]; then
   # shellcheck disable=SC2086
   if PYTHONUNBUFFERED=1 timeout "${ATTNKIT_BENCH_TIMEOUT:-1800}" python3 bench/peers.py \
        --lib "$BUILD/libattnkit_c.so" --backends "$BACKENDS" --json "$OUTDIR/bench.json" \
+       --md "$OUTDIR/bench.md" --commit "${ATTNKIT_COMMIT:-}" \
        $QB $BENCH_ARGS 2>&1 | tee "$OUTDIR/bench.log" | grep -E '^\[|^ *(impl|attnkit|torch)' | tail -n 400 >/dev/null; then
     note bench "ok (bench.json, bench.log)"
   else
