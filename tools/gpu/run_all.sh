@@ -78,8 +78,10 @@ if cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON 
   note build "ok ($CMAKE_BACKENDS)"
 else
   # A failed full build still leaves whatever targets compiled; keep going with those.
-  note build "FAILED (see build.log; tail below)"
-  grep -E "error|Error" "$OUTDIR/build.log" | head -20
+  note build "FAILED (see build.log)"
+  # Which objects failed (names the backend at fault), then the first compiler errors.
+  grep -E '^FAILED: ' "$OUTDIR/build.log" | head -8 | cut -c1-160 | sed 's/^/    /' >>"$SUMMARY"
+  grep -E "error" "$OUTDIR/build.log" | head -20
   cmake --build "$BUILD" -j "$JOBS" -- -k 0 >>"$OUTDIR/build.log" 2>&1 || true
 fi
 phase "build done (ok=$BUILD_OK)"
@@ -89,16 +91,19 @@ if [[ $DO_TESTS == 1 ]]; then
   # GPU tests only: the core tests and one binary per GPU backend asked for.
   TEST_RE="^test_(core|${BACKENDS//,/|})\$"
   phase "ctest -R $TEST_RE"
-  if timeout "${ATTNKIT_TEST_TIMEOUT:-900}" ctest --test-dir "$BUILD" --output-on-failure -R "$TEST_RE" \
+  if timeout "${ATTNKIT_TEST_TIMEOUT:-900}" ctest --test-dir "$BUILD" -V -R "$TEST_RE" \
        >"$OUTDIR/ctest.log" 2>&1; then
     note ctest "ok: $(grep -E 'tests passed' "$OUTDIR/ctest.log" | tail -1)"
   else
     note ctest "FAILED: $(grep -E 'tests passed|tests failed' "$OUTDIR/ctest.log" | tail -1)"
     grep -E '^\s*[0-9]+ - |\(Failed\)|Timeout' "$OUTDIR/ctest.log" | head -10 | sed 's/^/    /' >>"$SUMMARY"
   fi
+  # Per binary: how many gtest cases ran / passed / skipped (ctest -V shows each binary's output).
+  grep -E '^[0-9]+: \[(==========|  PASSED  |  SKIPPED |  FAILED  )\] [0-9]+ test' "$OUTDIR/ctest.log" |
+    sed 's/^/    /' >>"$SUMMARY"
   # gtest's own skip lines (visible skips) and failures, one line each, for the summary.
-  grep -cE '^\[  SKIPPED \]' "$OUTDIR/ctest.log" | sed 's/^/    gtest skipped lines: /' >>"$SUMMARY"
-  grep -E '^\[  FAILED  \]' "$OUTDIR/ctest.log" | sort -u | head -15 | sed 's/^/    /' >>"$SUMMARY"
+  grep -cE '^[0-9]+: \[  SKIPPED \]' "$OUTDIR/ctest.log" | sed 's/^/    gtest skipped lines: /' >>"$SUMMARY"
+  grep -E '^[0-9]+: \[  FAILED  \]' "$OUTDIR/ctest.log" | sort -u | head -15 | sed 's/^/    /' >>"$SUMMARY"
 fi
 
 # ---- compute-sanitizer: memcheck + racecheck on a small subset --------------------------------
