@@ -5,6 +5,8 @@ Every CUDA backend built is run by name. Skips visibly without torch, CUDA or a 
 Accuracy rule (DESIGN.md §5): in bf16/f16, attnkit's error against a float32 reference must stay
 within 2x PyTorch's own same-precision error (plus a small floor)."""
 
+import os
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -13,17 +15,19 @@ import torch.nn.functional as F  # noqa: E402
 import attnkit  # noqa: E402
 import attnkit.torch as akt  # noqa: E402
 
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA device", allow_module_level=True)
-if not attnkit.info()["build"]["cuda"]:
-    pytest.skip("attnkit built without CUDA", allow_module_level=True)
+# ATTNKIT_GPU_TEST_DEVICE=cpu dry-runs this file on the CPU backends (to debug the test itself).
+DEV = os.environ.get("ATTNKIT_GPU_TEST_DEVICE", "cuda")
+if DEV == "cuda":
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device", allow_module_level=True)
+    if not attnkit.info()["build"]["cuda"]:
+        pytest.skip("attnkit built without CUDA", allow_module_level=True)
 
 TORCH_SDPA = F.scaled_dot_product_attention
-DEV = "cuda"
 CUDA_BACKENDS = [
     b["name"]
     for b in attnkit.list_backends()
-    if b["built"] and b["capabilities"]["device"] == "cuda" and b["capabilities"]["tier"] == "exact"
+    if b["built"] and b["capabilities"]["device"] == DEV and b["capabilities"]["tier"] == "exact"
 ]
 
 
@@ -97,6 +101,7 @@ def test_sdpa_backend_vs_torch(backend, shape, dtype):
         within(rel(a, r), rel(t, r), f"{backend} {name}")
 
 
+@pytest.mark.skipif(DEV != "cuda", reason="CUDA streams")
 def test_runs_on_the_callers_stream():
     """Inputs produced on a side stream and consumed right away on it, with no sync: attnkit
     must run on torch's current stream, or it races the producer."""
