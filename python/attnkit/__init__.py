@@ -186,6 +186,11 @@ def _empty(like: Any, shape: Sequence[int], float32: bool = False) -> Any:
 
         with cupy.cuda.Device(like.device.id):
             return cupy.empty(shape, dtype=cupy.float32 if float32 else like.dtype)
+    if type(like).__module__.startswith("jax"):
+        raise InvalidArgumentError(
+            "JAX arrays are immutable: pass out= (and lse=) as writable arrays of another "
+            "framework (torch, CuPy, NumPy) on the same device"
+        )
     ns = getattr(like, "__array_namespace__", None)
     if ns is not None:
         xp = ns()
