@@ -444,3 +444,70 @@ TEST(MathForward, ZeroLengths) {
 
 }  // namespace
 }  // namespace attnkit::testing
+
+// ---- visibility sweep: every row of the oracle's output against DESIGN.md §2's rules ---------
+
+namespace attnkit::testing {
+namespace {
+
+struct VisCase {
+  int64_t sq, sk;
+  Causal causal;
+  int64_t left, right;
+};
+
+std::string vis_name(const ::testing::TestParamInfo<VisCase>& info) {
+  const VisCase& c = info.param;
+  const char* cz = c.causal == Causal::none ? "none" : (c.causal == Causal::top_left ? "TL" : "BR");
+  auto side = [](int64_t w) { return w < 0 ? std::string("inf") : std::to_string(w); };
+  return "sq" + std::to_string(c.sq) + "_sk" + std::to_string(c.sk) + "_causal" + cz + "_left" +
+         side(c.left) + "_right" + side(c.right);
+}
+
+class MathVisibility : public ::testing::TestWithParam<VisCase> {};
+
+TEST_P(MathVisibility, RowsSeeExactlyTheKeysTheRulesAllow) {
+  const VisCase& c = GetParam();
+  F64Problem x = probe(c.sq, c.sk);
+  x.p.causal = c.causal;
+  x.p.window_left = c.left;
+  x.p.window_right = c.right;
+  x.forward();
+  for (int64_t i = 0; i < c.sq; ++i) {
+    // The rules written out: top_left j <= i; bottom_right j <= i + Sk - Sq; window
+    // [i + Sk - Sq - left, i + Sk - Sq + right].
+    std::vector<int64_t> want;
+    for (int64_t j = 0; j < c.sk; ++j) {
+      const int64_t diag = i + c.sk - c.sq;
+      bool ok = true;
+      if (c.causal == Causal::top_left) ok = ok && j <= i;
+      if (c.causal == Causal::bottom_right) ok = ok && j <= diag;
+      if (c.left >= 0) ok = ok && j >= diag - c.left;
+      if (c.right >= 0) ok = ok && j <= diag + c.right;
+      if (ok) want.push_back(j);
+    }
+    EXPECT_EQ(visible_keys(x, 0, 0, i), want) << "row " << i;
+    if (want.empty()) {
+      EXPECT_EQ(x.lse[x.li(0, 0, i)], -kInf) << "row " << i;
+    } else {
+      // Equal scores: P = 1/n on each visible key, lse = log(n).
+      EXPECT_NEAR(x.lse[x.li(0, 0, i)], std::log(static_cast<double>(want.size())), 1e-15);
+      for (int64_t j : want)
+        EXPECT_NEAR(x.out[x.oi(0, i, 0, j)], 1.0 / static_cast<double>(want.size()), 1e-15);
+    }
+  }
+}
+
+std::vector<VisCase> vis_cases() {
+  std::vector<VisCase> v;
+  for (auto [sq, sk] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {5, 3}, {7, 7}, {4, 9}})
+    for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
+      for (auto [l, r] : {std::pair<int64_t, int64_t>{-1, -1}, {2, -1}, {-1, 1}, {1, 1}, {0, 0}})
+        v.push_back({sq, sk, cz, l, r});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MathVisibility, ::testing::ValuesIn(vis_cases()), vis_name);
+
+}  // namespace
+}  // namespace attnkit::testing
