@@ -113,6 +113,13 @@ std::vector<Case> hostile_cases(DType dtype, int max_d) {
       c.mask_broadcast = bc;
       add(v, c, bc == 0 || bc == 5 || bc == 7);
     }
+  // Expanded (stride-0) broadcast dims instead of size-1 dims.
+  for (MaskBroadcast bc : {MaskBroadcast(3 | kMaskExpanded), MaskBroadcast(4 | kMaskExpanded)}) {
+    Case c = base(dtype, 19, 29);
+    c.mask = (bc & 4) ? MaskCase::additive : MaskCase::keep_bool;
+    c.mask_broadcast = bc;
+    add(v, c, (bc & 4) != 0);
+  }
   for (MaskCase mk : {MaskCase::keep_bool, MaskCase::additive}) {
     Case c = base(dtype, 23, 17);
     c.mask = mk;

@@ -17,7 +17,9 @@ namespace attnkit::check {
 enum class Layout : uint8_t { bshd, bhsd };
 enum class MaskCase : uint8_t { none, keep_bool, additive };
 /// Which mask dims are broadcast (size 1): bit 0 = batch, bit 1 = head, bit 2 = query rows.
+/// Bit 3 (kMaskExpanded): those dims are given as expanded views instead (full size, stride 0).
 using MaskBroadcast = uint8_t;
+inline constexpr MaskBroadcast kMaskExpanded = 8;
 
 struct Case {
   int64_t b = 1, sq = 1, sk = 1, hq = 1, hkv = 1, d = 64, dv = 64;

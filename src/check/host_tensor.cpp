@@ -86,6 +86,11 @@ void HostTensor::set(int64_t logical_index, double v) {
   store_from_double(bytes.data(), off, dtype, v);
 }
 
+void HostTensor::expand(int dim, int64_t size) {
+  shape[static_cast<size_t>(dim)] = size;
+  stride[static_cast<size_t>(dim)] = 0;
+}
+
 TensorView HostTensor::view(void* data, Device device) const {
   TensorView v;
   v.data = data;

@@ -44,6 +44,9 @@ struct HostTensor {
   /// Every logical element = N(0, sigma) rounded to dtype; padding poisoned.
   void fill_normal(std::mt19937_64& gen, double sigma = 1.0);
   void set(int64_t logical_index, double v);  // element in logical row-major order
+  /// View of size-1 dim `dim` expanded to `size` with stride 0 (input tensors only: offsets()
+  /// then repeats elements).
+  void expand(int dim, int64_t size);
 
   TensorView view(void* data, Device device) const;
   TensorView host_view() { return view(bytes.data(), Device::cpu()); }

@@ -46,13 +46,16 @@ HostTensor cu_seqlens(const std::vector<int64_t>& lens) {
 
 // Mask [Bm, Hm, Sqm, Sk]; broadcast dims have size 1. Leading size-1 broadcast dims are dropped
 // (batch broadcast -> rank 3; batch and head -> rank 2) to exercise right-aligned broadcasting.
+// With kMaskExpanded the mask stays rank 4 and the broadcast dims become stride-0 expansions
+// (what torch's expand() hands over).
 HostTensor make_mask(const Case& c, std::mt19937_64& gen) {
   const bool bb = c.mask_broadcast & 1, hb = c.mask_broadcast & 2, rb = c.mask_broadcast & 4;
   const int64_t bm = bb ? 1 : c.b, hm = hb ? 1 : c.hq, sqm = rb ? 1 : c.sq;
+  const bool expanded = c.mask_broadcast & kMaskExpanded;
   std::vector<int64_t> shape = {bm, hm, sqm, c.sk};
-  if (bb && hb)
+  if (!expanded && bb && hb)
     shape = {sqm, c.sk};
-  else if (bb)
+  else if (!expanded && bb)
     shape = {hm, sqm, c.sk};
   std::vector<int> order;
   for (int i = 0; i < static_cast<int>(shape.size()); ++i)
@@ -77,6 +80,11 @@ HostTensor make_mask(const Case& c, std::mt19937_64& gen) {
           }
         }
       }
+  if (expanded) {  // [B, Hq, Sq, Sk] view with stride 0 on the broadcast dims
+    if (bb) m.expand(0, c.b);
+    if (hb) m.expand(1, c.hq);
+    if (rb) m.expand(2, c.sq);
+  }
   return m;
 }
 

@@ -68,6 +68,8 @@ TEST(HostileCases, CoverWhatDesignAsksFor) {
     for (int bc = 0; bc < 8; ++bc)
       has("mask broadcast pattern",
           [mk, bc](const Case& c) { return c.mask == mk && c.mask_broadcast == bc; });
+  has("mask given as an expanded (stride-0) view",
+      [](const Case& c) { return c.mask != MaskCase::none && (c.mask_broadcast & kMaskExpanded); });
   has("window left only", [](const Case& c) { return c.window_left >= 0 && c.window_right < 0; });
   has("window right only", [](const Case& c) { return c.window_left < 0 && c.window_right >= 0; });
   has("window both", [](const Case& c) { return c.window_left >= 0 && c.window_right >= 0; });
