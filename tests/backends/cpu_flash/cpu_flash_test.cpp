@@ -52,7 +52,7 @@ std::string case_id(const Case& c) {
   return os.str();
 }
 
-// Shapes chosen to cross every tile edge (kBq = kBk = 64): lengths 1, primes, 63/65, 130+.
+// Shapes chosen to cross tile edges at every size (kBq = kBk = 128 now, 64 before): lengths 1, primes, 63/65, 130+, 300.
 std::vector<Case> base_cases() {
   std::vector<Case> v;
   auto add = [&](Case c) { v.push_back(c); };
