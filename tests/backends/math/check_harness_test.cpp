@@ -14,6 +14,7 @@
 #include "check/check.hpp"
 #include "check/run.hpp"
 #include "common/case_printing.hpp"
+#include "common/check_expect.hpp"
 
 namespace attnkit::check {
 namespace {
@@ -105,7 +106,7 @@ TEST_P(MathAgainstOracle, MatchesExactly) {
   const Case& c = GetParam();
   const Report r = run_case(c, "math", Device::cpu(), 7);
   ASSERT_FALSE(r.skipped) << r.detail;
-  ASSERT_TRUE(r.pass) << r.detail;
+  ASSERT_TRUE(r.pass) << r.detail << "\n  " << attnkit::testing::describe_metrics(r);
   EXPECT_EQ(r.case_name, c.name());
   ASSERT_EQ(r.metrics.size(),
             1u + (c.lse || c.backward) + (c.backward ? 3u : 0u) + (c.deterministic ? 3u : 0u));
@@ -169,8 +170,15 @@ double get(const detail::HostTensor& t, int64_t e) {
 }
 
 TEST(HarnessFails, UnalteredSmallCasePasses) {
-  const Report r = run_altered(small_case(true), nullptr);
-  EXPECT_TRUE(r.pass) << r.detail;
+  ATTNKIT_EXPECT_CHECK_PASSES(run_altered(small_case(true), nullptr));
+}
+
+TEST(HarnessFails, DescribeMetricsNamesTheFailingMetric) {
+  const Report r =
+      run_altered(small_case(false), [](detail::Outputs& o) { o.out.set(0, get(o.out, 0) + 1.0); });
+  const std::string d = attnkit::testing::describe_metrics(r);
+  EXPECT_NE(d.find("out rel"), std::string::npos) << d;
+  EXPECT_NE(d.find("FAIL"), std::string::npos) << d;
 }
 
 TEST(HarnessFails, OnOneWrongOutputElement) {
