@@ -15,8 +15,8 @@ bool cuda_available(std::string* why) {
     return true;
   } catch (const Error& e) {
     if (why) {
-      *why = e.code() == ErrorCode::kNotBuilt ? std::string("attnkit built without CUDA: ")
-                                              : std::string("CUDA runtime error: ");
+      // kNotBuilt's message already says "built without CUDA".
+      *why = e.code() == ErrorCode::kNotBuilt ? std::string() : std::string("CUDA runtime error: ");
       *why += e.what();
     }
     return false;
