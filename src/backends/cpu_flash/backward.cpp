@@ -1,11 +1,14 @@
 // cpu_flash backward: recompute P from lse, FlashAttention-2 loop order (key blocks outside, query
 // tiles inside), fp32 accumulation.
 //
-// Work item = (sequence b, kv head g): it owns dk/dv of that head outright and dq of the `group`
-// query heads that read it, so no two items write the same element and no atomics or cross-item
-// reductions exist. The order of every sum is fixed by the loops below, never by the thread
-// count: the backward is deterministic (bit-identical run to run and for any thread count)
-// always, and `deterministic` costs nothing.
+// Work item = (sequence b, kv head g, key chunk c): it owns dk/dv of its key blocks outright. With
+// one chunk per (b, g) (B*Hkv >= kMinItems) it also owns dq of the `group` query heads that read
+// g and stores it directly. With fewer (b, g) pairs than kMinItems, the key blocks are split into
+// `chunks` ranges so that threads have work, each chunk writes its dq contribution into its own
+// fp32 slice of a workspace [chunks][B][Hq][Sq][dp], and a second parallel pass sums the slices in
+// chunk order. Chunking depends on the problem only (never on the thread count), no two items
+// write the same element, and there are no atomics: the backward is deterministic (bit-identical
+// run to run and for any thread count) always, and `deterministic` costs nothing.
 //
 // Per item (per-thread scratch, fp32):
 //   Qs [group][sqp][dp] = scale*q, dO [group][sqp][dvp], lse and delta = rowsum(dO*out) [group][sqp],
@@ -17,7 +20,8 @@
 //     dVacc += Pz^T dO;  dS = P*(dP - delta) (* (1 - tanh^2) with softcap)
 //     dQacc += dS K;  dKacc += dS^T Qs
 //   dq = scale * dQacc (scale because S used scale*q; dk already has it through Qs).
-// Memory: packed K^T, K, V^T (O(B*Hkv*Sk*D)) + per thread O(group*Sq*D) (the allowed dq workspace).
+// Memory: packed K^T, K, V^T (O(B*Hkv*Sk*D)) + per thread O(group*Sq*D), + with chunks > 1 the dq
+// slices, capped at kDqSliceBudget bytes (the allowed O(B*H*S*D) dq workspace).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,6 +42,12 @@ struct BwdScratch {
   std::vector<float> row;
 };
 
+// Below this many (b, g) pairs the key blocks are split into chunks (2x the cores of a large
+// server, so that dynamic scheduling balances; a problem-size constant, not the thread count).
+constexpr int64_t kMinItems = 64;
+// The dq slices of a split backward never exceed this (bytes); fewer chunks otherwise.
+constexpr int64_t kDqSliceBudget = int64_t{512} << 20;
+
 }  // namespace
 
 void run_backward(const Params& p) {
@@ -52,11 +62,30 @@ void run_backward(const Params& p) {
   what.kt = what.k = what.vt = true;
   const PackedKV pk = pack_kv(p, geo, what, threads);
 
-  const int64_t n_items = p.batch * p.heads_kv;
+  // Key chunks (see the file comment). max_kb: the most key blocks of any sequence.
+  int64_t max_kb = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    max_kb = std::max(max_kb, geo.kblock_start[b + 1] - geo.kblock_start[b]);
+  const int64_t pairs = p.batch * p.heads_kv;
+  int64_t chunks = std::min<int64_t>(std::max<int64_t>(max_kb, 1), ceil_div(kMinItems, pairs));
+  const int64_t slice_floats = p.batch * p.heads_q * p.seqlen_q * dp;  // one chunk's dq slice
+  while (chunks > 1 && chunks * slice_floats * 4 > kDqSliceBudget) --chunks;
+  const int64_t kb_per_chunk = ceil_div(std::max<int64_t>(max_kb, 1), chunks);
+  std::vector<float> dq_slices;
+  if (chunks > 1) dq_slices.assign(chunks * slice_floats, 0.0f);
+  auto slice_row = [&](int64_t c, int64_t b, int64_t h, int64_t i) {
+    return dq_slices.data() + c * slice_floats + ((b * p.heads_q + h) * p.seqlen_q + i) * dp;
+  };
+
+  const int64_t n_items = pairs * chunks;
   std::vector<BwdScratch> scratch(std::min<int64_t>(threads, std::max<int64_t>(1, n_items)));
   parallel_for(n_items, threads, [&](int64_t n, int worker) {
-    const int64_t b = n / p.heads_kv, g = n % p.heads_kv;
+    const int64_t chunk = n % chunks, b = n / chunks / p.heads_kv, g = n / chunks % p.heads_kv;
     const SeqSpan& sp = geo.spans[b];
+    const int64_t nkb = geo.kblock_start[b + 1] - geo.kblock_start[b];
+    const int64_t kb_begin = std::min(nkb, chunk * kb_per_chunk);
+    const int64_t kb_end = std::min(nkb, kb_begin + kb_per_chunk);
+    if (chunks > 1 && kb_begin >= kb_end) return;  // this sequence has fewer key blocks
     BwdScratch& w = scratch[worker];
     const int64_t sqp = round_up(sp.sq, kBq);
     w.q.resize(group * sqp * dp);
@@ -98,8 +127,7 @@ void run_backward(const Params& p) {
       }
     }
 
-    const int64_t nkb = geo.kblock_start[b + 1] - geo.kblock_start[b];
-    for (int64_t kb = 0; kb < nkb; ++kb) {
+    for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
       const int64_t j0 = kb * kBk, kcols = std::min(kBk, sp.sk - j0);
       const int64_t gkb = geo.kblock_start[b] + kb;
       std::fill(w.dk.begin(), w.dk.end(), 0.0f);
@@ -145,10 +173,32 @@ void run_backward(const Params& p) {
       }
     }
     for (int64_t t = 0; t < group; ++t)
-      for (int64_t i = 0; i < sp.sq; ++i)
-        store_row(p.dq, p.dtype, row_offset(p.dq_st, b, sp.q_start, i, g * group + t), p.dq_st.d,
-                  p.head_dim, w.dq.data() + (t * sqp + i) * dp, p.scale);
+      for (int64_t i = 0; i < sp.sq; ++i) {
+        const float* acc = w.dq.data() + (t * sqp + i) * dp;
+        if (chunks > 1)
+          std::copy(acc, acc + dp, slice_row(chunk, b, g * group + t, i));
+        else
+          store_row(p.dq, p.dtype, row_offset(p.dq_st, b, sp.q_start, i, g * group + t),
+                    p.dq_st.d, p.head_dim, acc, p.scale);
+      }
   });
+
+  if (chunks > 1) {  // dq = scale * sum over chunks, in chunk order
+    parallel_for(p.batch * p.heads_q, threads, [&](int64_t n, int) {
+      const int64_t b = n / p.heads_q, h = n % p.heads_q;
+      const SeqSpan& sp = geo.spans[b];
+      std::vector<float> sum(dp);
+      for (int64_t i = 0; i < sp.sq; ++i) {
+        std::fill(sum.begin(), sum.end(), 0.0f);
+        for (int64_t c = 0; c < chunks; ++c) {
+          const float* part = slice_row(c, b, h, i);
+          for (int64_t d = 0; d < dp; ++d) sum[d] += part[d];
+        }
+        store_row(p.dq, p.dtype, row_offset(p.dq_st, b, sp.q_start, i, h), p.dq_st.d,
+                  p.head_dim, sum.data(), p.scale);
+      }
+    });
+  }
 }
 
 }  // namespace attnkit::cpu_flash

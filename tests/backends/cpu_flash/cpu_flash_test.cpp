@@ -63,6 +63,10 @@ std::vector<Case> base_cases() {
   c = Case{};
   c.sq = 1, c.sk = 1, c.hq = 2, c.hkv = 2;
   add(c);
+  // MQA, one sequence: the backward splits the key blocks into chunks (3 here) and reduces dq.
+  c = Case{};
+  c.sq = 300, c.sk = 300, c.hq = 4, c.hkv = 1, c.causal = Causal::top_left;
+  add(c);
   c = Case{};
   c.sq = 131, c.sk = 131, c.hq = 2, c.hkv = 1, c.causal = Causal::top_left;
   add(c);
