@@ -62,39 +62,56 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 template <bool kGeneral, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
                                          float (&s)[MT][NT][4], float (&dp)[MT][NT][4],
-                                         int64_t row0, int64_t col0, const float* delta_bh,
+                                         int row0, int col0, const float* delta_bh,
                                          int64_t q_start, bool check) {
   const int lane = threadIdx.x % 32;
   const int qr = lane / 4, qc = (lane % 4) * 2;
+  // Logits: a separate pass, only where needed (see the forward kernel).
+  float dcap[MT][NT][4];
+  if (kGeneral || check) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int i = row0 + mt * 16 + qr + r * 8;
+        const Range32 rr = row_range(p, i, ctx.sq, ctx.sk);
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& x = s[mt][nt][r * 2 + e];
+            x = score_log2<kGeneral>(p, ctx, x, i, col0 + nt * 8 + qc + e, rr, true,
+                                     dcap[mt][nt][r * 2 + e]);
+          }
+      }
+  }
+  const float mul = logit_mul<kGeneral>(ctx);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int64_t i = row0 + mt * 16 + qr + r * 8;
+      const int i = row0 + mt * 16 + qr + r * 8;
       const float lse2 = lse_log2(p, ctx.b, ctx.h, q_start, i, ctx.sq);
       const float dl = i < ctx.sq ? delta_bh[i] : 0.f;
-      KeyRange rr{0, 0};
-      if (kGeneral || check) rr = row_range(p, i, ctx.sq, ctx.sk);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        const int64_t j = col0 + nt * 8 + qc;
+        const int j = col0 + nt * 8 + qc;
         uint32_t keep = 3u;
         if constexpr (kGeneral) {
           if (p.dropout_threshold != 0) keep = keep_pair(p, ctx, i, j);
         }
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          float dcap;
-          const float x = score_log2<kGeneral>(p, ctx, s[mt][nt][r * 2 + e], i, j + e, rr, check,
-                                               dcap);
-          const float pr = exp2f(x - lse2);
+          const float pr = fast_exp2(fmaf(s[mt][nt][r * 2 + e], mul, -lse2));
           float z = 1.f;
           if constexpr (kGeneral) {
             if (p.dropout_threshold != 0) z = ((keep >> e) & 1u) ? p.dropout_rescale : 0.f;
           }
           const float dpv = dp[mt][nt][r * 2 + e] * z;
-          s[mt][nt][r * 2 + e] = pr * z;                     // P after dropout (dV operand)
-          dp[mt][nt][r * 2 + e] = pr * (dpv - dl) * dcap;    // dS
+          s[mt][nt][r * 2 + e] = pr * z;  // P after dropout (dV operand)
+          float ds = pr * (dpv - dl);     // dS
+          if constexpr (kGeneral) ds *= dcap[mt][nt][r * 2 + e];
+          dp[mt][nt][r * 2 + e] = ds;
         }
       }
     }
@@ -147,14 +164,13 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
   using LQ = SmemLayout<Tr::kBM, D>;
   using LK = SmemLayout<Tr::kBN, D>;
   using LP = SmemLayout<Tr::kBM, Tr::kBN>;
-  constexpr int kBM = Tr::kBM, kBN = Tr::kBN;
+  constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kStages = Tr::kStages;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
-  T* sQ = sV + LK::kSize;                  // (kBM, D)
-  T* sdO = sQ + LQ::kSize;                 // (kBM, D)
-  T* sP = sdO + LQ::kSize;                 // (kBM, kBN)
+  T* sP = sV + LK::kSize;                  // (kBM, kBN)
   T* sdS = sP + LP::kSize;                 // (kBM, kBN)
+  T* sQ0 = sdS + LP::kSize;                // kStages x [Q (kBM, D), dO (kBM, D)]
 
   const int64_t b = blockIdx.z, g = blockIdx.y;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
@@ -174,49 +190,83 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
                    g * p.v_st.h;
   load_tile_async<LK, Tr::kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
   load_tile_async<LK, Tr::kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
-  ptx::cp_async_commit();
+
+  // Work items t = hh * m_blocks + mb over (q head of the group, query block); items whose
+  // query rows cannot see these keys are skipped.
+  const int m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
+  const int items = static_cast<int>(p.group) * m_blocks;
+  auto visible_item = [&](int t) {
+    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
+    const int64_t rows = sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
+    const Range32 first = row_range(p, m0, sp.sq, sp.sk);
+    const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+    return !(last.hi < n0 || first.lo > n_last);
+  };
+  auto next_item = [&](int t) {
+    ++t;
+    while (t < items && !visible_item(t)) ++t;
+    return t;
+  };
+  auto load_item = [&](int t, int stage) {
+    const int64_t h = g * p.group + t / m_blocks;
+    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
+    const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
+    T* sq = sQ0 + stage * 2 * LQ::kSize;
+    const T* q_ptr = static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s +
+                     h * p.q_st.h;
+    const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
+                      (sp.q_start + m0) * p.dout_st.s + h * p.dout_st.h;
+    load_tile_async<LQ, Tr::kThreads>(sq, q_ptr, p.q_st.s, rows, dvalid);
+    load_tile_async<LQ, Tr::kThreads>(sq + LQ::kSize, do_ptr, p.dout_st.s, rows, dvalid);
+  };
 
   float dk[Tr::kKMT][Tr::kKNT][4], dv[Tr::kKMT][Tr::kKNT][4];  // (kBN, D) over 8 warps
   zero(dk);
   zero(dv);
-  const int m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
-  for (int hh = 0; hh < p.group; ++hh) {
-    const int64_t h = g * p.group + hh;
+  int t = next_item(-1);
+  if (t < items) load_item(t, 0);
+  ptx::cp_async_commit();
+  int stage = 0;
+  while (t < items) {
+    const int tn = next_item(t);
+    ptx::cp_async_wait<0>();
+    __syncthreads();  // item t landed; every warp is done with the other stage and sP / sdS
+    if (kStages > 1 && tn < items) {
+      load_item(tn, stage ^ 1);  // overlaps this item's compute
+      ptx::cp_async_commit();
+    }
+    const T* sQ = sQ0 + stage * 2 * LQ::kSize;  // (kBM, D)
+    const T* sdO = sQ + LQ::kSize;              // (kBM, D)
+    const int64_t h = g * p.group + t / m_blocks;
+    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
+    const int64_t rows = sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
     ScoreCtx ctx;
     ctx.init(p, b, h, sp.sq, sp.sk);
     const float* delta_bh = delta + (b * p.heads_q + h) * p.seqlen_q;
-    const T* q_ptr = static_cast<const T*>(p.q) + b * p.q_st.b + sp.q_start * p.q_st.s +
-                     h * p.q_st.h;
-    const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
-                      sp.q_start * p.dout_st.s + h * p.dout_st.h;
-    for (int mb = 0; mb < m_blocks; ++mb) {
-      const int64_t m0 = static_cast<int64_t>(mb) * kBM;
-      const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
-      const KeyRange first = row_range(p, m0, sp.sq, sp.sk);
-      const KeyRange last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
-      if (last.hi < n0 || first.lo > n_last) continue;  // no row of this block sees these keys
-      __syncthreads();  // previous block's readers of sQ / sdO / sP / sdS are done
-      load_tile_async<LQ, Tr::kThreads>(sQ, q_ptr + m0 * p.q_st.s, p.q_st.s, rows, dvalid);
-      load_tile_async<LQ, Tr::kThreads>(sdO, do_ptr + m0 * p.dout_st.s, p.dout_st.s, rows,
-                                        dvalid);
-      ptx::cp_async_commit();
-      ptx::cp_async_wait<0>();
-      __syncthreads();
+    const Range32 first = row_range(p, m0, sp.sq, sp.sk);
+    const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
 
-      float s[Tr::kSMT][Tr::kSNT][4], dp[Tr::kSMT][Tr::kSNT][4];  // (kBM, kBN) over 8 warps
-      zero(s);
-      zero(dp);
-      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK>(s, sQ, sK, s_m0, s_n0);
-      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK>(dp, sdO, sV, s_m0, s_n0);
-      const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
-      bwd_p_ds<kGeneral>(p, ctx, s, dp, m0 + s_m0, n0 + s_n0, delta_bh, sp.q_start, check);
-      store_c_smem<LP>(sP, s, s_m0, s_n0);
-      store_c_smem<LP>(sdS, dp, s_m0, s_n0);
-      __syncthreads();
-      // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
-      warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ>(dv, sP, sdO, k_m0, k_n0);
-      warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ>(dk, sdS, sQ, k_m0, k_n0);
+    float s[Tr::kSMT][Tr::kSNT][4], dp[Tr::kSMT][Tr::kSNT][4];  // (kBM, kBN) over 8 warps
+    zero(s);
+    zero(dp);
+    warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, s_m0, s_n0);
+    warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnroll>(dp, sdO, sV, s_m0, s_n0);
+    const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+    bwd_p_ds<kGeneral>(p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0,
+                       delta_bh, sp.q_start, check);
+    store_c_smem<LP>(sP, s, s_m0, s_n0);
+    store_c_smem<LP>(sdS, dp, s_m0, s_n0);
+    __syncthreads();
+    // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
+    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO, k_m0, k_n0);
+    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ, k_m0, k_n0);
+    if (kStages == 1 && tn < items) {
+      __syncthreads();  // single stage: reload only after every warp is done with it
+      load_item(tn, 0);
+      ptx::cp_async_commit();
     }
+    if (kStages > 1) stage ^= 1;
+    t = tn;
   }
   ptx::cp_async_wait<0>();  // K/V were never waited for when no query block was visited
 
@@ -238,8 +288,7 @@ __global__ void __launch_bounds__(BwdQTraits<D>::kThreads)
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // (kBM, D)
   T* sdO = sQ + LQ::kSize;                 // (kBM, D)
-  T* sK = sdO + LQ::kSize;                 // (kBN, D)
-  T* sV = sK + LK::kSize;                  // (kBN, D)
+  T* sK0 = sdO + LQ::kSize;                // 2 stages x [K (kBN, D), V (kBN, D)]
 
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int64_t m0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kBM;
@@ -258,35 +307,46 @@ __global__ void __launch_bounds__(BwdQTraits<D>::kThreads)
   const T* v_ptr = static_cast<const T*>(p.v) + b * p.v_st.b + sp.k_start * p.v_st.s + g * p.v_st.h;
   load_tile_async<LQ, Tr::kThreads>(sQ, q_ptr, p.q_st.s, rows, dvalid);
   load_tile_async<LQ, Tr::kThreads>(sdO, do_ptr, p.dout_st.s, rows, dvalid);
-  ptx::cp_async_commit();
 
   ScoreCtx ctx;
   ctx.init(p, b, h, sp.sq, sp.sk);
   const float* delta_bh = delta + (b * p.heads_q + h) * p.seqlen_q;
-  const KeyRange first = row_range(p, m0, sp.sq, sp.sk);
-  const KeyRange last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
-  const int n_begin = static_cast<int>(first.lo / kBN);
-  const int n_end = last.hi >= first.lo ? static_cast<int>(last.hi / kBN) + 1 : n_begin;
+  const Range32 first = row_range(p, m0, sp.sq, sp.sk);
+  const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+  const int n_begin = first.lo / kBN;
+  const int n_end = last.hi >= first.lo ? last.hi / kBN + 1 : n_begin;
+  auto load_kv = [&](int n, int stage) {
+    const int64_t n0 = static_cast<int64_t>(n) * kBN;
+    T* sk = sK0 + stage * 2 * LK::kSize;
+    load_tile_async<LK, Tr::kThreads>(sk, k_ptr + n0 * p.k_st.s, p.k_st.s,
+                                      static_cast<int>(sp.sk - n0), dvalid);
+    load_tile_async<LK, Tr::kThreads>(sk + LK::kSize, v_ptr + n0 * p.v_st.s, p.v_st.s,
+                                      static_cast<int>(sp.sk - n0), dvalid);
+  };
+  if (n_begin < n_end) load_kv(n_begin, 0);
+  ptx::cp_async_commit();
 
   float dq[1][kDT][4];  // (16, D) of this warp
   zero(dq);
   for (int n = n_begin; n < n_end; ++n) {
+    const int stage = (n - n_begin) & 1;
     const int64_t n0 = static_cast<int64_t>(n) * kBN;
-    __syncthreads();  // every warp is done with the previous K / V
-    load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n0 * p.k_st.s, p.k_st.s,
-                                      static_cast<int>(sp.sk - n0), dvalid);
-    load_tile_async<LK, Tr::kThreads>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
-                                      static_cast<int>(sp.sk - n0), dvalid);
-    ptx::cp_async_commit();
     ptx::cp_async_wait<0>();
-    __syncthreads();
+    __syncthreads();  // K_n / V_n landed; every warp is done with the other stage
+    if (n + 1 < n_end) {
+      load_kv(n + 1, stage ^ 1);  // overlaps this block's compute
+      ptx::cp_async_commit();
+    }
+    const T* sK = sK0 + stage * 2 * LK::kSize;  // (kBN, D)
+    const T* sV = sK + LK::kSize;               // (kBN, D)
     float s[1][kNT][4], dp[1][kNT][4];  // (16, kBN)
     zero(s);
     zero(dp);
-    warp_gemm_ss<1, kNT, D, false, false, LQ, LK>(s, sQ, sK, warp * 16, 0);
-    warp_gemm_ss<1, kNT, D, false, false, LQ, LK>(dp, sdO, sV, warp * 16, 0);
+    warp_gemm_ss<1, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, warp * 16, 0);
+    warp_gemm_ss<1, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(dp, sdO, sV, warp * 16, 0);
     const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
-    bwd_p_ds<kGeneral>(p, ctx, s, dp, m0 + warp * 16, n0, delta_bh, sp.q_start, check);
+    bwd_p_ds<kGeneral>(p, ctx, s, dp, static_cast<int>(m0) + warp * 16, static_cast<int>(n0),
+                       delta_bh, sp.q_start, check);
     warp_gemm_rs<1, kDT, kBN, true, LK>(dq, dp, sK, 0);
   }
   ptx::cp_async_wait<0>();

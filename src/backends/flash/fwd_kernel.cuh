@@ -48,13 +48,13 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
 
   ScoreCtx ctx;
   ctx.init(p, b, h, sp.sq, sp.sk);
+  const float mul = logit_mul<kGeneral>(ctx);
 
   // Key blocks any row of this query block can see.
-  const KeyRange first = row_range(p, m0, sp.sq, sp.sk);
-  const KeyRange last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
-  const int64_t lo = first.lo, hi = last.hi;
-  const int n_begin = static_cast<int>(lo / kBN);
-  const int n_end = hi >= lo ? static_cast<int>(hi / kBN) + 1 : n_begin;
+  const Range32 first = row_range(p, m0, sp.sq, sp.sk);
+  const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+  const int n_begin = first.lo / kBN;
+  const int n_end = last.hi >= first.lo ? last.hi / kBN + 1 : n_begin;
 
   float o[kMT][kDT][4];  // (16*kMT, D) output accumulator of this warp
   zero(o);
@@ -67,7 +67,9 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
       l_run[mt][r] = 0.f;
     }
   // Global row (within the sequence) of this lane's row r of m-tile mt.
-  auto row_of = [&](int mt, int r) { return m0 + warp * 16 * kMT + mt * 16 + qr + r * 8; };
+  auto row_of = [&](int mt, int r) {
+    return static_cast<int>(m0) + warp * 16 * kMT + mt * 16 + qr + r * 8;
+  };
 
   if (n_end > n_begin) {
     load_tile_async<LQ, Tr::kThreads>(sQ, q_ptr, p.q_st.s, rows, dq_valid);
@@ -89,53 +91,80 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
 
     float s[kMT][kNT][4];  // (16*kMT, kBN) scores of this warp
     zero(s);
-    warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK>(s, sQ, sK, warp * 16 * kMT, 0);
+    warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, warp * 16 * kMT, 0);
 
-    // Element rule only where the block straddles a band edge or the sequence end.
+    // Element rule only where the block straddles a band edge or the sequence end; the
+    // general path (softcap / ALiBi / mask / dropout) transforms every element. Kept as a
+    // separate pass so the common unmasked block runs the softmax with no per-element branches.
     const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+    const int j0 = static_cast<int>(n0) + qc;
+    if (kGeneral || check) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int i = row_of(mt, r);
+          const Range32 rr = row_range(p, i, sp.sq, sp.sk);
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float dcap;
+              float& x = s[mt][nt][r * 2 + e];
+              x = score_log2<kGeneral>(p, ctx, x, i, j0 + nt * 8 + e, rr, true, dcap);
+            }
+        }
+    }
+    float corr[kMT][2];
+    bool rescale = false;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int64_t i = row_of(mt, r);
-        KeyRange rr{0, 0};
-        if (kGeneral || check) rr = row_range(p, i, sp.sq, sp.sk);
         float mx = -INFINITY;
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float dcap;
-            float& x = s[mt][nt][r * 2 + e];
-            x = score_log2<kGeneral>(p, ctx, x, i, n0 + nt * 8 + qc + e, rr, check, dcap);
-            mx = fmaxf(mx, x);
-          }
+          mx = fmaxf(mx, fmaxf(s[mt][nt][r * 2], s[mt][nt][r * 2 + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m_run[mt][r], mx);
+        const float m_new = fmaxf(m_run[mt][r], mx * mul);    // log2 units (mul > 0)
         const float base = m_new == -INFINITY ? 0.f : m_new;  // no (-inf) - (-inf)
-        const float corr = exp2f(m_run[mt][r] - base);
+        corr[mt][r] = fast_exp2(m_run[mt][r] - base);         // 0 when m_run = -inf
+        rescale |= corr[mt][r] != 1.f;
         m_run[mt][r] = m_new;
+      }
+    }
+    // Skip the (16*kMT, D) rescale when no row max of the warp moved (exact: corr == 1);
+    // the common case once the maxima settle on long rows. Warp-uniform branch.
+    if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int dt = 0; dt < kDT; ++dt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o[mt][dt][e] *= corr[mt][e / 2];
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float base = m_run[mt][r] == -INFINITY ? 0.f : m_run[mt][r];
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[mt][nt][r * 2 + e];
-            x = exp2f(x - base);
+            x = fast_exp2(fmaf(x, mul, -base));  // one FFMA + one MUFU per element
             sum += x;
           }
-        l_run[mt][r] = l_run[mt][r] * corr + sum;
-#pragma unroll
-        for (int dt = 0; dt < kDT; ++dt) {
-          o[mt][dt][r * 2] *= corr;
-          o[mt][dt][r * 2 + 1] *= corr;
-        }
+        l_run[mt][r] = l_run[mt][r] * corr[mt][r] + sum;
         if constexpr (kGeneral) {
           if (p.dropout_threshold != 0) {
+            const int i = row_of(mt, r);
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
-              const uint32_t keep = keep_pair(p, ctx, i, n0 + nt * 8 + qc);
+              const uint32_t keep = keep_pair(p, ctx, i, j0 + nt * 8);
               s[mt][nt][r * 2] *= (keep & 1u) ? p.dropout_rescale : 0.f;
               s[mt][nt][r * 2 + 1] *= (keep & 2u) ? p.dropout_rescale : 0.f;
             }
@@ -165,7 +194,7 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = l > 0.f ? 1.f / l : 0.f;
-      const int64_t i = row_of(mt, r);
+      const int i = row_of(mt, r);
       if (i < sp.sq) {
         T* orow = o_ptr + i * p.out_st.s;
 #pragma unroll

@@ -23,17 +23,17 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 /// Per-(batch, head) constants of the score transform.
 struct ScoreCtx {
-  int64_t b, h, sq, sk;
+  int b, h, sq, sk;  // 32-bit: lengths < 2^31 (extra_reasons), fewer live registers
   float scale, scale_log2, softcap, inv_softcap, slope;
   const uint8_t* mask;  // element (i, j) at mask + (i * mask_si + j * mask_sj) * mask_bytes
   int64_t mask_si, mask_sj;
 
   __device__ __forceinline__ void init(const Params& p, int64_t b_, int64_t h_, int64_t sq_,
                                        int64_t sk_) {
-    b = b_;
-    h = h_;
-    sq = sq_;
-    sk = sk_;
+    b = static_cast<int>(b_);
+    h = static_cast<int>(h_);
+    sq = static_cast<int>(sq_);
+    sk = static_cast<int>(sk_);
     scale = p.scale;
     scale_log2 = p.scale * kLog2e;
     softcap = p.softcap;
@@ -49,24 +49,40 @@ struct ScoreCtx {
   }
 };
 
-/// Structural key range of row i, clipped to [0, sk - 1] (empty when lo > hi).
-__device__ __forceinline__ KeyRange row_range(const Params& p, int64_t i, int64_t sq, int64_t sk) {
-  KeyRange r = structural_key_range(p, i, sq, sk);
-  if (r.lo < 0) r.lo = 0;
-  if (r.hi > sk - 1) r.hi = sk - 1;
-  return r;
+/// Inclusive key range [lo, hi] in 32 bits (empty when lo > hi).
+struct Range32 {
+  int lo, hi;
+};
+
+/// Structural key range of row i (core/score_policy.hpp), clipped to [0, sk - 1].
+__device__ __forceinline__ Range32 row_range(const Params& p, int64_t i, int64_t sq, int64_t sk) {
+  const KeyRange r = structural_key_range(p, i, sq, sk);
+  // Clipping first keeps both ends inside [-1, sk] whatever the window arithmetic gave.
+  const int64_t lo = r.lo < 0 ? 0 : (r.lo > sk ? sk : r.lo);
+  const int64_t hi = r.hi > sk - 1 ? sk - 1 : (r.hi < -1 ? -1 : r.hi);
+  return Range32{static_cast<int>(lo), static_cast<int>(hi)};
 }
 
-/// Log2-unit logit of (i, j) from the raw dot product; dcap receives d(capped)/d(uncapped)
-/// (1 - tanh^2, or 1) for the backward pass. `r` is row i's structural range.
+/// 2^x on the SFU (ex2.approx.ftz: 2 ulp; 2^-inf = 0), without exp2f's denormal fix-up.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// Logit of (i, j) from the raw dot product, as a multiple of `logit_mul<kGeneral>(c)` log2
+/// units: the fast path returns the raw dot product (or -inf) and leaves the scale to the
+/// exponent's FFMA; the general path returns log2-unit logits. dcap receives
+/// d(capped)/d(uncapped) (1 - tanh^2, or 1) for the backward pass. `r` is row i's structural
+/// range.
 template <bool kGeneral>
 __device__ __forceinline__ float score_log2(const Params& p, const ScoreCtx& c, float acc,
-                                            int64_t i, int64_t j, const KeyRange& r,
+                                            int i, int j, const Range32& r,
                                             bool check, float& dcap) {
   dcap = 1.f;
   if constexpr (!kGeneral) {
     if (check && (j < r.lo || j > r.hi)) return -INFINITY;
-    return acc * c.scale_log2;
+    return acc;
   } else {
     // Rows past the sequence (tile padding) are invisible: the mask must not be read there.
     if (i >= c.sq || j < r.lo || j > r.hi) return -INFINITY;
@@ -77,12 +93,12 @@ __device__ __forceinline__ float score_log2(const Params& p, const ScoreCtx& c, 
       dcap = 1.f - t * t;
     }
     if (p.alibi) {
-      int64_t dist = i + c.sk - c.sq - j;
+      int dist = i + c.sk - c.sq - j;
       if (dist < 0) dist = -dist;
       x -= c.slope * static_cast<float>(dist);
     }
     if (c.mask) {
-      const int64_t e = i * c.mask_si + j * c.mask_sj;
+      const int64_t e = static_cast<int64_t>(i) * c.mask_si + static_cast<int64_t>(j) * c.mask_sj;
       if (p.mask_kind == MaskKind::keep_bool) {
         if (c.mask[e] == 0) return -INFINITY;
       } else if (p.mask_dtype == DType::f32) {
@@ -97,9 +113,14 @@ __device__ __forceinline__ float score_log2(const Params& p, const ScoreCtx& c, 
   }
 }
 
+/// What score_log2's result must be multiplied by to be in log2 units.
+template <bool kGeneral>
+__device__ __forceinline__ float logit_mul(const ScoreCtx& c) {
+  return kGeneral ? 1.f : c.scale_log2;
+}
+
 /// Dropout keep bits of columns (j, j + 1) of row i, j even: bit 0 -> j, bit 1 -> j + 1.
-__device__ __forceinline__ uint32_t keep_pair(const Params& p, const ScoreCtx& c, int64_t i,
-                                              int64_t j) {
+__device__ __forceinline__ uint32_t keep_pair(const Params& p, const ScoreCtx& c, int i, int j) {
   const uint32_t bits4 = dropout_keep_bits4(p.seed, p.offset, c.b, c.h, p.heads_q, i, j,
                                             p.dropout_threshold);
   return (bits4 >> (j & 3)) & 3u;

@@ -42,12 +42,14 @@ __device__ __forceinline__ void load_b_kn(uint32_t (&b)[4], const T* s, int n0, 
 }
 
 /// acc[MT][NT] (warp tile (16*MT, 8*NT) at rows m0, cols n0) += A (m0.., 0..K) * B (0..K, n0..).
-/// A_T: tile stores A as [k][m]; B_KN: tile stores B as [k][n] (else [n][k]).
-template <int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB, typename T>
+/// A_T: tile stores A as [k][m]; B_KN: tile stores B as [k][n] (else [n][k]). UNROLL: unroll
+/// of the k loop (traits' kKUnroll).
+template <int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB, int UNROLL,
+          typename T>
 __device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* sa, const T* sb,
                                              int m0, int n0) {
   static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
-#pragma unroll
+#pragma unroll UNROLL
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[MT][4];
 #pragma unroll
