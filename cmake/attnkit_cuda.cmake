@@ -12,9 +12,17 @@ else()
     set(CMAKE_CUDA_ARCHITECTURES "${ATTNKIT_CUDA_ARCHS}")
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    # C++20 for nvcc is passed directly: CMake 3.25 (Debian 12, the CI machine) does not know
-    # nvcc's c++20 flag and rejects CMAKE_CUDA_STANDARD 20 at generate time.
-    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20")
+    # CMake 3.25 (Debian 12, the CI machine) has no C++20 entry for nvcc, so any target with
+    # CUDA sources that inherits cxx_std_20 fails at generate time ("requires the language dialect
+    # CUDA20"). Teach it the flag; CMake >= 3.26 already knows it and skips this.
+    if(NOT "cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+      set(CMAKE_CUDA20_COMPILE_FEATURES cuda_std_20)
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(ATTNKIT_HAVE_CUDA ON)
     if("90a" IN_LIST ATTNKIT_CUDA_ARCHS)
       set(ATTNKIT_HAVE_SM90A ON)
