@@ -38,8 +38,11 @@ namespace {
 
 struct BwdScratch {
   std::vector<float> q, dout, lse, delta, dq;  // whole sequence, all heads of the group
-  std::vector<float> s, dp, pz, th, dk, dv;    // tiles
-  std::vector<float> row;
+  std::vector<float> s, dp, pz, th, dk, dv;    // tiles (bf16 path: dk, dv hold dK^T, dV^T)
+  std::vector<float> row, row2;
+  // bf16 path: Q and dO bits as rows [group][sqp][d] and transposed [group][d][sqp]; dS rows and
+  // Pz / dS pair-packed over query rows.
+  std::vector<uint16_t> qb, qt, dob, dot, sb, pzp, dsp;
 };
 
 // Below this many (b, g) pairs the key blocks are split into chunks (2x the cores of a large
@@ -58,8 +61,14 @@ void run_backward(const Params& p) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const bool softcap = p.softcap > 0.0f;
 
+  // bf16 inputs with AVX512-BF16: all five products as VDPBF16PS dot products on the exact bf16
+  // inputs (Q, K, V, dO bits) and on P, dS rounded to bf16, fp32 accumulation. dV and dK are
+  // accumulated transposed (dV^T = dO^T Pz, dK^T = Q^T dS) so that every A operand is a plain
+  // row-major copy made once per item and every B operand is a tile pair-packed by one kernel.
+  const bool bf16_dot = p.dtype == DType::bf16 && kt.gemm_bf16 != nullptr;
   PackWhat what;
-  what.kt = what.k = what.vt = true;
+  what.kt = what.k = what.vt = !bf16_dot;
+  what.kt_bf16 = what.vt_bf16 = what.k_bf16 = bf16_dot;
   const PackedKV pk = pack_kv(p, geo, what, threads);
 
   // Key chunks (see the file comment). max_kb: the most key blocks of any sequence.
@@ -100,9 +109,48 @@ void run_backward(const Params& p) {
     w.dk.resize(kBk * dp);
     w.dv.resize(kBk * dvp);
     w.row.resize(dvp);
+    w.row2.resize(std::max(dp, dvp));
+    if (bf16_dot) {
+      w.qb.resize(group * sqp * dp);
+      w.qt.resize(group * dp * sqp);
+      w.dob.resize(group * sqp * dvp);
+      w.dot.resize(group * dvp * sqp);
+      w.sb.resize(kBq * kBk);
+      w.pzp.resize(kBq * kBk + 2 * kBk);
+      w.dsp.resize(kBq * kBk + 2 * kBk);
+      w.dk.resize(dp * kBk);
+      w.dv.resize(dvp * kBk);
+      for (int64_t t = 0; t < group; ++t) {
+        const int64_t h = g * group + t;
+        for (int64_t i = 0; i < sqp; ++i) {
+          uint16_t* qrow = w.qb.data() + (t * sqp + i) * dp;
+          uint16_t* drow = w.dob.data() + (t * sqp + i) * dvp;
+          if (i >= sp.sq) {
+            std::fill(qrow, qrow + dp, uint16_t{0});
+            std::fill(drow, drow + dvp, uint16_t{0});
+            w.lse[t * sqp + i] = kNegInf;
+            w.delta[t * sqp + i] = 0.0f;
+          } else {
+            load_row_bf16_bits(p.q, row_offset(p.q_st, b, sp.q_start, i, h), p.q_st.d,
+                               p.head_dim, dp, qrow);
+            load_row_bf16_bits(p.dout, row_offset(p.dout_st, b, sp.q_start, i, h), p.dout_st.d,
+                               p.head_dim_v, dvp, drow);
+            load_row(p.out, p.dtype, row_offset(p.out_st, b, sp.q_start, i, h), p.out_st.d,
+                     p.head_dim_v, dvp, 1.0f, w.row.data());
+            float delta = 0.0f;
+            for (int64_t c = 0; c < p.head_dim_v; ++c) delta += bf16_to_f32(drow[c]) * w.row[c];
+            w.delta[t * sqp + i] = delta;
+            w.lse[t * sqp + i] =
+                p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s];
+          }
+          for (int64_t d = 0; d < dp; ++d) w.qt[(t * dp + d) * sqp + i] = qrow[d];
+          for (int64_t c = 0; c < dvp; ++c) w.dot[(t * dvp + c) * sqp + i] = drow[c];
+        }
+      }
+    }
 
     // Load this item's query-side rows once (converted to fp32).
-    for (int64_t t = 0; t < group; ++t) {
+    for (int64_t t = 0; t < group && !bf16_dot; ++t) {
       const int64_t h = g * group + t;
       for (int64_t i = 0; i < sqp; ++i) {
         float* qrow = w.q.data() + (t * sqp + i) * dp;
@@ -142,34 +190,71 @@ void run_backward(const Params& p) {
           const float* dout = w.dout.data() + (t * sqp + i0) * dvp;
           float* s = w.s.data();
           float* dpt = w.dp.data();
-          kt.gemm(s, kBk, qs, dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp, false);
+          if (bf16_dot) {
+            kt.gemm_bf16(s, kBk, w.qb.data() + (t * sqp + i0) * dp, dp, pk.ktb_block(gkb, g),
+                         2 * kBk, rows, kBk, dp, false);
+            for (int64_t r = 0; r < rows; ++r) kt.scale_row(s + r * kBk, kBk, p.scale);
+          } else {
+            kt.gemm(s, kBk, qs, dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp, false);
+          }
           if (tile_needs_policy(p, sp, i0, rows, j0))
             apply_score_policy(p, sp, b, h, i0, rows, j0, s, kBk, softcap ? w.th.data() : nullptr);
           kt.exp_minus_lse(s, kBk, rows, kBk, w.lse.data() + t * sqp + i0);  // s = P
-          kt.gemm(dpt, kBk, dout, dvp, 1, pk.vt_block(gkb, g), kBk, rows, kBk, dvp, false);
+          if (bf16_dot)
+            kt.gemm_bf16(dpt, kBk, w.dob.data() + (t * sqp + i0) * dvp, dvp, pk.vtb_block(gkb, g),
+                         2 * kBk, rows, kBk, dvp, false);
+          else
+            kt.gemm(dpt, kBk, dout, dvp, 1, pk.vt_block(gkb, g), kBk, rows, kBk, dvp, false);
           const float* pz = s;
           if (p.has_dropout()) {
             std::copy(s, s + rows * kBk, w.pz.data());
             apply_dropout(p, b, h, i0, rows, j0, kBk, w.pz.data(), kBk, dpt);
             pz = w.pz.data();
           }
-          // dV[j] += sum_i Pz[i][j] dO[i]: A = Pz^T (row stride 1, depth stride kBk)
-          kt.gemm(w.dv.data(), dvp, pz, 1, kBk, dout, dvp, kcols, dvp, rows, true);
+          const int64_t rows2 = round_up(rows, 2);  // bf16 pairs; row i0 + rows exists (sqp)
+          // dV[j] += sum_i Pz[i][j] dO[i]: A = Pz^T (row stride 1, depth stride kBk);
+          // bf16: dV^T[c][j] += sum_i dO^T[c][i] Pz[i][j]
+          if (bf16_dot) {
+            kt.to_bf16_pairs(w.pzp.data(), 2 * kBk, pz, kBk, rows, kBk);
+            kt.gemm_bf16(w.dv.data(), kBk, w.dot.data() + t * dvp * sqp + i0, sqp, w.pzp.data(),
+                         2 * kBk, dvp, kBk, rows2, true);
+          } else {
+            kt.gemm(w.dv.data(), dvp, pz, 1, kBk, dout, dvp, kcols, dvp, rows, true);
+          }
           kt.softmax_grad(dpt, s, kBk, rows, kBk, w.delta.data() + t * sqp + i0);  // dpt = dS
           if (softcap) {
             const float* th = w.th.data();
             for (int64_t e = 0; e < rows * kBk; ++e) dpt[e] *= 1.0f - th[e] * th[e];
           }
-          kt.gemm(w.dq.data() + (t * sqp + i0) * dp, dp, dpt, kBk, 1, pk.k_block(gkb, g), dp, rows,
-                  dp, kcols, true);
-          kt.gemm(w.dk.data(), dp, dpt, 1, kBk, qs, dp, kcols, dp, rows, true);
+          if (bf16_dot) {
+            kt.to_bf16(w.sb.data(), kBk, dpt, kBk, rows, kBk);
+            kt.gemm_bf16(w.dq.data() + (t * sqp + i0) * dp, dp, w.sb.data(), kBk,
+                         pk.kpb_block(gkb, g), 2 * dp, rows, dp, round_up(kcols, 2), true);
+            kt.to_bf16_pairs(w.dsp.data(), 2 * kBk, dpt, kBk, rows, kBk);
+            kt.gemm_bf16(w.dk.data(), kBk, w.qt.data() + t * dp * sqp + i0, sqp, w.dsp.data(),
+                         2 * kBk, dp, kBk, rows2, true);
+          } else {
+            kt.gemm(w.dq.data() + (t * sqp + i0) * dp, dp, dpt, kBk, 1, pk.k_block(gkb, g), dp,
+                    rows, dp, kcols, true);
+            kt.gemm(w.dk.data(), dp, dpt, 1, kBk, qs, dp, kcols, dp, rows, true);
+          }
         }
       }
       for (int64_t jj = 0; jj < kcols; ++jj) {
+        const float* dkr = w.dk.data() + jj * dp;
+        const float* dvr = w.dv.data() + jj * dvp;
+        float dk_scale = 1.0f;
+        if (bf16_dot) {  // transposed accumulators; dK^T used unscaled Q
+          for (int64_t d = 0; d < dp; ++d) w.row2[d] = w.dk[d * kBk + jj];
+          for (int64_t c = 0; c < dvp; ++c) w.row[c] = w.dv[c * kBk + jj];
+          dkr = w.row2.data();
+          dvr = w.row.data();
+          dk_scale = p.scale;
+        }
         store_row(p.dk, p.dtype, row_offset(p.dk_st, b, sp.k_start, j0 + jj, g), p.dk_st.d,
-                  p.head_dim, w.dk.data() + jj * dp, 1.0f);
+                  p.head_dim, dkr, dk_scale);
         store_row(p.dv, p.dtype, row_offset(p.dv_st, b, sp.k_start, j0 + jj, g), p.dv_st.d,
-                  p.head_dim_v, w.dv.data() + jj * dvp, 1.0f);
+                  p.head_dim_v, dvr, 1.0f);
       }
     }
     for (int64_t t = 0; t < group; ++t)

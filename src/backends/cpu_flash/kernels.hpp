@@ -45,6 +45,10 @@ struct KernelTable {
   /// dst[r*ldd + c] = bf16(src[r*lds + c]) (round to nearest even), c < cols, cols % kPad == 0.
   void (*to_bf16)(uint16_t* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows,
                   int64_t cols);
+  /// Pair-packs fp32 rows as a gemm_bf16 B operand: dst[(r/2)*ldb2 + 2*c + r%2] = bf16(src[r*lds
+  /// + c]) for r < round_up(rows, 2) (a missing last row of an odd count is 0), c < cols.
+  void (*to_bf16_pairs)(uint16_t* dst, int64_t ldb2, const float* src, int64_t lds, int64_t rows,
+                        int64_t cols);
 };
 
 const KernelTable& kernels_portable();

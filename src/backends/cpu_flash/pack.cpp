@@ -119,6 +119,10 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
     pk.ktb = reinterpret_cast<uint16_t*>(thread_arena(4, (nblk * geo.dp * kBk + 1) / 2));
   if (what.v_bf16)
     pk.vb = reinterpret_cast<uint16_t*>(thread_arena(5, (nblk * geo.dvp * kBk + 1) / 2));
+  if (what.vt_bf16)
+    pk.vtb = reinterpret_cast<uint16_t*>(thread_arena(6, (nblk * geo.dvp * kBk + 1) / 2));
+  if (what.k_bf16)
+    pk.kpb = reinterpret_cast<uint16_t*>(thread_arena(7, (nblk * geo.dp * kBk + 1) / 2));
   const int64_t dmax = std::max(geo.dp, geo.dvp);
   parallel_for(nblk, threads, [&](int64_t item, int) {
     const int64_t kb = item / p.heads_kv, g = item % p.heads_kv;
@@ -145,23 +149,35 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
           std::memcpy(k + jj * geo.dp, row.data(), geo.dp * sizeof(float));
         }
       }
-      if (what.kt_bf16) {
+      if (what.kt_bf16 || what.k_bf16) {
         if (real)
           load_row_bf16_bits(p.k, row_offset(p.k_st, b, sp.k_start, j, g), p.k_st.d, p.head_dim,
                              geo.dp, brow.data());
         else
           std::fill(brow.begin(), brow.begin() + geo.dp, uint16_t{0});
-        uint16_t* kt = pk.ktb + (kb * p.heads_kv + g) * geo.dp * kBk;
-        for (int64_t d = 0; d < geo.dp; ++d) kt[(d / 2) * 2 * kBk + 2 * jj + (d & 1)] = brow[d];
+        if (what.kt_bf16) {
+          uint16_t* kt = pk.ktb + (kb * p.heads_kv + g) * geo.dp * kBk;
+          for (int64_t d = 0; d < geo.dp; ++d) kt[(d / 2) * 2 * kBk + 2 * jj + (d & 1)] = brow[d];
+        }
+        if (what.k_bf16) {
+          uint16_t* k = pk.kpb + (kb * p.heads_kv + g) * geo.dp * kBk;
+          for (int64_t d = 0; d < geo.dp; ++d) k[(jj / 2) * 2 * geo.dp + 2 * d + (jj & 1)] = brow[d];
+        }
       }
-      if (what.v_bf16) {
+      if (what.v_bf16 || what.vt_bf16) {
         if (real)
           load_row_bf16_bits(p.v, row_offset(p.v_st, b, sp.k_start, j, g), p.v_st.d,
                              p.head_dim_v, geo.dvp, brow.data());
         else
           std::fill(brow.begin(), brow.begin() + geo.dvp, uint16_t{0});
-        uint16_t* v = pk.vb + (kb * p.heads_kv + g) * geo.dvp * kBk;
-        for (int64_t c = 0; c < geo.dvp; ++c) v[(jj / 2) * 2 * geo.dvp + 2 * c + (jj & 1)] = brow[c];
+        if (what.v_bf16) {
+          uint16_t* v = pk.vb + (kb * p.heads_kv + g) * geo.dvp * kBk;
+          for (int64_t c = 0; c < geo.dvp; ++c) v[(jj / 2) * 2 * geo.dvp + 2 * c + (jj & 1)] = brow[c];
+        }
+        if (what.vt_bf16) {
+          uint16_t* vt = pk.vtb + (kb * p.heads_kv + g) * geo.dvp * kBk;
+          for (int64_t c = 0; c < geo.dvp; ++c) vt[(c / 2) * 2 * kBk + 2 * jj + (c & 1)] = brow[c];
+        }
       }
       if (what.v || what.vt) {
         if (real)

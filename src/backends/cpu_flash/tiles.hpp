@@ -43,6 +43,7 @@ Geometry make_geometry(const Params& p);
 struct PackWhat {
   bool kt = false, k = false, v = false, vt = false;
   bool kt_bf16 = false, v_bf16 = false;  // pair-packed bf16 operands for KernelTable::gemm_bf16
+  bool vt_bf16 = false, k_bf16 = false;  // backward: V^T (pairs over dv), K rows (pairs over keys)
 };
 
 /// Packed operands; the storage belongs to the calling thread's arena (reused by its next call).
@@ -56,7 +57,11 @@ struct PackedKV {
   // bf16 pair-packed (bf16 inputs only, bits copied, no rounding):
   //   ktb block: element (d, j) at (d/2)*2*kBk + 2*j + d%2     (B of S = Q K^T, ldb2 = 2*kBk)
   //   vb  block: element (j, c) at (j/2)*2*dvp + 2*c + j%2     (B of O = P V,   ldb2 = 2*dvp)
-  uint16_t *ktb = nullptr, *vb = nullptr;
+  //   vtb block: element (c, j) at (c/2)*2*kBk + 2*j + c%2     (B of dP = dO V^T, ldb2 = 2*kBk)
+  //   kb  block: element (j, d) at (j/2)*2*dp + 2*d + j%2      (B of dQ = dS K,   ldb2 = 2*dp)
+  uint16_t *ktb = nullptr, *vb = nullptr, *vtb = nullptr, *kpb = nullptr;
+  const uint16_t* vtb_block(int64_t kb, int64_t g) const { return vtb + (kb * heads_kv + g) * dvp * kBk; }
+  const uint16_t* kpb_block(int64_t kb, int64_t g) const { return kpb + (kb * heads_kv + g) * dp * kBk; }
   const uint16_t* ktb_block(int64_t kb, int64_t g) const { return ktb + (kb * heads_kv + g) * dp * kBk; }
   const uint16_t* vb_block(int64_t kb, int64_t g) const { return vb + (kb * heads_kv + g) * dvp * kBk; }
 };
@@ -65,7 +70,7 @@ struct PackedKV {
 /// fresh buffers cost page faults plus zeroing, ~5% of a B=2, H=16, S=1024, D=64 forward (perf).
 /// Memory stays allocated until the thread exits (the size of the largest call's packed K/V).
 float* thread_arena(int slot, int64_t floats);
-inline constexpr int kArenaSlots = 6;
+inline constexpr int kArenaSlots = 8;
 
 /// Converts and packs K/V for every (key block, kv head), in parallel on p.num_threads.
 PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int threads);
