@@ -11,9 +11,9 @@
 // run to run and for any thread count) always, and `deterministic` costs nothing.
 //
 // Per item (per-thread scratch, fp32):
-//   Qs [group][sqp][dp] = scale*q, dO [group][sqp][dvp], lse and delta = rowsum(dO*out) [group][sqp],
-//   dQacc [group][sqp][dp];  per key block: dKacc [kBk][dp], dVacc [kBk][dvp].
-//   for key block kb:  for head t in group:  for query tile that can see kb:
+//   Qs [group][sqp][dp] = scale*q, dO [group][sqp][dvp], lse and delta = rowsum(dO*out)
+//   [group][sqp], dQacc [group][sqp][dp];  per key block: dKacc [kBk][dp], dVacc [kBk][dvp]. for
+//   key block kb:  for head t in group:  for query tile that can see kb:
 //     S = Qs K^T; policy; P = exp(S - lse)                          [rows][kBk]
 //     dP = dO V^T                                                   [rows][kBk]
 //     dropout: Pz = P*z, dP *= z  (z = 0 or 1/(1-p), the forward's keep mask)
@@ -78,7 +78,8 @@ void run_backward(const Params& p) {
   const int64_t pairs = p.batch * p.heads_kv;
   int64_t chunks = std::min<int64_t>(std::max<int64_t>(max_kb, 1), ceil_div(kMinItems, pairs));
   const int64_t slice_floats = p.batch * p.heads_q * p.seqlen_q * dp;  // one chunk's dq slice
-  while (chunks > 1 && chunks * slice_floats * 4 > kDqSliceBudget) --chunks;
+  while (chunks > 1 && chunks * slice_floats * 4 > kDqSliceBudget)
+    --chunks;
   const int64_t kb_per_chunk = ceil_div(std::max<int64_t>(max_kb, 1), chunks);
   std::vector<float> dq_slices;
   if (chunks > 1) dq_slices.assign(chunks * slice_floats, 0.0f);
@@ -131,20 +132,23 @@ void run_backward(const Params& p) {
             w.lse[t * sqp + i] = kNegInf;
             w.delta[t * sqp + i] = 0.0f;
           } else {
-            load_row_bf16_bits(p.q, row_offset(p.q_st, b, sp.q_start, i, h), p.q_st.d,
-                               p.head_dim, dp, qrow);
+            load_row_bf16_bits(p.q, row_offset(p.q_st, b, sp.q_start, i, h), p.q_st.d, p.head_dim,
+                               dp, qrow);
             load_row_bf16_bits(p.dout, row_offset(p.dout_st, b, sp.q_start, i, h), p.dout_st.d,
                                p.head_dim_v, dvp, drow);
             load_row(p.out, p.dtype, row_offset(p.out_st, b, sp.q_start, i, h), p.out_st.d,
                      p.head_dim_v, dvp, 1.0f, w.row.data());
             float delta = 0.0f;
-            for (int64_t c = 0; c < p.head_dim_v; ++c) delta += bf16_to_f32(drow[c]) * w.row[c];
+            for (int64_t c = 0; c < p.head_dim_v; ++c)
+              delta += bf16_to_f32(drow[c]) * w.row[c];
             w.delta[t * sqp + i] = delta;
             w.lse[t * sqp + i] =
                 p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s];
           }
-          for (int64_t d = 0; d < dp; ++d) w.qt[(t * dp + d) * sqp + i] = qrow[d];
-          for (int64_t c = 0; c < dvp; ++c) w.dot[(t * dvp + c) * sqp + i] = drow[c];
+          for (int64_t d = 0; d < dp; ++d)
+            w.qt[(t * dp + d) * sqp + i] = qrow[d];
+          for (int64_t c = 0; c < dvp; ++c)
+            w.dot[(t * dvp + c) * sqp + i] = drow[c];
         }
       }
     }
@@ -169,7 +173,8 @@ void run_backward(const Params& p) {
         load_row(p.out, p.dtype, row_offset(p.out_st, b, sp.q_start, i, h), p.out_st.d,
                  p.head_dim_v, dvp, 1.0f, w.row.data());
         float delta = 0.0f;
-        for (int64_t c = 0; c < p.head_dim_v; ++c) delta += drow[c] * w.row[c];
+        for (int64_t c = 0; c < p.head_dim_v; ++c)
+          delta += drow[c] * w.row[c];
         w.delta[t * sqp + i] = delta;
         w.lse[t * sqp + i] = p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s];
       }
@@ -193,7 +198,8 @@ void run_backward(const Params& p) {
           if (bf16_dot) {
             kt.gemm_bf16(s, kBk, w.qb.data() + (t * sqp + i0) * dp, dp, pk.ktb_block(gkb, g),
                          2 * kBk, rows, kBk, dp, false);
-            for (int64_t r = 0; r < rows; ++r) kt.scale_row(s + r * kBk, kBk, p.scale);
+            for (int64_t r = 0; r < rows; ++r)
+              kt.scale_row(s + r * kBk, kBk, p.scale);
           } else {
             kt.gemm(s, kBk, qs, dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp, false);
           }
@@ -224,7 +230,8 @@ void run_backward(const Params& p) {
           kt.softmax_grad(dpt, s, kBk, rows, kBk, w.delta.data() + t * sqp + i0);  // dpt = dS
           if (softcap) {
             const float* th = w.th.data();
-            for (int64_t e = 0; e < rows * kBk; ++e) dpt[e] *= 1.0f - th[e] * th[e];
+            for (int64_t e = 0; e < rows * kBk; ++e)
+              dpt[e] *= 1.0f - th[e] * th[e];
           }
           if (bf16_dot) {
             kt.to_bf16(w.sb.data(), kBk, dpt, kBk, rows, kBk);
@@ -245,8 +252,10 @@ void run_backward(const Params& p) {
         const float* dvr = w.dv.data() + jj * dvp;
         float dk_scale = 1.0f;
         if (bf16_dot) {  // transposed accumulators; dK^T used unscaled Q
-          for (int64_t d = 0; d < dp; ++d) w.row2[d] = w.dk[d * kBk + jj];
-          for (int64_t c = 0; c < dvp; ++c) w.row[c] = w.dv[c * kBk + jj];
+          for (int64_t d = 0; d < dp; ++d)
+            w.row2[d] = w.dk[d * kBk + jj];
+          for (int64_t c = 0; c < dvp; ++c)
+            w.row[c] = w.dv[c * kBk + jj];
           dkr = w.row2.data();
           dvr = w.row.data();
           dk_scale = p.scale;
@@ -263,8 +272,8 @@ void run_backward(const Params& p) {
         if (chunks > 1)
           std::copy(acc, acc + dp, slice_row(chunk, b, g * group + t, i));
         else
-          store_row(p.dq, p.dtype, row_offset(p.dq_st, b, sp.q_start, i, g * group + t),
-                    p.dq_st.d, p.head_dim, acc, p.scale);
+          store_row(p.dq, p.dtype, row_offset(p.dq_st, b, sp.q_start, i, g * group + t), p.dq_st.d,
+                    p.head_dim, acc, p.scale);
       }
   });
 
@@ -277,10 +286,11 @@ void run_backward(const Params& p) {
         std::fill(sum.begin(), sum.end(), 0.0f);
         for (int64_t c = 0; c < chunks; ++c) {
           const float* part = slice_row(c, b, h, i);
-          for (int64_t d = 0; d < dp; ++d) sum[d] += part[d];
+          for (int64_t d = 0; d < dp; ++d)
+            sum[d] += part[d];
         }
-        store_row(p.dq, p.dtype, row_offset(p.dq_st, b, sp.q_start, i, h), p.dq_st.d,
-                  p.head_dim, sum.data(), p.scale);
+        store_row(p.dq, p.dtype, row_offset(p.dq_st, b, sp.q_start, i, h), p.dq_st.d, p.head_dim,
+                  sum.data(), p.scale);
       }
     });
   }

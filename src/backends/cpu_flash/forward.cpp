@@ -51,7 +51,8 @@ void run_forward(const Params& p) {
       const int64_t i0 = qt * kBq, rows = std::min(kBq, sp.sq - i0);
       const KeyRange kr = tile_key_range(p, sp, i0, rows);
       const int64_t cost = kr.lo <= kr.hi ? kr.hi / kBk - kr.lo / kBk + 1 : 0;
-      for (int64_t h = 0; h < p.heads_q; ++h) items.push_back({b, h, qt, cost});
+      for (int64_t h = 0; h < p.heads_q; ++h)
+        items.push_back({b, h, qt, cost});
     }
   }
   std::stable_sort(items.begin(), items.end(),
@@ -106,7 +107,8 @@ void run_forward(const Params& p) {
         if (bf16_dot) {
           kt.gemm_bf16(w.s.data(), kBk, w.qb.data(), dp, pk.ktb_block(gkb, g), 2 * kBk, rows, kBk,
                        dp, false);
-          for (int64_t r = 0; r < rows; ++r) kt.scale_row(w.s.data() + r * kBk, kBk, p.scale);
+          for (int64_t r = 0; r < rows; ++r)
+            kt.scale_row(w.s.data() + r * kBk, kBk, p.scale);
         } else {
           kt.gemm(w.s.data(), kBk, w.q.data(), dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp,
                   false);
@@ -116,8 +118,7 @@ void run_forward(const Params& p) {
         kt.softmax_step(w.s.data(), kBk, rows, kBk, w.m.data(), w.l.data(), w.alpha.data());
         for (int64_t r = 0; r < rows; ++r)
           if (w.alpha[r] != 1.0f) kt.scale_row(w.o.data() + r * dvp, dvp, w.alpha[r]);
-        if (p.has_dropout())
-          apply_dropout(p, b, h, i0, rows, j0, kcols, w.s.data(), kBk, nullptr);
+        if (p.has_dropout()) apply_dropout(p, b, h, i0, rows, j0, kcols, w.s.data(), kBk, nullptr);
         if (bf16_dot) {
           kt.to_bf16(w.pb.data(), kBk, w.s.data(), kBk, rows, kBk);
           kt.gemm_bf16(w.o.data(), dvp, w.pb.data(), kBk, pk.vb_block(gkb, g), 2 * dvp, rows, dvp,

@@ -12,9 +12,8 @@ const KernelTable* by_name(const std::string& name) {
   __builtin_cpu_init();
   if (name == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return &kernels_avx2();
-  if (name == "avx512" && __builtin_cpu_supports("avx512f") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
+  if (name == "avx512" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
     return &kernels_avx512();
   if (name == "avx512bf16" && by_name("avx512") && __builtin_cpu_supports("avx512bf16"))
     return &kernels_avx512bf16();

@@ -8,5 +8,7 @@
 #include "backends/cpu_flash/microkernels.inc"
 
 namespace attnkit::cpu_flash {
-const KernelTable& kernels_avx2() { return avx2::table(); }
+const KernelTable& kernels_avx2() {
+  return avx2::table();
+}
 }  // namespace attnkit::cpu_flash

@@ -10,5 +10,7 @@
 #include "backends/cpu_flash/microkernels.inc"
 
 namespace attnkit::cpu_flash {
-const KernelTable& kernels_avx512bf16() { return avx512bf16::table(); }
+const KernelTable& kernels_avx512bf16() {
+  return avx512bf16::table();
+}
 }  // namespace attnkit::cpu_flash

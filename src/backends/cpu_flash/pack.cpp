@@ -22,7 +22,8 @@ Geometry make_geometry(const Params& p) {
   }
   g.kblock_seq.resize(g.num_kblocks());
   for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t kb = g.kblock_start[b]; kb < g.kblock_start[b + 1]; ++kb) g.kblock_seq[kb] = b;
+    for (int64_t kb = g.kblock_start[b]; kb < g.kblock_start[b + 1]; ++kb)
+      g.kblock_seq[kb] = b;
   return g;
 }
 
@@ -34,31 +35,37 @@ void load_row(const void* base, DType t, int64_t offset, int64_t stride, int64_t
       if (stride == 1 && scale == 1.0f) {
         std::memcpy(dst, x, n * sizeof(float));
       } else {
-        for (int64_t d = 0; d < n; ++d) dst[d] = scale * x[d * stride];
+        for (int64_t d = 0; d < n; ++d)
+          dst[d] = scale * x[d * stride];
       }
       break;
     }
     case DType::bf16: {
       const uint16_t* x = static_cast<const uint16_t*>(base) + offset;
-      for (int64_t d = 0; d < n; ++d) dst[d] = scale * bf16_to_f32(x[d * stride]);
+      for (int64_t d = 0; d < n; ++d)
+        dst[d] = scale * bf16_to_f32(x[d * stride]);
       break;
     }
     case DType::f16: {
       const uint16_t* x = static_cast<const uint16_t*>(base) + offset;
-      for (int64_t d = 0; d < n; ++d) dst[d] = scale * f16_to_f32(x[d * stride]);
+      for (int64_t d = 0; d < n; ++d)
+        dst[d] = scale * f16_to_f32(x[d * stride]);
       break;
     }
     default:
       break;  // unreachable: capabilities admit f32/f16/bf16 only
   }
-  for (int64_t d = n; d < n_pad; ++d) dst[d] = 0.0f;
+  for (int64_t d = n; d < n_pad; ++d)
+    dst[d] = 0.0f;
 }
 
-void load_row_bf16_bits(const void* base, int64_t offset, int64_t stride, int64_t n,
-                        int64_t n_pad, uint16_t* dst) {
+void load_row_bf16_bits(const void* base, int64_t offset, int64_t stride, int64_t n, int64_t n_pad,
+                        uint16_t* dst) {
   const uint16_t* x = static_cast<const uint16_t*>(base) + offset;
-  for (int64_t d = 0; d < n; ++d) dst[d] = x[d * stride];
-  for (int64_t d = n; d < n_pad; ++d) dst[d] = 0;
+  for (int64_t d = 0; d < n; ++d)
+    dst[d] = x[d * stride];
+  for (int64_t d = n; d < n_pad; ++d)
+    dst[d] = 0;
 }
 
 void store_row(void* base, DType t, int64_t offset, int64_t stride, int64_t n, const float* src,
@@ -66,17 +73,20 @@ void store_row(void* base, DType t, int64_t offset, int64_t stride, int64_t n, c
   switch (t) {
     case DType::f32: {
       float* y = static_cast<float*>(base) + offset;
-      for (int64_t d = 0; d < n; ++d) y[d * stride] = scale * src[d];
+      for (int64_t d = 0; d < n; ++d)
+        y[d * stride] = scale * src[d];
       break;
     }
     case DType::bf16: {
       uint16_t* y = static_cast<uint16_t*>(base) + offset;
-      for (int64_t d = 0; d < n; ++d) y[d * stride] = f32_to_bf16(scale * src[d]);
+      for (int64_t d = 0; d < n; ++d)
+        y[d * stride] = f32_to_bf16(scale * src[d]);
       break;
     }
     case DType::f16: {
       uint16_t* y = static_cast<uint16_t*>(base) + offset;
-      for (int64_t d = 0; d < n; ++d) y[d * stride] = f32_to_f16(scale * src[d]);
+      for (int64_t d = 0; d < n; ++d)
+        y[d * stride] = f32_to_f16(scale * src[d]);
       break;
     }
     default:
@@ -142,7 +152,8 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
           std::fill(row.begin(), row.begin() + geo.dp, 0.0f);
         if (what.kt) {
           float* kt = pk.kt + (kb * p.heads_kv + g) * geo.dp * kBk;
-          for (int64_t d = 0; d < geo.dp; ++d) kt[d * kBk + jj] = row[d];
+          for (int64_t d = 0; d < geo.dp; ++d)
+            kt[d * kBk + jj] = row[d];
         }
         if (what.k) {
           float* k = pk.k + (kb * p.heads_kv + g) * geo.dp * kBk;
@@ -157,26 +168,30 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
           std::fill(brow.begin(), brow.begin() + geo.dp, uint16_t{0});
         if (what.kt_bf16) {
           uint16_t* kt = pk.ktb + (kb * p.heads_kv + g) * geo.dp * kBk;
-          for (int64_t d = 0; d < geo.dp; ++d) kt[(d / 2) * 2 * kBk + 2 * jj + (d & 1)] = brow[d];
+          for (int64_t d = 0; d < geo.dp; ++d)
+            kt[(d / 2) * 2 * kBk + 2 * jj + (d & 1)] = brow[d];
         }
         if (what.k_bf16) {
           uint16_t* k = pk.kpb + (kb * p.heads_kv + g) * geo.dp * kBk;
-          for (int64_t d = 0; d < geo.dp; ++d) k[(jj / 2) * 2 * geo.dp + 2 * d + (jj & 1)] = brow[d];
+          for (int64_t d = 0; d < geo.dp; ++d)
+            k[(jj / 2) * 2 * geo.dp + 2 * d + (jj & 1)] = brow[d];
         }
       }
       if (what.v_bf16 || what.vt_bf16) {
         if (real)
-          load_row_bf16_bits(p.v, row_offset(p.v_st, b, sp.k_start, j, g), p.v_st.d,
-                             p.head_dim_v, geo.dvp, brow.data());
+          load_row_bf16_bits(p.v, row_offset(p.v_st, b, sp.k_start, j, g), p.v_st.d, p.head_dim_v,
+                             geo.dvp, brow.data());
         else
           std::fill(brow.begin(), brow.begin() + geo.dvp, uint16_t{0});
         if (what.v_bf16) {
           uint16_t* v = pk.vb + (kb * p.heads_kv + g) * geo.dvp * kBk;
-          for (int64_t c = 0; c < geo.dvp; ++c) v[(jj / 2) * 2 * geo.dvp + 2 * c + (jj & 1)] = brow[c];
+          for (int64_t c = 0; c < geo.dvp; ++c)
+            v[(jj / 2) * 2 * geo.dvp + 2 * c + (jj & 1)] = brow[c];
         }
         if (what.vt_bf16) {
           uint16_t* vt = pk.vtb + (kb * p.heads_kv + g) * geo.dvp * kBk;
-          for (int64_t c = 0; c < geo.dvp; ++c) vt[(c / 2) * 2 * kBk + 2 * jj + (c & 1)] = brow[c];
+          for (int64_t c = 0; c < geo.dvp; ++c)
+            vt[(c / 2) * 2 * kBk + 2 * jj + (c & 1)] = brow[c];
         }
       }
       if (what.v || what.vt) {
@@ -191,7 +206,8 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
         }
         if (what.vt) {
           float* vt = pk.vt + (kb * p.heads_kv + g) * geo.dvp * kBk;
-          for (int64_t d = 0; d < geo.dvp; ++d) vt[d * kBk + jj] = row[d];
+          for (int64_t d = 0; d < geo.dvp; ++d)
+            vt[d * kBk + jj] = row[d];
         }
       }
     }

@@ -32,10 +32,14 @@ namespace {
 
 inline float mask_value(const Params& p, int64_t off) {
   switch (p.mask_dtype) {
-    case DType::f32: return static_cast<const float*>(p.mask)[off];
-    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p.mask)[off]);
-    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p.mask)[off]);
-    default: return 0.0f;  // bool masks are read by the caller
+    case DType::f32:
+      return static_cast<const float*>(p.mask)[off];
+    case DType::bf16:
+      return bf16_to_f32(static_cast<const uint16_t*>(p.mask)[off]);
+    case DType::f16:
+      return f16_to_f32(static_cast<const uint16_t*>(p.mask)[off]);
+    default:
+      return 0.0f;  // bool masks are read by the caller
   }
 }
 
@@ -82,8 +86,8 @@ void apply_dropout(const Params& p, int64_t b, int64_t h, int64_t i0, int64_t ro
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
     for (int64_t c0 = 0; c0 < cols; c0 += 4) {  // j0 % 4 == 0: one Philox call per 4 keys
-      const uint32_t bits = dropout_keep_bits4(p.seed, p.offset, b, h, p.heads_q, i, j0 + c0,
-                                               p.dropout_threshold);
+      const uint32_t bits =
+          dropout_keep_bits4(p.seed, p.offset, b, h, p.heads_q, i, j0 + c0, p.dropout_threshold);
       for (int64_t w = 0; w < 4 && c0 + w < cols; ++w) {
         const float f = (bits >> w) & 1u ? keep_scale : 0.0f;
         t[r * ld + c0 + w] *= f;

@@ -23,7 +23,8 @@ class Pool {
       ++generation_;
     }
     cv_.notify_all();
-    for (auto& t : workers_) t.join();
+    for (auto& t : workers_)
+      t.join();
   }
 
   void run(int64_t n_items, int threads, const std::function<void(int64_t, int)>& fn) {
@@ -118,7 +119,8 @@ void parallel_for(int64_t n_items, int threads,
   if (n_items <= 0) return;
   if (threads > n_items) threads = static_cast<int>(n_items);
   if (threads <= 1 || t_inside_item) {
-    for (int64_t i = 0; i < n_items; ++i) fn(i, 0);
+    for (int64_t i = 0; i < n_items; ++i)
+      fn(i, 0);
     return;
   }
   pool().run(n_items, threads, fn);

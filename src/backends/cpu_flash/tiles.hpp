@@ -27,14 +27,18 @@ inline constexpr int64_t kBq = 128;
 inline constexpr int64_t kBk = 128;
 static_assert(kBk % kPad == 0, "score tiles are whole vectors wide");
 
-inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-inline int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+inline int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
+inline int64_t ceil_div(int64_t x, int64_t m) {
+  return (x + m - 1) / m;
+}
 
 struct Geometry {
   int64_t dp = 0, dvp = 0;
-  std::vector<SeqSpan> spans;          // per sequence
-  std::vector<int64_t> kblock_start;   // [batch + 1]
-  std::vector<int64_t> kblock_seq;     // sequence of each global key block
+  std::vector<SeqSpan> spans;         // per sequence
+  std::vector<int64_t> kblock_start;  // [batch + 1]
+  std::vector<int64_t> kblock_seq;    // sequence of each global key block
   int64_t num_kblocks() const { return kblock_start.back(); }
 };
 Geometry make_geometry(const Params& p);
@@ -53,22 +57,33 @@ struct PackedKV {
   const float* kt_block(int64_t kb, int64_t g) const { return kt + (kb * heads_kv + g) * dp * kBk; }
   const float* k_block(int64_t kb, int64_t g) const { return k + (kb * heads_kv + g) * dp * kBk; }
   const float* v_block(int64_t kb, int64_t g) const { return v + (kb * heads_kv + g) * dvp * kBk; }
-  const float* vt_block(int64_t kb, int64_t g) const { return vt + (kb * heads_kv + g) * dvp * kBk; }
+  const float* vt_block(int64_t kb, int64_t g) const {
+    return vt + (kb * heads_kv + g) * dvp * kBk;
+  }
   // bf16 pair-packed (bf16 inputs only, bits copied, no rounding):
   //   ktb block: element (d, j) at (d/2)*2*kBk + 2*j + d%2     (B of S = Q K^T, ldb2 = 2*kBk)
   //   vb  block: element (j, c) at (j/2)*2*dvp + 2*c + j%2     (B of O = P V,   ldb2 = 2*dvp)
   //   vtb block: element (c, j) at (c/2)*2*kBk + 2*j + c%2     (B of dP = dO V^T, ldb2 = 2*kBk)
   //   kb  block: element (j, d) at (j/2)*2*dp + 2*d + j%2      (B of dQ = dS K,   ldb2 = 2*dp)
   uint16_t *ktb = nullptr, *vb = nullptr, *vtb = nullptr, *kpb = nullptr;
-  const uint16_t* vtb_block(int64_t kb, int64_t g) const { return vtb + (kb * heads_kv + g) * dvp * kBk; }
-  const uint16_t* kpb_block(int64_t kb, int64_t g) const { return kpb + (kb * heads_kv + g) * dp * kBk; }
-  const uint16_t* ktb_block(int64_t kb, int64_t g) const { return ktb + (kb * heads_kv + g) * dp * kBk; }
-  const uint16_t* vb_block(int64_t kb, int64_t g) const { return vb + (kb * heads_kv + g) * dvp * kBk; }
+  const uint16_t* vtb_block(int64_t kb, int64_t g) const {
+    return vtb + (kb * heads_kv + g) * dvp * kBk;
+  }
+  const uint16_t* kpb_block(int64_t kb, int64_t g) const {
+    return kpb + (kb * heads_kv + g) * dp * kBk;
+  }
+  const uint16_t* ktb_block(int64_t kb, int64_t g) const {
+    return ktb + (kb * heads_kv + g) * dp * kBk;
+  }
+  const uint16_t* vb_block(int64_t kb, int64_t g) const {
+    return vb + (kb * heads_kv + g) * dvp * kBk;
+  }
 };
 
-/// Grow-only, uninitialised fp32 buffer `slot` (0..kArenaSlots-1) of the calling thread, reused across calls:
-/// fresh buffers cost page faults plus zeroing, ~5% of a B=2, H=16, S=1024, D=64 forward (perf).
-/// Memory stays allocated until the thread exits (the size of the largest call's packed K/V).
+/// Grow-only, uninitialised fp32 buffer `slot` (0..kArenaSlots-1) of the calling thread, reused
+/// across calls: fresh buffers cost page faults plus zeroing, ~5% of a B=2, H=16, S=1024, D=64
+/// forward (perf). Memory stays allocated until the thread exits (the size of the largest call's
+/// packed K/V).
 float* thread_arena(int slot, int64_t floats);
 inline constexpr int kArenaSlots = 8;
 
@@ -80,8 +95,8 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
 void load_row(const void* base, DType t, int64_t offset, int64_t stride, int64_t n, int64_t n_pad,
               float scale, float* dst);
 /// bf16 row copy (bits, no conversion): dst[0..n) = x, dst[n..n_pad) = 0.
-void load_row_bf16_bits(const void* base, int64_t offset, int64_t stride, int64_t n,
-                        int64_t n_pad, uint16_t* dst);
+void load_row_bf16_bits(const void* base, int64_t offset, int64_t stride, int64_t n, int64_t n_pad,
+                        uint16_t* dst);
 /// Stores scale * src[0..n) rounded (RNE) to t.
 void store_row(void* base, DType t, int64_t offset, int64_t stride, int64_t n, const float* src,
                float scale);

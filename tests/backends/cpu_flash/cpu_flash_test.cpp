@@ -27,7 +27,9 @@ using check::MaskCase;
 struct Tol {
   double out, grad, lse;
 };
-Tol tol_for(DType t) { return t == DType::f32 ? Tol{1e-5, 1e-4, 1e-4} : Tol{1e-2, 2e-2, 1e-3}; }
+Tol tol_for(DType t) {
+  return t == DType::f32 ? Tol{1e-5, 1e-4, 1e-4} : Tol{1e-2, 2e-2, 1e-3};
+}
 
 std::string case_id(const Case& c) {
   std::ostringstream os;
@@ -46,13 +48,15 @@ std::string case_id(const Case& c) {
   if (c.dropout_p > 0) os << "_dropout";
   if (c.varlen) {
     os << "_varlen";
-    for (size_t i = 0; i < c.seqlens_q.size(); ++i) os << "_" << c.seqlens_q[i] << "x" << c.seqlens_k[i];
+    for (size_t i = 0; i < c.seqlens_q.size(); ++i)
+      os << "_" << c.seqlens_q[i] << "x" << c.seqlens_k[i];
   }
   if (c.backward) os << "_bwd";
   return os.str();
 }
 
-// Shapes chosen to cross tile edges at every size (kBq = kBk = 128 now, 64 before): lengths 1, primes, 63/65, 130+, 300.
+// Shapes chosen to cross tile edges at every size (kBq = kBk = 128 now, 64 before): lengths 1,
+// primes, 63/65, 130+, 300.
 std::vector<Case> base_cases() {
   std::vector<Case> v;
   auto add = [&](Case c) { v.push_back(c); };
@@ -86,7 +90,8 @@ std::vector<Case> base_cases() {
   c.sq = 65, c.sk = 63, c.hq = 2, c.hkv = 1, c.softcap = 5.0;
   add(c);
   c = Case{};
-  c.b = 2, c.sq = 41, c.sk = 77, c.hq = 4, c.hkv = 4, c.alibi = true, c.causal = Causal::bottom_right;
+  c.b = 2, c.sq = 41, c.sk = 77, c.hq = 4, c.hkv = 4, c.alibi = true,
+  c.causal = Causal::bottom_right;
   add(c);
   c.alibi_per_batch = true;
   add(c);
@@ -105,14 +110,15 @@ std::vector<Case> base_cases() {
   c = Case{};
   c.sq = 33, c.sk = 71, c.hq = 8, c.hkv = 1, c.causal = Causal::bottom_right;
   add(c);
-  for (auto [d, dv] : {std::pair<int64_t, int64_t>{32, 32}, {80, 48}, {96, 96}, {256, 256}, {17, 5}}) {
+  for (auto [d, dv] :
+       {std::pair<int64_t, int64_t>{32, 32}, {80, 48}, {96, 96}, {256, 256}, {17, 5}}) {
     c = Case{};
     c.sq = 40, c.sk = 70, c.hq = 2, c.hkv = 1, c.d = d, c.dv = dv;
     add(c);
   }
   c = Case{};
-  c.b = 2, c.sq = 50, c.sk = 66, c.hq = 4, c.hkv = 2, c.layout = Layout::bhsd, c.noncontiguous = true,
-  c.causal = Causal::top_left;
+  c.b = 2, c.sq = 50, c.sk = 66, c.hq = 4, c.hkv = 2, c.layout = Layout::bhsd,
+  c.noncontiguous = true, c.causal = Causal::top_left;
   add(c);
   c = Case{};
   c.varlen = true, c.hq = 4, c.hkv = 2, c.seqlens_q = {5, 0, 70, 9}, c.seqlens_k = {9, 3, 66, 0};

@@ -10,7 +10,6 @@
 namespace attnkit::testing {
 namespace {
 
-
 struct Tensor {
   std::vector<uint8_t> mem;
   TensorView v;
@@ -47,7 +46,8 @@ void for_each_offset(const TensorView& v, F f) {
   const int64_t n = v.numel();
   for (int64_t e = 0; e < n; ++e) {
     int64_t off = 0;
-    for (int a = 0; a < v.rank; ++a) off += idx[a] * v.stride[a];
+    for (int a = 0; a < v.rank; ++a)
+      off += idx[a] * v.stride[a];
     f(off);
     for (int a = v.rank - 1; a >= 0; --a) {
       if (++idx[a] < v.shape[a]) break;
@@ -58,7 +58,8 @@ void for_each_offset(const TensorView& v, F f) {
 
 void fill_normal(Tensor& t, std::mt19937_64& rng) {
   std::normal_distribution<double> nd;
-  for_each_offset(t.v, [&](int64_t off) { store_from_double(t.mem.data(), off, t.v.dtype, nd(rng)); });
+  for_each_offset(t.v,
+                  [&](int64_t off) { store_from_double(t.mem.data(), off, t.v.dtype, nd(rng)); });
 }
 
 std::vector<double> gather(const TensorView& v) {
@@ -68,7 +69,9 @@ std::vector<double> gather(const TensorView& v) {
   return out;
 }
 
-void poison(Tensor& t) { std::memset(t.mem.data(), 0xff, t.mem.size()); }
+void poison(Tensor& t) {
+  std::memset(t.mem.data(), 0xff, t.mem.size());
+}
 
 }  // namespace
 
@@ -168,7 +171,8 @@ PairRunner::PairRunner(const check::Case& c, uint64_t seed) : impl(new Impl) {
   if (c.alibi) {
     const int64_t rows = c.alibi_per_batch ? nb : 1;
     std::vector<float> s(rows * c.hq);
-    for (int64_t e = 0; e < rows * c.hq; ++e) s[e] = std::exp2(-8.0 * (e % c.hq + 1) / c.hq) * (1 + e / c.hq);
+    for (int64_t e = 0; e < rows * c.hq; ++e)
+      s[e] = std::exp2(-8.0 * (e % c.hq + 1) / c.hq) * (1 + e / c.hq);
     x.slopes.mem.resize(s.size() * 4);
     std::memcpy(x.slopes.mem.data(), s.data(), x.slopes.mem.size());
     x.slopes.v = c.alibi_per_batch
@@ -198,7 +202,9 @@ PairRunner::PairRunner(const check::Case& c, uint64_t seed) : impl(new Impl) {
   }
 }
 
-PairRunner::~PairRunner() { delete impl; }
+PairRunner::~PairRunner() {
+  delete impl;
+}
 
 Outputs PairRunner::run(const std::string& backend) {
   Impl& x = *impl;
