@@ -21,6 +21,8 @@ import statistics
 import sys
 import time
 
+if os.environ.get("ATTNKIT_PRELOAD"):  # load libattnkit_c (and its libcudnn) before torch's
+    ctypes.CDLL(os.path.abspath(os.environ["ATTNKIT_PRELOAD"]), mode=ctypes.RTLD_GLOBAL)
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -141,6 +143,7 @@ def host_overhead(ak, calls=200):
     """Host microseconds per attnkit forward call on a tiny shape with the plan cached: wall time
     of `calls` enqueues without synchronizing (GPU work per call is a few microseconds, so the
     host is the bottleneck), and the same for torch's cuDNN SDPA for scale."""
+    print("host overhead: tiny shape", flush=True)
     q, k, v = (torch.randn(1, 64, 1, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     out = torch.empty_like(q)
     t = {n: tensor_of(x) for n, x in (("q", q), ("k", k), ("v", v), ("out", out))}
@@ -177,7 +180,13 @@ def main():
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--reps", type=int, default=100)
     a = ap.parse_args()
+    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
+          f"{torch.cuda.get_device_name()}", flush=True)
     ak = AttnkitC(a.lib)
+    print("attnkit", ak.version(), flush=True)
+    with open("/proc/self/maps") as f:  # which libcudnn the process really uses (one soname)
+        libs = sorted({ln.split()[-1] for ln in f if "libcudnn" in ln})
+    print("loaded:", *libs, sep="\n  ", flush=True)
     doc = dict(gpu=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d", time.gmtime()),
                commit=os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip(),
                torch=torch.__version__, cudnn=torch.backends.cudnn.version(), rows=[],

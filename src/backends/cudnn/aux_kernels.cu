@@ -127,7 +127,7 @@ __global__ void stats_prologue_kernel(Params p, float* stats, int64_t sq_graph) 
 // ---- fills for empty problems --------------------------------------------------------------
 
 __global__ void zero_rows_kernel(Params p, uint16_t* base, Strides4 st, int64_t s_max, int64_t h_n,
-                                 int64_t d_n, bool q_side) {
+                                 int64_t d_n, bool q_side, bool only_if_other_empty) {
   const int64_t n = p.batch * s_max * h_n * d_n;
   for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n;
        idx += int64_t(gridDim.x) * blockDim.x) {
@@ -138,7 +138,7 @@ __global__ void zero_rows_kernel(Params p, uint16_t* base, Strides4 st, int64_t 
     const SeqSpan s = seq_span(p, b);
     const int64_t len = q_side ? s.sq : s.sk;
     const int64_t start = q_side ? s.q_start : s.k_start;
-    if (i >= len) continue;
+    if (i >= len || (only_if_other_empty && (q_side ? s.sk : s.sq) != 0)) continue;
     base[b * st.b + (start + i) * st.s + h * st.h + d * st.d] = 0;
   }
 }
@@ -188,11 +188,11 @@ void launch_stats_prologue(const Params& p, float* stats, int64_t sq_graph, void
 }
 
 void launch_zero_rows(const Params& p, void* base, const Strides4& st, int64_t s, int64_t h,
-                      int64_t d, bool q_side, void* stream) {
+                      int64_t d, bool q_side, void* stream, bool only_if_other_empty) {
   const int64_t n = p.batch * s * h * d;
   if (n == 0) return;
   zero_rows_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
-      p, static_cast<uint16_t*>(base), st, s, h, d, q_side);
+      p, static_cast<uint16_t*>(base), st, s, h, d, q_side, only_if_other_empty);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 

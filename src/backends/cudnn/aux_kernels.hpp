@@ -41,8 +41,10 @@ void launch_stats_prologue(const Params& p, float* stats, int64_t sq_graph, void
 
 /// Zeroes every valid row of a [B, S, H, D] view of 2-byte elements (varlen rows via
 /// p.cu_seqlens_q when `q_side`, else p.cu_seqlens_k). S = the view's max length.
+/// `only_if_other_empty`: only the rows of sequences whose other side is empty (q side: sk = 0,
+/// k side: sq = 0) — the gradient rows cuDNN's varlen backward leaves unwritten.
 void launch_zero_rows(const Params& p, void* base, const Strides4& st, int64_t s, int64_t h,
-                      int64_t d, bool q_side, void* stream);
+                      int64_t d, bool q_side, void* stream, bool only_if_other_empty = false);
 
 /// Sets p.lse to -inf on every valid row.
 void launch_fill_lse_neg_inf(const Params& p, void* stream);

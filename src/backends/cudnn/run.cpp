@@ -199,6 +199,13 @@ void run_backward(const Params& p) {
   }
   bind_seq_arrays(p, m, seq, scratch, pack, stream);
   execute(*plan, handle, stream, pack, scratch.at<void>(ws_at));
+  if (p.varlen) {
+    // cuDNN does not write the gradient rows of a sequence whose other side is empty (measured:
+    // NaN/-inf left in dk/dv of sq = 0 sequences); their true value is 0.
+    launch_zero_rows(p, p.dq, p.dq_st, p.seqlen_q, p.heads_q, p.head_dim, true, stream, true);
+    launch_zero_rows(p, p.dk, p.dk_st, p.seqlen_k, p.heads_kv, p.head_dim, false, stream, true);
+    launch_zero_rows(p, p.dv, p.dv_st, p.seqlen_k, p.heads_kv, p.head_dim_v, false, stream, true);
+  }
 }
 
 }  // namespace attnkit::cudnn

@@ -108,6 +108,8 @@ void cudnn_reasons(const Params& p, int arch, std::vector<std::string>& r) {
     r.push_back(
         "varlen with top_left causal and a (bottom-right aligned) window: cuDNN has one diagonal "
         "alignment per graph");
+  if (p.is_backward && !p.varlen && p.seqlen_q == 1 && p.seqlen_k == 1)
+    r.push_back("backward with Sq = Sk = 1: cuDNN's SDPA backward rejects s_q = s_kv = 1");
   if (p.has_dropout())
     r.push_back("dropout: cuDNN's RNG does not reproduce attnkit's Philox keep mask");
   if (p.softcap > 0)

@@ -85,6 +85,18 @@ TEST(CudnnSupport, UnsupportedOptionsGiveTheirReason) {
   EXPECT_TRUE(mentions(reasons(p), "Philox"));
 }
 
+TEST(CudnnSupport, BackwardOfSingleRowAndKeyIsDeclined) {
+  Params p = base_params(2, 1, 1);
+  EXPECT_TRUE(reasons(p).empty());  // the forward runs
+  p.is_backward = true;
+  p.dout = p.dq = p.dk = p.dv = g_buf;
+  p.dout_st = p.dq_st = p.q_st;
+  p.dk_st = p.dv_st = p.k_st;
+  EXPECT_TRUE(mentions(reasons(p), "s_q = s_kv = 1"));
+  p.seqlen_k = 2;
+  EXPECT_TRUE(reasons(p).empty());
+}
+
 TEST(CudnnSupport, LayoutReasons) {
   Params p = base_params();
   p.q_st.d = 2;

@@ -21,7 +21,8 @@ bool documented_reason(const std::string& detail) {
   static const char* kPhrases[] = {
       "softcap",       "ALiBi",           "dropout",          "multiples of 8",
       "head dims up",  "unit stride",     "16-byte",          "diagonal alignment",
-      "materialized",  "> max 256",       "not supported (supports f16, bf16)"};
+      "materialized",  "> max 256",       "not supported (supports f16, bf16)",
+      "s_q = s_kv = 1"};
   for (const char* s : kPhrases)
     if (detail.find(s) != std::string::npos) return true;
   return false;
