@@ -18,6 +18,10 @@ shape is compared with torch's (flash, else efficient/cudnn) in the same process
 error and the relative error are printed and stored, and a backend over tolerance is reported as
 WRONG, never with a speed.
 
+Each attnkit backend is first run once in a child process (--no-preflight skips this): one that
+crashes there (segfault, abort) is recorded as "crashed" and left out, so it cannot take the
+whole measurement down with it.
+
 Also measures the two ceilings once: bf16 GEMM 8192^3 (torch.matmul) and device copy bandwidth.
 
   python3 bench/peers.py --lib build-gpu/libattnkit_c.so --backends flash,flash3,cudnn,cuda_math \
@@ -248,6 +252,54 @@ def compare(torch, mine, ref):
 
 
 # ---------------------------------------------------------------------------------------------
+def preflight_one(torch, args, backend, s_list, d_list, causals, passes):
+    """Child process: run `backend` once per (pass, D, causal) at the smallest S. A crash (signal)
+    ends this process, which the parent sees; errors such as "unsupported" are the main run's."""
+    from gpu.attnkit_c import AttnkitC
+    lib = AttnkitC(args.lib)
+    for pas in passes:
+        for d in d_list:
+            for causal in causals:
+                shp = Shape(min(s_list), d, causal)
+                sets = make_sets(torch, shp, 1, pas == "bwd")
+                try:
+                    attnkit_runner(torch, lib, shp, backend, sets, pas)
+                    log(f"[preflight] attnkit:{backend} {pas} {shp}: ran")
+                except Exception as e:  # noqa: BLE001 - reported by the main run
+                    log(f"[preflight] attnkit:{backend} {pas} {shp}: {str(e)[:160]}")
+    torch.cuda.synchronize()
+    return 0
+
+
+def preflight(args, backends):
+    """Runs each attnkit backend in a child process first; a backend whose child crashes
+    (segfault, abort) is left out of the one-process measurement instead of killing it."""
+    ok, crashed = [], {}
+    for b in backends:
+        cmd = [sys.executable, os.path.abspath(__file__), "--preflight-one", b, "--lib", args.lib,
+               "--causal", args.causal, "--passes", args.passes]
+        if args.shapes:
+            cmd += ["--shapes", args.shapes]
+        if args.d:
+            cmd += ["--d", args.d]
+        if args.quick:
+            cmd += ["--quick"]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            rc, text = r.returncode, (r.stdout + r.stderr).strip()
+        except subprocess.TimeoutExpired:
+            rc, text = "timeout", ""
+        if rc == 0:
+            ok.append(b)
+            log(f"[preflight] attnkit:{b}: ok")
+        else:
+            last = text.splitlines()[-1] if text else ""
+            crashed[b] = f"preflight child exited with {rc}: {last[:200]}"
+            log(f"[preflight] attnkit:{b}: CRASHED ({crashed[b]}); left out of the measurement")
+    return ok, crashed
+
+
+# ---------------------------------------------------------------------------------------------
 def summarize(doc, out=print):
     rows = [r for r in doc["rows"] if r.get("tflops")]
     impls = sorted({r["impl"] for r in rows}, key=lambda x: (not x.startswith("attnkit"), x))
@@ -280,8 +332,9 @@ def summarize(doc, out=print):
         out(line + (" | " + " ".join(rs) if rs else ""))
     bad = [r for r in doc["rows"] if r.get("status") not in (None, "ok")]
     for r in bad:
-        out(f"  {r['impl']} {r['pass']} D={r['d']} S={r['s']} causal={int(r['causal'])}: "
-            f"{r['status']} {r.get('error', '')[:160]}")
+        where = (f"{r['pass']} D={r['d']} S={r['s']} causal={int(r['causal'])}"
+                 if "pass" in r else "all shapes")
+        out(f"  {r['impl']} {where}: {r['status']} {r.get('error', '')[:160]}")
 
 
 def main():
@@ -301,6 +354,9 @@ def main():
     ap.add_argument("--md", default=None, help="also write the summary table (markdown) here")
     ap.add_argument("--commit", default="", help="commit id to record (default: git rev-parse)")
     ap.add_argument("--summarize", default=None, help="print the table of an existing JSON")
+    ap.add_argument("--no-preflight", action="store_true",
+                    help="skip running each attnkit backend once in a child process first")
+    ap.add_argument("--preflight-one", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.summarize:
@@ -320,6 +376,12 @@ def main():
     passes = [p for p in args.passes.split(",") if p]
     backends = [b for b in args.backends.split(",") if b]
     peers = [p for p in args.peers.split(",") if p]
+
+    if args.preflight_one:
+        return preflight_one(torch, args, args.preflight_one, s_list, d_list, causals, passes)
+    crashed = {}
+    if backends and not args.no_preflight:
+        backends, crashed = preflight(args, backends)
 
     lib = None
     if backends:
@@ -356,6 +418,8 @@ def main():
                 f.write("Command: `python3 bench/peers.py " + " ".join(sys.argv[1:]) + "`\n\n```\n")
                 f.write("\n".join(lines) + "\n```\n")
 
+    for b, why in crashed.items():
+        doc["rows"].append({"impl": f"attnkit:{b}", "status": "crashed", "error": why})
     log(f"[info] {doc['gpu']} torch {doc['torch']} cudnn {doc['cudnn']} L2 {l2 >> 20} MiB "
         f"attnkit {lib.version() if lib else '-'} commit {doc['commit']}")
     doc["ceilings"] = ceilings(torch)
