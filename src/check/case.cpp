@@ -59,6 +59,8 @@ std::string Case::name() const {
   if (mask != MaskCase::none) {
     n += mask == MaskCase::keep_bool ? "_maskbool" : "_maskadd";
     n += "_bc" + std::to_string(static_cast<int>(mask_broadcast));
+    if (mask == MaskCase::additive && mask_dtype && *mask_dtype != dtype)
+      n += std::string("_mask") + dtype_name(*mask_dtype);
   }
   if (dropout_p > 0) n += "_drop" + num(dropout_p);
   if (scale) n += "_scale" + num(*scale);

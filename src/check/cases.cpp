@@ -113,6 +113,14 @@ std::vector<Case> hostile_cases(DType dtype, int max_d) {
       c.mask_broadcast = bc;
       add(v, c, bc == 0 || bc == 5 || bc == 7);
     }
+  // An additive mask whose dtype differs from q's.
+  {
+    Case c = base(dtype, 19, 29);
+    c.mask = MaskCase::additive;
+    c.mask_dtype = dtype == DType::f32 ? DType::bf16 : DType::f32;
+    c.mask_broadcast = 1;
+    add(v, c);
+  }
   // Expanded (stride-0) broadcast dims instead of size-1 dims.
   for (MaskBroadcast bc : {MaskBroadcast(3 | kMaskExpanded), MaskBroadcast(4 | kMaskExpanded)}) {
     Case c = base(dtype, 19, 29);

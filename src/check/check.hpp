@@ -33,6 +33,7 @@ struct Case {
   bool alibi_per_batch = false;
   MaskCase mask = MaskCase::none;
   MaskBroadcast mask_broadcast = 0;
+  std::optional<DType> mask_dtype;  // additive mask element type; default: dtype
   double dropout_p = 0.0;
   bool varlen = false;          // then seqlens_q/k give the per-sequence lengths (b ignored)
   std::vector<int64_t> seqlens_q, seqlens_k;

@@ -60,7 +60,7 @@ HostTensor make_mask(const Case& c, std::mt19937_64& gen) {
   std::vector<int> order;
   for (int i = 0; i < static_cast<int>(shape.size()); ++i)
     order.push_back(i);
-  const DType t = c.mask == MaskCase::keep_bool ? DType::b8 : c.dtype;
+  const DType t = c.mask == MaskCase::keep_bool ? DType::b8 : c.mask_dtype.value_or(c.dtype);
   HostTensor m = HostTensor::make(t, shape, order, c.noncontiguous);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::normal_distribution<double> n(0.0, 1.0);

@@ -71,6 +71,9 @@ TEST(HostileCases, CoverWhatDesignAsksFor) {
           [mk, bc](const Case& c) { return c.mask == mk && c.mask_broadcast == bc; });
   has("mask given as an expanded (stride-0) view",
       [](const Case& c) { return c.mask != MaskCase::none && (c.mask_broadcast & kMaskExpanded); });
+  has("additive mask of another dtype than q", [](const Case& c) {
+    return c.mask == MaskCase::additive && c.mask_dtype && *c.mask_dtype != c.dtype;
+  });
   has("window left only", [](const Case& c) { return c.window_left >= 0 && c.window_right < 0; });
   has("window right only", [](const Case& c) { return c.window_left < 0 && c.window_right >= 0; });
   has("window both", [](const Case& c) { return c.window_left >= 0 && c.window_right >= 0; });
