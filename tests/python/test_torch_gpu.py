@@ -88,11 +88,14 @@ def test_sdpa_backend_vs_torch(backend, shape, dtype):
 
     theirs = grads(TORCH_SDPA, q, k, v)
     ref = grads(TORCH_SDPA, *(t.detach().float().requires_grad_() for t in (q, k, v)))
-    with attnkit.backend(backend):
+    with attnkit.backend(backend), torch.no_grad():  # inference: no lse needed
         out = run_or_skip(backend, lambda: akt.sdpa(q, k, v, **kw))
     assert attnkit.last_backend() == backend
     assert out.dtype == dtype and out.shape == theirs[0].shape
     within(rel(out, ref[0]), rel(theirs[0], ref[0]), f"{backend} out")
+    with attnkit.backend(backend):  # training: the forward also writes lse
+        out = run_or_skip(backend, lambda: akt.sdpa(q, k, v, **kw))
+    within(rel(out, ref[0]), rel(theirs[0], ref[0]), f"{backend} out (with lse)")
     # The backward runs on the backend recorded at forward time (no scope needed here).
     ours = run_or_skip(backend, lambda: torch.autograd.grad(out, (q, k, v), dout))
     assert attnkit.last_backend() == backend
