@@ -14,7 +14,9 @@ TEST(CudaSkip, SaysWhyCudaIsUnavailable) {
   std::string why;
   const bool ok = cuda_available(&why);
 #if defined(ATTNKIT_WITH_CUDA)
-  if (!ok) EXPECT_FALSE(why.empty());
+  if (!ok) {
+    EXPECT_FALSE(why.empty());
+  }
 #else
   EXPECT_FALSE(ok);
   EXPECT_NE(why.find("without CUDA"), std::string::npos) << why;
