@@ -28,9 +28,9 @@ struct DimList {};
 template <bool kBf16, int... Ds>
 void run_dims(DimList<Ds...>, int kd, const Params& p) {
   // Exactly one Ds equals kd (kernel_dim returned it).
-  (void)((kd == Ds ? (p.is_backward ? flash::run_bwd<Ds, kBf16>(p) : flash::run_fwd<Ds, kBf16>(p),
-                      true)
-                   : false) ||
+  (void)((kd == Ds
+              ? (p.is_backward ? flash::run_bwd<Ds, kBf16>(p) : flash::run_fwd<Ds, kBf16>(p), true)
+              : false) ||
          ...);
 }
 
@@ -77,7 +77,8 @@ class FlashBackend final : public Backend {
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::f16, DType::bf16};
     // Multiples of 8 up to the largest built kernel dim; each runs on the next built dim.
-    for (int d = 8; d <= flash::kBuiltHeadDims[kNumDims - 1]; d += 8) c.head_dims.push_back(d);
+    for (int d = 8; d <= flash::kBuiltHeadDims[kNumDims - 1]; d += 8)
+      c.head_dims.push_back(d);
     c.max_head_dim = flash::kBuiltHeadDims[kNumDims - 1];
     c.head_dim_v_differs = false;
     c.device = DeviceType::cuda;

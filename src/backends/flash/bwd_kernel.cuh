@@ -40,10 +40,12 @@ __global__ void bwd_delta_kernel(const Params p, float* delta) {
     const T* oe = reinterpret_cast<const T*>(&ov);
     const T* de = reinterpret_cast<const T*>(&dv);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) acc += static_cast<float>(oe[e]) * static_cast<float>(de[e]);
+    for (int e = 0; e < 8; ++e)
+      acc += static_cast<float>(oe[e]) * static_cast<float>(de[e]);
   }
 #pragma unroll
-  for (int s = 16; s > 0; s /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+  for (int s = 16; s > 0; s /= 2)
+    acc += __shfl_xor_sync(0xffffffffu, acc, s);
   if (lane == 0) delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
 }
 
@@ -61,9 +63,9 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 /// at n0 + col0 of sequence coordinates.
 template <bool kGeneral, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
-                                         float (&s)[MT][NT][4], float (&dp)[MT][NT][4],
-                                         int row0, int col0, const float* delta_bh,
-                                         int64_t q_start, bool check) {
+                                         float (&s)[MT][NT][4], float (&dp)[MT][NT][4], int row0,
+                                         int col0, const float* delta_bh, int64_t q_start,
+                                         bool check) {
   const int lane = threadIdx.x % 32;
   const int qr = lane / 4, qc = (lane % 4) * 2;
   // Logits: a separate pass, only where needed (see the forward kernel).
@@ -136,9 +138,9 @@ __device__ __forceinline__ void store_c_smem(T* s, const float (&c)[MT][NT][4], 
 /// Stores a warp's C-layout tile (rows row0.., cols col0..) scaled by `mul` to global rows
 /// < valid_rows, columns < valid_cols.
 template <typename T, int MT, int NT>
-__device__ __forceinline__ void store_c_global(T* g, int64_t row_stride, const float (&c)[MT][NT][4],
-                                               int64_t row0, int col0, int64_t valid_rows,
-                                               int valid_cols, float mul) {
+__device__ __forceinline__ void store_c_global(T* g, int64_t row_stride,
+                                               const float (&c)[MT][NT][4], int64_t row0, int col0,
+                                               int64_t valid_rows, int valid_cols, float mul) {
   const int lane = threadIdx.x % 32;
   const int qr = lane / 4, qc = (lane % 4) * 2;
 #pragma unroll
@@ -184,10 +186,10 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
   const int k_m0 = wr * 16 * Tr::kKMT, k_n0 = wc * 8 * Tr::kKNT;  // dK / dV warp tile origin
   const int dvalid = static_cast<int>(p.head_dim);
 
-  const T* k_ptr = static_cast<const T*>(p.k) + b * p.k_st.b + (sp.k_start + n0) * p.k_st.s +
-                   g * p.k_st.h;
-  const T* v_ptr = static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s +
-                   g * p.v_st.h;
+  const T* k_ptr =
+      static_cast<const T*>(p.k) + b * p.k_st.b + (sp.k_start + n0) * p.k_st.s + g * p.k_st.h;
+  const T* v_ptr =
+      static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s + g * p.v_st.h;
   load_tile_async<LK, Tr::kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
   load_tile_async<LK, Tr::kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
 
@@ -204,7 +206,8 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
   };
   auto next_item = [&](int t) {
     ++t;
-    while (t < items && !visible_item(t)) ++t;
+    while (t < items && !visible_item(t))
+      ++t;
     return t;
   };
   auto load_item = [&](int t, int stage) {
@@ -212,8 +215,8 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
     const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
     const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
     T* sq = sQ0 + stage * 2 * LQ::kSize;
-    const T* q_ptr = static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s +
-                     h * p.q_st.h;
+    const T* q_ptr =
+        static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s + h * p.q_st.h;
     const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
                       (sp.q_start + m0) * p.dout_st.s + h * p.dout_st.h;
     load_tile_async<LQ, Tr::kThreads>(sq, q_ptr, p.q_st.s, rows, dvalid);
@@ -250,7 +253,8 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
     zero(s);
     zero(dp);
     warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, s_m0, s_n0);
-    warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnroll>(dp, sdO, sV, s_m0, s_n0);
+    warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnroll>(dp, sdO, sV, s_m0,
+                                                                            s_n0);
     const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
     bwd_p_ds<kGeneral>(p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0,
                        delta_bh, sp.q_start, check);
@@ -258,8 +262,10 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
     store_c_smem<LP>(sdS, dp, s_m0, s_n0);
     __syncthreads();
     // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
-    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO, k_m0, k_n0);
-    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ, k_m0, k_n0);
+    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO, k_m0,
+                                                                            k_n0);
+    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ, k_m0,
+                                                                            k_n0);
     if (kStages == 1 && tn < items) {
       __syncthreads();  // single stage: reload only after every warp is done with it
       load_item(tn, 0);
@@ -270,10 +276,8 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
   }
   ptx::cp_async_wait<0>();  // K/V were never waited for when no query block was visited
 
-  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s +
-              g * p.dk_st.h;
-  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s +
-              g * p.dv_st.h;
+  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s + g * p.dk_st.h;
+  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s + g * p.dv_st.h;
   store_c_global(dk_ptr, p.dk_st.s, dk, k_m0, k_n0, keys, dvalid, p.scale);
   store_c_global(dv_ptr, p.dv_st.s, dv, k_m0, k_n0, keys, static_cast<int>(p.head_dim_v), 1.f);
 }
@@ -299,8 +303,8 @@ __global__ void __launch_bounds__(BwdQTraits<D>::kThreads)
   const int warp = threadIdx.x / 32;
   const int dvalid = static_cast<int>(p.head_dim);
 
-  const T* q_ptr = static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s +
-                   h * p.q_st.h;
+  const T* q_ptr =
+      static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s + h * p.q_st.h;
   const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
                     (sp.q_start + m0) * p.dout_st.s + h * p.dout_st.h;
   const T* k_ptr = static_cast<const T*>(p.k) + b * p.k_st.b + sp.k_start * p.k_st.s + g * p.k_st.h;
@@ -339,7 +343,7 @@ __global__ void __launch_bounds__(BwdQTraits<D>::kThreads)
     }
     const T* sK = sK0 + stage * 2 * LK::kSize;  // (kBN, D)
     const T* sV = sK + LK::kSize;               // (kBN, D)
-    float s[1][kNT][4], dp[1][kNT][4];  // (16, kBN)
+    float s[1][kNT][4], dp[1][kNT][4];          // (16, kBN)
     zero(s);
     zero(dp);
     warp_gemm_ss<1, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, warp * 16, 0);
@@ -350,8 +354,7 @@ __global__ void __launch_bounds__(BwdQTraits<D>::kThreads)
     warp_gemm_rs<1, kDT, kBN, true, LK>(dq, dp, sK, 0);
   }
   ptx::cp_async_wait<0>();
-  T* dq_ptr = static_cast<T*>(p.dq) + b * p.dq_st.b + (sp.q_start + m0) * p.dq_st.s +
-              h * p.dq_st.h;
+  T* dq_ptr = static_cast<T*>(p.dq) + b * p.dq_st.b + (sp.q_start + m0) * p.dq_st.s + h * p.dq_st.h;
   store_c_global(dq_ptr, p.dq_st.s, dq, warp * 16, 0, rows, dvalid, p.scale);
 }
 

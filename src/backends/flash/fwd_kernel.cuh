@@ -19,8 +19,7 @@
 namespace attnkit::flash {
 
 template <int D, typename T, bool kGeneral>
-__global__ void __launch_bounds__(FwdTraits<D>::kThreads)
-    fwd_kernel(const Params p) {
+__global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Params p) {
   using Tr = FwdTraits<D>;
   using LQ = SmemLayout<Tr::kBM, D>;
   using LK = SmemLayout<Tr::kBN, D>;
@@ -40,8 +39,8 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int qr = lane / 4, qc = (lane % 4) * 2;  // row / first column of this lane in a C tile
 
-  const T* q_ptr = static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s +
-                   h * p.q_st.h;
+  const T* q_ptr =
+      static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s + h * p.q_st.h;
   const T* k_ptr = static_cast<const T*>(p.k) + b * p.k_st.b + sp.k_start * p.k_st.s + g * p.k_st.h;
   const T* v_ptr = static_cast<const T*>(p.v) + b * p.v_st.b + sp.k_start * p.v_st.s + g * p.v_st.h;
   const int dq_valid = static_cast<int>(p.head_dim), dv_valid = static_cast<int>(p.head_dim_v);
@@ -142,7 +141,8 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
 #pragma unroll
         for (int dt = 0; dt < kDT; ++dt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) o[mt][dt][e] *= corr[mt][e / 2];
+          for (int e = 0; e < 4; ++e)
+            o[mt][dt][e] *= corr[mt][e / 2];
     }
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {

@@ -1,5 +1,5 @@
-// Launchers and the run_fwd / run_bwd templates: grid, shared memory and the fast/general variant choice. Included only by the
-// generated instantiation files.
+// Launchers and the run_fwd / run_bwd templates: grid, shared memory and the fast/general variant
+// choice. Included only by the generated instantiation files.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -52,7 +52,8 @@ void launch_bwd(const Params& p) {
   const size_t delta_elems =
       static_cast<size_t>(p.batch) * p.heads_q * (p.seqlen_q > 0 ? p.seqlen_q : 1);
   // (B, Hq, seqlen_q) fp32, stream-ordered scratch
-  float* delta = static_cast<float*>(cuda::workspace(delta_elems * sizeof(float), p.device.index, stream));
+  float* delta =
+      static_cast<float*>(cuda::workspace(delta_elems * sizeof(float), p.device.index, stream));
   if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));

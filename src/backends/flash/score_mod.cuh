@@ -43,7 +43,8 @@ struct ScoreCtx {
     mask_si = p.mask_st.s;
     mask_sj = p.mask_st.d;
     if (p.mask_kind != MaskKind::none) {
-      const int bytes = p.mask_kind == MaskKind::keep_bool ? 1 : (p.mask_dtype == DType::f32 ? 4 : 2);
+      const int bytes =
+          p.mask_kind == MaskKind::keep_bool ? 1 : (p.mask_dtype == DType::f32 ? 4 : 2);
       mask = static_cast<const uint8_t*>(p.mask) + (b * p.mask_st.b + h * p.mask_st.h) * bytes;
     }
   }
@@ -76,9 +77,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
 /// d(capped)/d(uncapped) (1 - tanh^2, or 1) for the backward pass. `r` is row i's structural
 /// range.
 template <bool kGeneral>
-__device__ __forceinline__ float score_log2(const Params& p, const ScoreCtx& c, float acc,
-                                            int i, int j, const Range32& r,
-                                            bool check, float& dcap) {
+__device__ __forceinline__ float score_log2(const Params& p, const ScoreCtx& c, float acc, int i,
+                                            int j, const Range32& r, bool check, float& dcap) {
   dcap = 1.f;
   if constexpr (!kGeneral) {
     if (check && (j < r.lo || j > r.hi)) return -INFINITY;
@@ -121,8 +121,8 @@ __device__ __forceinline__ float logit_mul(const ScoreCtx& c) {
 
 /// Dropout keep bits of columns (j, j + 1) of row i, j even: bit 0 -> j, bit 1 -> j + 1.
 __device__ __forceinline__ uint32_t keep_pair(const Params& p, const ScoreCtx& c, int i, int j) {
-  const uint32_t bits4 = dropout_keep_bits4(p.seed, p.offset, c.b, c.h, p.heads_q, i, j,
-                                            p.dropout_threshold);
+  const uint32_t bits4 =
+      dropout_keep_bits4(p.seed, p.offset, c.b, c.h, p.heads_q, i, j, p.dropout_threshold);
   return (bits4 >> (j & 3)) & 3u;
 }
 

@@ -50,8 +50,8 @@ struct BwdKVTraits {
   static constexpr int kBM = 64, kBN = 64;
   static constexpr int kWarps = 8, kThreads = 256;
   static constexpr int kWR = 4, kWC = 2;
-  static constexpr int kSMT = kBM / kWR / 16, kSNT = kBN / kWC / 8;   // S / dP warp tile
-  static constexpr int kKMT = kBN / kWR / 16, kKNT = D / kWC / 8;     // dK / dV warp tile
+  static constexpr int kSMT = kBM / kWR / 16, kSNT = kBN / kWC / 8;  // S / dP warp tile
+  static constexpr int kKMT = kBN / kWR / 16, kKNT = D / kWC / 8;    // dK / dV warp tile
   // Q / dO double-buffered (next query block loads during this one's 4 GEMMs) where it fits
   // an A100's 163 KiB; D = 256 keeps one stage (144 KiB).
   static constexpr int kStages = D <= 192 ? 2 : 1;

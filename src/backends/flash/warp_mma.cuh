@@ -11,7 +11,9 @@
 
 namespace attnkit::flash {
 
-__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & 31; }
+__device__ __forceinline__ int lane_id() {
+  return static_cast<int>(threadIdx.x) & 31;
+}
 
 /// A (16x16) at rows m0.., cols k0.. of a tile stored [m][k].
 template <typename L, typename T>
@@ -97,7 +99,8 @@ __device__ __forceinline__ void warp_gemm_rs(float (&acc)[MT][NT][4],
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[MT][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) c_to_a<T, K / 8>(a[mt], a_c[mt], kk);
+    for (int mt = 0; mt < MT; ++mt)
+      c_to_a<T, K / 8>(a[mt], a_c[mt], kk);
 #pragma unroll
     for (int np = 0; np < NT / 2; ++np) {
       uint32_t b[4];
@@ -123,7 +126,8 @@ __device__ __forceinline__ void zero(float (&acc)[MT][NT][4]) {
 #pragma unroll
     for (int j = 0; j < NT; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+      for (int e = 0; e < 4; ++e)
+        acc[i][j][e] = 0.f;
 }
 
 }  // namespace attnkit::flash

@@ -21,7 +21,8 @@ TEST(FlashDeterminism, BackwardBitIdentical) {
     t[i].rank = 4;
     t[i].shape = {B, S, heads[i], D};
     t[i].host.resize(t[i].numel());
-    for (auto& x : t[i].host) x = round_to(dt, nd(g));
+    for (auto& x : t[i].host)
+      x = round_to(dt, nd(g));
     upload(t[i], dt, false, false);
   }
   DevBuf lse(B * Hq * S * 4);
@@ -31,10 +32,10 @@ TEST(FlashDeterminism, BackwardBitIdentical) {
     o.backend = "flash";
     o.causal = Causal::bottom_right;
     o.deterministic = flag;
-    ASSERT_EQ(forward({t[0].dev_view(dt), t[1].dev_view(dt), t[2].dev_view(dt), t[3].dev_view(dt),
-                       lse_v},
-                      o),
-              "flash");
+    ASSERT_EQ(
+        forward({t[0].dev_view(dt), t[1].dev_view(dt), t[2].dev_view(dt), t[3].dev_view(dt), lse_v},
+                o),
+        "flash");
     std::vector<float> first[3];
     for (int rep = 0; rep < 2; ++rep) {
       ASSERT_EQ(backward({t[4].dev_view(dt), t[0].dev_view(dt), t[1].dev_view(dt),

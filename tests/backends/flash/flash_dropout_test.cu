@@ -24,13 +24,17 @@ TEST(FlashDropout, KeepMaskEqualsPhilox) {
     t->shape = {B, S, H, D};
     t->host.resize(t->numel());
   }
-  for (auto& x : q.host) x = round_to(dt, nd(g));
-  for (auto& x : k.host) x = round_to(dt, nd(g));
+  for (auto& x : q.host)
+    x = round_to(dt, nd(g));
+  for (auto& x : k.host)
+    x = round_to(dt, nd(g));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t j = 0; j < S; ++j)
       for (int64_t h = 0; h < H; ++h)
-        for (int64_t d = 0; d < D; ++d) v.host[((b * S + j) * H + h) * D + d] = j == d ? 1.f : 0.f;
-  for (Tensor* t : {&q, &k, &v, &out}) upload(*t, dt, false, false);
+        for (int64_t d = 0; d < D; ++d)
+          v.host[((b * S + j) * H + h) * D + d] = j == d ? 1.f : 0.f;
+  for (Tensor* t : {&q, &k, &v, &out})
+    upload(*t, dt, false, false);
   Options o;
   o.backend = "flash";
   o.dropout_p = 0.3;

@@ -7,11 +7,11 @@
 #include <algorithm>
 
 #include "attnkit/backend_info.hpp"
+#include "backends/flash/flash_head_dims.hpp"
 #include "check/check.hpp"
 #include "common/case_printing.hpp"
 #include "common/check_expect.hpp"
 #include "common/cuda_skip.hpp"
-#include "backends/flash/flash_head_dims.hpp"
 
 namespace attnkit::testing {
 namespace {

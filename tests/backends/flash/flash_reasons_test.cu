@@ -28,7 +28,8 @@ TEST(FlashCapabilities, ReportsBuiltHeadDimsOnly) {
     ASSERT_TRUE(d.built);
     const int max_built = flash::kBuiltHeadDims[sizeof(flash::kBuiltHeadDims) / sizeof(int) - 1];
     EXPECT_EQ(d.caps.max_head_dim, max_built);
-    for (int hd : d.caps.head_dims) EXPECT_LE(hd, max_built);
+    for (int hd : d.caps.head_dims)
+      EXPECT_LE(hd, max_built);
     EXPECT_EQ(d.caps.min_arch, 80);
     EXPECT_TRUE(std::find(d.aliases.begin(), d.aliases.end(), "flash_varlen") != d.aliases.end());
     return;
@@ -51,9 +52,8 @@ TEST(FlashReasons, F32AndLastDimStride) {
     return t;
   };
   Options o;
-  const Explanation e32 = explain({view(DType::f32, 1), view(DType::f32, 1), view(DType::f32, 1),
-                                   view(DType::f32, 1), {}},
-                                  o);
+  const Explanation e32 = explain(
+      {view(DType::f32, 1), view(DType::f32, 1), view(DType::f32, 1), view(DType::f32, 1), {}}, o);
   EXPECT_TRUE(mentions(flash_reasons(e32), "dtype f32")) << e32.str();
   // Outputs must not overlap inputs: give out its own buffer region via a different view.
   DevBuf obuf(16 * 2 * d * 2);

@@ -44,7 +44,9 @@ struct Cfg {
 };
 
 /// gtest prints the case name instead of a byte dump.
-inline void PrintTo(const Cfg& c, std::ostream* os) { *os << c.name(); }
+inline void PrintTo(const Cfg& c, std::ostream* os) {
+  *os << c.name();
+}
 
 inline float round_to(DType dt, float x) {
   if (dt == DType::bf16) return __bfloat162float(__float2bfloat16(x));
@@ -95,7 +97,8 @@ struct Tensor {
   std::unique_ptr<DevBuf> dev;
   int64_t numel() const {
     int64_t n = 1;
-    for (int i = 0; i < rank; ++i) n *= shape[i];
+    for (int i = 0; i < rank; ++i)
+      n *= shape[i];
     return n;
   }
   TensorView host_view() {

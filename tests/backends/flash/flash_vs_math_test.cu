@@ -17,7 +17,8 @@ class FlashVsMath : public ::testing::TestWithParam<Cfg> {};
 std::vector<float> randn(std::mt19937_64& g, int64_t n, DType dt, float sd = 1.f) {
   std::normal_distribution<float> nd(0.f, sd);
   std::vector<float> v(n);
-  for (auto& x : v) x = round_to(dt, nd(g));
+  for (auto& x : v)
+    x = round_to(dt, nd(g));
   return v;
 }
 
@@ -51,7 +52,8 @@ TEST_P(FlashVsMath, MatchesOracle) {
          v = make(varlen ? tk : c.sk, c.hkv);
   Tensor out = make(varlen ? tq : c.sq, c.hq), dout = make(varlen ? tq : c.sq, c.hq);
   std::fill(out.host.begin(), out.host.end(), NAN);
-  for (Tensor* t : {&q, &k, &v, &out, &dout}) upload(*t, c.dt, c.bhsd, c.padded);
+  for (Tensor* t : {&q, &k, &v, &out, &dout})
+    upload(*t, c.dt, c.bhsd, c.padded);
 
   Options o;
   o.softcap = c.softcap;
@@ -77,7 +79,8 @@ TEST_P(FlashVsMath, MatchesOracle) {
   };
   if (c.alibi) {
     const int64_t n = c.alibi == 2 ? B * c.hq : c.hq;
-    for (int64_t i = 0; i < n; ++i) slopes.push_back(std::exp2(-8.0f * ((i % c.hq) + 1) / c.hq) * (1 + i / c.hq));
+    for (int64_t i = 0; i < n; ++i)
+      slopes.push_back(std::exp2(-8.0f * ((i % c.hq) + 1) / c.hq) * (1 + i / c.hq));
     d_slopes = to_dev(slopes.data(), slopes.size() * 4);
     TensorView a = c.alibi == 2 ? TensorView::contiguous(slopes.data(), DType::f32, {B, c.hq})
                                 : TensorView::contiguous(slopes.data(), DType::f32, {c.hq});
@@ -103,7 +106,8 @@ TEST_P(FlashVsMath, MatchesOracle) {
     std::uniform_real_distribution<float> u(0.f, 1.f);
     std::normal_distribution<float> nd(0.f, 1.f);
     mask_f.resize(c.sq * c.sk);
-    for (auto& x : mask_f) x = u(g) < 0.1f ? -INFINITY : nd(g);
+    for (auto& x : mask_f)
+      x = u(g) < 0.1f ? -INFINITY : nd(g);
     d_mask = to_dev(mask_f.data(), mask_f.size() * 4);
     TensorView m = TensorView::contiguous(mask_f.data(), DType::f32, {c.sq, c.sk});
     o_ref.mask = m;
@@ -170,7 +174,8 @@ TEST_P(FlashVsMath, MatchesOracle) {
   Tensor dq = make(varlen ? tq : c.sq, c.hq), dk = make(varlen ? tk : c.sk, c.hkv),
          dv = make(varlen ? tk : c.sk, c.hkv);
   std::vector<float> rq(dq.numel(), NAN), rk(dk.numel(), NAN), rv(dv.numel(), NAN);
-  for (Tensor* t : {&dq, &dk, &dv}) upload(*t, c.dt, c.bhsd, c.padded);
+  for (Tensor* t : {&dq, &dk, &dv})
+    upload(*t, c.dt, c.bhsd, c.padded);
   auto host_like = [](const Tensor& t, std::vector<float>& data) {
     Tensor h;
     h.rank = t.rank;
@@ -206,57 +211,159 @@ std::vector<Cfg> cases() {
   std::vector<Cfg> base;
   auto add = [&](Cfg c) { base.push_back(c); };
   {
-    Cfg c; c.tag = "plain"; c.b = 2; c.sq = 100; c.sk = 133; c.hq = 4; c.hkv = 2; add(c);
-  }
-  {
-    Cfg c; c.tag = "causal_tl"; c.b = 1; c.sq = 77; c.sk = 150; c.hq = 2; c.hkv = 2;
-    c.causal = Causal::top_left; add(c);
-  }
-  {
-    Cfg c; c.tag = "causal_br_empty_rows"; c.b = 1; c.sq = 150; c.sk = 77; c.hq = 2; c.hkv = 1;
-    c.causal = Causal::bottom_right; add(c);
-  }
-  {
-    Cfg c; c.tag = "causal_square"; c.b = 1; c.sq = 256; c.sk = 256; c.hq = 2; c.hkv = 1;
-    c.causal = Causal::top_left; add(c);
-  }
-  {
-    Cfg c; c.tag = "window"; c.b = 1; c.sq = 200; c.sk = 230; c.hq = 2; c.hkv = 2; c.wl = 40;
-    c.wr = 9; add(c);
-  }
-  {
-    Cfg c; c.tag = "gqa8"; c.b = 1; c.sq = 65; c.sk = 129; c.hq = 8; c.hkv = 1; add(c);
-  }
-  {
-    Cfg c; c.tag = "softcap_alibi"; c.b = 2; c.sq = 70; c.sk = 90; c.hq = 2; c.hkv = 1;
-    c.softcap = 5.0; c.alibi = 2; c.causal = Causal::bottom_right; add(c);
-  }
-  {
-    Cfg c; c.tag = "bool_mask"; c.b = 2; c.sq = 33; c.sk = 97; c.hq = 2; c.hkv = 2; c.mask = 1;
+    Cfg c;
+    c.tag = "plain";
+    c.b = 2;
+    c.sq = 100;
+    c.sk = 133;
+    c.hq = 4;
+    c.hkv = 2;
     add(c);
   }
   {
-    Cfg c; c.tag = "additive_mask_causal"; c.b = 1; c.sq = 80; c.sk = 80; c.hq = 2; c.hkv = 1;
-    c.mask = 2; c.causal = Causal::top_left; add(c);
-  }
-  {
-    Cfg c; c.tag = "dropout"; c.b = 1; c.sq = 70; c.sk = 130; c.hq = 2; c.hkv = 1; c.dropout = 0.2;
+    Cfg c;
+    c.tag = "causal_tl";
+    c.b = 1;
+    c.sq = 77;
+    c.sk = 150;
+    c.hq = 2;
+    c.hkv = 2;
+    c.causal = Causal::top_left;
     add(c);
   }
   {
-    Cfg c; c.tag = "varlen"; c.hq = 4; c.hkv = 2; c.lens_q = {0, 17, 130, 1};
-    c.lens_k = {5, 0, 129, 64}; c.causal = Causal::bottom_right; add(c);
-  }
-  {
-    Cfg c; c.tag = "bhsd_alibi1"; c.b = 2; c.sq = 40; c.sk = 41; c.hq = 3; c.hkv = 3;
-    c.bhsd = true; c.alibi = 1; add(c);
-  }
-  {
-    Cfg c; c.tag = "padded"; c.b = 1; c.sq = 64; c.sk = 64; c.hq = 2; c.hkv = 1; c.padded = true;
+    Cfg c;
+    c.tag = "causal_br_empty_rows";
+    c.b = 1;
+    c.sq = 150;
+    c.sk = 77;
+    c.hq = 2;
+    c.hkv = 1;
+    c.causal = Causal::bottom_right;
     add(c);
   }
   {
-    Cfg c; c.tag = "len1"; c.b = 3; c.sq = 1; c.sk = 1; c.hq = 1; c.hkv = 1; add(c);
+    Cfg c;
+    c.tag = "causal_square";
+    c.b = 1;
+    c.sq = 256;
+    c.sk = 256;
+    c.hq = 2;
+    c.hkv = 1;
+    c.causal = Causal::top_left;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "window";
+    c.b = 1;
+    c.sq = 200;
+    c.sk = 230;
+    c.hq = 2;
+    c.hkv = 2;
+    c.wl = 40;
+    c.wr = 9;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "gqa8";
+    c.b = 1;
+    c.sq = 65;
+    c.sk = 129;
+    c.hq = 8;
+    c.hkv = 1;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "softcap_alibi";
+    c.b = 2;
+    c.sq = 70;
+    c.sk = 90;
+    c.hq = 2;
+    c.hkv = 1;
+    c.softcap = 5.0;
+    c.alibi = 2;
+    c.causal = Causal::bottom_right;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "bool_mask";
+    c.b = 2;
+    c.sq = 33;
+    c.sk = 97;
+    c.hq = 2;
+    c.hkv = 2;
+    c.mask = 1;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "additive_mask_causal";
+    c.b = 1;
+    c.sq = 80;
+    c.sk = 80;
+    c.hq = 2;
+    c.hkv = 1;
+    c.mask = 2;
+    c.causal = Causal::top_left;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "dropout";
+    c.b = 1;
+    c.sq = 70;
+    c.sk = 130;
+    c.hq = 2;
+    c.hkv = 1;
+    c.dropout = 0.2;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "varlen";
+    c.hq = 4;
+    c.hkv = 2;
+    c.lens_q = {0, 17, 130, 1};
+    c.lens_k = {5, 0, 129, 64};
+    c.causal = Causal::bottom_right;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "bhsd_alibi1";
+    c.b = 2;
+    c.sq = 40;
+    c.sk = 41;
+    c.hq = 3;
+    c.hkv = 3;
+    c.bhsd = true;
+    c.alibi = 1;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "padded";
+    c.b = 1;
+    c.sq = 64;
+    c.sk = 64;
+    c.hq = 2;
+    c.hkv = 1;
+    c.padded = true;
+    add(c);
+  }
+  {
+    Cfg c;
+    c.tag = "len1";
+    c.b = 3;
+    c.sq = 1;
+    c.sk = 1;
+    c.hq = 1;
+    c.hkv = 1;
+    add(c);
   }
   std::vector<Cfg> all;
   std::vector<int64_t> dims(std::begin(flash::kBuiltHeadDims), std::end(flash::kBuiltHeadDims));

@@ -63,7 +63,8 @@ void check_mma() {
     bf[i] = static_cast<float>((i * 5) % 11 - 5) / 2.f;
     b[i] = T(bf[i]);
   }
-  for (int c = 8; c < 16; ++c) af[15 * 16 + c] = 0.f;  // the zero-filled chunk
+  for (int c = 8; c < 16; ++c)
+    af[15 * 16 + c] = 0.f;  // the zero-filled chunk
   T *da, *db;
   float* dc;
   ASSERT_EQ(cudaMalloc(&da, 512), cudaSuccess);
@@ -90,10 +91,18 @@ void check_mma() {
     }
 }
 
-TEST(PtxSm80, MmaF16LdmatrixCpAsync) { check_mma<__half, false>(); }
-TEST(PtxSm80, MmaBf16LdmatrixCpAsync) { check_mma<__nv_bfloat16, false>(); }
-TEST(PtxSm80, MmaF16LdmatrixTrans) { check_mma<__half, true>(); }
-TEST(PtxSm80, MmaBf16LdmatrixTrans) { check_mma<__nv_bfloat16, true>(); }
+TEST(PtxSm80, MmaF16LdmatrixCpAsync) {
+  check_mma<__half, false>();
+}
+TEST(PtxSm80, MmaBf16LdmatrixCpAsync) {
+  check_mma<__nv_bfloat16, false>();
+}
+TEST(PtxSm80, MmaF16LdmatrixTrans) {
+  check_mma<__half, true>();
+}
+TEST(PtxSm80, MmaBf16LdmatrixTrans) {
+  check_mma<__nv_bfloat16, true>();
+}
 
 }  // namespace
 }  // namespace attnkit::ptx_test
