@@ -4,8 +4,10 @@
 # a short summary table printed LAST (docs/gpu_workflow.md).
 #
 #   tools/gpu/run_all.sh OUTDIR [--quick] [--backends LIST] [--no-tests] [--no-sanitizer]
-#                               [--no-bench] [--bench-args "ARGS"]
+#                               [--no-bench] [--bench-args "ARGS"] [--python]
 #
+#   --python         also build the Python module and run pytest tests/python (GPU tests
+#                    against PyTorch's SDPA on real model code, torch.compile) -> pytest.log
 #   --quick          head dims 64;128 only, a reduced benchmark (bench/peers.py --quick)
 #   --backends LIST  GPU backends to build, test and benchmark, comma-separated (default:
 #                    cuda_math,flash,flash3,cudnn; math, the oracle, is always built)
@@ -16,7 +18,8 @@
 #   ATTNKIT_COMMIT            commit id recorded in bench.json when the tree has no .git (the lent
 #                             machine gets a copy of the working tree without it)
 #   ATTNKIT_TEST_TIMEOUT / ATTNKIT_SANITIZER_TIMEOUT / ATTNKIT_BENCH_TIMEOUT  seconds per phase
-# At most 8 files are written to OUTDIR (the lent machine returns no more): build.log, ctest.log,
+# At most 8 files are written to OUTDIR (the lent machine returns no more): build.log (with
+# `attnkit info` and its --markdown feature matrix at the end), ctest.log, pytest.log,
 # sanitizer.log, bench.log, bench.json, bench.md, summary.txt.
 set -uo pipefail
 
@@ -26,7 +29,7 @@ OUTDIR=$1
 shift
 QUICK=0
 BACKENDS="cuda_math,flash,flash3,cudnn"
-DO_TESTS=1 DO_SAN=1 DO_BENCH=1
+DO_TESTS=1 DO_SAN=1 DO_BENCH=1 DO_PY=0
 BENCH_ARGS=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -35,6 +38,7 @@ while [[ $# -gt 0 ]]; do
     --no-tests) DO_TESTS=0 ;;
     --no-sanitizer) DO_SAN=0 ;;
     --no-bench) DO_BENCH=0 ;;
+    --python) DO_PY=1 ;;
     --bench-args) BENCH_ARGS=$2; shift ;;
     -h|--help) usage ;;
     *) echo "run_all.sh: unknown argument '$1'" >&2; usage ;;
@@ -72,7 +76,8 @@ phase "configure + build ($CMAKE_BACKENDS; head dims $HEAD_DIMS; -j$JOBS)"
 BUILD_OK=0
 if cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
      -DATTNKIT_CUDA_ARCHS="80;90a" -DATTNKIT_HEAD_DIMS="$HEAD_DIMS" \
-     -DATTNKIT_BACKENDS="$CMAKE_BACKENDS" >>"$OUTDIR/build.log" 2>&1 &&
+     -DATTNKIT_BACKENDS="$CMAKE_BACKENDS" -DATTNKIT_BUILD_PYTHON=$([[ $DO_PY == 1 ]] && echo ON || echo OFF) \
+     -DPython_EXECUTABLE="$(command -v python3)" >>"$OUTDIR/build.log" 2>&1 &&
    cmake --build "$BUILD" -j "$JOBS" >>"$OUTDIR/build.log" 2>&1; then
   BUILD_OK=1
   note build "ok ($CMAKE_BACKENDS)"
@@ -85,6 +90,10 @@ else
   cmake --build "$BUILD" -j "$JOBS" -- -k 0 >>"$OUTDIR/build.log" 2>&1 || true
 fi
 phase "build done (ok=$BUILD_OK)"
+if [[ -x "$BUILD/tools/cli/attnkit" ]]; then
+  { echo "==== attnkit info"; "$BUILD/tools/cli/attnkit" info;
+    echo "==== attnkit info --markdown"; "$BUILD/tools/cli/attnkit" info --markdown; } >>"$OUTDIR/build.log" 2>&1
+fi
 
 # ---- GPU tests (ctest runs every test binary; one GPU, so serially) -------------------------
 if [[ $DO_TESTS == 1 ]]; then
@@ -104,6 +113,18 @@ if [[ $DO_TESTS == 1 ]]; then
   # gtest's own skip lines (visible skips) and failures, one line each, for the summary.
   grep -cE '^[0-9]+: \[  SKIPPED \]' "$OUTDIR/ctest.log" | sed 's/^/    gtest skipped lines: /' >>"$SUMMARY"
   grep -E '^[0-9]+: \[  FAILED  \]' "$OUTDIR/ctest.log" | sort -u | head -15 | sed 's/^/    /' >>"$SUMMARY"
+fi
+
+# ---- Python: pytest (CPU tests and the GPU tests against PyTorch SDPA / torch.compile) --------
+if [[ $DO_PY == 1 ]]; then
+  phase "pytest tests/python"
+  if PYTHONPATH="$ROOT/python" timeout "${ATTNKIT_PYTEST_TIMEOUT:-600}" python3 -m pytest tests/python \
+       -q -rs >"$OUTDIR/pytest.log" 2>&1; then
+    note pytest "ok: $(tail -1 "$OUTDIR/pytest.log")"
+  else
+    note pytest "FAILED: $(tail -1 "$OUTDIR/pytest.log")"
+    grep -E '^FAILED|^ERROR' "$OUTDIR/pytest.log" | head -10 | sed 's/^/    /' >>"$SUMMARY"
+  fi
 fi
 
 # ---- compute-sanitizer: memcheck + racecheck on a small subset --------------------------------
