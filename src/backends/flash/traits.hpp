@@ -1,5 +1,5 @@
 // Tile shapes per head dim, shared by kernels and launchers (host + device). Chosen after FA-2's
-// sm80 table; register counts from `nvcc -Xptxas -v` are in bench/notes/flash.md.
+// sm80 table, then measured (H100 A/B runs and `nvcc -Xptxas -v` spills in bench/notes/flash.md).
 #pragma once
 
 // Tuning knobs, overridable with -D for A/B runs on the GPU (bench/notes/flash.md):
@@ -7,7 +7,9 @@
 //     Forward: fully unrolled (64), ptxas hoists every ldmatrix of the loop and spills at
 //     D = 128 with 32 rows per warp (212 B); 1 spills nothing, same speed as 2 (H100, run 2).
 //     Backward: full unroll measured 1.17-1.39x faster than 1 at S = 4k (H100, run 3).
-//   ATTNKIT_FLASH_FWD_BN_{64,128}: forward key-block width at D = 64 / D = 128.
+//   ATTNKIT_FLASH_FWD_BN_{64,128}: forward key-block width at D = 64 / D = 128. BN = 64 at
+//     D = 128 spills 172 B and ran 3 % slower than 32; BN = 128 at D = 64 spills 272 B, 7 %
+//     slower than 64 (H100, S = 4k, run 2).
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD
 #define ATTNKIT_FLASH_KK_UNROLL_FWD 1
 #endif
