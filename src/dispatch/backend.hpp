@@ -3,7 +3,7 @@
 // Adding a backend NAME:
 //   1. src/backends/NAME/CMakeLists.txt calls attnkit_add_backend(NAME SOURCES ...)
 //      (or attnkit_backend_not_built(NAME "reason") when its toolchain is missing);
-//   2. src/backends/NAME/backend.cpp defines `attnkit::Backend& attnkit_backend_NAME();`
+//   2. src/backends/NAME/backend.cpp defines `attnkit::Backend& attnkit::backend_NAME();`
 //      returning a function-local static instance;
 //   3. the canonical name and aliases are already in registry.cpp's table (DESIGN.md §3).
 #pragma once
