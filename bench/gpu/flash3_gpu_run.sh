@@ -40,7 +40,7 @@ grep -E "FAILED|PASSED|SKIPPED|Failure|error|Expected|Which is|relative|max abs|
 
 if [ "${F3_SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer (subset)"
-  FILT='Cases/Flash3Forward.MatchesReference/gqa2_b1_sq77_sk300_h4x2_d128_bf16_br:Cases/Flash3Forward.MatchesReference/sq_gt_sk_b1_sq300_sk77_h2x1_d64_f16_br:Cases/Flash3Forward.MatchesReference/square_b2_sq128_sk128_h2x2_d256_bf16_nc'
+  FILT='Cases/Flash3Forward.MatchesReference/persist_b3_sq700_sk300_h16x4_d128_bf16_br:Cases/Flash3Forward.MatchesReference/gqa2_b1_sq77_sk300_h4x2_d128_bf16_br:Cases/Flash3Forward.MatchesReference/sq_gt_sk_b1_sq300_sk77_h2x1_d64_f16_br:Cases/Flash3Forward.MatchesReference/square_b2_sq128_sk128_h2x2_d256_bf16_nc:Cases/Flash3Forward.MatchesReference/pp_on_b2_sq900_sk700_h8x2_d64_bf16_tl'
   for tool in memcheck racecheck; do
     timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $B/flash3_test --gtest_filter="$FILT" \
       > $OUT/sanitizer_$tool.log 2>&1
@@ -52,4 +52,19 @@ if [ "${F3_BENCH:-1}" = 1 ]; then
   echo "== bench"
   timeout ${F3_BENCH_TIMEOUT:-240} python3 bench/gpu/flash3_vs_peers.py --lib $B/libflash3_shim.so \
     --json $OUT/bench.json "$@" 2>&1 | tee $OUT/bench.log | grep -vE "^\s*$" | tail -45
+fi
+
+if [ "${F3_CMAKE:-0}" = 1 ]; then
+  echo "== official CMake build: test_flash3 (math oracle + check harness + flash3)"
+  t0=$(date +%s)
+  timeout ${F3_CMAKE_TIMEOUT:-200} bash -c 'cmake -S . -B build_cm -G Ninja -DATTNKIT_BACKENDS="math;flash3" \
+      -DATTNKIT_CUDA_ARCHS=90a -DATTNKIT_HEAD_DIMS="64;128;256" -DATTNKIT_BUILD_CLI=OFF \
+      > '"$OUT"'/cmake.log 2>&1 && ninja -C build_cm -j16 test_flash3 >> '"$OUT"'/cmake.log 2>&1'
+  echo "cmake+ninja rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "error|FAILED" $OUT/cmake.log | head -20
+  if [ -x build_cm/tests/test_flash3 ]; then
+    timeout ${F3_HOSTILE_TIMEOUT:-150} build_cm/tests/test_flash3 --gtest_brief=1 > $OUT/test_flash3_cmake.log 2>&1
+    echo "test_flash3 (cmake) rc=$?"
+    grep -E "PASSED|FAILED|SKIPPED \]|tests ran" $OUT/test_flash3_cmake.log | head -20
+    echo "skipped: $(grep -c '\[  SKIPPED \]' $OUT/test_flash3_cmake.log)"
+  fi
 fi

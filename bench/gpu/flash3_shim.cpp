@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "backends/flash3/launch.hpp"
 #include "core/params.hpp"
 #include "dispatch/backend.hpp"
 
@@ -39,4 +40,12 @@ extern "C" int flash3_forward(const void* q, const void* k, const void* v, void*
     return 1;
   }
   return 0;
+}
+
+/// A/B knobs for measurements (see flash3::Tuning): pingpong (-1 auto, 0, 1), persistent,
+/// wide_n (0/1).
+extern "C" void flash3_set_tuning(int pingpong, int persistent, int wide_n) {
+  attnkit::flash3::tuning().pingpong = pingpong;
+  attnkit::flash3::tuning().persistent = persistent != 0;
+  attnkit::flash3::tuning().wide_n = wide_n != 0;
 }

@@ -28,7 +28,8 @@ def load(lib_path):
     f.argtypes = [P, P, P, P, P, I64P, I64P, I64P, I64P, I64, I64, I64, I64, I64, I64,
                   ctypes.c_int, ctypes.c_int, ctypes.c_double, P, ctypes.c_char_p, ctypes.c_int]
     f.restype = ctypes.c_int
-    return f
+    lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    return f, lib.flash3_set_tuning
 
 
 def strides(t):
@@ -81,7 +82,7 @@ def ceilings():
     x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
     ms = time_it([lambda: y.copy_(x)], 30, 5)
-    bw = 2 * (1 << 30) / ms / 1e9
+    bw = 2 * (1 << 30) / ms / 1e9  # bytes per ms / 1e9 = TB/s
     return gemm, bw
 
 
@@ -94,11 +95,13 @@ def main():
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--pause", type=float, default=0.3)
+    ap.add_argument("--ab", default="", help="A/B flash3 variants on these D:S pairs, e.g. 128:1024,128:16384")
     a = ap.parse_args()
-    fn = load(a.lib)
+    fn, set_tuning = load(a.lib)
+    ab = {tuple(int(x) for x in p.split(":")) for p in a.ab.split(",") if p}
     torch.manual_seed(0)
     gemm, bw = ceilings()
-    print(f"ceilings: bf16 GEMM 8192^3 {gemm:.0f} TFLOP/s, copy {bw:.0f} GB/s", flush=True)
+    print(f"ceilings: bf16 GEMM 8192^3 {gemm:.0f} TFLOP/s, copy {bw:.2f} TB/s", flush=True)
     rows = []
     dt = torch.bfloat16
     for d in [int(x) for x in a.d.split(",")]:
@@ -117,6 +120,16 @@ def main():
                     "torch:cudnn": [make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
                     "torch:flash": [make_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
                 }
+                if (d, s) in ab:  # variants, same shape, same process (not in the JSON rows)
+                    for name, pp, pers, wide in (("pingpong-off", 0, 1, 0), ("pingpong-on", 1, 1, 0),
+                                                 ("non-persistent", -1, 0, 0), ("wide-n", -1, 1, 1)):
+                        if name == "wide-n" and (d == 64 or (d == 128 and causal)):
+                            continue
+                        set_tuning(pp, pers, wide)
+                        time.sleep(a.pause)
+                        m = time_it(impls["attnkit:flash3"], a.reps)
+                        set_tuning(-1, 1, 0)
+                        print(f"  A/B D={d} S={s} causal={int(causal)} flash3[{name}] {flops / m / 1e9:6.1f} TFLOP/s")
                 # Cross-check flash3 against cuDNN on set 0.
                 impls["attnkit:flash3"][0]()
                 ref = impls["torch:cudnn"][0]().transpose(1, 2).float()
@@ -145,7 +158,7 @@ def main():
                 torch.cuda.empty_cache()
     res = {"gpu": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
            "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
-           "gemm_tflops_8192": round(gemm, 1), "copy_gbs": round(bw, 1), "rows": rows}
+           "gemm_tflops_8192": round(gemm, 1), "copy_tbs": round(bw, 2), "rows": rows}
     with open(a.json, "w") as f:
         json.dump(res, f, indent=1)
 

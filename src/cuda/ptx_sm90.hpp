@@ -7,9 +7,9 @@
 // retry loop around one) — no hidden synchronisation.
 #pragma once
 
-#include <cuda.h>  // CUtensorMap and its enums (types only; no driver symbols are linked)
-#include <cuda_runtime.h>
+#include <cuda.h>          // CUtensorMap and its enums (types only; no driver symbols are linked)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
@@ -74,9 +74,19 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, u
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(smem_u32(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2),
-      "r"(c3)
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Named barriers (bar.sync / bar.arrive on ids 1..15; id 0 is __syncthreads). `threads` counts
+// every participating thread (syncing + arriving), a multiple of 32.
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ void named_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 /// Orders this thread's generic-proxy shared-memory writes before later async-proxy accesses
@@ -119,8 +129,12 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 
 /// Keeps the compiler from moving accesses of `x` across this point (wgmma accumulators are
 /// written asynchronously behind the compiler's back).
-__device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
-__device__ __forceinline__ void reg_fence(uint32_t& x) { asm volatile("" : "+r"(x)::"memory"); }
+__device__ __forceinline__ void reg_fence(float& x) {
+  asm volatile("" : "+f"(x)::"memory");
+}
+__device__ __forceinline__ void reg_fence(uint32_t& x) {
+  asm volatile("" : "+r"(x)::"memory");
+}
 #endif  // __CUDACC__
 
 /// wgmma shared-memory matrix descriptor for the 128-byte swizzle mode (bits: [0,14) start
@@ -135,7 +149,8 @@ struct Sw128Desc {
 #if defined(__CUDACC__)
   __host__ __device__
 #endif
-  static constexpr uint64_t make(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+      static constexpr uint64_t
+      make(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
     return (static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4)) |
            (static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16) |
            (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
@@ -171,10 +186,11 @@ inline int encode_tensor_map_4d_16bit(CUtensorMap* map, const void* base, const 
   cuuint64_t d[4] = {dims[0], dims[1], dims[2], dims[3]};
   cuuint64_t s[3] = {byte_strides[0], byte_strides[1], byte_strides[2]};
   cuuint32_t b[4] = {box[0], box[1], box[2], box[3]};
-  return static_cast<int>(fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                             4, const_cast<void*>(base), d, s, b, elem_strides,
-                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return static_cast<int>(
+      fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+         const_cast<void*>(base), d, s, b, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
 }
 
 }  // namespace attnkit::cuda::sm90

@@ -38,9 +38,8 @@ int device_arch(int index) {
   if (static_cast<size_t>(index) >= cache.size()) cache.resize(index + 1, -1);
   if (cache[index] < 0) {
     cudaDeviceProp prop{};
-    cache[index] = cudaGetDeviceProperties(&prop, index) == cudaSuccess
-                       ? prop.major * 10 + prop.minor
-                       : 0;
+    cache[index] =
+        cudaGetDeviceProperties(&prop, index) == cudaSuccess ? prop.major * 10 + prop.minor : 0;
   }
   return cache[index];
 }
@@ -78,7 +77,8 @@ std::vector<std::string> feature_reasons(const Params& p) {
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
   if (p.is_backward) r.push_back("backward");
   bool dim_ok = false;
-  for (int d : built_head_dims()) dim_ok |= d == p.head_dim;
+  for (int d : built_head_dims())
+    dim_ok |= d == p.head_dim;
   if (!dim_ok) r.push_back("head_dim " + std::to_string(p.head_dim) + " not built");
   return r;
 }
@@ -132,7 +132,8 @@ class Flash3Backend final : public Backend {
     extra_reasons(p, r);
     if (!r.empty()) {
       std::string msg = "flash3 cannot run this call:";
-      for (const auto& s : r) msg += " " + s + ";";
+      for (const auto& s : r)
+        msg += " " + s + ";";
       throw Error(ErrorCode::kUnsupported, msg);
     }
     const bool bf16 = p.dtype == DType::bf16;
@@ -142,13 +143,19 @@ class Flash3Backend final : public Backend {
     try {
       switch (p.head_dim) {
 #if defined(ATTNKIT_FLASH3_D64)
-        case 64: bf16 ? flash3::run_forward<64, true>(p) : flash3::run_forward<64, false>(p); break;
+        case 64:
+          bf16 ? flash3::run_forward<64, true>(p) : flash3::run_forward<64, false>(p);
+          break;
 #endif
 #if defined(ATTNKIT_FLASH3_D128)
-        case 128: bf16 ? flash3::run_forward<128, true>(p) : flash3::run_forward<128, false>(p); break;
+        case 128:
+          bf16 ? flash3::run_forward<128, true>(p) : flash3::run_forward<128, false>(p);
+          break;
 #endif
 #if defined(ATTNKIT_FLASH3_D256)
-        case 256: bf16 ? flash3::run_forward<256, true>(p) : flash3::run_forward<256, false>(p); break;
+        case 256:
+          bf16 ? flash3::run_forward<256, true>(p) : flash3::run_forward<256, false>(p);
+          break;
 #endif
         default:
           throw Error(ErrorCode::kUnsupported,
@@ -162,7 +169,8 @@ class Flash3Backend final : public Backend {
   }
 
   void backward(const Params&) override {
-    throw Error(ErrorCode::kUnsupported, "flash3: backward not implemented (capabilities.backward = false)");
+    throw Error(ErrorCode::kUnsupported,
+                "flash3: backward not implemented (capabilities.backward = false)");
   }
 
  private:
@@ -175,5 +183,12 @@ Backend& backend_flash3() {
   static Flash3Backend b;
   return b;
 }
+
+namespace flash3 {
+Tuning& tuning() {
+  static Tuning t;
+  return t;
+}
+}  // namespace flash3
 
 }  // namespace attnkit

@@ -27,8 +27,8 @@ __device__ __forceinline__ uint32_t pack2(float a, float b) {
 /// o: 64 x kD accumulator (kD/2 registers), row0 = global query row of this thread's r = 0.
 template <int kD, bool BF16>
 __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2],
-                                             const float (&inv)[2], const float (&lse)[2],
-                                             int b, int h, int row0, int lane) {
+                                             const float (&inv)[2], const float (&lse)[2], int b,
+                                             int h, int row0, int lane) {
   uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {

@@ -17,12 +17,15 @@ struct FwdArgs {
   float* lse;  // [B, Hq, Sq] fp32 or null
   int64_t lse_sb, lse_sh, lse_ss;
   int seqlen_q, seqlen_k;
-  int group;              // Hq / Hkv
-  int causal;             // 0 none, 1 causal (key j visible iff j <= i + causal_offset)
-  int causal_offset;      // 0 (top_left) or Sk - Sq (bottom_right)
+  int group;          // Hq / Hkv
+  int causal;         // 0 none, 1 causal (key j visible iff j <= i + causal_offset)
+  int causal_offset;  // 0 (top_left) or Sk - Sq (bottom_right)
   int num_m_blocks;
-  float scale;            // softmax scale (natural units), for lse
-  float scale_log2;       // scale * log2(e): exp(s*scale - m) = exp2(s*scale_log2 - m')
+  int heads_q;
+  int num_tiles;     // num_m_blocks * heads_q * batch
+  int pingpong;      // 1: consumer warpgroups alternate their GEMM issue (default)
+  float scale;       // softmax scale (natural units), for lse
+  float scale_log2;  // scale * log2(e): exp(s*scale - m) = exp2(s*scale_log2 - m')
 };
 
 }  // namespace attnkit::flash3

@@ -5,7 +5,7 @@ Each wrapper spells out its N/2 accumulator operands (inline asm cannot take arr
 this file is generated. Run: python3 gen_wgmma.py > wgmma_ops.hpp
 """
 
-NS = (64, 128, 256)
+NS = (64, 80, 128, 176, 256)
 TYPES = (("true", "bf16"), ("false", "f16"))
 
 

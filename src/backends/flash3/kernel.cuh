@@ -1,11 +1,11 @@
 // flash3 forward kernel (sm_90a): shared storage, block -> tile mapping and warp roles.
 //
-//   grid  = (ceil(Sq / 128), Hq, B); block = 384 threads = 3 warpgroups, 1 CTA per SM.
+//   grid  = min(#tiles, #SMs) persistent CTAs (tile_scheduler.cuh); block = 384 threads =
+//   3 warpgroups, 1 CTA per SM. A tile = 128 query rows of one (b, h).
 //   WG0  producer: setmaxnreg down to 24; one thread issues TMA for Q (once) and the K/V ring.
 //   WG1, WG2 consumers: setmaxnreg up to 240; each owns 64 query rows and runs
 //        S = Q K^T (wgmma, both operands in smem), mask + online softmax in registers,
 //        O += P V (wgmma, P from registers), then the epilogue.
-// Causal grids run the M blocks in reverse (the longest rows first) for a better tail.
 #pragma once
 
 #include <cuda.h>
@@ -15,6 +15,7 @@
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/mainloop.cuh"
+#include "backends/flash3/tile_scheduler.cuh"
 #include "backends/flash3/traits.hpp"
 #include "cuda/ptx_sm90.hpp"
 
@@ -33,41 +34,63 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   return n < total ? n : total;
 }
 
-template <int D, bool BF16>
-__global__ void __launch_bounds__(FwdTraits<D>::kThreads, 1)
+template <int D, bool BF16, int BN>
+__global__ void __launch_bounds__(FwdTraits<D, BN>::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = FwdTraits<D>;
+  using Tr = FwdTraits<D, BN>;
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
-                                             ~uintptr_t{1023});
+  uint8_t* smem =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
   SmemLayout<Tr> sm(smem);
 
-  const int m_block = args.causal ? (gridDim.x - 1 - blockIdx.x) : blockIdx.x;
-  const int h = blockIdx.y, b = blockIdx.z;
-  const int n_blocks = num_n_blocks<Tr>(args, m_block);
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
-    ptx::mbar_init(sm.bar_q, 1);
+    ptx::mbar_init(sm.full_q, 1);
+    ptx::mbar_init(sm.empty_q, Tr::kConsumerWGs * 4);  // lane 0 of every consumer warp
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(&sm.full_k[s], 1);
       ptx::mbar_init(&sm.full_v[s], 1);
-      ptx::mbar_init(&sm.empty_k[s], Tr::kConsumerWGs * 4);  // lane 0 of every consumer warp
+      ptx::mbar_init(&sm.empty_k[s], Tr::kConsumerWGs * 4);
       ptx::mbar_init(&sm.empty_v[s], Tr::kConsumerWGs * 4);
     }
     ptx::fence_mbar_init();
   }
   __syncthreads();
 
+  PipeIndex<Tr::kStages> pipe;
+  int q_count = 0;
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) producer_loop<Tr>(args, sm, m_block, h, b, n_blocks);
+    if (threadIdx.x == 0) {
+      ptx::tma_prefetch_map(&args.tma_q);
+      ptx::tma_prefetch_map(&args.tma_k);
+      ptx::tma_prefetch_map(&args.tma_v);
+      for (int r = 0, nr = num_rounds(args); r < nr; ++r) {
+        const int t = tile_of_round(args, r);
+        if (t < 0) continue;
+        const Tile tile = decode_tile(args, t);
+        produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
+                         num_n_blocks<Tr>(args, tile.m_block), pipe, q_count);
+      }
+    }
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    consumer_loop<Tr, BF16>(args, sm, m_block, h, b, n_blocks, wg - 1, threadIdx.x % 128);
+    const int cwg = wg - 1;
+    const PingPong turn{cwg, args.pingpong != 0};
+    if (cwg == 1) turn.pass_turn();  // consumer 0 goes first
+    for (int r = 0, nr = num_rounds(args); r < nr; ++r) {
+      const int t = tile_of_round(args, r);
+      if (t < 0) continue;
+      const Tile tile = decode_tile(args, t);
+      consume_tile<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
+                             num_n_blocks<Tr>(args, tile.m_block), pipe, q_count, cwg,
+                             threadIdx.x % 128, turn);
+    }
+    if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start
   }
 #endif
 }

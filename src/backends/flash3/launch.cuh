@@ -4,7 +4,9 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "attnkit/error.hpp"
@@ -27,18 +29,32 @@ inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int
   const int64_t raw[3] = {st.s, st.h, st.b};
   uint64_t bytes[3];
   for (int i = 0; i < 3; ++i)
-    bytes[i] = dims[i + 1] == 1 ? static_cast<uint64_t>(d) * 2 * 16 : static_cast<uint64_t>(raw[i]) * 2;
+    bytes[i] =
+        dims[i + 1] == 1 ? static_cast<uint64_t>(d) * 2 * 16 : static_cast<uint64_t>(raw[i]) * 2;
   const uint32_t box[4] = {64, box_rows, 1, 1};
   const int r = cuda::sm90::encode_tensor_map_4d_16bit(map, base, dims, bytes, box, bf16);
   if (r != 0)
-    throw Error(ErrorCode::kCudaError,
-                std::string("flash3: cuTensorMapEncodeTiled failed for ") + what +
-                    " (CUresult " + std::to_string(r) + ")");
+    throw Error(ErrorCode::kCudaError, std::string("flash3: cuTensorMapEncodeTiled failed for ") +
+                                           what + " (CUresult " + std::to_string(r) + ")");
 }
 
-template <int D, bool BF16>
-void run_forward(const Params& p) {
-  using Tr = FwdTraits<D>;
+/// Causal launches use persistent CTAs only up to this many m blocks (see run_forward).
+inline constexpr int kCausalPersistentMaxMBlocks = 32;
+
+/// Multiprocessors of the current device (the persistent grid size), read once per device.
+inline int sm_count() {
+  static int cached[64] = {};
+  int dev = 0;
+  ATTNKIT_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 64) dev = 0;
+  if (cached[dev] == 0)
+    ATTNKIT_CUDA_CHECK(cudaDeviceGetAttribute(&cached[dev], cudaDevAttrMultiProcessorCount, dev));
+  return cached[dev];
+}
+
+template <int D, bool BF16, int BN>
+void launch_forward(const Params& p) {
+  using Tr = FwdTraits<D, BN>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   FwdArgs a{};
   make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
@@ -59,21 +75,46 @@ void run_forward(const Params& p) {
   a.seqlen_k = static_cast<int>(p.seqlen_k);
   a.group = static_cast<int>(p.group);
   a.causal = p.causal != Causal::none;
-  a.causal_offset = p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
+  a.causal_offset =
+      p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
   a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
+  a.heads_q = static_cast<int>(p.heads_q);
+  const int64_t tiles = a.num_m_blocks * p.heads_q * p.batch;
+  if (tiles > INT32_MAX) throw Error(ErrorCode::kUnsupported, "flash3: more than 2^31 tiles");
+  a.num_tiles = static_cast<int>(tiles);
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  auto kernel = fwd_kernel<D, BF16>;
+  auto kernel = fwd_kernel<D, BF16, BN>;
   static const bool attr_set = [&] {
-    ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            Tr::kSmemBytes));
+    ATTNKIT_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     return true;
   }();
   (void)attr_set;
-  const dim3 grid(a.num_m_blocks, static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+  a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
+  // Causal with more than 32 m blocks (S > 4k) runs one CTA per tile: the static zig-zag
+  // schedule leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per
+  // tile, same run; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
+  const bool persistent =
+      tuning().persistent && (!a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
+  const int ctas = (a.num_tiles < sm_count() || !persistent) ? a.num_tiles : sm_count();
+  const dim3 grid(ctas);
   kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(a);
   ATTNKIT_CUDA_CHECK_LAUNCH();
+}
+
+/// Tile width per call: the default per D (traits.hpp), or with Tuning::wide_n FA3's wider
+/// tiles (D = 128 non-causal: 176 keys, D = 256: 80 keys) for A/B measurements.
+template <int D, bool BF16>
+void run_forward(const Params& p) {
+  if constexpr (D == 128) {
+    if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176>(p);
+  }
+  if constexpr (D == 256) {  // 80-key tiles: Q 64 KB + 2 x (K 40 KB + V 40 KB) = 224 KB of smem
+    if (tuning().wide_n) return launch_forward<D, BF16, 80>(p);
+  }
+  launch_forward<D, BF16, 0>(p);
 }
 
 }  // namespace attnkit::flash3

@@ -5,6 +5,20 @@
 
 namespace attnkit::flash3 {
 
+/// Measurement knobs (benchmarks only; defaults are the tuned choice). Process-wide.
+struct Tuning {
+  // Consumer warpgroups alternate GEMM issue: -1 = auto: on, except D = 256 non-causal
+  // (570 vs 631 TFLOP/s at S = 4k in run 2). Causal 16k, run 3: D = 64 399 vs 373, D = 128
+  // 552 vs 506, D = 256 602 vs 586; non-causal D = 64/128 within noise (+-2 %).
+  int pingpong = -1;
+  bool persistent = true;  // grid = min(#tiles, #SMs); false: one CTA per tile
+  // Wider K/V tiles (FA3's): D = 128 non-causal 176 keys, D = 256 80 keys. Off: measured no
+  // better (D = 128, S = 4k: 551 vs 621 TFLOP/s; 16k: equal, run 3) and the 80-key D = 256
+  // kernel spills 28 bytes.
+  bool wide_n = false;
+};
+Tuning& tuning();
+
 /// Runs the forward for head dim D, bf16 (BF16 = true) or f16. Params must already satisfy
 /// backend.cpp's capability table and extra_reasons.
 template <int D, bool BF16>

@@ -7,7 +7,8 @@
 //   end:      O += P V_last
 // so the exp2/max work of tile it overlaps the tensor cores' P V of tile it-1 (FA3's
 // intra-warpgroup overlap). P' is packed to 16 bit only after the PV wait (see below).
-// The two consumer warpgroups are not explicitly ping-ponged yet.
+// On top, the two consumer warpgroups ping-pong their GEMM issue (PingPong below), and the
+// pipeline indices run on across the tiles of a persistent CTA.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,8 @@ struct SmemLayout {
   uint8_t* q;
   uint8_t* k;  // stage s at k + s * kKVBytes
   uint8_t* v;
-  uint64_t* bar_q;
+  uint64_t* full_q;   // TMA -> consumers (tx bytes)
+  uint64_t* empty_q;  // consumers (8 warps) -> producer: Q of this tile no longer read
   uint64_t* full_k;
   uint64_t* full_v;
   uint64_t* empty_k;
@@ -37,32 +39,45 @@ struct SmemLayout {
     k = q + Tr::kQBytes;
     v = k + Tr::kStages * Tr::kKVBytes;
     uint64_t* bars = reinterpret_cast<uint64_t*>(v + Tr::kStages * Tr::kKVBytes);
-    bar_q = bars;
-    full_k = bars + 1;
+    full_q = bars;
+    empty_q = bars + 1;
+    full_k = bars + 2;
     full_v = full_k + Tr::kStages;
     empty_k = full_v + Tr::kStages;
     empty_v = empty_k + Tr::kStages;
   }
 };
 
+/// Position in the K/V ring, counted over every tile this CTA has visited (producer and
+/// consumers advance it identically, so stage/phase agree without communication).
+template <int kStages>
+struct PipeIndex {
+  int count = 0;
+  __device__ __forceinline__ int stage(int ahead = 0) const { return (count + ahead) % kStages; }
+  __device__ __forceinline__ uint32_t phase(int ahead = 0) const {
+    return ((count + ahead) / kStages) & 1;
+  }
+};
+
+/// Producer (one thread): Q of the tile once its buffer is free, then K/V tiles n-1 .. 0.
 template <class Tr>
-__device__ __forceinline__ void producer_loop(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
-                                              int h, int b, int n_blocks) {
+__device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
+                                             int h, int b, int n_blocks,
+                                             PipeIndex<Tr::kStages>& pipe, int& q_count) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
-  ptx::tma_prefetch_map(&a.tma_q);
-  ptx::tma_prefetch_map(&a.tma_k);
-  ptx::tma_prefetch_map(&a.tma_v);
   const int hkv = h / a.group;
-  ptx::mbar_arrive_expect_tx(sm.bar_q, Tr::kQBytes);
+  ptx::mbar_wait(sm.empty_q, (q_count & 1) ^ 1);
+  ++q_count;
+  ptx::mbar_arrive_expect_tx(sm.full_q, Tr::kQBytes);
 #pragma unroll
   for (int c = 0; c < Tr::kChunks; ++c)
-    ptx::tma_load_4d(sm.q + c * Tr::kQChunkBytes, &a.tma_q, sm.bar_q, c * 64,
+    ptx::tma_load_4d(sm.q + c * Tr::kQChunkBytes, &a.tma_q, sm.full_q, c * 64,
                      m_block * Tr::kBlockM, h, b);
-  for (int it = 0; it < n_blocks; ++it) {
+  for (int it = 0; it < n_blocks; ++it, ++pipe.count) {
     const int nb = n_blocks - 1 - it;
-    const int s = it % Tr::kStages;
-    const uint32_t phase = (it / Tr::kStages) & 1;
+    const int s = pipe.stage();
+    const uint32_t phase = pipe.phase();
     ptx::mbar_wait(&sm.empty_k[s], phase ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
 #pragma unroll
@@ -77,6 +92,21 @@ __device__ __forceinline__ void producer_loop(const FwdArgs& a, SmemLayout<Tr>& 
                        c * 64, nb * Tr::kBlockN, hkv, b);
   }
 }
+
+/// Inter-warpgroup ping-pong (named barriers 1 and 2, 256 threads each): a consumer warpgroup
+/// issues its GEMMs only in its turn and then hands the turn over, so one warpgroup's softmax
+/// runs while the other's GEMMs occupy the tensor cores. Consumer 1 hands consumer 0 the first
+/// turn at kernel start; consumer 0 takes the one surplus turn back at kernel end.
+struct PingPong {
+  int me;
+  bool on;  // off only for A/B measurements (flash3::Tuning)
+  __device__ __forceinline__ void wait_turn() const {
+    if (on) attnkit::cuda::sm90::named_bar_sync(1 + me, 256);
+  }
+  __device__ __forceinline__ void pass_turn() const {
+    if (on) attnkit::cuda::sm90::named_bar_arrive(1 + (1 - me), 256);
+  }
+};
 
 /// S[64 x kBlockN] = Q_wg[64 x kD] K_s^T (issued, not waited). Q_wg = this warpgroup's 64 rows.
 template <class Tr, bool BF16>
@@ -99,8 +129,8 @@ __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
                                          const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage) {
 #pragma unroll
   for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-    const uint64_t db = attnkit::cuda::sm90::Sw128Desc::make(
-        v_stage + kk * 16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes, 1024);
+    const uint64_t db = attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * 16 * Tr::kChunkRowBytes,
+                                                             Tr::kKVChunkBytes, 1024);
     const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
     Wgmma<Tr::kD, BF16>::rs(o, a, db, 1);
   }
@@ -109,9 +139,11 @@ __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
 /// Probabilities (fp32 accumulator layout) -> 16-bit A-operand registers: the accumulator pairs
 /// of key block kk (16 keys) are exactly the m64k16 A fragment a0..a3 in order.
 template <int kBlockN, bool BF16>
-__device__ __forceinline__ void convert_p(const float (&s)[kBlockN / 2], uint32_t (&p)[kBlockN / 4]) {
+__device__ __forceinline__ void convert_p(const float (&s)[kBlockN / 2],
+                                          uint32_t (&p)[kBlockN / 4]) {
 #pragma unroll
-  for (int i = 0; i < kBlockN / 4; ++i) p[i] = pack2<BF16>(s[2 * i], s[2 * i + 1]);
+  for (int i = 0; i < kBlockN / 4; ++i)
+    p[i] = pack2<BF16>(s[2 * i], s[2 * i + 1]);
 }
 
 /// Ties registers written asynchronously by wgmma to this point in program order, so the
@@ -119,12 +151,14 @@ __device__ __forceinline__ void convert_p(const float (&s)[kBlockN / 2], uint32_
 template <int N>
 __device__ __forceinline__ void fence_regs(float (&x)[N]) {
 #pragma unroll
-  for (int i = 0; i < N; ++i) attnkit::cuda::sm90::reg_fence(x[i]);
+  for (int i = 0; i < N; ++i)
+    attnkit::cuda::sm90::reg_fence(x[i]);
 }
 template <int N>
 __device__ __forceinline__ void fence_regs(uint32_t (&x)[N]) {
 #pragma unroll
-  for (int i = 0; i < N; ++i) attnkit::cuda::sm90::reg_fence(x[i]);
+  for (int i = 0; i < N; ++i)
+    attnkit::cuda::sm90::reg_fence(x[i]);
 }
 
 template <class Tr>
@@ -133,8 +167,10 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
 }
 
 template <class Tr, bool BF16>
-__device__ __forceinline__ void consumer_loop(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
-                                              int h, int b, int n_blocks, int cwg, int tid) {
+__device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
+                                             int h, int b, int n_blocks,
+                                             PipeIndex<Tr::kStages>& pipe, int& q_count, int cwg,
+                                             int tid, const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   const int warp = tid / 32, lane = tid % 32;
@@ -143,7 +179,8 @@ __device__ __forceinline__ void consumer_loop(const FwdArgs& a, SmemLayout<Tr>& 
 
   float o[Tr::kD / 2];
 #pragma unroll
-  for (int i = 0; i < Tr::kD / 2; ++i) o[i] = 0.f;
+  for (int i = 0; i < Tr::kD / 2; ++i)
+    o[i] = 0.f;
   OnlineSoftmax<kBN> sm_state;
   sm_state.init();
 
@@ -154,46 +191,53 @@ __device__ __forceinline__ void consumer_loop(const FwdArgs& a, SmemLayout<Tr>& 
     // A tile needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
     const int first_row = m_block * Tr::kBlockM + cwg * 64;
     auto needs_mask = [&](int nb) {
-      return (nb + 1) * kBN > a.seqlen_k || (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+      return (nb + 1) * kBN > a.seqlen_k ||
+             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
     };
 
     float s[kBN / 2];
     uint32_t p[kBN / 4];
     float factor[2];
-    ptx::mbar_wait(sm.bar_q, 0);
+    ptx::mbar_wait(sm.full_q, q_count & 1);
+    ++q_count;
 
-    // it = 0
+    // it = 0: S = Q K_{n-1}^T only.
     {
       const int nb = n_blocks - 1;
-      ptx::mbar_wait(&sm.full_k[0], 0);
+      ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+      turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base);
+      issue_qk<Tr, BF16>(s, q_wg, k_base + pipe.stage() * Tr::kKVBytes);
       ptx::wgmma_commit();
+      turn.pass_turn();
       ptx::wgmma_wait<0>();
       fence_regs(s);
-      release<Tr>(&sm.empty_k[0], lane);
-      if (needs_mask(nb)) mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      release<Tr>(&sm.empty_k[pipe.stage()], lane);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.step(s, sl2, factor);
       convert_p<kBN, BF16>(s, p);
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
-      const int st = it % Tr::kStages, sp = (it - 1) % Tr::kStages;
-      const uint32_t ph = (it / Tr::kStages) & 1, php = ((it - 1) / Tr::kStages) & 1;
-      ptx::mbar_wait(&sm.full_k[st], ph);
+      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
       fence_regs(o);
       fence_regs(p);
+      turn.wait_turn();
       ptx::wgmma_fence();
       issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.full_v[sp], php);
+      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
       ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
       issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
       ptx::wgmma_commit();
+      turn.pass_turn();
       ptx::wgmma_wait<1>();  // S ready
       fence_regs(s);
       release<Tr>(&sm.empty_k[st], lane);
-      if (needs_mask(nb)) mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.step(s, sl2, factor);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
@@ -210,19 +254,23 @@ __device__ __forceinline__ void consumer_loop(const FwdArgs& a, SmemLayout<Tr>& 
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
       convert_p<kBN, BF16>(s, p);
     }
+    // Every QK^T of this tile is done: the producer may load the next tile's Q.
+    release<Tr>(sm.empty_q, lane);
     {
-      const int it = n_blocks - 1;
-      const int sp = it % Tr::kStages;
-      ptx::mbar_wait(&sm.full_v[sp], (it / Tr::kStages) & 1);
+      const int sp = pipe.stage(n_blocks - 1);
+      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));
       fence_regs(o);
       fence_regs(p);
+      turn.wait_turn();
       ptx::wgmma_fence();
       issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
       ptx::wgmma_commit();
+      turn.pass_turn();
       ptx::wgmma_wait<0>();
       fence_regs(o);
       release<Tr>(&sm.empty_v[sp], lane);
     }
+    pipe.count += n_blocks;
   }
   float inv[2], lse[2];
   sm_state.finalize(a.scale, inv, lse);

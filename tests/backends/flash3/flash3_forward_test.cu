@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "attnkit/error.hpp"
+#include "backends/flash3/launch.hpp"
 #include "core/params.hpp"
 #include "dispatch/backend.hpp"
 
@@ -43,10 +44,10 @@ bool have_sm90(std::string* why) {
   }
   return true;
 }
-#define SKIP_IF_NO_SM90()                                    \
-  do {                                                       \
-    std::string why_;                                        \
-    if (!have_sm90(&why_)) GTEST_SKIP() << why_;             \
+#define SKIP_IF_NO_SM90()                        \
+  do {                                           \
+    std::string why_;                            \
+    if (!have_sm90(&why_)) GTEST_SKIP() << why_; \
   } while (0)
 
 uint16_t to_bits(DType dt, float x) {
@@ -76,15 +77,15 @@ struct Cfg {
   int64_t b = 1, sq = 1, sk = 1, hq = 1, hkv = 1, d = 64;
   DType dt = DType::bf16;
   Causal causal = Causal::none;
-  bool bhsd = false;    // memory order [B, H, S, D] (logical [B, S, H, D] via strides)
-  bool padded = false;  // every non-d stride enlarged (rows padded by 8 elements, heads by 16)
-  bool gpu_ref = false; // large: naive GPU reference instead of the fp64 CPU one
+  bool bhsd = false;     // memory order [B, H, S, D] (logical [B, S, H, D] via strides)
+  bool padded = false;   // every non-d stride enlarged (rows padded by 8 elements, heads by 16)
+  bool gpu_ref = false;  // large: naive GPU reference instead of the fp64 CPU one
   std::string name() const {
     const char* c = causal == Causal::none ? "nc" : causal == Causal::top_left ? "tl" : "br";
-    return tag + "_b" + std::to_string(b) + "_sq" + std::to_string(sq) + "_sk" + std::to_string(sk) +
-           "_h" + std::to_string(hq) + "x" + std::to_string(hkv) + "_d" + std::to_string(d) + "_" +
-           (dt == DType::bf16 ? "bf16" : "f16") + "_" + c + (bhsd ? "_bhsd" : "") +
-           (padded ? "_pad" : "");
+    return tag + "_b" + std::to_string(b) + "_sq" + std::to_string(sq) + "_sk" +
+           std::to_string(sk) + "_h" + std::to_string(hq) + "x" + std::to_string(hkv) + "_d" +
+           std::to_string(d) + "_" + (dt == DType::bf16 ? "bf16" : "f16") + "_" + c +
+           (bhsd ? "_bhsd" : "") + (padded ? "_pad" : "");
   }
 };
 
@@ -178,7 +179,8 @@ void cpu_reference(const Cfg& c, const Tensor& q, const Tensor& k, const Tensor&
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int64_t j = 0; j < lim; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        for (int64_t j = 0; j < lim; ++j)
+          sum += (s[j] = std::exp(s[j] - mx));
         double* o = &out[((b * c.sq + i) * c.hq + h) * D];
         for (int64_t j = 0; j < lim; ++j)
           for (int64_t d = 0; d < D; ++d)
@@ -209,7 +211,8 @@ __global__ void naive_ref(Params p, float* out, float* lse, int causal_kind) {
   if (causal_kind == 2) lim = min(lim, i + p.seqlen_k - p.seqlen_q + 1);
   if (lim < 0) lim = 0;
   float* o = out + ((b * p.seqlen_q + i) * p.heads_q + h) * D;
-  for (int64_t d = 0; d < D; ++d) o[d] = 0.f;
+  for (int64_t d = 0; d < D; ++d)
+    o[d] = 0.f;
   float mx = -INFINITY;
   auto score = [&](int64_t j) {
     float acc = 0.f;
@@ -218,14 +221,17 @@ __global__ void naive_ref(Params p, float* out, float* lse, int causal_kind) {
              ld<T>(p.k, b * p.k_st.b + j * p.k_st.s + g * p.k_st.h + d);
     return acc * p.scale;
   };
-  for (int64_t j = 0; j < lim; ++j) mx = fmaxf(mx, score(j));
+  for (int64_t j = 0; j < lim; ++j)
+    mx = fmaxf(mx, score(j));
   float sum = 0.f;
   for (int64_t j = 0; j < lim; ++j) {
     const float e = expf(score(j) - mx);
     sum += e;
-    for (int64_t d = 0; d < D; ++d) o[d] += e * ld<T>(p.v, b * p.v_st.b + j * p.v_st.s + g * p.v_st.h + d);
+    for (int64_t d = 0; d < D; ++d)
+      o[d] += e * ld<T>(p.v, b * p.v_st.b + j * p.v_st.s + g * p.v_st.h + d);
   }
-  for (int64_t d = 0; d < D; ++d) o[d] = lim > 0 ? o[d] / sum : 0.f;
+  for (int64_t d = 0; d < D; ++d)
+    o[d] = lim > 0 ? o[d] / sum : 0.f;
   lse[(b * p.heads_q + h) * p.seqlen_q + i] = lim > 0 ? mx + logf(sum) : -INFINITY;
 }
 
@@ -261,7 +267,13 @@ TEST_P(Flash3Forward, MatchesReference) {
   std::vector<std::string> reasons;
   backend_flash3().extra_reasons(p, reasons);
   ASSERT_TRUE(reasons.empty()) << reasons.front();
+  // "wide": FA3's wider K/V tiles (D = 128 non-causal: 176 keys, D = 256: 80 keys).
+  flash3::tuning().wide_n = c.tag == "wide";
+  // "pp_on"/"pp_off"/"nonpersist": the measurement knobs must not change results either.
+  flash3::tuning().pingpong = c.tag == "pp_on" ? 1 : c.tag == "pp_off" ? 0 : -1;
+  flash3::tuning().persistent = c.tag != "nonpersist";
   ASSERT_NO_THROW(backend_flash3().forward(p));
+  flash3::tuning() = flash3::Tuning{};
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   const std::vector<float> got = download(out, c.dt);
@@ -351,6 +363,10 @@ std::vector<Cfg> cases() {
         add({"mqa_bhsd", 2, 257, 513, 8, 1, 0, DType::bf16, cz, true});
         add({"padded", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
       }
+      if (d != 64) add({"wide", 2, 300, 517, 4, 2});
+      if (d == 256) add({"wide", 1, 333, 700, 2, 1, 0, DType::bf16, Causal::bottom_right});
+      for (const char* knob : {"pp_on", "pp_off", "nonpersist"})
+        add({knob, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       add({"one", 1, 1, 1, 1, 1});
       add({"one", 1, 1, 1, 1, 1, 0, DType::bf16, Causal::bottom_right});
       add({"sk0", 1, 5, 0, 2, 1});
@@ -359,7 +375,12 @@ std::vector<Cfg> cases() {
       // Large, checked against the naive GPU reference.
       for (Causal cz : {Causal::none, Causal::bottom_right})
         add({"large", 1, 2048, 2048, 4, 2, 0, DType::bf16, cz, false, false, true});
-      add({"large_odd", 2, 1500, 3001, 4, 1, 0, DType::bf16, Causal::bottom_right, true, false, true});
+      // Persistent CTAs visit many tiles, some of them empty (rows without keys).
+      add({"persist", 3, 700, 300, 16, 4, 0, DType::bf16, Causal::bottom_right, false, false,
+           true});
+      add({"persist", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+      add({"large_odd", 2, 1500, 3001, 4, 1, 0, DType::bf16, Causal::bottom_right, true, false,
+           true});
     }
   return v;
 }
@@ -392,7 +413,8 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   std::vector<std::string> r;
   backend_flash3().extra_reasons(p, r);
   bool found = false;
-  for (const auto& s : r) found |= s.find("q.stride(d)") != std::string::npos;
+  for (const auto& s : r)
+    found |= s.find("q.stride(d)") != std::string::npos;
   EXPECT_TRUE(found);
   // forward() refuses unsupported features instead of ignoring them.
   p.q_st = p.k_st;
