@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -41,15 +42,25 @@ inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int
 /// Causal launches use persistent CTAs only up to this many m blocks (see run_forward).
 inline constexpr int kCausalPersistentMaxMBlocks = 32;
 
-/// Multiprocessors of the current device (the persistent grid size), read once per device.
-inline int sm_count() {
-  static int cached[64] = {};
+inline constexpr int kMaxDevices = 64;
+
+/// The current CUDA device (the backend has switched to p.device), clamped to the cache size.
+inline int current_device() {
   int dev = 0;
   ATTNKIT_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev < 0 || dev >= 64) dev = 0;
-  if (cached[dev] == 0)
-    ATTNKIT_CUDA_CHECK(cudaDeviceGetAttribute(&cached[dev], cudaDevAttrMultiProcessorCount, dev));
-  return cached[dev];
+  return dev >= 0 && dev < kMaxDevices ? dev : 0;
+}
+
+/// Multiprocessors of the current device (the persistent grid size), read once per device.
+inline int sm_count() {
+  static std::atomic<int> cached[kMaxDevices] = {};
+  const int dev = current_device();
+  int n = cached[dev].load(std::memory_order_relaxed);
+  if (n == 0) {
+    ATTNKIT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    cached[dev].store(n, std::memory_order_relaxed);
+  }
+  return n;
 }
 
 template <int D, bool BF16, int BN>
@@ -86,12 +97,15 @@ void launch_forward(const Params& p) {
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
   auto kernel = fwd_kernel<D, BF16, BN>;
-  static const bool attr_set = [&] {
+  // The shared-memory opt-in is per device: set it once for each device this kernel meets
+  // (idempotent, so a race between two threads only repeats the call).
+  static std::atomic<bool> attr_set[kMaxDevices] = {};
+  const int dev = current_device();
+  if (!attr_set[dev].load(std::memory_order_acquire)) {
     ATTNKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    return true;
-  }();
-  (void)attr_set;
+    attr_set[dev].store(true, std::memory_order_release);
+  }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   // Causal with more than 32 m blocks (S > 4k) runs one CTA per tile: the static zig-zag
   // schedule leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per
