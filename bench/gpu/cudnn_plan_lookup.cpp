@@ -3,7 +3,7 @@
 // stand-in; the lookup does not touch it). Prints ns per hit, median of 7 rounds of 200k hits,
 // with 64 other keys in the cache.
 //
-//   g++ -O2 -std=c++20 -Iinclude -I<build>/include -Isrc bench/gpu/cudnn_plan_lookup.cpp \
+//   g++ -O2 -std=c++20 -Iinclude -I<build>/include -Isrc bench/gpu/cudnn_plan_lookup.cpp
 //       <build>/libattnkit.a -lpthread -o /tmp/lookup && /tmp/lookup
 #include <algorithm>
 #include <chrono>
@@ -52,8 +52,9 @@ int main() {
     rounds.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / kHits);
   }
   std::sort(rounds.begin(), rounds.end());
-  std::printf("cudnn plan-cache hit (map_call + make_plan_key + lookup): %.1f ns median, %.1f ns "
-              "min; builds %llu (expect 65), sink %ld\n",
-              rounds[rounds.size() / 2], rounds[0], (unsigned long long)cache.builds(), sink);
+  std::printf(
+      "cudnn plan-cache hit (map_call + make_plan_key + lookup): %.1f ns median, %.1f ns "
+      "min; builds %llu (expect 65), sink %ld\n",
+      rounds[rounds.size() / 2], rounds[0], (unsigned long long)cache.builds(), sink);
   return cache.builds() == 65 ? 0 : 1;
 }

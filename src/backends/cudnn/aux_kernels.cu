@@ -13,7 +13,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaStream_t as_stream(void* s) {
+  return static_cast<cudaStream_t>(s);
+}
 
 unsigned blocks_for(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
@@ -50,10 +52,17 @@ __device__ float mask_value(const Params& p, int64_t b, int64_t h, int64_t i, in
   }
   float v = 0.f;
   switch (p.mask_dtype) {
-    case DType::f32: v = static_cast<const float*>(p.mask)[off]; break;
-    case DType::f16: v = __half2float(static_cast<const __half*>(p.mask)[off]); break;
-    case DType::bf16: v = __bfloat162float(static_cast<const __nv_bfloat16*>(p.mask)[off]); break;
-    default: break;
+    case DType::f32:
+      v = static_cast<const float*>(p.mask)[off];
+      break;
+    case DType::f16:
+      v = __half2float(static_cast<const __half*>(p.mask)[off]);
+      break;
+    case DType::bf16:
+      v = __bfloat162float(static_cast<const __nv_bfloat16*>(p.mask)[off]);
+      break;
+    default:
+      break;
   }
   if (v == -INFINITY) visible = false;
   return v;
@@ -98,7 +107,8 @@ __global__ void stats_epilogue_kernel(Params p, const float* stats, int64_t sq_g
       l = -INFINITY;
       uint16_t* o = static_cast<uint16_t*>(p.out) + b * p.out_st.b + (s.q_start + i) * p.out_st.s +
                     h * p.out_st.h;
-      for (int64_t d = 0; d < p.head_dim_v; ++d) o[d * p.out_st.d] = 0;  // +0 in f16 and bf16
+      for (int64_t d = 0; d < p.head_dim_v; ++d)
+        o[d * p.out_st.d] = 0;  // +0 in f16 and bf16
     }
     if (p.lse != nullptr) {
       float* dst = p.lse + b * p.lse_st.b + h * p.lse_st.h + (s.q_start + i) * p.lse_st.s;
@@ -166,7 +176,8 @@ void launch_seq_arrays(const Params& p, const SeqArrays& a, void* stream) {
 void launch_build_bias(const Params& p, const Mapping& m, void* bias, void* stream) {
   const int64_t n = m.bias_b * m.bias_h * p.seqlen_q * p.seqlen_k;
   if (p.dtype == DType::f16)
-    bias_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(p, m, static_cast<__half*>(bias));
+    bias_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(p, m,
+                                                                   static_cast<__half*>(bias));
   else
     bias_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
         p, m, static_cast<__nv_bfloat16*>(bias));
@@ -177,7 +188,7 @@ void launch_stats_epilogue(const Params& p, const float* stats, int64_t sq_graph
                            void* stream) {
   const int64_t n = p.batch * p.heads_q * p.seqlen_q;
   stats_epilogue_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(p, stats, sq_graph,
-                                                                          fix_empty);
+                                                                           fix_empty);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 

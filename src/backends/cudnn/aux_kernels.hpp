@@ -16,7 +16,7 @@ struct SeqArrays {
   int32_t* seq_q = nullptr;  // [B] actual query lengths (null: no padding mask)
   int32_t* seq_k = nullptr;  // [B] actual key lengths
   static constexpr int kMaxRagged = 8;
-  int32_t* ragged[kMaxRagged] = {};  // [B + 1] element offsets of each sequence's first token
+  int32_t* ragged[kMaxRagged] = {};       // [B + 1] element offsets of each sequence's first token
   int64_t token_stride[kMaxRagged] = {};  // elements between consecutive tokens of that tensor
   bool q_side[kMaxRagged] = {};           // offsets from cu_seqlens_q (else cu_seqlens_k)
   int n_ragged = 0;

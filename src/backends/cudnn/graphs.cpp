@@ -105,8 +105,9 @@ class GraphBuilder {
   void apply_masking(Attr& a) {
     if (m_.bias) a.set_bias(bias());
     if (m_.padding)
-      a.set_padding_mask(true).set_seq_len_q(seq_len("seq_q", kSeqQ)).set_seq_len_kv(
-          seq_len("seq_kv", kSeqK));
+      a.set_padding_mask(true)
+          .set_seq_len_q(seq_len("seq_q", kSeqQ))
+          .set_seq_len_kv(seq_len("seq_kv", kSeqK));
     if (m_.band) {
       a.set_diagonal_alignment(m_.align == Align::bottom_right
                                    ? fe::DiagonalAlignment_t::BOTTOM_RIGHT

@@ -11,6 +11,7 @@
 
 #include <cudnn_frontend.h>
 
+#include "backends/cudnn/handle.hpp"
 #include "backends/cudnn/plan_cache.hpp"
 #include "backends/cudnn/support.hpp"
 #include "core/params.hpp"
@@ -19,9 +20,27 @@ namespace attnkit::cudnn {
 
 /// Tensor uids of the variant pack (fixed: the graph and run.cpp agree on them).
 enum Uid : int64_t {
-  kQ = 1, kK, kV, kO, kStats, kScale, kBias, kSeqQ, kSeqK,
-  kRagQ, kRagK, kRagV, kRagO,
-  kDO, kDQ, kDK, kDV, kRagDO, kRagDQ, kRagDK, kRagDV,
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kScale,
+  kBias,
+  kSeqQ,
+  kSeqK,
+  kRagQ,
+  kRagK,
+  kRagV,
+  kRagO,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  kRagDO,
+  kRagDQ,
+  kRagDK,
+  kRagDV,
 };
 
 struct Plan {
@@ -38,12 +57,5 @@ struct Plan {
 /// the returned plan carries the error instead.
 std::shared_ptr<Plan> build_plan(const Params& p, const Mapping& m, bool with_stats,
                                  cudnnHandle_t handle);
-
-/// The process-wide cache.
-LruCache<Plan>& plan_cache();
-
-/// The calling thread's cuDNN handle for `device` (created on first use, destroyed at thread
-/// exit). cuDNN handles must not be used by two threads at once.
-cudnnHandle_t thread_handle(int device);
 
 }  // namespace attnkit::cudnn

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "attnkit/error.hpp"
-#include "backends/cudnn/graphs.hpp"
+#include "backends/cudnn/handle.hpp"
 #include "cuda/cuda_check.hpp"
 
 namespace attnkit::cudnn {
@@ -14,7 +14,8 @@ namespace {
 struct ThreadHandles {
   std::map<int, cudnnHandle_t> by_device;
   ~ThreadHandles() {
-    for (auto& [dev, h] : by_device) cudnnDestroy(h);  // best effort at thread exit
+    for (auto& [dev, h] : by_device)
+      cudnnDestroy(h);  // best effort at thread exit
   }
 };
 

@@ -1,6 +1,6 @@
 #include <cstdlib>
 
-#include "backends/cudnn/graphs.hpp"
+#include "backends/cudnn/plan_cache.hpp"
 
 namespace attnkit::cudnn {
 

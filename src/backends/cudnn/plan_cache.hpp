@@ -82,6 +82,11 @@ class LruCache {
   std::atomic<uint64_t> builds_{0}, hits_{0};
 };
 
+/// A built cuDNN graph (graphs.hpp); only shared_ptrs to it are held here.
+struct Plan;
+/// The process-wide cache of built plans.
+LruCache<Plan>& plan_cache();
+
 /// Process-wide counters of the cudnn backend's plan cache (test hook; no cuDNN types).
 struct PlanCacheStats {
   uint64_t builds = 0, hits = 0;

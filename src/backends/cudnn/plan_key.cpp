@@ -65,8 +65,12 @@ PlanKey make_plan_key(const Params& p, const Mapping& m, bool with_stats) {
 
 std::string describe(const PlanKey& k) {
   std::string s = "{";
-  for (size_t i = 0; i < k.v.size(); ++i) s += (i ? "," : "") + std::to_string(k.v[i]);
-  return s + "}";
+  for (size_t i = 0; i < k.v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(k.v[i]);
+  }
+  s += '}';
+  return s;
 }
 
 }  // namespace attnkit::cudnn

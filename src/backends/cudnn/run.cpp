@@ -108,7 +108,9 @@ void execute(Plan& plan, cudnnHandle_t handle, cudaStream_t stream,
   if (e.is_bad()) throw Error(ErrorCode::kCudaError, "cudnn: execute failed: " + e.get_message());
 }
 
-void* mut(const void* p) { return const_cast<void*>(p); }
+void* mut(const void* p) {
+  return const_cast<void*>(p);
+}
 
 }  // namespace
 
@@ -182,9 +184,9 @@ void run_backward(const Params& p) {
   scratch.allocate(p.device.index, stream);
 
   float scale = p.scale;
-  std::unordered_map<int64_t, void*> pack = {
-      {kQ, mut(p.q)},     {kK, mut(p.k)}, {kV, mut(p.v)}, {kO, p.out}, {kDO, mut(p.dout)},
-      {kDQ, p.dq},        {kDK, p.dk},    {kDV, p.dv},    {kScale, &scale}};
+  std::unordered_map<int64_t, void*> pack = {{kQ, mut(p.q)}, {kK, mut(p.k)},     {kV, mut(p.v)},
+                                             {kO, p.out},    {kDO, mut(p.dout)}, {kDQ, p.dq},
+                                             {kDK, p.dk},    {kDV, p.dv},        {kScale, &scale}};
   if (direct) {
     pack[kStats] = p.lse;
   } else {

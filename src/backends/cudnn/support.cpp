@@ -6,7 +6,8 @@ namespace attnkit::cudnn {
 
 int64_t bucket_seqlen(int64_t s) {
   int64_t b = 64;
-  while (b < s) b *= 2;
+  while (b < s)
+    b *= 2;
   return b;
 }
 
@@ -57,8 +58,8 @@ Mapping map_call(const Params& p) {
   m.align = (br && !square) ? Align::bottom_right : Align::top_left;
   if (p.causal != Causal::none) m.right_bound = 0;
   if (p.window_right >= 0)
-    m.right_bound = m.right_bound ? std::min<int64_t>(*m.right_bound, p.window_right)
-                                  : p.window_right;
+    m.right_bound =
+        m.right_bound ? std::min<int64_t>(*m.right_bound, p.window_right) : p.window_right;
   if (p.window_left >= 0) m.left_bound = p.window_left + 1;
   // cuDNN shifts a bottom-right band by the per-sequence lengths only with a padding mask; it
   // also rejects Sq > Sk without one. The lengths are constants here (filled by aux_kernels).
@@ -72,7 +73,9 @@ Mapping map_call(const Params& p) {
 
 namespace {
 
-bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+bool aligned16(const void* ptr) {
+  return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0;
+}
 
 void check_view(const char* name, const void* ptr, const Strides4& st, bool varlen,
                 std::vector<std::string>& r) {
@@ -84,7 +87,8 @@ void check_view(const char* name, const void* ptr, const Strides4& st, bool varl
   const int64_t others[3] = {varlen ? 0 : st.b, st.s, st.h};
   for (int64_t s : others)
     if (s % 8 != 0) {
-      r.push_back(std::string(name) + ": cuDNN needs strides in multiples of 8 elements (16 bytes)");
+      r.push_back(std::string(name) +
+                  ": cuDNN needs strides in multiples of 8 elements (16 bytes)");
       break;
     }
   if (!aligned16(ptr)) r.push_back(std::string(name) + ": cuDNN needs a 16-byte aligned pointer");
@@ -95,8 +99,8 @@ void check_view(const char* name, const void* ptr, const Strides4& st, bool varl
 void cudnn_reasons(const Params& p, int arch, std::vector<std::string>& r) {
   // Head dims: multiples of 8; up to 256 on Hopper, 128 elsewhere (cuDNN 9 fused SDPA).
   if (p.head_dim % 8 != 0 || p.head_dim_v % 8 != 0)
-    r.push_back("cuDNN needs head dims that are multiples of 8 (D = " +
-                std::to_string(p.head_dim) + ", Dv = " + std::to_string(p.head_dim_v) + ")");
+    r.push_back("cuDNN needs head dims that are multiples of 8 (D = " + std::to_string(p.head_dim) +
+                ", Dv = " + std::to_string(p.head_dim_v) + ")");
   if (arch != 0) {
     const int64_t max_d = (arch >= 90 && arch < 100) ? 256 : 128;
     if (p.head_dim > max_d || p.head_dim_v > max_d)
@@ -130,8 +134,8 @@ void cudnn_reasons(const Params& p, int arch, std::vector<std::string>& r) {
 
   const Mapping m = map_call(p);
   if (m.bias) {
-    const double bytes = 2.0 * double(m.bias_b) * double(m.bias_h) * double(p.seqlen_q) *
-                         double(p.seqlen_k);
+    const double bytes =
+        2.0 * double(m.bias_b) * double(m.bias_h) * double(p.seqlen_q) * double(p.seqlen_k);
     if (bytes > double(kMaxBiasBytes))
       r.push_back("mask/causal combination needs a materialized bias of " +
                   std::to_string(int64_t(bytes / (1 << 20))) + " MiB (limit " +
@@ -141,8 +145,7 @@ void cudnn_reasons(const Params& p, int arch, std::vector<std::string>& r) {
     // Ragged offsets are int32 element offsets: bound the largest one.
     const int64_t strides[4] = {p.q_st.s, p.k_st.s, p.v_st.s, p.out_st.s};
     for (int64_t s : strides)
-      if (double(p.batch) * double(p.seqlen_q > p.seqlen_k ? p.seqlen_q : p.seqlen_k) *
-              double(s) >
+      if (double(p.batch) * double(p.seqlen_q > p.seqlen_k ? p.seqlen_q : p.seqlen_k) * double(s) >
           2147483647.0) {
         r.push_back("varlen: packed tensors beyond 2^31 elements (int32 ragged offsets)");
         break;

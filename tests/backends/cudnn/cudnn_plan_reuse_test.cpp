@@ -47,8 +47,14 @@ struct Problem {
   int64_t b, s, h, d;
   DevBf16 q, k, v, out;
   Problem(int64_t b_, int64_t s_, int64_t h_, int64_t d_, uint64_t seed)
-      : b(b_), s(s_), h(h_), d(d_), q(b * s * h * d, seed), k(b * s * h * d, seed + 1),
-        v(b * s * h * d, seed + 2), out(b * s * h * d, seed + 3) {}
+      : b(b_),
+        s(s_),
+        h(h_),
+        d(d_),
+        q(b * s * h * d, seed),
+        k(b * s * h * d, seed + 1),
+        v(b * s * h * d, seed + 2),
+        out(b * s * h * d, seed + 3) {}
   TensorView view(const DevBf16& t) const {
     return TensorView::contiguous(t.p, DType::bf16, {b, s, h, d}, Device::cuda(0));
   }
@@ -89,20 +95,24 @@ TEST(CudnnPlanReuse, SharedAcrossThreadsWithIdenticalResults) {
 
   constexpr int kThreads = 4;
   std::vector<std::unique_ptr<Problem>> probs;
-  for (int t = 0; t < kThreads; ++t) probs.push_back(std::make_unique<Problem>(1, 256, 8, 128, 5));
+  for (int t = 0; t < kThreads; ++t)
+    probs.push_back(std::make_unique<Problem>(1, 256, 8, 128, 5));
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       cudaStream_t s;
       EXPECT_EQ(cudaStreamCreate(&s), cudaSuccess);
-      for (int i = 0; i < 10; ++i) probs[t]->forward(s);
+      for (int i = 0; i < 10; ++i)
+        probs[t]->forward(s);
       EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
       EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
     });
-  for (auto& th : threads) th.join();
+  for (auto& th : threads)
+    th.join();
   EXPECT_EQ(cudnn::plan_cache_stats().builds, 1u);
   EXPECT_GE(cudnn::plan_cache_stats().hits, uint64_t(kThreads * 10));
-  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(probs[t]->out.host(), expect) << "thread " << t;
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(probs[t]->out.host(), expect) << "thread " << t;
 }
 
 }  // namespace

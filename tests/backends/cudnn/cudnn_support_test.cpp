@@ -282,7 +282,9 @@ TEST(CudnnPlanKey, VarlenMaximaShareABucket) {
 
 // ---- LRU cache ----------------------------------------------------------------------------
 
-PlanKey key_of(int64_t i) { return PlanKey{{i, i * 7}}; }
+PlanKey key_of(int64_t i) {
+  return PlanKey{{i, i * 7}};
+}
 
 TEST(CudnnPlanCache, HitsDoNotRebuildAndLruEvicts) {
   LruCache<int> cache(2);
@@ -312,12 +314,15 @@ TEST(CudnnPlanCache, OneBuildPerKeyAcrossThreads) {
   std::vector<int> seen(8, 0);
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
-      for (int k = 0; k < 4; ++k) seen[t] += *cache.get_or_build(key_of(k), build) > 0;
+      for (int k = 0; k < 4; ++k)
+        seen[t] += *cache.get_or_build(key_of(k), build) > 0;
     });
-  for (auto& th : threads) th.join();
+  for (auto& th : threads)
+    th.join();
   EXPECT_EQ(built.load(), 4);
   EXPECT_EQ(cache.builds(), 4u);
-  for (int s : seen) EXPECT_EQ(s, 4);
+  for (int s : seen)
+    EXPECT_EQ(s, 4);
 }
 
 TEST(CudnnRegistry, NamesAndAliases) {

@@ -18,11 +18,18 @@ namespace {
 /// Phrases of cudnn's own reasons (support.cpp) and capability-table reasons for the options it
 /// declares unsupported.
 bool documented_reason(const std::string& detail) {
-  static const char* kPhrases[] = {
-      "softcap",       "ALiBi",           "dropout",          "multiples of 8",
-      "head dims up",  "unit stride",     "16-byte",          "diagonal alignment",
-      "materialized",  "> max 256",       "not supported (supports f16, bf16)",
-      "s_q = s_kv = 1"};
+  static const char* kPhrases[] = {"softcap",
+                                   "ALiBi",
+                                   "dropout",
+                                   "multiples of 8",
+                                   "head dims up",
+                                   "unit stride",
+                                   "16-byte",
+                                   "diagonal alignment",
+                                   "materialized",
+                                   "> max 256",
+                                   "not supported (supports f16, bf16)",
+                                   "s_q = s_kv = 1"};
   for (const char* s : kPhrases)
     if (detail.find(s) != std::string::npos) return true;
   return false;
@@ -30,7 +37,8 @@ bool documented_reason(const std::string& detail) {
 
 std::vector<check::Case> all_hostile() {
   std::vector<check::Case> v = check::hostile_cases(DType::f16);
-  for (const auto& c : check::hostile_cases(DType::bf16)) v.push_back(c);
+  for (const auto& c : check::hostile_cases(DType::bf16))
+    v.push_back(c);
   return v;
 }
 
@@ -46,8 +54,8 @@ TEST_P(CudnnVsMath, Hostile) {
   }
   EXPECT_TRUE(r.pass) << r.detail;
   for (const auto& m : r.metrics)
-    EXPECT_TRUE(m.pass) << m.what << ": rel " << m.rel << " max_abs " << m.max_abs
-                        << " nonfinite " << m.nonfinite;
+    EXPECT_TRUE(m.pass) << m.what << ": rel " << m.rel << " max_abs " << m.max_abs << " nonfinite "
+                        << m.nonfinite;
 }
 
 INSTANTIATE_TEST_SUITE_P(Hostile, CudnnVsMath, ::testing::ValuesIn(all_hostile()),
@@ -113,8 +121,8 @@ TEST(CudnnLarge, AgainstCudaMath) {
   for (DType t : {DType::f16, DType::bf16})
     for (const auto& c : check::large_cases(t)) {
       check::Tolerance tol = check::default_tolerance(t);
-      const check::Report r = check::run_case_against(c, "cudnn", "cuda_math", Device::cuda(0),
-                                                      1, tol);
+      const check::Report r =
+          check::run_case_against(c, "cudnn", "cuda_math", Device::cuda(0), 1, tol);
       if (r.skipped) {
         EXPECT_TRUE(documented_reason(r.detail)) << c.name() << ": " << r.detail;
         continue;
