@@ -10,6 +10,10 @@ else()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     set(CMAKE_CUDA_ARCHITECTURES "${ATTNKIT_CUDA_ARCHS}")
+    # One CUDA runtime per process: the shared libcudart that CUDA::cudart (and PyTorch) use.
+    # CMake's default (static cudart in every target with CUDA code) put two runtimes into the
+    # Python module.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     # CMake 3.25 (Debian 12, the CI machine) has no C++20 entry for nvcc, so any target with

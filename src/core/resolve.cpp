@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <numeric>
-#include <sstream>
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -21,10 +21,13 @@ namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, msg); }
 
+// Numbers in messages are formatted with snprintf, not iostreams: an error raised inside a
+// Python process that also loaded torch crashed on the H100 machine in
+// ostream::_M_insert<double> (see docs/python.md); the C formatter has no locale facets to clash.
 std::string num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 /// A required tensor argument: defined, rank, non-null data unless empty, strides >= 0.
@@ -67,12 +70,14 @@ bool non_overlapping(const TensorView& t) {
 
 void require_no_overlap(const TensorView& t, const char* name) {
   if (t.numel() > 1 && !non_overlapping(t)) {
-    std::ostringstream os;
-    os << name << ".stride = [";
-    for (int i = 0; i < t.rank; ++i) os << (i ? ", " : "") << t.stride[i];
-    os << "] for shape " << t.shape_str()
-       << ", expected non-overlapping strides (every element at a distinct address)";
-    fail(os.str());
+    std::string msg = std::string(name) + ".stride = [";
+    for (int i = 0; i < t.rank; ++i) {
+      if (i) msg += ", ";
+      msg += std::to_string(t.stride[i]);
+    }
+    msg += "] for shape " + t.shape_str();
+    msg += ", expected non-overlapping strides (every element at a distinct address)";
+    fail(msg);
   }
 }
 

@@ -1,4 +1,4 @@
-#include <sstream>
+#include <string>
 
 #include "attnkit/tensor.hpp"
 
@@ -24,11 +24,12 @@ bool TensorView::is_contiguous() const {
 }
 
 std::string TensorView::shape_str() const {
-  std::ostringstream os;
-  os << '[';
-  for (int i = 0; i < rank; ++i) os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
 }
 
 TensorView TensorView::contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape,
