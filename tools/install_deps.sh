@@ -32,6 +32,13 @@ if ((${#need_apt[@]} + ${#opt_apt[@]})); then
   fi
 fi
 
+# cudnn-frontend (header-only, from the nvidia-cudnn-frontend wheel) for the cudnn backend; without
+# it (offline) that backend reports "not built" and everything else still builds.
+if [[ ! -f build-deps/cudnn_frontend/include/cudnn_frontend.h ]]; then
+  src/backends/cudnn/get_frontend.sh ||
+    echo "[deps] cudnn-frontend unavailable: the cudnn backend will not be built"
+fi
+
 # Python: the module (nanobind, scikit-build-core) and its tests (numpy, pytest).
 PY=${PYTHON:-python3}
 need_pip=()
