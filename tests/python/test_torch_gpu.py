@@ -115,7 +115,7 @@ def test_runs_on_the_callers_stream():
         y = x
         for _ in range(8):  # a few ms of work queued before q exists
             y = (y @ x) * 1e-2
-        q = y[:2048].reshape(2, 8, 128, 1024)[..., :64].contiguous()
+        q = y[:2048].reshape(2, 8, 128, 4096)[..., :64].contiguous()
         out = akt.sdpa(q, q, q, is_causal=True)
     side.synchronize()
     want = TORCH_SDPA(q.float(), q.float(), q.float(), is_causal=True)

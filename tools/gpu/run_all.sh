@@ -130,7 +130,7 @@ fi
 # ---- compute-sanitizer: memcheck + racecheck on a small subset --------------------------------
 if [[ $DO_SAN == 1 ]]; then
   phase "compute-sanitizer"
-  FILTER=${ATTNKIT_SANITIZER_FILTER:-"*Hostile*plain*f32*:*Hostile*varlen_empty*bf16*:*Hostile*causal_br_sq61*f16*:*Hostile*gqa2*f32*:CudaWorkspace*:CudaDtype*:*len1*"}
+  FILTER=${ATTNKIT_SANITIZER_FILTER:-"*Hostile*bf16_bshd_b2_sq31_sk67_h2x1_d64_causalBR_fwd:*Hostile*bf16_bshd_b2_sq13_sk13_h2x1_d64_causalTL_bwd:*Hostile*plain*f32*:*Hostile*varlen_empty*bf16*:*Hostile*causal_br_sq61*f16*:*Hostile*gqa2*f32*:CudaWorkspace*:CudaDtype*:*len1*"}
   : >"$OUTDIR/sanitizer.log"
   SAN_FAIL=0
   for b in ${BACKENDS//,/ }; do

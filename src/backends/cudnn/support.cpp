@@ -120,6 +120,11 @@ void cudnn_reasons(const Params& p, int arch, std::vector<std::string>& r) {
     r.push_back("softcap: cuDNN applies score modifiers only without masks, not supported here");
   if (p.alibi)
     r.push_back("ALiBi: cuDNN's ALiBi uses its own fixed slopes (top-left only), not the caller's");
+  if (p.mask_kind == MaskKind::additive && p.mask_dtype != p.dtype)
+    r.push_back(std::string("additive mask of dtype ") + dtype_name(p.mask_dtype) +
+                ": cuDNN takes the bias in the input dtype (" + dtype_name(p.dtype) +
+                "), rounding the mask would change the result (H200: lse off by 4e-3 for an f32 "
+                "mask with bf16 inputs)");
 
   check_view("q", p.q, p.q_st, p.varlen, r);
   check_view("k", p.k, p.k_st, p.varlen, r);
