@@ -1,5 +1,6 @@
 #include "backends/cpu_flash/score_tile.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -49,6 +50,21 @@ void apply_score_policy(const Params& p, const SeqSpan& sp, int64_t b, int64_t h
                         int64_t rows, int64_t j0, float* s, int64_t lds, float* tanh_out) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const float cap = p.softcap;
+  if (cap <= 0.0f && p.alibi == nullptr && !p.has_mask()) {
+    // Causal / window / tail edges only: per row, two -inf fills outside [lo, hi]. The per-element
+    // path below cost ~10% of a causal S=1024, D=64 forward (a quarter of the visited tiles lie on
+    // the diagonal).
+    for (int64_t r = 0; r < rows; ++r) {
+      const KeyRange kr = structural_key_range(p, i0 + r, sp.sq, sp.sk);
+      const int64_t hi = kr.hi < sp.sk - 1 ? kr.hi : sp.sk - 1;
+      const int64_t c_lo = std::clamp<int64_t>(kr.lo - j0, 0, kBk);
+      const int64_t c_hi = std::clamp<int64_t>(hi - j0 + 1, c_lo, kBk);  // visible [c_lo, c_hi)
+      float* sr = s + r * lds;
+      std::fill(sr, sr + c_lo, kNegInf);
+      std::fill(sr + c_hi, sr + kBk, kNegInf);
+    }
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
     float* sr = s + r * lds;
