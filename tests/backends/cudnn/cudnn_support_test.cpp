@@ -130,11 +130,23 @@ TEST(CudnnSupport, VarlenTopLeftWithWindowIsUnsupported) {
 TEST(CudnnSupport, HugeMaterializedBiasIsRefused) {
   Params p = base_params(8, 16384, 16384, 16, 16, 64);
   p.mask_kind = MaskKind::additive;
-  p.mask_dtype = DType::f32;
+  p.mask_dtype = p.dtype;
   p.mask = g_buf;
   p.mask_st = {.b = int64_t(16) * 16384 * 16384, .s = 16384, .h = int64_t(16384) * 16384, .d = 1};
   EXPECT_TRUE(mentions(reasons(p), "materialized bias"));
   p.mask_st.b = p.mask_st.h = 0;  // broadcast [1, 1, Sq, Sk]: 512 MiB, allowed
+  EXPECT_TRUE(reasons(p).empty());
+}
+
+TEST(CudnnSupport, AdditiveMaskOfAnotherDtypeIsDeclined) {
+  // cuDNN's bias is in the input dtype: an f32 mask would be rounded (H200: lse off by 4e-3).
+  Params p = base_params(2, 64, 64, 4, 4, 64);
+  p.mask_kind = MaskKind::additive;
+  p.mask = g_buf;
+  p.mask_st = {.b = 0, .s = 64, .h = 0, .d = 1};
+  p.mask_dtype = DType::f32;
+  EXPECT_TRUE(mentions(reasons(p), "takes the bias in the input dtype"));
+  p.mask_dtype = p.dtype;
   EXPECT_TRUE(reasons(p).empty());
 }
 

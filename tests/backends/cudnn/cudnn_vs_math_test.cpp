@@ -29,7 +29,8 @@ bool documented_reason(const std::string& detail) {
                                    "materialized",
                                    "> max 256",
                                    "not supported (supports f16, bf16)",
-                                   "s_q = s_kv = 1"};
+                                   "s_q = s_kv = 1",
+                                   "takes the bias in the input dtype"};
   for (const char* s : kPhrases)
     if (detail.find(s) != std::string::npos) return true;
   return false;
