@@ -78,8 +78,10 @@ static void print_markdown_matrix() {
   row("built here", [](const Capabilities&) { return std::string("yes"); });
   row("device", [](const Capabilities& c) {
     if (c.device == DeviceType::cpu) return std::string("cpu");
+    if (c.min_arch == 0 && c.max_arch == 0) return std::string("cuda (any arch)");
     std::string s = "cuda sm";
     s += std::to_string(c.min_arch);
+    if (c.max_arch == c.min_arch) return s;
     s += c.max_arch ? "–" + std::to_string(c.max_arch) : std::string("+");
     return s;
   });
