@@ -50,4 +50,10 @@ if ((${#need_pip[@]})); then
   "$PY" -m pip install -q "${need_pip[@]}" ||
     echo "[deps] pip install failed: the Python tests will be skipped"
 fi
+# torch (optional): the Python tests compare attnkit.torch with PyTorch's own SDPA on the CPU; they
+# skip cleanly without it.
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "[deps] pip install torch (optional)"
+  "$PY" -m pip install -q torch || echo "[deps] torch unavailable: the torch tests will be skipped"
+fi
 exit 0
