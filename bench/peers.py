@@ -206,7 +206,7 @@ def torch_runner(torch, shp, peer, sets, pas):
 
 
 def attnkit_runner(torch, lib, shp, backend, sets, pas):
-    from gpu.attnkit_c import tensor_of
+    from attnkit_c import tensor_of
     stream = torch.cuda.current_stream().cuda_stream
     opts = lib.options(backend, causal="bottom_right" if shp.causal else None, stream=stream)
     n = len(sets)
@@ -255,7 +255,7 @@ def compare(torch, mine, ref):
 def preflight_one(torch, args, backend, s_list, d_list, causals, passes):
     """Child process: run `backend` once per (pass, D, causal) at the smallest S. A crash (signal)
     ends this process, which the parent sees; errors such as "unsupported" are the main run's."""
-    from gpu.attnkit_c import AttnkitC
+    from attnkit_c import AttnkitC
     lib = AttnkitC(args.lib)
     for pas in passes:
         for d in d_list:
@@ -368,7 +368,7 @@ def main():
     if not torch.cuda.is_available():
         log("no CUDA device: nothing to benchmark")
         return 1
-    from gpu.attnkit_c import AttnkitC
+    from attnkit_c import AttnkitC
 
     s_list = parse_sizes(args.shapes) if args.shapes else ([1024, 4096, 16384] if args.quick else ALL_S)
     d_list = parse_sizes(args.d) if args.d else ([128] if args.quick else ALL_D)

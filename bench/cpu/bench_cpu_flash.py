@@ -23,7 +23,6 @@ Also prints the relative difference of our result to torch's (a cross-check; the
 with attnkit's own fp64 oracle). Needs torch (CPU is enough) and a Release build of attnkit_c.
 """
 import argparse
-import ctypes
 import datetime
 import json
 import os
@@ -39,90 +38,34 @@ import torch.nn.functional as F
 DTYPES = {"f32": (torch.float32, 0), "bf16": (torch.bfloat16, 2), "f16": (torch.float16, 1)}
 
 
-class AkTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
-                ("device_type", ctypes.c_int32), ("device_index", ctypes.c_int32),
-                ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * 4),
-                ("stride", ctypes.c_int64 * 4)]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 
-
-class AkOptions(ctypes.Structure):
-    _fields_ = [("scale", ctypes.c_double), ("softcap", ctypes.c_double),
-                ("causal", ctypes.c_int32), ("window_left", ctypes.c_int64),
-                ("window_right", ctypes.c_int64), ("dropout_p", ctypes.c_double),
-                ("seed", ctypes.c_uint64), ("offset", ctypes.c_uint64),
-                ("deterministic", ctypes.c_int32), ("stream", ctypes.c_void_p),
-                ("backend", ctypes.c_char_p), ("mask", ctypes.c_void_p),
-                ("alibi_slopes", ctypes.c_void_p), ("cu_seqlens_q", ctypes.c_void_p),
-                ("cu_seqlens_k", ctypes.c_void_p), ("max_seqlen_q", ctypes.c_int64),
-                ("max_seqlen_k", ctypes.c_int64)]
-
-
-def ak_bshd(t, code):
-    """attnkit view of a torch tensor laid out [B, H, S, D]: logical [B, S, H, D]."""
-    a = AkTensor()
-    a.data = t.data_ptr()
-    a.dtype = code
-    a.device_type = 0
-    a.rank = 4
-    b, h, s, d = t.shape
-    sb, sh, ss, sd = t.stride()
-    a.shape[:] = [b, s, h, d]
-    a.stride[:] = [sb, ss, sh, sd]
-    return a
-
-
-def ak_plain(t, code):
-    a = AkTensor()
-    a.data = t.data_ptr()
-    a.dtype = code
-    a.rank = t.dim()
-    for i in range(t.dim()):
-        a.shape[i] = t.shape[i]
-        a.stride[i] = t.stride(i)
-    return a
+BSHD_OF_BHSD = (0, 2, 1, 3)  # a torch [B, H, S, D] tensor viewed as attnkit's logical [B, S, H, D]
 
 
 class Attnkit:
+    """attnkit through the shared C ABI binding; checks that the named backend actually ran."""
+
     def __init__(self, path, backend):
-        self.lib = ctypes.CDLL(path)
-        self.lib.attnkit_forward.restype = ctypes.c_int
-        self.lib.attnkit_backward.restype = ctypes.c_int
-        self.lib.attnkit_set_num_threads.argtypes = [ctypes.c_int]
-        self.lib.attnkit_last_backend.restype = ctypes.c_char_p
-        self.backend = backend.encode()
-        self.err = ctypes.create_string_buffer(1024)
+        self.c = AttnkitC(path)
+        self.backend = backend
 
-    def options(self, causal):
-        o = AkOptions()
-        self.lib.attnkit_options_init(ctypes.byref(o))
-        o.causal = 1 if causal else 0
-        o.backend = self.backend
-        return o
-
-    def check(self, rc, what):
-        if rc != 0:
-            raise RuntimeError(f"attnkit_{what} failed ({rc}): {self.err.value.decode()}")
-        ran = self.lib.attnkit_last_backend().decode()
-        if ran != self.backend.decode():
-            raise RuntimeError(f"attnkit ran {ran}, expected {self.backend.decode()}")
+    def check_ran(self):
+        ran = self.c.last_backend()
+        if ran != self.backend:
+            raise RuntimeError(f"attnkit ran {ran}, expected {self.backend}")
 
     def forward(self, q, k, v, out, lse, code, causal):
-        o = self.options(causal)
-        args = [ak_bshd(q, code), ak_bshd(k, code), ak_bshd(v, code), ak_bshd(out, code),
-                ak_plain(lse, 0)]
-        rc = self.lib.attnkit_forward(*[ctypes.byref(a) for a in args], ctypes.byref(o),
-                                      self.err, ctypes.c_size_t(1024))
-        self.check(rc, "forward")
+        views = [tensor_of(t, BSHD_OF_BHSD) for t in (q, k, v, out)]
+        self.c.forward(*views, tensor_of(lse), self.c.options(self.backend, causal=causal))
+        self.check_ran()
 
     def backward(self, dout, q, k, v, out, lse, dq, dk, dv, code, causal):
-        o = self.options(causal)
-        args = [ak_bshd(dout, code), ak_bshd(q, code), ak_bshd(k, code), ak_bshd(v, code),
-                ak_bshd(out, code), ak_plain(lse, 0), ak_bshd(dq, code), ak_bshd(dk, code),
-                ak_bshd(dv, code)]
-        rc = self.lib.attnkit_backward(*[ctypes.byref(a) for a in args], ctypes.byref(o),
-                                       self.err, ctypes.c_size_t(1024))
-        self.check(rc, "backward")
+        views = [tensor_of(t, BSHD_OF_BHSD) for t in (dout, q, k, v, out)]
+        grads = [tensor_of(t, BSHD_OF_BHSD) for t in (dq, dk, dv)]
+        self.c.backward(*views, tensor_of(lse), *grads, self.c.options(self.backend, causal=causal))
+        self.check_ran()
 
 
 def timed(fn):
@@ -195,7 +138,7 @@ def run_shape(ak, b, h, s, d, dname, causal, pss, reps, log):
         f"({fl/mo/1e9:6.1f} GFLOP/s)  torch {mt*1e3:9.1f} ms ({fl/mt/1e9:6.1f} GFLOP/s)  "
         f"ours/torch speed {mt/mo:5.2f}x  rel.diff {err:.1e}")
     common = {"pass": pss, "dtype": dname, "b": b, "h": h, "s": s, "d": d, "causal": causal}
-    return [dict(impl="attnkit:" + ak.backend.decode(), ms=mo * 1e3, gflops=fl / mo / 1e9,
+    return [dict(impl="attnkit:" + ak.backend, ms=mo * 1e3, gflops=fl / mo / 1e9,
                  median_ms=med_o * 1e3, **common),
             dict(impl="torch:cpu", ms=mt * 1e3, gflops=fl / mt / 1e9, median_ms=med_t * 1e3,
                  **common)], mt / mo, err
@@ -234,7 +177,7 @@ def main():
 
     torch.set_num_threads(a.threads)
     ak = Attnkit(a.lib, a.backend)
-    ak.lib.attnkit_set_num_threads(a.threads)
+    ak.c.set_num_threads(a.threads)
     log = lambda m: print(m, file=sys.stderr, flush=True)
     log(f"cpu: {cpu_name()}, threads {a.threads}, torch {torch.__version__} "
         f"({torch.backends.cpu.get_cpu_capability()})")

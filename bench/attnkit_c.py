@@ -1,4 +1,5 @@
-"""ctypes bindings of attnkit's C ABI (include/attnkit/c_api.h) for torch tensors.
+"""ctypes bindings of attnkit's C ABI (include/attnkit/c_api.h) for torch tensors, shared by the
+CPU (bench/cpu/) and GPU (bench/peers.py, bench/gpu/) benchmarks.
 
 Tensors are passed as views (pointer, dtype, shape, element strides): nothing is copied. Logical
 shapes follow attnkit: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out [B, Sq, Hq, Dv], lse f32
@@ -64,10 +65,19 @@ class AttnkitC:
                                                  ctypes.c_size_t]
         L.attnkit_backward.restype = ctypes.c_int
         L.attnkit_version.restype = ctypes.c_char_p
+        L.attnkit_last_backend.restype = ctypes.c_char_p
+        L.attnkit_set_num_threads.argtypes = [ctypes.c_int]
         self.err = ctypes.create_string_buffer(4096)
 
     def version(self):
         return self.lib.attnkit_version().decode()
+
+    def last_backend(self):
+        """Canonical name of the backend the last successful call on this thread ran."""
+        return self.lib.attnkit_last_backend().decode()
+
+    def set_num_threads(self, n):
+        self._check(self.lib.attnkit_set_num_threads(n), "set_num_threads")
 
     def options(self, backend, causal=None, stream=None, deterministic=False):
         o = Options()
