@@ -22,8 +22,8 @@ namespace {
 [[noreturn]] void fail(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, msg); }
 
 // Numbers in messages are formatted with snprintf, not iostreams: an error raised inside a
-// Python process that also loaded torch crashed on the H100 machine in
-// ostream::_M_insert<double> (see docs/python.md); the C formatter has no locale facets to clash.
+// Python process that also loaded torch crashed on the GPU machine in
+// ostream::_M_insert<double>; the C formatter has no locale facets to clash.
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
