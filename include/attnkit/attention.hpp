@@ -41,7 +41,7 @@ struct BackendVerdict {
 };
 struct Explanation {
   std::string selected;  // canonical name that would run, or "" if none can
-  std::string rule;      // "per-call", "scoped guard", "process default", "env ATTNKIT_BACKEND", "auto"
+  std::string rule;  // "per-call", "scoped guard", "process default", "env ATTNKIT_BACKEND", "auto"
   std::vector<BackendVerdict> backends;
   std::string str() const;  // human-readable table
 };

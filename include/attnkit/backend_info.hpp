@@ -12,8 +12,8 @@ namespace attnkit {
 enum class AccuracyTier : uint8_t { exact, quantized };
 
 struct Capabilities {
-  std::vector<DType> dtypes;      // q/k/v/out element types
-  std::vector<int> head_dims;     // supported D; empty = any D in [1, max_head_dim]
+  std::vector<DType> dtypes;   // q/k/v/out element types
+  std::vector<int> head_dims;  // supported D; empty = any D in [1, max_head_dim]
   int max_head_dim = 0;
   bool head_dim_v_differs = false;  // Dv != D allowed
   DeviceType device = DeviceType::cpu;
@@ -40,8 +40,8 @@ struct BackendDescription {
   std::vector<std::string> aliases;  // names users bring from other dispatchers
   std::string summary;               // one line
   bool built = false;
-  std::string not_built_reason;      // when !built: "needs sm90a and CUDA", ...
-  Capabilities caps;                 // meaningful when built
+  std::string not_built_reason;  // when !built: "needs sm90a and CUDA", ...
+  Capabilities caps;             // meaningful when built
 };
 
 /// Every known backend, in the default preference order, built or not.

@@ -24,15 +24,15 @@ typedef struct {
 } attnkit_tensor;
 
 typedef struct {
-  double scale;   /* <= 0: default 1/sqrt(D) */
-  double softcap; /* 0 = off */
-  int32_t causal; /* 0 none, 1 top_left, 2 bottom_right */
+  double scale;                      /* <= 0: default 1/sqrt(D) */
+  double softcap;                    /* 0 = off */
+  int32_t causal;                    /* 0 none, 1 top_left, 2 bottom_right */
   int64_t window_left, window_right; /* -1 = unbounded */
   double dropout_p;
   uint64_t seed, offset;
   int32_t deterministic;
-  void* stream;        /* cudaStream_t or NULL */
-  const char* backend; /* NULL or "" = selection order (scoped/default/auto) */
+  void* stream;                       /* cudaStream_t or NULL */
+  const char* backend;                /* NULL or "" = selection order (scoped/default/auto) */
   const attnkit_tensor* mask;         /* NULL = none */
   const attnkit_tensor* alibi_slopes; /* NULL = none */
   const attnkit_tensor* cu_seqlens_q; /* NULL = not varlen */

@@ -16,9 +16,8 @@ attnkit::TensorView view_of(const attnkit_tensor* t) {
   if (!t || (t->rank == 0 && t->data == nullptr)) return v;
   v.data = t->data;
   v.dtype = static_cast<attnkit::DType>(t->dtype);
-  v.device = attnkit::Device{t->device_type == 1 ? attnkit::DeviceType::cuda
-                                                 : attnkit::DeviceType::cpu,
-                             t->device_index};
+  v.device = attnkit::Device{
+      t->device_type == 1 ? attnkit::DeviceType::cuda : attnkit::DeviceType::cpu, t->device_index};
   v.rank = t->rank;
   for (int i = 0; i < 4; ++i) {
     v.shape[i] = t->shape[i];
@@ -107,12 +106,16 @@ int attnkit_backward(const attnkit_tensor* dout, const attnkit_tensor* q, const 
       err, err_len);
 }
 
-const char* attnkit_last_backend(void) { return t_last_backend.c_str(); }
+const char* attnkit_last_backend(void) {
+  return t_last_backend.c_str();
+}
 
 int attnkit_set_num_threads(int n) {
   return guarded([&] { attnkit::set_num_threads(n); }, nullptr, 0);
 }
 
-const char* attnkit_version(void) { return ATTNKIT_VERSION; }
+const char* attnkit_version(void) {
+  return ATTNKIT_VERSION;
+}
 
 }  // extern "C"

@@ -29,13 +29,13 @@ struct Case {
   Causal causal = Causal::none;
   int64_t window_left = -1, window_right = -1;
   double softcap = 0.0;
-  bool alibi = false;           // slopes [Hq] (alibi_per_batch: [B, Hq])
+  bool alibi = false;  // slopes [Hq] (alibi_per_batch: [B, Hq])
   bool alibi_per_batch = false;
   MaskCase mask = MaskCase::none;
   MaskBroadcast mask_broadcast = 0;
   std::optional<DType> mask_dtype;  // additive mask element type; default: dtype
   double dropout_p = 0.0;
-  bool varlen = false;          // then seqlens_q/k give the per-sequence lengths (b ignored)
+  bool varlen = false;  // then seqlens_q/k give the per-sequence lengths (b ignored)
   std::vector<int64_t> seqlens_q, seqlens_k;
   bool varlen_max_given = true;  // false: max_seqlen_q/k = -1 (the resolver reads cu_seqlens)
   bool lse = true;
@@ -47,8 +47,8 @@ struct Case {
 };
 
 struct Tolerance {
-  double out_rel = 0;   // ||x - ref|| / ||ref|| bound
-  double out_abs = 0;   // max |x - ref| bound
+  double out_rel = 0;  // ||x - ref|| / ||ref|| bound
+  double out_abs = 0;  // max |x - ref| bound
   double lse_abs = 0;
   double grad_rel = 0;
 };
@@ -65,8 +65,8 @@ struct Metric {
 struct Report {
   std::string backend, case_name;
   bool pass = false;
-  bool skipped = false;    // backend cannot run this case (reasons in detail)
-  std::string detail;      // failure description or unsupported reasons
+  bool skipped = false;  // backend cannot run this case (reasons in detail)
+  std::string detail;    // failure description or unsupported reasons
   std::vector<Metric> metrics;
 };
 

@@ -13,12 +13,18 @@ class CpuRuntime final : public DeviceRuntime {
  public:
   void* allocate(size_t bytes, Device) override {
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p) throw Error(ErrorCode::kTooLarge, "host allocation of " + std::to_string(bytes) + " bytes failed");
+    if (!p)
+      throw Error(ErrorCode::kTooLarge,
+                  "host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
   }
   void release(void* p, Device) override { std::free(p); }
-  void copy_to_device(void* dst, const void* src, size_t n, Device) override { std::memcpy(dst, src, n); }
-  void copy_to_host(void* dst, const void* src, size_t n, Device) override { std::memcpy(dst, src, n); }
+  void copy_to_device(void* dst, const void* src, size_t n, Device) override {
+    std::memcpy(dst, src, n);
+  }
+  void copy_to_host(void* dst, const void* src, size_t n, Device) override {
+    std::memcpy(dst, src, n);
+  }
   void synchronize(Device) override {}
   int arch(Device) override { return 0; }
   std::vector<DeviceDescription> devices() override {

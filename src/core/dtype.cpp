@@ -11,23 +11,39 @@ namespace attnkit {
 
 int dtype_size(DType t) {
   switch (t) {
-    case DType::f32: case DType::i32: return 4;
-    case DType::f16: case DType::bf16: return 2;
-    case DType::f8e4m3: case DType::f8e5m2: case DType::i8: case DType::b8: return 1;
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::f16:
+    case DType::bf16:
+      return 2;
+    case DType::f8e4m3:
+    case DType::f8e5m2:
+    case DType::i8:
+    case DType::b8:
+      return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::f8e4m3: return "f8e4m3";
-    case DType::f8e5m2: return "f8e5m2";
-    case DType::i8: return "i8";
-    case DType::i32: return "i32";
-    case DType::b8: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::f8e4m3:
+      return "f8e4m3";
+    case DType::f8e5m2:
+      return "f8e5m2";
+    case DType::i8:
+      return "i8";
+    case DType::i32:
+      return "i32";
+    case DType::b8:
+      return "bool";
   }
   return "?";
 }
@@ -111,8 +127,10 @@ float f8e4m3_to_f32(uint8_t b) {
   const int man = b & 0x7;
   float mag;
   if (exp == 0xf && man == 0x7) return neg ? -NAN : NAN;
-  if (exp == 0) mag = std::ldexp(static_cast<float>(man), -9);  // 2^-6 * man/8
-  else mag = std::ldexp(1.0f + man / 8.0f, exp - 7);
+  if (exp == 0)
+    mag = std::ldexp(static_cast<float>(man), -9);  // 2^-6 * man/8
+  else
+    mag = std::ldexp(1.0f + man / 8.0f, exp - 7);
   return neg ? -mag : mag;
 }
 
@@ -141,14 +159,22 @@ uint8_t f32_to_f8e5m2(float f) {
 
 double load_as_double(const void* base, int64_t idx, DType t) {
   switch (t) {
-    case DType::f32: return static_cast<const float*>(base)[idx];
-    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(base)[idx]);
-    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(base)[idx]);
-    case DType::f8e4m3: return f8e4m3_to_f32(static_cast<const uint8_t*>(base)[idx]);
-    case DType::f8e5m2: return f8e5m2_to_f32(static_cast<const uint8_t*>(base)[idx]);
-    case DType::i8: return static_cast<const int8_t*>(base)[idx];
-    case DType::i32: return static_cast<const int32_t*>(base)[idx];
-    case DType::b8: return static_cast<const uint8_t*>(base)[idx] ? 1.0 : 0.0;
+    case DType::f32:
+      return static_cast<const float*>(base)[idx];
+    case DType::f16:
+      return f16_to_f32(static_cast<const uint16_t*>(base)[idx]);
+    case DType::bf16:
+      return bf16_to_f32(static_cast<const uint16_t*>(base)[idx]);
+    case DType::f8e4m3:
+      return f8e4m3_to_f32(static_cast<const uint8_t*>(base)[idx]);
+    case DType::f8e5m2:
+      return f8e5m2_to_f32(static_cast<const uint8_t*>(base)[idx]);
+    case DType::i8:
+      return static_cast<const int8_t*>(base)[idx];
+    case DType::i32:
+      return static_cast<const int32_t*>(base)[idx];
+    case DType::b8:
+      return static_cast<const uint8_t*>(base)[idx] ? 1.0 : 0.0;
   }
   return 0.0;
 }
@@ -156,14 +182,30 @@ double load_as_double(const void* base, int64_t idx, DType t) {
 void store_from_double(void* base, int64_t idx, DType t, double v) {
   const float f = static_cast<float>(v);
   switch (t) {
-    case DType::f32: static_cast<float*>(base)[idx] = f; return;
-    case DType::f16: static_cast<uint16_t*>(base)[idx] = f32_to_f16(f); return;
-    case DType::bf16: static_cast<uint16_t*>(base)[idx] = f32_to_bf16(f); return;
-    case DType::f8e4m3: static_cast<uint8_t*>(base)[idx] = f32_to_f8e4m3(f); return;
-    case DType::f8e5m2: static_cast<uint8_t*>(base)[idx] = f32_to_f8e5m2(f); return;
-    case DType::i8: static_cast<int8_t*>(base)[idx] = static_cast<int8_t>(std::nearbyint(v)); return;
-    case DType::i32: static_cast<int32_t*>(base)[idx] = static_cast<int32_t>(std::nearbyint(v)); return;
-    case DType::b8: static_cast<uint8_t*>(base)[idx] = v != 0.0; return;
+    case DType::f32:
+      static_cast<float*>(base)[idx] = f;
+      return;
+    case DType::f16:
+      static_cast<uint16_t*>(base)[idx] = f32_to_f16(f);
+      return;
+    case DType::bf16:
+      static_cast<uint16_t*>(base)[idx] = f32_to_bf16(f);
+      return;
+    case DType::f8e4m3:
+      static_cast<uint8_t*>(base)[idx] = f32_to_f8e4m3(f);
+      return;
+    case DType::f8e5m2:
+      static_cast<uint8_t*>(base)[idx] = f32_to_f8e5m2(f);
+      return;
+    case DType::i8:
+      static_cast<int8_t*>(base)[idx] = static_cast<int8_t>(std::nearbyint(v));
+      return;
+    case DType::i32:
+      static_cast<int32_t*>(base)[idx] = static_cast<int32_t>(std::nearbyint(v));
+      return;
+    case DType::b8:
+      static_cast<uint8_t*>(base)[idx] = v != 0.0;
+      return;
   }
 }
 

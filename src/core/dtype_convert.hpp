@@ -29,7 +29,9 @@ inline uint16_t f32_to_bf16(float f) {
   const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>((u + rounding) >> 16);
 }
-inline float bf16_to_f32(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+  return f32_from_bits(static_cast<uint32_t>(h) << 16);
+}
 
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);  // RNE, overflow -> Inf, NaN stays NaN

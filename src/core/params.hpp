@@ -44,10 +44,10 @@ struct Params {
   const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
-  void* out = nullptr;      // forward: written; backward: read (the forward's out)
+  void* out = nullptr;  // forward: written; backward: read (the forward's out)
   Strides4 q_st, k_st, v_st, out_st;
-  float* lse = nullptr;     // forward: optional output; backward: required input
-  Strides4 lse_st;          // uses b, h, s
+  float* lse = nullptr;  // forward: optional output; backward: required input
+  Strides4 lse_st;       // uses b, h, s
   // backward only
   const void* dout = nullptr;
   void* dq = nullptr;
@@ -56,17 +56,17 @@ struct Params {
   Strides4 dout_st, dq_st, dk_st, dv_st;
 
   // ---- options (resolved) ---------------------------------------------------------------
-  float scale = 1.0f;     // resolved softmax scale
-  float softcap = 0.0f;   // 0 = off
+  float scale = 1.0f;    // resolved softmax scale
+  float softcap = 0.0f;  // 0 = off
   Causal causal = Causal::none;
-  int64_t window_left = -1;   // -1 = unbounded
+  int64_t window_left = -1;  // -1 = unbounded
   int64_t window_right = -1;
   const float* alibi = nullptr;  // slopes; element (b, h) at alibi + b*alibi_st_b + h*alibi_st_h
   int64_t alibi_st_b = 0, alibi_st_h = 0;
   MaskKind mask_kind = MaskKind::none;
   const void* mask = nullptr;
   DType mask_dtype = DType::b8;
-  Strides4 mask_st;         // (b, h, i, j) -> (b, h, s, d) fields
+  Strides4 mask_st;  // (b, h, i, j) -> (b, h, s, d) fields
   float dropout_p = 0.0f;
   uint32_t dropout_threshold = 0;  // keep iff (philox word >> 8) >= threshold; 0 = no dropout
   float dropout_rescale = 1.0f;    // 1 / (1 - p)

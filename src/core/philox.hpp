@@ -60,15 +60,15 @@ inline uint32_t dropout_threshold_for(double p) {
 
 /// The four keep decisions for columns 4*(j/4) .. 4*(j/4)+3 of row (b, h, i): bit w set = kept.
 ATTNKIT_HD uint32_t dropout_keep_bits4(uint64_t seed, uint64_t offset, int64_t b, int64_t h,
-                                       int64_t heads_q, int64_t i, int64_t j,
-                                       uint32_t threshold) {
-  const Philox4 r = philox4x32_10(
-      static_cast<uint32_t>(j >> 2), static_cast<uint32_t>(i),
-      static_cast<uint32_t>(b * heads_q + h), static_cast<uint32_t>(offset),
-      static_cast<uint32_t>(seed),
-      static_cast<uint32_t>(seed >> 32) + static_cast<uint32_t>(offset >> 32));
+                                       int64_t heads_q, int64_t i, int64_t j, uint32_t threshold) {
+  const Philox4 r =
+      philox4x32_10(static_cast<uint32_t>(j >> 2), static_cast<uint32_t>(i),
+                    static_cast<uint32_t>(b * heads_q + h), static_cast<uint32_t>(offset),
+                    static_cast<uint32_t>(seed),
+                    static_cast<uint32_t>(seed >> 32) + static_cast<uint32_t>(offset >> 32));
   uint32_t bits = 0;
-  for (int w = 0; w < 4; ++w) bits |= ((r.x[w] >> 8) >= threshold ? 1u : 0u) << w;
+  for (int w = 0; w < 4; ++w)
+    bits |= ((r.x[w] >> 8) >= threshold ? 1u : 0u) << w;
   return bits;
 }
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <numeric>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <thread>
 
@@ -19,7 +19,9 @@
 namespace attnkit {
 namespace {
 
-[[noreturn]] void fail(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, msg); }
+[[noreturn]] void fail(const std::string& msg) {
+  throw Error(ErrorCode::kInvalidArgument, msg);
+}
 
 // Numbers in messages are formatted with snprintf, not iostreams: an error raised inside a
 // Python process that also loaded torch crashed on the GPU machine in
@@ -32,8 +34,9 @@ std::string num(double v) {
 
 /// A required tensor argument: defined, rank, non-null data unless empty, strides >= 0.
 void require_tensor(const TensorView& t, const char* name, int rank) {
-  if (!t.defined()) fail(std::string(name) + " is missing (an empty TensorView), expected a rank-" +
-                         std::to_string(rank) + " tensor");
+  if (!t.defined())
+    fail(std::string(name) + " is missing (an empty TensorView), expected a rank-" +
+         std::to_string(rank) + " tensor");
   if (t.rank != rank)
     fail(std::string(name) + ".rank = " + std::to_string(t.rank) + ", expected " +
          std::to_string(rank) + " (shape " + t.shape_str() + ")");
@@ -84,9 +87,9 @@ void require_no_overlap(const TensorView& t, const char* name) {
 void require_dim(const TensorView& t, const char* name, int dim, int64_t expected,
                  const std::string& because) {
   if (t.shape[dim] != expected)
-    fail(std::string(name) + ".shape[" + std::to_string(dim) + "] = " +
-         std::to_string(t.shape[dim]) + ", expected " + std::to_string(expected) + " (= " +
-         because + ")");
+    fail(std::string(name) + ".shape[" + std::to_string(dim) +
+         "] = " + std::to_string(t.shape[dim]) + ", expected " + std::to_string(expected) +
+         " (= " + because + ")");
 }
 
 void require_same_dtype(const TensorView& t, const char* name, DType expected, const char* ref) {
@@ -129,13 +132,12 @@ std::vector<int32_t> read_cu_seqlens(const TensorView& cu, const char* name, int
   if (host[0] != 0) fail(std::string(name) + "[0] = " + std::to_string(host[0]) + ", expected 0");
   for (int64_t b = 1; b < n; ++b)
     if (host[b] < host[b - 1])
-      fail(std::string(name) + " is not monotone: " + name + "[" + std::to_string(b) + "] = " +
-           std::to_string(host[b]) + " < " + name + "[" + std::to_string(b - 1) + "] = " +
-           std::to_string(host[b - 1]) + ", expected non-decreasing offsets");
+      fail(std::string(name) + " is not monotone: " + name + "[" + std::to_string(b) +
+           "] = " + std::to_string(host[b]) + " < " + name + "[" + std::to_string(b - 1) +
+           "] = " + std::to_string(host[b - 1]) + ", expected non-decreasing offsets");
   if (host[n - 1] != total)
     fail(std::string(name) + "[" + std::to_string(n - 1) + "] = " + std::to_string(host[n - 1]) +
-         ", expected " + std::to_string(total) + " (= " + total_name +
-         ", the packed length)");
+         ", expected " + std::to_string(total) + " (= " + total_name + ", the packed length)");
   return host;
 }
 
@@ -163,8 +165,8 @@ Shapes validate_common(const TensorView& q, const TensorView& k, const TensorVie
   require_same_dtype(v, "v", dt, "q");
   if (is_quantized_input(dt)) {
     if (out.dtype != DType::f16 && out.dtype != DType::bf16 && out.dtype != DType::f32)
-      fail(std::string("out.dtype = ") + dtype_name(out.dtype) + ", expected f16, bf16 or f32 for " +
-           dtype_name(dt) + " inputs");
+      fail(std::string("out.dtype = ") + dtype_name(out.dtype) +
+           ", expected f16, bf16 or f32 for " + dtype_name(dt) + " inputs");
   } else {
     require_same_dtype(out, "out", dt, "q");
   }
@@ -364,8 +366,9 @@ Shapes validate_common(const TensorView& q, const TensorView& k, const TensorVie
   if (o.mask.defined()) {
     const TensorView& m = o.mask;
     if (varlen)
-      fail("mask is given with a varlen call, expected no mask (varlen takes masks as causal/"
-           "window only)");
+      fail(
+          "mask is given with a varlen call, expected no mask (varlen takes masks as causal/"
+          "window only)");
     if (m.rank < 2 || m.rank > 4)
       fail("mask.rank = " + std::to_string(m.rank) + ", expected 2, 3 or 4 (broadcastable to " +
            "[B, Hq, Sq, Sk])");
@@ -457,7 +460,9 @@ void set_num_threads(int n) {
   g_num_threads.store(n);
 }
 
-int num_threads() { return resolved_num_threads(); }
+int num_threads() {
+  return resolved_num_threads();
+}
 
 int resolved_num_threads() {
   if (int n = g_num_threads.load(); n > 0) return n;

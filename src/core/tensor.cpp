@@ -10,7 +10,8 @@ std::string Device::str() const {
 
 int64_t TensorView::numel() const {
   int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= shape[i];
+  for (int i = 0; i < rank; ++i)
+    n *= shape[i];
   return n;
 }
 
@@ -40,7 +41,8 @@ TensorView TensorView::contiguous(void* data, DType dtype, std::initializer_list
   t.device = device;
   t.rank = static_cast<int>(shape.size());
   int i = 0;
-  for (int64_t s : shape) t.shape[i++] = s;
+  for (int64_t s : shape)
+    t.shape[i++] = s;
   int64_t st = 1;
   for (int d = t.rank - 1; d >= 0; --d) {
     t.stride[d] = st;

@@ -73,8 +73,8 @@ void log_selection(const Selection& s, const Params& p) {
       << " B=" << p.batch << " Sq=" << p.seqlen_q << " Sk=" << p.seqlen_k << " Hq=" << p.heads_q
       << " Hkv=" << p.heads_kv << " D=" << p.head_dim << " Dv=" << p.head_dim_v
       << " causal=" << causal_name(p.causal) << (p.varlen ? " varlen" : "")
-      << (p.has_mask() ? " mask" : "") << (p.has_dropout() ? " dropout" : "") << " -> "
-      << s.backend << " (" << s.rule << ")";
+      << (p.has_mask() ? " mask" : "") << (p.has_dropout() ? " dropout" : "") << " -> " << s.backend
+      << " (" << s.rule << ")";
   static std::mutex m;
   static std::set<std::string> seen;
   std::lock_guard<std::mutex> lock(m);
@@ -93,9 +93,12 @@ Backend& chosen_backend(const Options& o, const Params& p, Selection& sel) {
 
 const char* causal_name(Causal c) {
   switch (c) {
-    case Causal::none: return "none";
-    case Causal::top_left: return "top_left";
-    case Causal::bottom_right: return "bottom_right";
+    case Causal::none:
+      return "none";
+    case Causal::top_left:
+      return "top_left";
+    case Causal::bottom_right:
+      return "bottom_right";
   }
   return "?";
 }
@@ -123,8 +126,11 @@ std::string backward(const BackwardArgs& args, const Options& opts) {
   Backend& b = chosen_backend(opts, rc.params, sel);
   const bool checks = env::checks_enabled();
   if (checks) {
-    for (auto [t, n] : {std::pair{&args.dout, "dout"}, {&args.q, "q"}, {&args.k, "k"},
-                        {&args.v, "v"}, {&args.out, "out"}})
+    for (auto [t, n] : {std::pair{&args.dout, "dout"},
+                        {&args.q, "q"},
+                        {&args.k, "k"},
+                        {&args.v, "v"},
+                        {&args.out, "out"}})
       require_finite(*t, n, "before backward");
   }
   b.backward(rc.params);
@@ -203,7 +209,9 @@ BackendGuard::BackendGuard(const std::string& name) {
   t_guard_stack.push_back(name);
 }
 
-BackendGuard::~BackendGuard() { t_guard_stack.pop_back(); }
+BackendGuard::~BackendGuard() {
+  t_guard_stack.pop_back();
+}
 
 std::string canonical_backend_name(const std::string& name) {
   if (name == "native") return "native";
@@ -213,7 +221,8 @@ std::string canonical_backend_name(const std::string& name) {
 std::vector<DeviceDescription> list_devices() {
   std::vector<DeviceDescription> out = device_runtime(DeviceType::cpu).devices();
 #if defined(ATTNKIT_WITH_CUDA)
-  for (auto& d : device_runtime(DeviceType::cuda).devices()) out.push_back(d);
+  for (auto& d : device_runtime(DeviceType::cuda).devices())
+    out.push_back(d);
 #endif
   return out;
 }

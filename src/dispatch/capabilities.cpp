@@ -8,7 +8,8 @@ namespace attnkit {
 
 static std::string list_str(const std::vector<int>& v) {
   std::string s = "{";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "}";
 }
 
@@ -22,15 +23,18 @@ std::vector<std::string> backend_reasons(const Backend& backend, const Params& p
   }
   if (c.device == DeviceType::cuda) {
     if (c.min_arch && arch < c.min_arch)
-      r.push_back("needs sm" + std::to_string(c.min_arch) + "+, device is sm" + std::to_string(arch));
+      r.push_back("needs sm" + std::to_string(c.min_arch) + "+, device is sm" +
+                  std::to_string(arch));
     if (c.max_arch && arch > c.max_arch)
       r.push_back("runs up to sm" + std::to_string(c.max_arch) + ", device is sm" +
                   std::to_string(arch));
   }
   if (std::find(c.dtypes.begin(), c.dtypes.end(), p.dtype) == c.dtypes.end()) {
     std::string have;
-    for (size_t i = 0; i < c.dtypes.size(); ++i) have += (i ? ", " : "") + std::string(dtype_name(c.dtypes[i]));
-    r.push_back(std::string("dtype ") + dtype_name(p.dtype) + " not supported (supports " + have + ")");
+    for (size_t i = 0; i < c.dtypes.size(); ++i)
+      have += (i ? ", " : "") + std::string(dtype_name(c.dtypes[i]));
+    r.push_back(std::string("dtype ") + dtype_name(p.dtype) + " not supported (supports " + have +
+                ")");
   }
   auto check_dim = [&](int64_t d, const char* what) {
     if (!c.head_dims.empty()) {
@@ -45,12 +49,13 @@ std::vector<std::string> backend_reasons(const Backend& backend, const Params& p
   check_dim(p.head_dim, "head_dim");
   if (p.head_dim_v != p.head_dim) {
     if (!c.head_dim_v_differs)
-      r.push_back("head_dim_v = " + std::to_string(p.head_dim_v) + " != head_dim = " +
-                  std::to_string(p.head_dim) + " not supported");
+      r.push_back("head_dim_v = " + std::to_string(p.head_dim_v) +
+                  " != head_dim = " + std::to_string(p.head_dim) + " not supported");
     else
       check_dim(p.head_dim_v, "head_dim_v");
   }
-  if (p.causal == Causal::top_left && !c.causal_top_left) r.push_back("causal top_left not supported");
+  if (p.causal == Causal::top_left && !c.causal_top_left)
+    r.push_back("causal top_left not supported");
   if (p.causal == Causal::bottom_right && !c.causal_bottom_right)
     r.push_back("causal bottom_right not supported");
   if ((p.window_left >= 0 || p.window_right >= 0) && !c.window)

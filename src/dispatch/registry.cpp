@@ -18,7 +18,8 @@ const std::vector<KnownBackend>& known_backends() {
   // (flash3/FA2 1.38-2.04, flash/FA2 0.74-0.91). Revisit when flash3 beats cuDNN on a shape class.
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
-      {"flash3", {"_flash_3", "_flash_varlen_3", "_flash_3_hub"},
+      {"flash3",
+       {"_flash_3", "_flash_varlen_3", "_flash_3_hub"},
        "Hopper sm90a: wgmma, TMA, warp specialization"},
       {"flash", {"flash_varlen", "_native_flash"}, "FlashAttention-2-class, sm80+ (mma.sync)"},
       {"sage",
@@ -26,7 +27,8 @@ const std::vector<KnownBackend>& known_backends() {
         "_sage_qk_int8_pv_fp8_cuda_sm90", "_sage_qk_int8_pv_fp16_triton"},
        "INT8 QK^T, FP16/FP8 PV (quantized tier)"},
       {"flex", {}, "block-sparse masks + score/mask functions"},
-      {"efficient", {"xformers", "_native_efficient"},
+      {"efficient",
+       {"xformers", "_native_efficient"},
        "memory-efficient, any dtype incl. f32, arbitrary bias"},
       {"cuda_math", {}, "naive GPU reference (fp32 accumulation) for large test shapes"},
       {"cpu_flash", {}, "tiled online-softmax CPU backend, threads + SIMD"},
@@ -68,7 +70,9 @@ Backend* built_backend(const std::string& name) {
   return nullptr;
 }
 
-std::vector<Backend*> built_backends() { return built_list(); }
+std::vector<Backend*> built_backends() {
+  return built_list();
+}
 
 std::string not_built_reason(const std::string& name) {
   if (built_backend(name)) return "";
@@ -87,7 +91,8 @@ std::vector<BackendDescription> list_backends() {
     }
     BackendDescription d;
     d.name = kb.name;
-    for (const char* a : kb.aliases) d.aliases.emplace_back(a);
+    for (const char* a : kb.aliases)
+      d.aliases.emplace_back(a);
     d.summary = kb.summary;
     d.built = false;
     d.not_built_reason = not_built_reason(kb.name);

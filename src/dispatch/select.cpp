@@ -14,14 +14,16 @@ std::string resolve_backend_name(const std::string& name, DeviceType device) {
   os << "backend = '" << name << "', expected a known backend name or alias: auto";
   for (const auto& kb : known_backends()) {
     os << ", " << kb.name;
-    for (const char* a : kb.aliases) os << ", " << a;
+    for (const char* a : kb.aliases)
+      os << ", " << a;
   }
   throw Error(ErrorCode::kUnknownBackend, os.str());
 }
 
 static std::string join_reasons(const std::vector<std::string>& reasons) {
   std::string s;
-  for (size_t i = 0; i < reasons.size(); ++i) s += (i ? "; " : "") + reasons[i];
+  for (size_t i = 0; i < reasons.size(); ++i)
+    s += (i ? "; " : "") + reasons[i];
   return s;
 }
 
@@ -50,12 +52,11 @@ Selection select_backend(const SelectionRequest& req,
   if (name != "auto") {
     for (const auto& c : candidates) {
       if (c.name != name) continue;
-      if (!c.built)
-        throw Error(ErrorCode::kNotBuilt, name + ": not built: " + c.not_built_reason);
+      if (!c.built) throw Error(ErrorCode::kNotBuilt, name + ": not built: " + c.not_built_reason);
       if (!c.reasons.empty())
-        throw Error(ErrorCode::kUnsupported, "backend '" + name + "' (chosen by " + rule +
-                                                 ") cannot run this call: " +
-                                                 join_reasons(c.reasons));
+        throw Error(ErrorCode::kUnsupported,
+                    "backend '" + name + "' (chosen by " + rule +
+                        ") cannot run this call: " + join_reasons(c.reasons));
       return Selection{name, rule};
     }
     throw Error(ErrorCode::kNotBuilt, name + ": not built: not part of this binary");
@@ -73,7 +74,8 @@ Selection select_backend(const SelectionRequest& req,
     why << "\n  " << c.name << ": " << join_reasons(c.reasons);
   }
   throw Error(ErrorCode::kUnsupported,
-              "no backend built for " + std::string(req.device == DeviceType::cpu ? "cpu" : "cuda") +
+              "no backend built for " +
+                  std::string(req.device == DeviceType::cpu ? "cpu" : "cuda") +
                   " can run this call:" + (why.str().empty() ? " (none built)" : why.str()));
 }
 

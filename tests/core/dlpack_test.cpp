@@ -63,7 +63,8 @@ TEST(DLPack, ImportedViewsRunThroughTheApi) {
   Options o;
   o.backend = "math";
   forward(a, o);
-  for (float x : out) EXPECT_FLOAT_EQ(x, 1.0f);
+  for (float x : out)
+    EXPECT_FLOAT_EQ(x, 1.0f);
 }
 
 TEST(DLPack, RejectsWhatItCannotView) {
@@ -81,7 +82,8 @@ TEST(DLPack, RejectsWhatItCannotView) {
     from_dlpack(t, "k");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("k.dtype = (code 2, bits 64)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("k.dtype = (code 2, bits 64)"), std::string::npos)
+        << e.what();
   }
   t.dtype = DLDataType{kDLFloat, 32, 4};
   EXPECT_THROW(from_dlpack(t, "v"), Error);

@@ -9,7 +9,8 @@
 namespace attnkit {
 namespace {
 
-SelectionCandidate cand(const std::string& name, DeviceType dev, std::vector<std::string> reasons = {},
+SelectionCandidate cand(const std::string& name, DeviceType dev,
+                        std::vector<std::string> reasons = {},
                         AccuracyTier tier = AccuracyTier::exact) {
   SelectionCandidate c;
   c.name = name;
@@ -129,8 +130,9 @@ TEST(Select, UnknownNameIsDistinctFromNotBuilt) {
 }
 
 TEST(Select, NothingCanRunListsAllReasons) {
-  std::vector<SelectionCandidate> world = {cand("flash", DeviceType::cuda, {"dtype f32 not supported"}),
-                                           cand("cuda_math", DeviceType::cuda, {"too big"})};
+  std::vector<SelectionCandidate> world = {
+      cand("flash", DeviceType::cuda, {"dtype f32 not supported"}),
+      cand("cuda_math", DeviceType::cuda, {"too big"})};
   SelectionRequest r;
   r.device = DeviceType::cuda;
   try {
@@ -169,7 +171,8 @@ INSTANTIATE_TEST_SUITE_P(
                       AliasCase{"_sage_qk_int8_pv_fp8_cuda", "sage"},
                       AliasCase{"_sage_qk_int8_pv_fp8_cuda_sm90", "sage"},
                       AliasCase{"_sage_qk_int8_pv_fp16_triton", "sage"}, AliasCase{"flex", "flex"},
-                      AliasCase{"xformers", "efficient"}, AliasCase{"_native_efficient", "efficient"},
+                      AliasCase{"xformers", "efficient"},
+                      AliasCase{"_native_efficient", "efficient"},
                       AliasCase{"cuda_math", "cuda_math"}, AliasCase{"cpu_flash", "cpu_flash"},
                       AliasCase{"auto", "auto"}),
     [](const auto& info) {

@@ -61,7 +61,8 @@ TEST(Validation, ValidCallRunsAndWritesOut) {
   Call c;
   EXPECT_EQ(forward(c.args, c.opts), "math");
   EXPECT_FALSE(c.untouched());
-  for (float x : c.out) EXPECT_FLOAT_EQ(x, 1.0f);  // v is all ones: softmax-weighted mean = 1
+  for (float x : c.out)
+    EXPECT_FLOAT_EQ(x, 1.0f);  // v is all ones: softmax-weighted mean = 1
 }
 
 TEST(Validation, DeviceMismatch) {
@@ -257,7 +258,8 @@ struct VarlenCall {
       for (const auto& n : needles)
         EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
     }
-    for (float x : out) EXPECT_EQ(x, kSentinel);
+    for (float x : out)
+      EXPECT_EQ(x, kSentinel);
   }
 };
 
@@ -265,7 +267,8 @@ TEST(Validation, VarlenValidRuns) {
   VarlenCall c;
   c.bind();
   EXPECT_EQ(forward(c.args, c.opts), "math");
-  for (float x : c.out) EXPECT_FLOAT_EQ(x, 1.0f);
+  for (float x : c.out)
+    EXPECT_FLOAT_EQ(x, 1.0f);
 }
 
 TEST(Validation, CuSeqlensNotMonotone) {
@@ -327,8 +330,8 @@ TEST(Validation, VarlenWithMaskRejected) {
 // ---- backward ------------------------------------------------------------------------------
 TEST(Validation, BackwardNeedsLse) {
   Call c;
-  std::vector<float> dout(c.out.size(), 1.0f), dq(c.q.size(), kSentinel),
-      dk(c.k.size(), kSentinel), dv(c.v.size(), kSentinel);
+  std::vector<float> dout(c.out.size(), 1.0f), dq(c.q.size(), kSentinel), dk(c.k.size(), kSentinel),
+      dv(c.v.size(), kSentinel);
   BackwardArgs b;
   b.dout = TensorView::contiguous(dout.data(), DType::f32, {2, 5, 4, 6});
   b.q = c.args.q;
@@ -354,8 +357,10 @@ TEST(Validation, BackwardNeedsLse) {
     EXPECT_NE(std::string(e.what()).find("dk.shape[1] = 6, expected 7"), std::string::npos)
         << e.what();
   }
-  for (float x : dq) EXPECT_EQ(x, kSentinel);
-  for (float x : dk) EXPECT_EQ(x, kSentinel);
+  for (float x : dq)
+    EXPECT_EQ(x, kSentinel);
+  for (float x : dk)
+    EXPECT_EQ(x, kSentinel);
 }
 
 // ---- backend names -------------------------------------------------------------------------

@@ -22,7 +22,8 @@ void Args::parse(int argc, char** argv, int first) {
       continue;
     }
     if (a.rfind("--", 0) != 0)
-      throw std::runtime_error("unexpected argument '" + a + "' (options start with --; see --help)");
+      throw std::runtime_error("unexpected argument '" + a +
+                               "' (options start with --; see --help)");
     std::string name = a.substr(2), value;
     const auto eq = name.find('=');
     bool has_value = false;
@@ -34,14 +35,17 @@ void Args::parse(int argc, char** argv, int first) {
     const OptionSpec* spec = find(name);
     if (!spec) {
       std::string known;
-      for (const auto& s : specs_) known += " --" + s.name;
-      throw std::runtime_error("unknown option --" + name + " for '" + command_ + "'; known:" + known);
+      for (const auto& s : specs_)
+        known += " --" + s.name;
+      throw std::runtime_error("unknown option --" + name + " for '" + command_ +
+                               "'; known:" + known);
     }
     if (spec->value_hint.empty()) {
       values_[name] = has_value ? value : "1";
     } else {
       if (!has_value) {
-        if (i + 1 >= argc) throw std::runtime_error("--" + name + " needs a value (" + spec->value_hint + ")");
+        if (i + 1 >= argc)
+          throw std::runtime_error("--" + name + " needs a value (" + spec->value_hint + ")");
         value = argv[++i];
       }
       values_[name] = value;

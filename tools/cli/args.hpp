@@ -10,7 +10,7 @@
 namespace attnkit::cli {
 
 struct OptionSpec {
-  std::string name;  // without dashes
+  std::string name;        // without dashes
   std::string value_hint;  // "" = boolean flag
   std::string help;
   std::string default_value;

@@ -129,10 +129,13 @@ int cmd_bench(int argc, char** argv) {
           // The backward needs the forward's out and lse.
           row.impl = forward(prob.forward_args(), o);
           auto call = [&] {
-            if (pass == "bwd") backward(prob.backward_args(), o);
-            else forward(prob.forward_args(), o);
+            if (pass == "bwd")
+              backward(prob.backward_args(), o);
+            else
+              forward(prob.forward_args(), o);
           };
-          for (int i = 0; i < warmup; ++i) call();
+          for (int i = 0; i < warmup; ++i)
+            call();
           rt.synchronize(shape.device);
           reset_peak_rss();
           const long long rss0 = peak_rss_bytes();
@@ -141,8 +144,9 @@ int cmd_bench(int argc, char** argv) {
             const auto t0 = std::chrono::steady_clock::now();
             call();
             rt.synchronize(shape.device);
-            t.push_back(std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - t0).count());
+            t.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count());
           }
           if (shape.device.type == DeviceType::cpu) row.peak_extra_bytes = peak_rss_bytes() - rss0;
           std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
@@ -180,8 +184,8 @@ int cmd_bench(int argc, char** argv) {
     bool first = true;
     for (const auto& r : rows) {
       if (!r.error.empty()) continue;
-      f << (first ? "\n" : ",\n") << "  {\"impl\": \"attnkit:" << r.impl << "\", \"pass\": \"" << r.pass
-        << "\", \"dtype\": \"" << dtype_name(r.shape.dtype) << "\", \"b\": " << r.shape.b
+      f << (first ? "\n" : ",\n") << "  {\"impl\": \"attnkit:" << r.impl << "\", \"pass\": \""
+        << r.pass << "\", \"dtype\": \"" << dtype_name(r.shape.dtype) << "\", \"b\": " << r.shape.b
         << ", \"h\": " << r.shape.hq << ", \"s\": " << r.shape.sq << ", \"d\": " << r.shape.d
         << ", \"causal\": " << (r.shape.opts.causal != Causal::none ? "true" : "false")
         << ", \"ms\": " << r.ms << ", \"tflops\": " << r.tflops;

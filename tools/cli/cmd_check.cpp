@@ -30,9 +30,12 @@ void absorb(Row& row, const check::Report& r) {
   }
   (r.pass ? row.pass : row.fail)++;
   for (const auto& m : r.metrics) {
-    if (m.what == "out") row.out_rel = std::max(row.out_rel, m.rel);
-    else if (m.what == "lse") row.lse_abs = std::max(row.lse_abs, m.max_abs);
-    else row.grad_rel = std::max(row.grad_rel, m.rel);
+    if (m.what == "out")
+      row.out_rel = std::max(row.out_rel, m.rel);
+    else if (m.what == "lse")
+      row.lse_abs = std::max(row.lse_abs, m.max_abs);
+    else
+      row.grad_rel = std::max(row.grad_rel, m.rel);
   }
   if (!r.pass) row.failures.push_back(r.case_name + ": " + r.detail);
 }
@@ -63,7 +66,8 @@ int cmd_check(int argc, char** argv) {
   for (const auto& b : list_backends()) {
     if (!wanted.empty()) {
       bool hit = false;
-      for (const auto& w : wanted) hit |= canonical_backend_name(w) == b.name;
+      for (const auto& w : wanted)
+        hit |= canonical_backend_name(w) == b.name;
       if (!hit) continue;
     }
     std::string why;
@@ -84,7 +88,8 @@ int cmd_check(int argc, char** argv) {
     backend_device(b, &dev, nullptr);
     std::vector<DType> dtypes;
     if (a.given("dtypes")) {
-      for (const auto& n : a.str_list("dtypes")) dtypes.push_back(dtype_from_name(n));
+      for (const auto& n : a.str_list("dtypes"))
+        dtypes.push_back(dtype_from_name(n));
     } else {
       for (DType t : b.caps.dtypes)
         if (t == DType::f32 || t == DType::f16 || t == DType::bf16) dtypes.push_back(t);
@@ -98,7 +103,8 @@ int cmd_check(int argc, char** argv) {
       row.dtype = dtype_name(dt);
       auto cases = check::hostile_cases(dt, max_d);
       if (a.flag("large") && b.caps.device == DeviceType::cuda)
-        for (auto& c : check::large_cases(dt)) cases.push_back(c);
+        for (auto& c : check::large_cases(dt))
+          cases.push_back(c);
       size_t n = 0, total = 0;
       for (size_t i = 0; i < cases.size(); ++i)
         if ((!a.flag("quick") || i % 4 == 0) && cases[i].name().find(filter) != std::string::npos)
@@ -109,17 +115,17 @@ int cmd_check(int argc, char** argv) {
         if (c.name().find(filter) == std::string::npos) continue;
         ++n;
         const bool large = c.sq * c.sk * c.b * c.hq > (int64_t{1} << 26);
-        const check::Report r =
-            large ? check::run_case_against(c, b.name, "cuda_math", dev, seed + i,
-                                            check::default_tolerance(dt))
-                  : check::run_case(c, b.name, dev, seed + i);
+        const check::Report r = large
+                                    ? check::run_case_against(c, b.name, "cuda_math", dev, seed + i,
+                                                              check::default_tolerance(dt))
+                                    : check::run_case(c, b.name, dev, seed + i);
         absorb(row, r);
         if (a.flag("verbose"))
-          std::printf("  %-10s %-5s %-60s %s\n", b.name.c_str(), row.dtype.c_str(), c.name().c_str(),
-                      r.skipped ? "skipped" : (r.pass ? "pass" : "FAIL"));
+          std::printf("  %-10s %-5s %-60s %s\n", b.name.c_str(), row.dtype.c_str(),
+                      c.name().c_str(), r.skipped ? "skipped" : (r.pass ? "pass" : "FAIL"));
         if (n % 50 == 0 || n == total)
-          std::fprintf(stderr, "\r[check] %s %s: %zu/%zu cases", b.name.c_str(), row.dtype.c_str(), n,
-                       total);
+          std::fprintf(stderr, "\r[check] %s %s: %zu/%zu cases", b.name.c_str(), row.dtype.c_str(),
+                       n, total);
       }
       std::fprintf(stderr, "\n");
       rows.push_back(row);
@@ -138,7 +144,8 @@ int cmd_check(int argc, char** argv) {
     failed += r.fail;
   }
   for (const auto& r : rows)
-    for (const auto& f : r.failures) std::printf("FAIL %s %s: %s\n", r.backend.c_str(), r.dtype.c_str(), f.c_str());
+    for (const auto& f : r.failures)
+      std::printf("FAIL %s %s: %s\n", r.backend.c_str(), r.dtype.c_str(), f.c_str());
   std::printf("\n%s\n", failed ? "check: FAILED" : "check: all passed");
   return failed ? 1 : 0;
 }

@@ -65,13 +65,16 @@ static std::string dims_str(const Capabilities& c) {
 static void print_markdown_matrix() {
   const auto all = list_backends();
   std::printf("| feature |");
-  for (const auto& b : all) std::printf(" `%s` |", b.name.c_str());
+  for (const auto& b : all)
+    std::printf(" `%s` |", b.name.c_str());
   std::printf("\n|---|");
-  for (size_t i = 0; i < all.size(); ++i) std::printf("---|");
+  for (size_t i = 0; i < all.size(); ++i)
+    std::printf("---|");
   std::printf("\n");
   auto row = [&](const char* label, auto fn) {
     std::printf("| %s |", label);
-    for (const auto& b : all) std::printf(" %s |", b.built ? fn(b.caps).c_str() : "—");
+    for (const auto& b : all)
+      std::printf(" %s |", b.built ? fn(b.caps).c_str() : "—");
     std::printf("\n");
   };
   auto yes = [](bool v) { return std::string(v ? "yes" : "no"); };
@@ -110,8 +113,9 @@ static void print_markdown_matrix() {
 }
 
 int cmd_info(int argc, char** argv) {
-  Args a("info", "Version, build options, devices, and every backend: capabilities and whether it "
-                 "is available on this machine.",
+  Args a("info",
+         "Version, build options, devices, and every backend: capabilities and whether it "
+         "is available on this machine.",
          {{"markdown", "", "print only the backend feature matrix as a Markdown table", ""}});
   a.parse(argc, argv, 2);
   if (a.help()) {
@@ -126,7 +130,8 @@ int cmd_info(int argc, char** argv) {
   std::printf("attnkit %s\n", b.version.c_str());
   std::printf("build: %s, %s, CUDA %s%s%s, head dims %s, cuDNN backend %s\n", b.build_type.c_str(),
               b.compiler.c_str(), b.cuda ? "on" : "off", b.cuda ? ", archs " : "",
-              b.cuda ? b.cuda_archs.c_str() : "", b.head_dims.c_str(), b.cudnn ? "built" : "not built");
+              b.cuda ? b.cuda_archs.c_str() : "", b.head_dims.c_str(),
+              b.cudnn ? "built" : "not built");
   std::printf("cpu threads: %d (ATTNKIT_NUM_THREADS or set_num_threads)\n", num_threads());
   std::printf("\ndevices:\n");
   for (const auto& d : list_devices()) {
@@ -134,8 +139,8 @@ int cmd_info(int argc, char** argv) {
       std::printf("  %-8s host CPU\n", d.device.str().c_str());
       continue;
     }
-    std::printf("  %-8s %s, sm%d, %d SMs, %.1f GiB\n", d.device.str().c_str(), d.name.c_str(), d.arch,
-                d.sm_count, d.memory_bytes / (1024.0 * 1024 * 1024));
+    std::printf("  %-8s %s, sm%d, %d SMs, %.1f GiB\n", d.device.str().c_str(), d.name.c_str(),
+                d.arch, d.sm_count, d.memory_bytes / (1024.0 * 1024 * 1024));
   }
   std::printf("\nbackends (in auto's preference order):\n");
   std::printf("  %-10s %-10s %-5s %-16s %-20s %s\n", "name", "status", "dev", "dtypes", "head dims",

@@ -105,17 +105,21 @@ double ProblemShape::forward_flops() const {
 }
 
 namespace {
-DeviceBuffer random_buffer(int64_t n, DType dt, Device dev, std::mt19937_64& rng, double scale = 1.0) {
+DeviceBuffer random_buffer(int64_t n, DType dt, Device dev, std::mt19937_64& rng,
+                           double scale = 1.0) {
   std::vector<unsigned char> host(static_cast<size_t>(n) * dtype_size(dt));
   std::normal_distribution<double> nd(0.0, 1.0);
-  for (int64_t i = 0; i < n; ++i) store_from_double(host.data(), i, dt, scale * nd(rng));
+  for (int64_t i = 0; i < n; ++i)
+    store_from_double(host.data(), i, dt, scale * nd(rng));
   DeviceBuffer buf(host.size(), dev);
-  if (!host.empty()) device_runtime(dev.type).copy_to_device(buf.get(), host.data(), host.size(), dev);
+  if (!host.empty())
+    device_runtime(dev.type).copy_to_device(buf.get(), host.data(), host.size(), dev);
   return buf;
 }
 DeviceBuffer host_filled(const std::vector<unsigned char>& host, Device dev) {
   DeviceBuffer buf(host.size(), dev);
-  if (!host.empty()) device_runtime(dev.type).copy_to_device(buf.get(), host.data(), host.size(), dev);
+  if (!host.empty())
+    device_runtime(dev.type).copy_to_device(buf.get(), host.data(), host.size(), dev);
   return buf;
 }
 }  // namespace
@@ -139,7 +143,8 @@ Problem::Problem(const ProblemShape& s, bool with_backward, uint64_t seed) : s_(
     if (s.mask == "bool") {
       std::vector<unsigned char> m(static_cast<size_t>(n));
       std::bernoulli_distribution keep(0.8);
-      for (auto& x : m) x = keep(rng);
+      for (auto& x : m)
+        x = keep(rng);
       mask_ = host_filled(m, s.device);
     } else {
       mask_ = random_buffer(n, s.dtype, s.device, rng, 0.5);
@@ -200,7 +205,8 @@ Options Problem::options() const {
   if (!s_.mask.empty())
     o.mask = TensorView::contiguous(mask_.get(), s_.mask == "bool" ? DType::b8 : s_.dtype,
                                     {s_.b, s_.hq, s_.sq, s_.sk}, s_.device);
-  if (s_.alibi) o.alibi_slopes = TensorView::contiguous(alibi_.get(), DType::f32, {s_.hq}, s_.device);
+  if (s_.alibi)
+    o.alibi_slopes = TensorView::contiguous(alibi_.get(), DType::f32, {s_.hq}, s_.device);
   if (s_.varlen) {
     o.cu_seqlens_q = TensorView::contiguous(cuq_.get(), DType::i32, {s_.b + 1}, s_.device);
     o.cu_seqlens_k = TensorView::contiguous(cuk_.get(), DType::i32, {s_.b + 1}, s_.device);

@@ -20,7 +20,7 @@ struct ProblemShape {
   DType dtype = DType::bf16;
   Device device = Device::cpu();
   bool bhsd = false;
-  Options opts;  // causal, window, softcap, dropout, backend
+  Options opts;      // causal, window, softcap, dropout, backend
   std::string mask;  // "", "bool", "additive"
   bool alibi = false;
   bool varlen = false;  // b sequences of length sq/sk each, packed

@@ -13,7 +13,8 @@ namespace {
 std::vector<check::Case> all_cases() {
   std::vector<check::Case> v;
   for (DType t : {DType::f32, DType::f16, DType::bf16})
-    for (const check::Case& c : check::hostile_cases(t)) v.push_back(c);
+    for (const check::Case& c : check::hostile_cases(t))
+      v.push_back(c);
   return v;
 }
 
