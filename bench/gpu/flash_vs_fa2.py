@@ -10,10 +10,11 @@ at these sizes), ~0.3 s pause between implementations. Also checks ours vs FA2's
 usage: flash_vs_fa2.py --lib build/libattnkit_c.so --json out.json [--s 1024,4096] [--d 64,128]
 """
 import argparse
-import ctypes
 import json
 import math
+import os
 import statistics
+import sys
 import time
 
 import torch
@@ -21,32 +22,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
-class Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
-                ("device_type", ctypes.c_int32), ("device_index", ctypes.c_int32),
-                ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * 4),
-                ("stride", ctypes.c_int64 * 4)]
-
-
-class Options(ctypes.Structure):
-    _fields_ = [("scale", ctypes.c_double), ("softcap", ctypes.c_double),
-                ("causal", ctypes.c_int32), ("window_left", ctypes.c_int64),
-                ("window_right", ctypes.c_int64), ("dropout_p", ctypes.c_double),
-                ("seed", ctypes.c_uint64), ("offset", ctypes.c_uint64),
-                ("deterministic", ctypes.c_int32), ("stream", ctypes.c_void_p),
-                ("backend", ctypes.c_char_p), ("mask", ctypes.c_void_p),
-                ("alibi_slopes", ctypes.c_void_p), ("cu_seqlens_q", ctypes.c_void_p),
-                ("cu_seqlens_k", ctypes.c_void_p), ("max_seqlen_q", ctypes.c_int64),
-                ("max_seqlen_k", ctypes.c_int64)]
-
-
-def view(t):
-    dt = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}[t.dtype]
-    v = Tensor()
-    v.data, v.dtype, v.device_type, v.device_index, v.rank = t.data_ptr(), dt, 1, 0, t.dim()
-    for i in range(t.dim()):
-        v.shape[i], v.stride[i] = t.shape[i], t.stride(i)
-    return v
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 
 
 def timed(fn, reps):
@@ -79,14 +56,7 @@ def main():
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--no-bwd", action="store_true")
     a = ap.parse_args()
-    lib = ctypes.CDLL(a.lib)
-    lib.attnkit_options_init.argtypes = [ctypes.POINTER(Options)]
-    P = ctypes.POINTER(Tensor)
-    lib.attnkit_forward.argtypes = [P] * 5 + [ctypes.POINTER(Options), ctypes.c_char_p,
-                                              ctypes.c_size_t]
-    lib.attnkit_backward.argtypes = [P] * 9 + [ctypes.POINTER(Options), ctypes.c_char_p,
-                                               ctypes.c_size_t]
-    err = ctypes.create_string_buffer(1024)
+    ak = AttnkitC(a.lib)
     rows = []
     dev = torch.cuda.get_device_name()
     for d in [int(x) for x in a.d.split(",")]:
@@ -98,31 +68,23 @@ def main():
                     q, k, v, do = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
                                    for _ in range(4))
                     sets.append((q, k, v, do))
-                opts = Options()
-                lib.attnkit_options_init(ctypes.byref(opts))
-                opts.backend = b"flash"
-                opts.causal = 2 if causal else 0
-                opts.stream = torch.cuda.current_stream().cuda_stream
+                opts = ak.options("flash", causal="bottom_right" if causal else None,
+                                  stream=torch.cuda.current_stream().cuda_stream)
                 ours = []
                 for q, k, v, do in sets:
                     out = torch.empty_like(q)
                     lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
                     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-                    vs = [view(t) for t in (q, k, v, out, lse, do, dq, dk, dv)]
+                    vs = [tensor_of(t) for t in (q, k, v, out, lse, do, dq, dk, dv)]
                     ours.append((out, lse, dq, dk, dv, vs))
 
                 def fwd_ours(r):
                     vs = ours[r % 3][5]
-                    if lib.attnkit_forward(*(ctypes.byref(x) for x in vs[:5]), ctypes.byref(opts),
-                                           err, 1024):
-                        raise RuntimeError(err.value.decode())
+                    ak.forward(*vs[:5], opts)
 
                 def bwd_ours(r):
                     vs = ours[r % 3][5]
-                    args = [vs[5], vs[0], vs[1], vs[2], vs[3], vs[4], vs[6], vs[7], vs[8]]
-                    if lib.attnkit_backward(*(ctypes.byref(x) for x in args), ctypes.byref(opts),
-                                            err, 1024):
-                        raise RuntimeError(err.value.decode())
+                    ak.backward(vs[5], vs[0], vs[1], vs[2], vs[3], vs[4], vs[6], vs[7], vs[8], opts)
 
                 tq = [(q.transpose(1, 2).detach().requires_grad_(),
                        k.transpose(1, 2).detach().requires_grad_(),
