@@ -33,11 +33,14 @@ bool log_enabled() {
 }
 
 int num_threads() {
-  const std::string v = get("ATTNKIT_NUM_THREADS");
-  if (v.empty()) return 0;
-  char* end = nullptr;
-  const long n = std::strtol(v.c_str(), &end, 10);
-  return (end && *end == '\0' && n > 0 && n < 4096) ? static_cast<int>(n) : 0;
+  static const int v = [] {
+    const std::string s = get("ATTNKIT_NUM_THREADS");
+    if (s.empty()) return 0;
+    char* end = nullptr;
+    const long n = std::strtol(s.c_str(), &end, 10);
+    return (end && *end == '\0' && n > 0 && n < 4096) ? static_cast<int>(n) : 0;
+  }();
+  return v;
 }
 
 }  // namespace attnkit::env

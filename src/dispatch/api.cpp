@@ -35,23 +35,39 @@ int device_arch(Device d) {
   return device_runtime(d.type).arch(d);
 }
 
-/// Selection candidates for this call: every known backend, with its reasons.
+/// Every known backend as selection sees it, without reasons (those depend on the call): built
+/// once per process, in preference order.
+const std::vector<SelectionCandidate>& known_candidates() {
+  static const std::vector<SelectionCandidate> list = [] {
+    std::vector<SelectionCandidate> out;
+    for (const auto& kb : known_backends()) {
+      SelectionCandidate c;
+      c.name = kb.name;
+      if (Backend* b = built_backend(kb.name)) {
+        c.built = true;
+        c.device = b->description().caps.device;
+        c.tier = b->description().caps.tier;
+      } else {
+        c.not_built_reason = not_built_reason(kb.name);
+      }
+      out.push_back(std::move(c));
+    }
+    return out;
+  }();
+  return list;
+}
+
+/// Why the built backend of candidate c cannot run p (empty = it can).
+std::vector<std::string> reasons_for(const SelectionCandidate& c, const Params& p, int arch) {
+  return backend_reasons(*built_backend(c.name), p, arch);
+}
+
+/// Every known backend with all of its reasons (for explain()).
 std::vector<SelectionCandidate> candidates_for(const Params& p) {
   const int arch = device_arch(p.device);
-  std::vector<SelectionCandidate> out;
-  for (const auto& kb : known_backends()) {
-    SelectionCandidate c;
-    c.name = kb.name;
-    if (Backend* b = built_backend(kb.name)) {
-      c.built = true;
-      c.device = b->description().caps.device;
-      c.tier = b->description().caps.tier;
-      c.reasons = backend_reasons(*b, p, arch);
-    } else {
-      c.not_built_reason = not_built_reason(kb.name);
-    }
-    out.push_back(std::move(c));
-  }
+  std::vector<SelectionCandidate> out = known_candidates();
+  for (auto& c : out)
+    if (c.built) c.reasons = reasons_for(c, p, arch);
   return out;
 }
 
@@ -82,7 +98,11 @@ void log_selection(const Selection& s, const Params& p) {
 }
 
 Backend& chosen_backend(const Options& o, const Params& p, Selection& sel) {
-  sel = select_backend(request_for(o, p), candidates_for(p));
+  // Reasons are computed only for the candidates selection looks at (the named backend, or auto's
+  // candidates up to the first that can run the call): this runs on every call.
+  const int arch = device_arch(p.device);
+  sel = select_backend(request_for(o, p), known_candidates(),
+                       [&](const SelectionCandidate& c) { return reasons_for(c, p, arch); });
   log_selection(sel, p);
   Backend* b = built_backend(sel.backend);
   if (!b) throw Error(ErrorCode::kInternal, "selected backend '" + sel.backend + "' is not built");

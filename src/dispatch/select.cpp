@@ -29,6 +29,12 @@ static std::string join_reasons(const std::vector<std::string>& reasons) {
 
 Selection select_backend(const SelectionRequest& req,
                          const std::vector<SelectionCandidate>& candidates) {
+  return select_backend(req, candidates, [](const SelectionCandidate& c) { return c.reasons; });
+}
+
+Selection select_backend(const SelectionRequest& req,
+                         const std::vector<SelectionCandidate>& candidates,
+                         const ReasonsOf& reasons_of) {
   // 1. Which rule names the backend?
   struct Rule {
     const std::string* value;
@@ -53,10 +59,11 @@ Selection select_backend(const SelectionRequest& req,
     for (const auto& c : candidates) {
       if (c.name != name) continue;
       if (!c.built) throw Error(ErrorCode::kNotBuilt, name + ": not built: " + c.not_built_reason);
-      if (!c.reasons.empty())
+      const std::vector<std::string> reasons = reasons_of(c);
+      if (!reasons.empty())
         throw Error(ErrorCode::kUnsupported,
                     "backend '" + name + "' (chosen by " + rule +
-                        ") cannot run this call: " + join_reasons(c.reasons));
+                        ") cannot run this call: " + join_reasons(reasons));
       return Selection{name, rule};
     }
     throw Error(ErrorCode::kNotBuilt, name + ": not built: not part of this binary");
@@ -70,8 +77,9 @@ Selection select_backend(const SelectionRequest& req,
       why << "\n  " << c.name << ": quantized tier (set allow_quantized to use it)";
       continue;
     }
-    if (c.reasons.empty()) return Selection{c.name, rule};
-    why << "\n  " << c.name << ": " << join_reasons(c.reasons);
+    const std::vector<std::string> reasons = reasons_of(c);
+    if (reasons.empty()) return Selection{c.name, rule};
+    why << "\n  " << c.name << ": " << join_reasons(reasons);
   }
   throw Error(ErrorCode::kUnsupported,
               "no backend built for " +

@@ -6,6 +6,7 @@
 // order and skips quantized-tier backends unless allowed.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,16 @@ struct Selection {
 std::string resolve_backend_name(const std::string& name, DeviceType device);
 
 /// Throws Error(kUnknownBackend | kNotBuilt | kUnsupported) when nothing can run the call.
+/// Uses each candidate's `reasons`.
 Selection select_backend(const SelectionRequest& req,
                          const std::vector<SelectionCandidate>& candidates);
+
+/// The same rule, asking `reasons_of` only for the candidates it has to look at: the named one,
+/// or for auto the built ones on the call's device up to the first that can run it. The call
+/// path uses this (reasons include each backend's extra_reasons(), not free to compute for all).
+using ReasonsOf = std::function<std::vector<std::string>(const SelectionCandidate&)>;
+Selection select_backend(const SelectionRequest& req,
+                         const std::vector<SelectionCandidate>& candidates,
+                         const ReasonsOf& reasons_of);
 
 }  // namespace attnkit

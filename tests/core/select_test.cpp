@@ -146,6 +146,28 @@ TEST(Select, NothingCanRunListsAllReasons) {
   }
 }
 
+TEST(Select, LazyReasonsAreAskedOnlyWhereNeeded) {
+  std::vector<std::string> asked;
+  const ReasonsOf probe = [&](const SelectionCandidate& c) {
+    asked.push_back(c.name);
+    return c.reasons;
+  };
+  SelectionRequest r;
+  r.device = DeviceType::cuda;
+  // auto: cudnn (has a reason), then flash (runs it); nothing after flash, nothing on the CPU.
+  EXPECT_EQ(select_backend(r, gpu_world(), probe).backend, "flash");
+  EXPECT_EQ(asked, (std::vector<std::string>{"cudnn", "flash"}));
+  // explicit: only the named backend.
+  asked.clear();
+  r.per_call = "cuda_math";
+  EXPECT_EQ(select_backend(r, gpu_world(), probe).backend, "cuda_math");
+  EXPECT_EQ(asked, (std::vector<std::string>{"cuda_math"}));
+  // the eager and lazy forms agree, errors included.
+  r.per_call = "cudnn";
+  EXPECT_THROW(select_backend(r, gpu_world(), probe), Error);
+  EXPECT_THROW(select_backend(r, gpu_world()), Error);
+}
+
 TEST(Select, NativeMeansCpuFlashOnCpuAndAutoOnCuda) {
   EXPECT_EQ(resolve_backend_name("native", DeviceType::cpu), "cpu_flash");
   EXPECT_EQ(resolve_backend_name("native", DeviceType::cuda), "auto");
