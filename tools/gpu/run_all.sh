@@ -138,13 +138,15 @@ if [[ $DO_SAN == 1 ]]; then
     [[ -x $bin ]] || { echo "(no $bin)" >>"$OUTDIR/sanitizer.log"; continue; }
     for tool in memcheck racecheck; do
       echo "==== $tool $bin --gtest_filter=$FILTER" >>"$OUTDIR/sanitizer.log"
-      if timeout "${ATTNKIT_SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" \
-           --error-exitcode 99 "$bin" --gtest_filter="$FILTER" --gtest_brief=1 \
-           >>"$OUTDIR/sanitizer.log" 2>&1; then
+      rc=0
+      timeout "${ATTNKIT_SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" \
+        --error-exitcode 99 "$bin" --gtest_filter="$FILTER" --gtest_brief=1 \
+        >>"$OUTDIR/sanitizer.log" 2>&1 || rc=$?
+      if [[ $rc == 0 ]]; then
         note "$tool" "ok: test_$b: $(grep -E '^\[  PASSED  \]' "$OUTDIR/sanitizer.log" | tail -1)"
       else
         SAN_FAIL=1
-        note "$tool" "FAILED: test_$b (exit $?; see sanitizer.log)"
+        note "$tool" "FAILED: test_$b (exit $rc; see sanitizer.log)"
       fi
     done
   done
