@@ -11,7 +11,11 @@ out); median of >= 100 timed runs (fewer only for implementations slower than 50
 the cuda_math reference — down to 10, or 3 above 500 ms; the count is recorded in every row);
 inputs rotated over >= 3 x L2 (at least two input sets, so no two consecutive calls see the same
 data); random normal inputs; a pause (--pause, 1 s)
-between implementations. FLOPs: forward 4 B H S^2 D (halved when causal), backward 2.5 x forward.
+between implementations. With --rounds R every implementation is timed R times per shape in
+alternating order (ABBA...) and the row reports the median of the R medians: use it when two
+implementations are expected to be equal (attnkit:cudnn vs torch:cudnn), since the lent machines
+drift by about +-5% between minutes. FLOPs: forward 4 B H S^2 D (halved when causal), backward
+2.5 x forward.
 
 Correctness: before timing, every attnkit backend's output (and gradients for bwd) on the timed
 shape is compared with torch's (flash, else efficient/cudnn) in the same process; the max abs
@@ -348,6 +352,9 @@ def main():
     ap.add_argument("--passes", default="fwd,bwd")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every implementation this many times per shape, alternating the "
+                         "order (ABBA...); rows report the median of the rounds' medians")
     ap.add_argument("--pause", type=float, default=1.0, help="seconds between implementations")
     ap.add_argument("--quick", action="store_true", help="S 1k,4k,16k; D 128; fewer peers' flex")
     ap.add_argument("--json", default=None)
@@ -445,6 +452,11 @@ def main():
                             break
                         except Exception:  # noqa: BLE001 - try the next reference
                             continue
+                    # Set-up (and the spot-check) of every implementation first, then the timing
+                    # in rounds: round r times the implementations in order (r even) or reversed
+                    # (r odd), so slow drifts of clock and power hit every implementation alike;
+                    # the row reports the median over the rounds' medians (--rounds, default 1).
+                    ready = []
                     for kind, name in impls:
                         impl = f"{kind}:{name}"
                         row = {"impl": impl, "pass": pas, "dtype": "bf16", "b": shp.b, "h": shp.h,
@@ -469,22 +481,45 @@ def main():
                                     doc["rows"].append(row)
                                     log(f"[WRONG] {impl} {pas} {shp}: not timed")
                                     continue
-                            ms, runs, mn, mx = timer(fn)
-                            row["floor_ms"] = floor_ms(doc["ceilings"], shp, pas)
-                            row.update({"ms": round(ms, 4), "tflops": round(
-                                flops(shp.b, shp.h, s, d, causal, pas) / (ms * 1e-3) / 1e12, 1),
-                                "runs": runs, "min_ms": round(mn, 4), "max_ms": round(mx, 4),
-                                "status": "ok"})
-                            log(f"[time] {impl:18} {pas} {shp}: {ms:8.3f} ms {row['tflops']:7.1f} "
-                                f"TFLOP/s (median of {runs})")
+                            ready.append((row, fn))
                         except Exception as e:  # noqa: BLE001 - unsupported shapes are rows too
                             row["status"] = "unsupported" if "nsupported" in str(e) or "not built" in str(e) else "error"
                             row["error"] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
                             log(f"[skip] {impl} {pas} {shp}: {row['error'][:200]}")
+                            doc["rows"].append(row)
+                    results = {id(row): [] for row, _ in ready}
+                    for r in range(args.rounds):
+                        order = ready if r % 2 == 0 else ready[::-1]
+                        for row, fn in order:
+                            try:
+                                results[id(row)].append(timer(fn))
+                            except Exception as e:  # noqa: BLE001 - a failure while timing
+                                row["status"] = "error"
+                                row["error"] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+                                log(f"[skip] {row['impl']} {pas} {shp}: {row['error'][:200]}")
+                            torch.cuda.synchronize()
+                            time.sleep(args.pause)
+                    for row, _ in ready:
+                        got = results[id(row)]
+                        if row.get("status") == "error" or not got:
+                            doc["rows"].append(row)
+                            continue
+                        ms = statistics.median(g[0] for g in got)
+                        runs = sum(g[1] for g in got)
+                        mn, mx = min(g[2] for g in got), max(g[3] for g in got)
+                        row["floor_ms"] = floor_ms(doc["ceilings"], shp, pas)
+                        row.update({"ms": round(ms, 4), "tflops": round(
+                            flops(shp.b, shp.h, s, d, causal, pas) / (ms * 1e-3) / 1e12, 1),
+                            "runs": runs, "min_ms": round(mn, 4), "max_ms": round(mx, 4),
+                            "status": "ok"})
+                        if args.rounds > 1:
+                            row["rounds"] = args.rounds
+                            row["round_ms"] = [round(g[0], 4) for g in got]
+                        log(f"[time] {row['impl']:18} {pas} {shp}: {ms:8.3f} ms {row['tflops']:7.1f} "
+                            f"TFLOP/s (median of {runs}" + (f", {args.rounds} rounds: " + " ".join(
+                                f"{g[0]:.3f}" for g in got) if args.rounds > 1 else "") + ")")
                         doc["rows"].append(row)
-                        save()
-                        torch.cuda.synchronize()
-                        time.sleep(args.pause)
+                    save()
                     del sets, ref
                     torch.cuda.empty_cache()
     save()
