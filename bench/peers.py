@@ -10,7 +10,9 @@ Method: CUDA events around each call; warm-up first (module load, compile, autot
 out); median of >= 100 timed runs (fewer only for implementations slower than 50 ms a call —
 the cuda_math reference — down to 10, or 3 above 500 ms; the count is recorded in every row);
 inputs rotated over >= 3 x L2 (at least two input sets, so no two consecutive calls see the same
-data); random normal inputs; a pause (--pause, 1 s)
+data; outputs written to one reused buffer per implementation, which is what torch's caching
+allocator gives the peers; the timed attnkit forward asks for no lse, like torch's inference
+call); random normal inputs; a pause (--pause, 1 s)
 between implementations. With --rounds R every implementation is timed R times per shape in
 alternating order (ABBA...) and the row reports the median of the R medians: use it when two
 implementations are expected to be equal (attnkit:cudnn vs torch:cudnn), since the lent machines
@@ -209,22 +211,40 @@ def torch_runner(torch, shp, peer, sets, pas):
                 "dk": dk.transpose(1, 2), "dv": dv.transpose(1, 2)}
 
 
-def attnkit_runner(torch, lib, shp, backend, sets, pas):
+def attnkit_runner(torch, lib, shp, backend, sets, pas, outputs_per_set=False):
+    """Returns (fn(i), outputs_of_set0) for an attnkit backend.
+
+    Outputs are treated as the torch peers' are: torch allocates its output (and gradients) on
+    every call from the caching allocator, which hands back the block freed by the previous
+    call, so every call writes the same addresses. Here one output buffer (one dq/dk/dv set) is
+    likewise reused across the rotated input sets (outputs_per_set=True gives each set its own,
+    the method before 2026-11-21's second H100 run). The timed forward asks for no lse, as
+    torch's inference call computes none; the backward's inputs (out, lse) come from one
+    forward per set at set-up."""
     from attnkit_c import tensor_of
     stream = torch.cuda.current_stream().cuda_stream
     opts = lib.options(backend, causal="bottom_right" if shp.causal else None, stream=stream)
     n = len(sets)
     bufs = []
+    shared = None
     for x in sets:
-        out = torch.empty_like(x["q"])
-        lse = torch.empty(shp.b, shp.h, shp.s, device="cuda", dtype=torch.float32)
         t = {k: tensor_of(v) for k, v in x.items()}
-        t["out"], t["lse"] = tensor_of(out), tensor_of(lse)
-        keep = {"out": out, "lse": lse}
+        if outputs_per_set or shared is None:
+            keep = {"out": torch.empty_like(x["q"])}
+            if pas == "bwd":
+                for g in ("dq", "dk", "dv"):
+                    keep[g] = torch.empty_like(x["q"])
+            shared = keep
+        keep = dict(shared)
+        if pas == "bwd":  # the backward reads this set's own forward output and lse
+            keep["out"] = torch.empty_like(x["q"])
+            keep["lse"] = torch.empty(shp.b, shp.h, shp.s, device="cuda", dtype=torch.float32)
+            t["lse"] = tensor_of(keep["lse"])
+        else:
+            t["lse"] = None
+        for k in keep:
+            t[k] = tensor_of(keep[k])
         if pas == "bwd":
-            for g in ("dq", "dk", "dv"):
-                keep[g] = torch.empty_like(x["q"])
-                t[g] = tensor_of(keep[g])
             lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], opts)
         bufs.append((t, keep))
 
@@ -352,6 +372,10 @@ def main():
     ap.add_argument("--passes", default="fwd,bwd")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--outputs-per-set", action="store_true",
+                    help="attnkit backends write each input set's own output buffers (the method "
+                         "before 2026-11-21 run 2); default: one output buffer reused, as torch's "
+                         "caching allocator does for the peers")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time every implementation this many times per shape, alternating the "
                          "order (ABBA...); rows report the median of the rounds' medians")
@@ -465,7 +489,8 @@ def main():
                             if kind == "torch":
                                 fn, _ = torch_runner(torch, shp, name, sets, pas)
                             else:
-                                fn, mine = attnkit_runner(torch, lib, shp, name, sets, pas)
+                                fn, mine = attnkit_runner(torch, lib, shp, name, sets, pas,
+                                                          args.outputs_per_set)
                                 if ref is None:
                                     raise RuntimeError("no torch reference for the spot-check")
                                 errs = compare(torch, mine, ref)
