@@ -1,0 +1,20 @@
+// Entry points of the flash3 backward instantiations (instantiations/bwd_d*_*.cu).
+#pragma once
+
+#include "core/params.hpp"
+
+namespace attnkit::flash3 {
+
+/// Runs the backward for head dim D (64 or 128), bf16 (BF16 = true) or f16: dq, dk, dv from
+/// (dout, q, k, v, out, lse). Params must satisfy backend.cpp's capability table and
+/// extra_reasons (is_backward). Uses the stream-ordered workspace (cuda/workspace.hpp):
+/// B * Hq * ceil64(Sq) * (D + 2) * 4 bytes.
+template <int D, bool BF16>
+void run_backward(const Params& p);
+
+extern template void run_backward<64, true>(const Params&);
+extern template void run_backward<64, false>(const Params&);
+extern template void run_backward<128, true>(const Params&);
+extern template void run_backward<128, false>(const Params&);
+
+}  // namespace attnkit::flash3
