@@ -15,7 +15,8 @@ struct BwdArgs {
   // Workspace (fp32), row index (b * Hq + h) * sq_pad + i; rows i >= Sq are padding.
   const float* lse2;   // [B*Hq, sq_pad] lse * log2(e); +inf for empty or padding rows (P = 0)
   const float* delta;  // [B*Hq, sq_pad] rowsum(dO o O); 0 for padding rows
-  float* dq_acc;       // [B*Hq, sq_pad, D] sum over keys of dS K (unscaled); zeroed before
+  float* dq_acc;       // [B*Hq, sq_pad, D] sum over keys of dS K (unscaled), zeroed before; tile
+                       // layout in bwd_traits.hpp
   void* dk;            // [B, Sk, Hkv, D], d-stride 1; strides in elements
   int64_t dk_sb, dk_ss, dk_sh;
   void* dv;
@@ -27,6 +28,7 @@ struct BwdArgs {
   int num_m_blocks;    // ceil(Sq / kBlockM)
   float scale;         // softmax scale: dK = scale * sum dS^T Q
   float scale_log2;    // scale * log2(e)
+  int dq_bulk;         // 1: dQ by bulk TMA reduce-add from smem; 0: atomicAdd(float2)
 };
 
 }  // namespace attnkit::flash3::bwd

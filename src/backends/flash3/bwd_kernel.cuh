@@ -5,7 +5,8 @@
 //   2. bwd_kernel: one CTA per (key block, kv head, batch), warp-specialised, wgmma throughout
 //      (layout and roles in bwd_traits.hpp). dK/dV are complete per CTA (the CTA loops over the
 //      q heads of its GQA group, so no atomics); dQ partial sums go to the workspace with
-//      atomicAdd(float2), hence not deterministic (the backend declares deterministic = false).
+//      bulk TMA reduce-adds (or atomicAdd(float2)), hence not deterministic (the backend
+//      declares deterministic = false).
 //   3. bwd_dq_convert_kernel: dQ = scale * workspace, to the output dtype and strides.
 #pragma once
 
@@ -68,21 +69,30 @@ __global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, f
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. dQ conversion: dq[b, i, h, d] = scale * dq_acc[(b*Hq + h)*sq_pad + i][d].
-//    grid (ceil(Sq / 8), Hq, B), block 256: 8 rows per block, a warp per row.
+// 3. dQ conversion: dq[b, i, h, d] = scale * (element (i, d) of the tiled dQ workspace).
+//    grid (ceil(Sq / 8), Hq, B), block 256: 8 rows per block, a warp per row, 2 columns a lane.
 // ---------------------------------------------------------------------------------------------
-template <bool BF16>
+/// Offset of element (row, col) inside one 64 x D dQ workspace tile (bwd_traits.hpp).
+template <int D>
+__host__ __device__ __forceinline__ int dq_tile_offset(int row, int col) {
+  constexpr int kN = BwdTraits<D>::kDqN;
+  const int part = col / kN, c = col % kN;
+  const int tid = 32 * (row / 16) + 4 * (row % 8) + (c % 8) / 2;
+  return part * 64 * kN + ((2 * (c / 8) + (row % 16) / 8) * 128 + tid) * 2 + c % 2;
+}
+
+template <int D, bool BF16>
 __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* dq_acc) {
   using T = Elem<BF16>;
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i = blockIdx.x * 8 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (i >= p.seqlen_q) return;
-  const int d_len = static_cast<int>(p.head_dim);
-  const float* src = dq_acc + ((b * p.heads_q + h) * sq_pad + i) * d_len;
+  const float* tile = dq_acc + ((b * p.heads_q + h) * sq_pad + (i / 64) * 64) * D;
   T* dst = static_cast<T*>(p.dq) + b * p.dq_st.b + i * p.dq_st.s + h * p.dq_st.h;
-  for (int c = 2 * lane; c < d_len; c += 64) {
-    const float2 v = *reinterpret_cast<const float2*>(src + c);
+#pragma unroll
+  for (int c = 2 * lane; c < D; c += 64) {
+    const float2 v = *reinterpret_cast<const float2*>(tile + dq_tile_offset<D>(i % 64, c));
     dst[c * p.dq_st.d] = static_cast<T>(v.x * p.scale);
     dst[(c + 1) * p.dq_st.d] = static_cast<T>(v.y * p.scale);
   }
@@ -148,7 +158,7 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Tr::kOffBars);
   uint64_t* full_kv = bars;              // K and V landed (TMA bytes)
-  uint64_t* full = bars + 1;             // [kStages] Q, dO (TMA bytes) + lse2/delta (32 arrivals)
+  uint64_t* full = bars + 1;             // [kStages] Q, dO, lse2, delta (TMA bytes)
   uint64_t* empty = bars + 1 + kStages;  // [kStages] 8 consumer warps done with the stage
   float* s_lse = reinterpret_cast<float*>(smem + Tr::kOffLse);      // [kStages][kBM]
   float* s_delta = reinterpret_cast<float*>(smem + Tr::kOffDelta);  // [kStages][kBM]
@@ -166,7 +176,7 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
   if (threadIdx.x == 0) {
     ptx::mbar_init(full_kv, 1);
     for (int s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 1 + 32);
+      ptx::mbar_init(&full[s], 1);
       ptx::mbar_init(&empty[s], Tr::kConsumerWGs * 4);
     }
     ptx::fence_mbar_init();
@@ -193,8 +203,12 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
         const int s = it % kStages;
         const uint32_t ph = (it / kStages) & 1;
         const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+        // lse2 and delta rows of the item: 64 fp32 each from the padded workspace (in bounds).
+        const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
         ptx::mbar_wait(&empty[s], ph ^ 1);
-        ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
+        ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes + 2 * kBM * 4);
+        ptx::bulk_load_g2s(s_lse + s * kBM, a.lse2 + row, kBM * 4, &full[s]);
+        ptx::bulk_load_g2s(s_delta + s * kBM, a.delta + row, kBM * 4, &full[s]);
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c) {
           ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q,
@@ -202,21 +216,6 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
           ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_do,
                            &full[s], c * 64, x.m0, x.h, b);
         }
-      }
-    } else if (threadIdx.x / 32 == 1) {
-      // lse2 and delta rows of each item (64 fp32 each, padded workspace: always in bounds).
-      const int lane = threadIdx.x % 32;
-      for (int it = 0; it < items; ++it) {
-        const int s = it % kStages;
-        const uint32_t ph = (it / kStages) & 1;
-        const Item x = item_of(a, g, it, m_begin, m_count, kBM);
-        const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
-        ptx::mbar_wait(&empty[s], ph ^ 1);
-        s_lse[s * kBM + lane] = a.lse2[row + lane];
-        s_lse[s * kBM + lane + 32] = a.lse2[row + lane + 32];
-        s_delta[s * kBM + lane] = a.delta[row + lane];
-        s_delta[s * kBM + lane + 32] = a.delta[row + lane + 32];
-        ptx::mbar_arrive(&full[s]);  // release: the stores above are visible to the waiters
       }
     }
     return;
@@ -349,6 +348,9 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
     }
     ptx::wgmma_commit();
 
+    // This WG's previous bulk reduce has finished reading its dQ stage (so after the barrier
+    // every thread of the WG may overwrite it).
+    if (a.dq_bulk && tid == 0) ptx::bulk_wait_read<0>();
     // Both halves of dS^T are in smem (and each WG's reads of this buffer two iterations ago
     // are complete: they were waited for before that WG arrived here last iteration).
     ptx::named_bar_sync(1, 2 * 128);
@@ -374,21 +376,38 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
     fence_regs(dv);
     if (lane == 0) ptx::mbar_arrive(&empty[s]);  // Q, dO, lse2, delta of stage s consumed
 
-    // dQ partial sums -> fp32 workspace (rows are padded to sq_pad: always in bounds).
-    float* dq_rows = a.dq_acc +
-                     ((static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0) * D +
-                     (Tr::kDqSplitD ? w * Tr::kDqN : 0);
+    // dQ partial sums -> this WG's part of the (bh, query block) workspace tile, thread-major
+    // (bwd_traits.hpp): position ((2 j + r) * 128 + tid) * 2 holds dq[4 j + 2 r], dq[4 j + 2 r +
+    // 1].
+    float* part = a.dq_acc + ((static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0) * D +
+                  (Tr::kDqSplitD ? w * 64 * Tr::kDqN : 0);
+    if (a.dq_bulk) {
+      float* sdq = reinterpret_cast<float*>(smem + Tr::kOffDQ + w * Tr::kDqPartBytes);
 #pragma unroll
-    for (int j = 0; j < Tr::kDqN / 8; ++j)
+      for (int j = 0; j < Tr::kDqN / 8; ++j)
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int row = 16 * warp + lane / 4 + 8 * r;
-        atomicAdd(reinterpret_cast<float2*>(dq_rows + row * D + 8 * j + qc),
-                  make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
+        for (int r = 0; r < 2; ++r)
+          *reinterpret_cast<float2*>(sdq + ((2 * j + r) * 128 + tid) * 2) =
+              make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+      ptx::fence_proxy_async_smem();  // generic stores -> the bulk copy's async-proxy reads
+      ptx::named_bar_sync(2 + w, 128);
+      if (tid == 0) {
+        ptx::bulk_reduce_add_f32(part, sdq, Tr::kDqPartBytes);
+        ptx::bulk_commit();
       }
+    } else {
+#pragma unroll
+      for (int j = 0; j < Tr::kDqN / 8; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          atomicAdd(reinterpret_cast<float2*>(part + ((2 * j + r) * 128 + tid) * 2),
+                    make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
+    }
   }
+  // Every reduce must have read its smem source before the CTA exits (and be complete).
+  if (a.dq_bulk && tid == 0) ptx::bulk_wait<0>();
 
-  // ---- epilogue: dK = scale * acc, dV = acc, rows < Sk (pairs of 16-bit, d-stride 1) ---------
+    // ---- epilogue: dK = scale * acc, dV = acc, rows < Sk (pairs of 16-bit, d-stride 1) ---------
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int key = key_r0 + 8 * r;

@@ -109,6 +109,7 @@ void run_backward(const Params& p) {
     a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+    a.dq_bulk = bwd_tuning().dq_mode != 0 ? 1 : 0;
 
     auto kernel = bwd::bwd_kernel<D, BF16>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
@@ -130,7 +131,8 @@ void run_backward(const Params& p) {
   if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd::bwd_dq_convert_kernel<BF16><<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
+    bwd::bwd_dq_convert_kernel<D, BF16>
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 }

@@ -5,6 +5,17 @@
 
 namespace attnkit::flash3 {
 
+/// Measurement knobs of the backward (benchmarks and tests only; defaults are the tuned choice).
+struct BwdTuning {
+  // dQ accumulation: 1 = per-warpgroup bulk TMA reduce-add of the smem-staged tile, 0 = float2
+  // atomics straight from registers, -1 = default (bulk).
+  int dq_mode = -1;
+};
+inline BwdTuning& bwd_tuning() {
+  static BwdTuning t;
+  return t;
+}
+
 /// Runs the backward for head dim D (64 or 128), bf16 (BF16 = true) or f16: dq, dk, dv from
 /// (dout, q, k, v, out, lse). Params must satisfy backend.cpp's capability table and
 /// extra_reasons (is_backward). Uses the stream-ordered workspace (cuda/workspace.hpp):

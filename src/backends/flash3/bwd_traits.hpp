@@ -2,15 +2,16 @@
 // shared by the kernel and the host launcher.
 //
 // One CTA = (kBlockN = 128 keys, kv head g, batch b), 3 warpgroups (384 threads):
-//   WG0 producer: thread 0 issues TMA (K and V once; Q and dO per query block into a kStages
-//       ring); warp 1 copies the query block's lse2 and delta rows (64 fp32 each) into smem.
+//   WG0 producer: thread 0 issues TMA (K and V once; per query block Q and dO tiles and the
+//       lse2 / delta rows (64 fp32 each, bulk copies) into a kStages ring).
 //   WG1, WG2 consumers, WG w owning keys [64 w, 64 w + 64) of the block. Per query block of
 //       kBlockM = 64 rows (looping over every q head of the GQA group):
 //         S^T [64k x 64q] = K_w Q^T,  dP^T = V_w dO^T            wgmma SS (K-major A and B)
 //         P^T = exp2(S^T scale_log2 - lse2),  dS^T = P^T (dP^T - delta)     registers
 //         dV_w += P^T dO,  dK_w += dS^T Q                          wgmma RS (P^T, dS^T from regs)
 //         dS^T -> smem (both halves), then dQ [64q x D] = dS K      wgmma SS (MN-major A and B)
-//         dQ -> fp32 workspace by atomicAdd(float2) (red.global.add.v2.f32)
+//         dQ -> fp32 workspace: staged in smem, added by one bulk TMA reduce-add per WG
+//         (cp.reduce.async.bulk .add.f32), or (BwdTuning::dq_mode = 0) by atomicAdd(float2)
 //       dQ is split between the two consumers: D = 128 by columns (WG w: D/2 columns over all
 //       128 keys); D = 64 by keys (WG w: its own 64 keys, all 64 columns; both add atomically).
 //
@@ -19,10 +20,17 @@
 //   D = 128: 64 + 64 + 32 + 32 (+ dQ 32 once S/dP are packed) -> fits 240 (setmaxnreg).
 // Shared memory (16-bit tiles as kD/64 column chunks of [rows][64] with the 128-byte swizzle):
 //   K, V      [kBlockN x kD]               once
-//   Q, dO     [kStages][kBlockM x kD]      ring; full barrier = TMA bytes + 32 loader arrivals
+//   Q, dO     [kStages][kBlockM x kD]      ring; full barrier = TMA bytes of Q, dO, lse2, delta
 //   dS^T      [2][kBlockN x kBlockM]       double-buffered by iteration parity
+//   dQ stage  [2 WGs][64 x kDqN] fp32      one per consumer (bulk reduce source)
 //   lse2,delta[kStages][kBlockM] fp32
-//   D = 128: 32 + 32 + 2*2*16 + 2*16 + 1 KB = 161 KB; D = 64: 97 KB.
+//   D = 128: 32 + 32 + 2*2*16 + 2*16 + 2*16 + 1 KB = 193 KB; D = 64: 129 KB.
+// dQ workspace layout (fp32): per (b*Hq + h, query block) a contiguous 64 x D tile at
+// (bh * sq_pad + m0) * D, made of D / kDqN parts of 64 x kDqN (part = column block), each stored
+// thread-major as the wgmma accumulator lies in registers: element (row, col) of a part at
+// ((2 * (col / 8) + (row % 16) / 8) * 128 + tid) * 2 + col % 2 with
+// tid = 32 * (row / 16) + 4 * (row % 8) + (col % 8) / 2, so each warp's stores (to smem for the
+// bulk reduce, or its atomics) are 256 contiguous bytes. bwd_dq_convert_kernel undoes this.
 #pragma once
 
 #include <cstdint>
@@ -49,17 +57,19 @@ struct BwdTraits {
   static constexpr bool kDqSplitD = D >= 128;
   static constexpr int kDqN = kDqSplitD ? D / 2 : D;        // dQ columns per consumer
   static constexpr int kDqKeys = kDqSplitD ? kBlockN : 64;  // keys summed per consumer
-  // 40 + 232: with 24 for the producer (TMA thread + lse/delta loader warp) ptxas spilled
-  // 16-36 bytes there; 40*128 + 232*256 = 64512 <= 65536 registers per SM.
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = 232;
+  // 24*128 + 240*256 = 64512 <= 65536 registers per SM. Consumers at 232 spill 56 bytes
+  // (D = 128, ptxas -v); 240 spills nothing.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
   // Offsets (bytes) from the 1024-aligned base.
   static constexpr int kOffK = 0;
   static constexpr int kOffV = kOffK + kKBytes;
   static constexpr int kOffQ = kOffV + kKBytes;
   static constexpr int kOffDO = kOffQ + kStages * kQBytes;
   static constexpr int kOffDS = kOffDO + kStages * kQBytes;
-  static constexpr int kOffLse = kOffDS + 2 * kDSBytes;
+  static constexpr int kDqPartBytes = 64 * kDqN * 4;  // one WG's dQ tile (fp32)
+  static constexpr int kOffDQ = kOffDS + 2 * kDSBytes;
+  static constexpr int kOffLse = kOffDQ + kConsumerWGs * kDqPartBytes;
   static constexpr int kOffDelta = kOffLse + kStages * kBlockM * 4;
   static constexpr int kOffBars = kOffDelta + kStages * kBlockM * 4;
   static constexpr int kNumBars = 1 + 2 * kStages;                   // full_kv, full[s], empty[s]

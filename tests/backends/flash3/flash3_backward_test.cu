@@ -17,6 +17,7 @@
 
 #include "attnkit/attention.hpp"
 #include "attnkit/backend_info.hpp"
+#include "backends/flash3/bwd_launch.hpp"
 #include "check/check.hpp"
 #include "common/case_printing.hpp"
 #include "common/check_expect.hpp"
@@ -79,10 +80,10 @@ std::vector<check::Case> backward_cases() {
 
 class Flash3Backward : public ::testing::TestWithParam<check::Case> {};
 
-TEST_P(Flash3Backward, MatchesOracle) {
+/// Runs the case on flash3 and the oracle; on sm90 with the head dim built it must run and pass.
+void expect_backward_passes(const check::Case& c) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
-  const check::Case& c = GetParam();
   if (!flash3_built_with(static_cast<int>(c.d)))
     GTEST_SKIP() << "flash3 built without head dim " << c.d;
   const check::Report r = check::run_case(c, "flash3", Device::cuda(0), 23);
@@ -93,6 +94,26 @@ TEST_P(Flash3Backward, MatchesOracle) {
     EXPECT_TRUE(std::any_of(r.metrics.begin(), r.metrics.end(),
                             [&](const check::Metric& m) { return m.what == g; }))
         << g << " missing from the report";
+}
+
+/// Sets flash3::bwd_tuning().dq_mode for one scope.
+struct DqModeScope {
+  int saved;
+  explicit DqModeScope(int mode) : saved(flash3::bwd_tuning().dq_mode) {
+    flash3::bwd_tuning().dq_mode = mode;
+  }
+  ~DqModeScope() { flash3::bwd_tuning().dq_mode = saved; }
+};
+
+// Default dQ path: per-warpgroup bulk TMA reduce-add.
+TEST_P(Flash3Backward, MatchesOracle) {
+  expect_backward_passes(GetParam());
+}
+
+// The alternative dQ path (float2 atomics), kept for A/B measurements: same cases.
+TEST_P(Flash3Backward, MatchesOracleDqAtomics) {
+  DqModeScope mode(0);
+  expect_backward_passes(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
