@@ -1,7 +1,8 @@
 // A/B timing of the flash3 backward alone (no torch, no dispatcher): the three launches of
 // run_backward (preprocess, main kernel, dQ conversion) on BENCHMARKS.md shapes (16384 tokens,
-// hidden 2048, bf16, BSHD), CUDA events, median of 30 runs after 5 warm-ups, once per
-// BwdTuning::dq_mode (1 = bulk TMA reduce-add, 0 = float2 atomics). lse is set to a plausible
+// hidden 2048, bf16, BSHD), CUDA events, median of 30 runs after 5 warm-ups, once per variant
+// of BwdTuning (decoupled / coupled warpgroups; dQ by bulk TMA reduce-add or float2 atomics).
+// lse is set to a plausible
 // log(Sk) + 1 (timing does not depend on it; correctness is the tests' job).
 // Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I include -I src \
 //          bench/gpu/flash3_bwd_ab.cu src/cuda/workspace.cpp \
@@ -87,8 +88,15 @@ void run_one(int S, bool causal) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
-  for (int mode : {1, 0}) {
-    flash3::bwd_tuning().dq_mode = mode;
+  struct Variant {
+    const char* name;
+    int decoupled, dq_mode;
+  };
+  const Variant variants[] = {
+      {"decoupled+bulk  ", 1, 1}, {"decoupled+atomic", 1, 0}, {"coupled+bulk    ", 0, 1}};
+  for (const Variant& var : variants) {
+    flash3::bwd_tuning().decoupled = var.decoupled;
+    flash3::bwd_tuning().dq_mode = var.dq_mode;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;
@@ -103,9 +111,10 @@ void run_one(int S, bool causal) {
     }
     std::sort(ms.begin(), ms.end());
     const float med = ms[ms.size() / 2];
-    std::printf("S=%5d D=%3d causal=%d dq_mode=%s  %8.3f ms  %6.1f TFLOP/s\n", S, D, causal ? 1 : 0,
-                mode ? "bulk  " : "atomic", med, flops / (med * 1e-3) / 1e12);
+    std::printf("S=%5d D=%3d causal=%d %s  %8.3f ms  %6.1f TFLOP/s\n", S, D, causal ? 1 : 0,
+                var.name, med, flops / (med * 1e-3) / 1e12);
   }
+  flash3::bwd_tuning().decoupled = -1;
   flash3::bwd_tuning().dq_mode = -1;
   for (auto* p : {q, k, v, o, dout, dq, dk, dv})
     cudaFree(p);
@@ -117,7 +126,8 @@ void run_one(int S, bool causal) {
 int main(int argc, char** argv) {
   std::vector<std::string> cfgs(argv + 1, argv + argc);
   if (cfgs.empty())
-    cfgs = {"1024,64,0", "1024,128,0", "4096,64,0", "4096,128,0", "4096,128,1", "16384,128,0"};
+    cfgs = {"1024,64,0",  "1024,128,0", "4096,64,0",   "4096,64,1",  "4096,128,0",
+            "4096,128,1", "16384,64,0", "16384,128,0", "16384,128,1"};
   for (const auto& c : cfgs) {
     int S = 0, D = 0, cz = 0;
     if (std::sscanf(c.c_str(), "%d,%d,%d", &S, &D, &cz) != 3) continue;

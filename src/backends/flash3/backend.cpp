@@ -139,13 +139,17 @@ class Flash3Backend final : public Backend {
   /// registers (d-stride 1, even strides, 4-byte aligned); dq is written element-wise (any
   /// strides); the backward kernels are built for D = 64 and 128 only.
   static void backward_reasons(const Params& p, std::vector<std::string>& reasons) {
-    check_tma_operand("dout", p.dout, p.dout_st, p.batch, p.seqlen_q, p.heads_q, reasons);
+    // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
+    // only the tensors given are checked.
+    if (p.dout != nullptr)
+      check_tma_operand("dout", p.dout, p.dout_st, p.batch, p.seqlen_q, p.heads_q, reasons);
     const struct {
       const char* name;
       const void* ptr;
       const Strides4& st;
     } outs[2] = {{"dk", p.dk, p.dk_st}, {"dv", p.dv, p.dv_st}};
     for (const auto& o : outs) {
+      if (o.ptr == nullptr) continue;
       if (o.st.d != 1)
         reasons.push_back(std::string(o.name) + ".stride(d) must be 1 for the flash3 backward");
       if (reinterpret_cast<uintptr_t>(o.ptr) % 4 != 0 || o.st.s % 2 || o.st.h % 2 || o.st.b % 2)

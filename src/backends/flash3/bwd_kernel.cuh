@@ -73,15 +73,14 @@ __global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, f
 //    grid (ceil(Sq / 8), Hq, B), block 256: 8 rows per block, a warp per row, 2 columns a lane.
 // ---------------------------------------------------------------------------------------------
 /// Offset of element (row, col) inside one 64 x D dQ workspace tile (bwd_traits.hpp).
-template <int D>
+template <int kN>
 __host__ __device__ __forceinline__ int dq_tile_offset(int row, int col) {
-  constexpr int kN = BwdTraits<D>::kDqN;
   const int part = col / kN, c = col % kN;
   const int tid = 32 * (row / 16) + 4 * (row % 8) + (c % 8) / 2;
   return part * 64 * kN + ((2 * (c / 8) + (row % 16) / 8) * 128 + tid) * 2 + c % 2;
 }
 
-template <int D, bool BF16>
+template <int D, int kDqN, bool BF16>
 __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* dq_acc) {
   using T = Elem<BF16>;
   const int64_t b = blockIdx.z, h = blockIdx.y;
@@ -92,7 +91,7 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
   T* dst = static_cast<T*>(p.dq) + b * p.dq_st.b + i * p.dq_st.s + h * p.dq_st.h;
 #pragma unroll
   for (int c = 2 * lane; c < D; c += 64) {
-    const float2 v = *reinterpret_cast<const float2*>(tile + dq_tile_offset<D>(i % 64, c));
+    const float2 v = *reinterpret_cast<const float2*>(tile + dq_tile_offset<kDqN>(i % 64, c));
     dst[c * p.dq_st.d] = static_cast<T>(v.x * p.scale);
     dst[(c + 1) * p.dq_st.d] = static_cast<T>(v.y * p.scale);
   }
@@ -145,11 +144,11 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
   return x;
 }
 
-template <int D, bool BF16>
-__global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
+template <int D, bool BF16, bool kDecoupled>
+__global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = BwdTraits<D>;
+  using Tr = BwdTraits<D, kDecoupled>;
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages;
   extern __shared__ uint8_t smem_raw[];
@@ -321,7 +320,8 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
     }
     // dS^T -> smem [128 keys][64 queries] (128B swizzle: 16-byte chunk c of row R at c ^ (R%8)).
     // pds[2j + r] = (key row 16 warp + lane/4 + 8r, query columns 8j + qc, +1).
-    uint8_t* ds_buf = smem + Tr::kOffDS + (it & 1) * Tr::kDSBytes;
+    const int ds_buffer = Tr::kDSBuffers > 1 ? (it & 1) : 0;
+    uint8_t* ds_buf = smem + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
 #pragma unroll
     for (int j = 0; j < 8; ++j)
 #pragma unroll
@@ -351,14 +351,27 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
     // This WG's previous bulk reduce has finished reading its dQ stage (so after the barrier
     // every thread of the WG may overwrite it).
     if (a.dq_bulk && tid == 0) ptx::bulk_wait_read<0>();
-    // Both halves of dS^T are in smem (and each WG's reads of this buffer two iterations ago
-    // are complete: they were waited for before that WG arrived here last iteration).
-    ptx::named_bar_sync(1, 2 * 128);
+    if constexpr (Tr::kDecoupled && D >= 128) {
+      // D = 128 decoupled: dQ needs 64 accumulator registers; with P^T / dS^T still held for
+      // the in-flight RS GEMMs ptxas ran out (C7512: every wgmma serialised, plus spills), so
+      // let dV / dK finish first (the other WG keeps the tensor cores busy meanwhile).
+      ptx::wgmma_wait<0>();
+      fence_regs(dk);
+      fence_regs(dv);
+    }
+    if constexpr (Tr::kDecoupled) {
+      // This WG's dS^T rows are in smem (written by its 4 warps); the other WG is not waited for.
+      ptx::named_bar_sync(2 + w, 128);
+    } else {
+      // Both halves of dS^T are in smem (and each WG's reads of this buffer two iterations ago
+      // are complete: they were waited for before that WG arrived here last iteration).
+      ptx::named_bar_sync(1, 2 * 128);
+    }
 
     // dQ [64 queries x kDqN] = dS K: A = dS^T tile (MN-major: queries contiguous), B = K rows
     // (MN-major: D contiguous), K = kDqKeys keys.
     float dq[Tr::kDqN / 2];
-    const uint32_t ds_u32 = base + Tr::kOffDS + (it & 1) * Tr::kDSBytes;
+    const uint32_t ds_u32 = base + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
     const int key_off0 = Tr::kDqSplitD ? 0 : 64 * w;
     const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
     ptx::wgmma_fence();
@@ -374,7 +387,11 @@ __global__ void __launch_bounds__(BwdTraits<D>::kThreads, 1)
     fence_regs(dq);
     fence_regs(dk);
     fence_regs(dv);
-    if (lane == 0) ptx::mbar_arrive(&empty[s]);  // Q, dO, lse2, delta of stage s consumed
+    // Q, dO, lse2, delta of stage s consumed. __syncwarp orders the other lanes' smem reads
+    // (lse2 / delta) before lane 0's release-arrive (racecheck flagged the producer's next
+    // bulk copy into the stage otherwise: 12 reports in run 1).
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(&empty[s]);
 
     // dQ partial sums -> this WG's part of the (bh, query block) workspace tile, thread-major
     // (bwd_traits.hpp): position ((2 j + r) * 128 + tid) * 2 holds dq[4 j + 2 r], dq[4 j + 2 r +

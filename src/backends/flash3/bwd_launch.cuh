@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "attnkit/error.hpp"
@@ -47,9 +48,10 @@ inline constexpr int kMaxDevices = 64;
 
 }  // namespace bwd
 
-template <int D, bool BF16>
-void run_backward(const Params& p) {
-  using Tr = bwd::BwdTraits<D>;
+namespace bwd {
+template <int D, bool BF16, bool kDecoupled>
+void launch_backward(const Params& p) {
+  using Tr = bwd::BwdTraits<D, kDecoupled>;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
   // Query rows padded to whole 64-row blocks (at least one), so the kernel's lse2 / delta /
@@ -111,7 +113,7 @@ void run_backward(const Params& p) {
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
     a.dq_bulk = bwd_tuning().dq_mode != 0 ? 1 : 0;
 
-    auto kernel = bwd::bwd_kernel<D, BF16>;
+    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -131,10 +133,38 @@ void run_backward(const Params& p) {
   if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd::bwd_dq_convert_kernel<D, BF16>
+    bwd::bwd_dq_convert_kernel<D, Tr::kDqN, BF16>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
+}
+
+}  // namespace bwd
+
+/// Variant per call: decoupled warpgroups (default) or coupled (run 1's kernel), from
+/// bwd_tuning().decoupled, else env ATTNKIT_FLASH3_BWD_COUPLED (read once; a measurement and
+/// fallback switch): "1" or "all" = coupled for every D, or a comma list of head dims ("128").
+template <int D, bool BF16>
+void run_backward(const Params& p) {
+  static const bool env_coupled = [] {
+    const char* e = std::getenv("ATTNKIT_FLASH3_BWD_COUPLED");
+    if (e == nullptr) return false;
+    const std::string v(e);
+    size_t pos = 0;
+    while (pos <= v.size()) {
+      const size_t end = v.find(',', pos) == std::string::npos ? v.size() : v.find(',', pos);
+      const std::string tok = v.substr(pos, end - pos);
+      if (tok == "1" || tok == "all" || tok == std::to_string(D)) return true;
+      pos = end + 1;
+    }
+    return false;
+  }();
+  const int knob = bwd_tuning().decoupled;
+  const bool decoupled = knob >= 0 ? knob != 0 : !env_coupled;
+  if (decoupled)
+    bwd::launch_backward<D, BF16, true>(p);
+  else
+    bwd::launch_backward<D, BF16, false>(p);
 }
 
 }  // namespace attnkit::flash3

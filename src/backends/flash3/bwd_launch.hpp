@@ -10,6 +10,10 @@ struct BwdTuning {
   // dQ accumulation: 1 = per-warpgroup bulk TMA reduce-add of the smem-staged tile, 0 = float2
   // atomics straight from registers, -1 = default (bulk).
   int dq_mode = -1;
+  // Warpgroup coupling (bwd_traits.hpp): 1 = decoupled (dQ split by keys), 0 = coupled (lockstep;
+  // D = 128 splits dQ by columns), -1 = default (decoupled unless env
+  // ATTNKIT_FLASH3_BWD_COUPLED=1).
+  int decoupled = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;
