@@ -111,7 +111,13 @@ void launch_backward(const Params& p) {
     a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
-    a.dq_bulk = bwd_tuning().dq_mode != 0 ? 1 : 0;
+    // dQ path: bulk reduce-add for D = 128, float2 atomics for D = 64 (run 2, H200, same-process
+    // A/B, decoupled kernel): D = 64 atomics 274 vs bulk 254 TFLOP/s at S = 4k, 291 vs 271 at
+    // 16k (staging 16 KB through smem costs smem bandwidth, which the m64n64 SS GEMMs already
+    // saturate); D = 128 bulk 399 vs atomics 358 at 4k, 434 vs 356 at 16k (its decoupled dQ
+    // tile is 64 x 128 per warpgroup: twice the atomics).
+    const int mode = bwd_tuning().dq_mode;
+    a.dq_bulk = mode >= 0 ? mode : (D >= 128 ? 1 : 0);
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).

@@ -8,7 +8,7 @@ namespace attnkit::flash3 {
 /// Measurement knobs of the backward (benchmarks and tests only; defaults are the tuned choice).
 struct BwdTuning {
   // dQ accumulation: 1 = per-warpgroup bulk TMA reduce-add of the smem-staged tile, 0 = float2
-  // atomics straight from registers, -1 = default (bulk).
+  // atomics straight from registers, -1 = default (D = 128 bulk, D = 64 atomics: bwd_launch.cuh).
   int dq_mode = -1;
   // Warpgroup coupling (bwd_traits.hpp): 1 = decoupled (dQ split by keys), 0 = coupled (lockstep;
   // D = 128 splits dQ by columns), -1 = default (decoupled unless env

@@ -10,8 +10,9 @@
 //         P^T = exp2(S^T scale_log2 - lse2),  dS^T = P^T (dP^T - delta)     registers
 //         dV_w += P^T dO,  dK_w += dS^T Q                          wgmma RS (P^T, dS^T from regs)
 //         dS^T -> smem, then dQ = dS K                             wgmma SS (MN-major A and B)
-//         dQ -> fp32 workspace: staged in smem, added by one bulk TMA reduce-add per WG
-//         (cp.reduce.async.bulk .add.f32), or (BwdTuning::dq_mode = 0) by atomicAdd(float2)
+//         dQ -> fp32 workspace: D = 128 staged in smem and added by one bulk TMA reduce-add
+//         per WG (cp.reduce.async.bulk .add.f32); D = 64 by atomicAdd(float2) from registers
+//         (BwdTuning::dq_mode; measured choice in bwd_launch.cuh)
 //       dQ [64q x D] is split between the two consumers one of two ways (kDecoupled):
 //         decoupled (default): by keys. WG w sums dS K over its own 64 keys for all D columns,
 //           so it needs only its own dS^T rows: the WGs never wait for each other and drift

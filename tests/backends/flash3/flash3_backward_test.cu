@@ -96,23 +96,34 @@ void expect_backward_passes(const check::Case& c) {
         << g << " missing from the report";
 }
 
-/// Sets flash3::bwd_tuning().dq_mode for one scope.
-struct DqModeScope {
-  int saved;
-  explicit DqModeScope(int mode) : saved(flash3::bwd_tuning().dq_mode) {
-    flash3::bwd_tuning().dq_mode = mode;
+/// Sets flash3::bwd_tuning() (dq_mode, decoupled) for one scope.
+struct TuningScope {
+  flash3::BwdTuning saved;
+  TuningScope(int dq_mode, int decoupled) : saved(flash3::bwd_tuning()) {
+    flash3::bwd_tuning().dq_mode = dq_mode;
+    flash3::bwd_tuning().decoupled = decoupled;
   }
-  ~DqModeScope() { flash3::bwd_tuning().dq_mode = saved; }
+  ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
-// Default dQ path: per-warpgroup bulk TMA reduce-add.
+// Default: decoupled warpgroups; dQ by float2 atomics (D = 64) or bulk reduce-add (D = 128).
 TEST_P(Flash3Backward, MatchesOracle) {
+  TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
 }
 
-// The alternative dQ path (float2 atomics), kept for A/B measurements: same cases.
+// The alternatives kept for A/B measurements and as fallbacks, on the same cases: each dQ path
+// forced for both head dims, and the coupled (lockstep) warpgroups.
 TEST_P(Flash3Backward, MatchesOracleDqAtomics) {
-  DqModeScope mode(0);
+  TuningScope t(0, -1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleDqBulk) {
+  TuningScope t(1, -1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleCoupled) {
+  TuningScope t(-1, 0);
   expect_backward_passes(GetParam());
 }
 
