@@ -17,6 +17,7 @@
 
 #include "attnkit/attention.hpp"
 #include "attnkit/backend_info.hpp"
+#include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.hpp"
 #include "check/check.hpp"
 #include "common/case_printing.hpp"
@@ -129,6 +130,43 @@ TEST_P(Flash3Backward, MatchesOracleCoupled) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
                          CaseParamName{});
+
+// ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
+
+// The consumers store accumulator element dq[4 j + 2 r + e] of thread tid at
+// ((2 j + r) * 128 + tid) * 2 + e of their part (bwd_kernel.cuh); the conversion kernel reads
+// element (row, col) at dq_tile_offset. The two must agree, and the map must be a permutation
+// of the 64 x D tile (each workspace float written by exactly one element).
+template <int kN>
+void check_dq_layout(int D) {
+  std::vector<int> hits(64 * D, 0);
+  for (int row = 0; row < 64; ++row)
+    for (int col = 0; col < D; ++col) {
+      const int off = flash3::bwd::dq_tile_offset<kN>(row, col);
+      ASSERT_GE(off, 0);
+      ASSERT_LT(off, 64 * D);
+      ++hits[off];
+    }
+  for (int i = 0; i < 64 * D; ++i)
+    ASSERT_EQ(hits[i], 1) << "offset " << i << " (kN " << kN << ", D " << D << ")";
+  for (int part = 0; part < D / kN; ++part)
+    for (int tid = 0; tid < 128; ++tid)
+      for (int j = 0; j < kN / 8; ++j)
+        for (int r = 0; r < 2; ++r)
+          for (int e = 0; e < 2; ++e) {
+            const int row = 16 * (tid / 32) + (tid % 32) / 4 + 8 * r;
+            const int col = part * kN + 8 * j + 2 * (tid % 4) + e;
+            ASSERT_EQ(flash3::bwd::dq_tile_offset<kN>(row, col),
+                      part * 64 * kN + ((2 * j + r) * 128 + tid) * 2 + e)
+                << "tid " << tid << " j " << j << " r " << r << " e " << e;
+          }
+}
+
+TEST(Flash3BackwardLayout, DqTileOffsetMatchesRegisterStores) {
+  check_dq_layout<64>(64);    // D = 64 (both variants)
+  check_dq_layout<128>(128);  // D = 128 decoupled: one 64 x 128 part per warpgroup
+  check_dq_layout<64>(128);   // D = 128 coupled: two 64 x 64 column parts
+}
 
 // ---- explain(): backward calls flash3 must decline --------------------------------------------
 
