@@ -157,10 +157,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Tr::kOffBars);
   uint64_t* full_kv = bars;              // K and V landed (TMA bytes)
-  uint64_t* full = bars + 1;             // [kStages] Q, dO, lse2, delta (TMA bytes)
+  uint64_t* full = bars + 1;             // [kStages] Q and dO (TMA bytes)
   uint64_t* empty = bars + 1 + kStages;  // [kStages] 8 consumer warps done with the stage
-  float* s_lse = reinterpret_cast<float*>(smem + Tr::kOffLse);      // [kStages][kBM]
-  float* s_delta = reinterpret_cast<float*>(smem + Tr::kOffDelta);  // [kStages][kBM]
 
   const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
   // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
@@ -202,12 +200,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
         const int s = it % kStages;
         const uint32_t ph = (it / kStages) & 1;
         const Item x = item_of(a, g, it, m_begin, m_count, kBM);
-        // lse2 and delta rows of the item: 64 fp32 each from the padded workspace (in bounds).
-        const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
         ptx::mbar_wait(&empty[s], ph ^ 1);
-        ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes + 2 * kBM * 4);
-        ptx::bulk_load_g2s(s_lse + s * kBM, a.lse2 + row, kBM * 4, &full[s]);
-        ptx::bulk_load_g2s(s_delta + s * kBM, a.delta + row, kBM * 4, &full[s]);
+        ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c) {
           ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q,
@@ -269,12 +263,18 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
     }
     ptx::wgmma_commit();
 
-    // lse2 / delta of this thread's 16 query columns (8j + qc + e), index 2j + e.
+    // lse2 / delta of this thread's 16 query columns (8j + qc + e), index 2j + e, read straight
+    // from the padded fp32 workspace (in bounds, 8-byte aligned: sq_pad and qc are even) while
+    // the two GEMMs run. They used to be bulk-copied into the stage's shared memory, which
+    // compute-sanitizer racecheck reported as 14 hazards between the producer's async-proxy
+    // write and these generic reads (mbarrier-ordered, but not proven to it); 128 B per row
+    // block from L2 costs nothing next to the 5 GEMMs.
+    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
     float l2[16], dl[16];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float2 lv = *reinterpret_cast<const float2*>(s_lse + s * kBM + 8 * j + qc);
-      const float2 dv2 = *reinterpret_cast<const float2*>(s_delta + s * kBM + 8 * j + qc);
+      const float2 lv = __ldg(reinterpret_cast<const float2*>(a.lse2 + row + 8 * j + qc));
+      const float2 dv2 = __ldg(reinterpret_cast<const float2*>(a.delta + row + 8 * j + qc));
       l2[2 * j] = lv.x;
       l2[2 * j + 1] = lv.y;
       dl[2 * j] = dv2.x;
@@ -387,9 +387,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
     fence_regs(dq);
     fence_regs(dk);
     fence_regs(dv);
-    // Q, dO, lse2, delta of stage s consumed. __syncwarp orders the other lanes' smem reads
-    // (lse2 / delta) before lane 0's release-arrive (racecheck flagged the producer's next
-    // bulk copy into the stage otherwise: 12 reports in run 1).
+    // Q and dO of stage s consumed (every wgmma reading them has completed: wait<0> above);
+    // the warp's lanes converge before lane 0's release-arrive hands the stage back.
     __syncwarp();
     if (lane == 0) ptx::mbar_arrive(&empty[s]);
 

@@ -82,9 +82,7 @@ struct BwdTraits {
   static constexpr int kOffDS = kOffDO + kStages * kQBytes;
   static constexpr int kDqPartBytes = 64 * kDqN * 4;  // one WG's dQ tile (fp32)
   static constexpr int kOffDQ = kOffDS + kDSBuffers * kDSBytes;
-  static constexpr int kOffLse = kOffDQ + kConsumerWGs * kDqPartBytes;
-  static constexpr int kOffDelta = kOffLse + kStages * kBlockM * 4;
-  static constexpr int kOffBars = kOffDelta + kStages * kBlockM * 4;
+  static constexpr int kOffBars = kOffDQ + kConsumerWGs * kDqPartBytes;
   static constexpr int kNumBars = 1 + 2 * kStages;                   // full_kv, full[s], empty[s]
   static constexpr int kSmemBytes = kOffBars + kNumBars * 8 + 1024;  // + 1 KB base alignment
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
