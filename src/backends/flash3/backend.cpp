@@ -1,6 +1,8 @@
-// flash3: Hopper-native (sm_90a) attention. Forward only for now: warp-specialised kernel with
-// TMA loads into a 2-stage K/V ring, wgmma for QK^T and PV, online softmax with exp2.
-// Everything not implemented is declared unsupported so the dispatcher falls back.
+// flash3: Hopper-native (sm_90a) attention. Forward: warp-specialised kernel with TMA loads into
+// a 2-stage K/V ring, wgmma for QK^T and PV, online softmax with exp2. Backward (D = 64, 128):
+// one CTA per key block, TMA + wgmma for all five GEMMs, dQ through an fp32 workspace with
+// atomics (bwd_kernel.cuh). Everything not implemented is declared unsupported so the
+// dispatcher falls back.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "attnkit/error.hpp"
+#include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/launch.hpp"
 #include "dispatch/backend.hpp"
 
@@ -75,7 +78,8 @@ std::vector<std::string> feature_reasons(const Params& p) {
   if (p.softcap > 0.f) r.push_back("softcap");
   if (p.alibi != nullptr) r.push_back("alibi");
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
-  if (p.is_backward) r.push_back("backward");
+  if (p.is_backward && p.deterministic)
+    r.push_back("deterministic backward (flash3 accumulates dQ with atomics)");
   bool dim_ok = false;
   for (int d : built_head_dims())
     dim_ok |= d == p.head_dim;
@@ -88,7 +92,8 @@ class Flash3Backend final : public Backend {
   Flash3Backend() {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
-    desc_.summary = "Hopper sm90a: wgmma, TMA, warp specialization (forward; bf16/f16)";
+    desc_.summary =
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -102,7 +107,9 @@ class Flash3Backend final : public Backend {
     c.causal_bottom_right = true;
     c.gqa = true;
     c.lse = true;
-    // Not implemented (yet): window, softcap, alibi, masks, varlen, dropout, backward.
+    c.backward = true;  // D = 64, 128 (extra_reasons); dQ by atomics, so not deterministic
+    c.deterministic = false;
+    // Not implemented (yet): window, softcap, alibi, masks, varlen, dropout, D = 256 backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -125,6 +132,34 @@ class Flash3Backend final : public Backend {
       reasons.push_back("sequence length above 2^30 (flash3 uses 32-bit row indices)");
     if (p.heads_q > 65535 || p.batch > 65535)
       reasons.push_back("heads_q and batch must be <= 65535 (flash3 grid)");
+    if (p.is_backward) backward_reasons(p, reasons);
+  }
+
+  /// Backward-only requirements: dout through TMA like q; dk/dv written as 4-byte pairs from
+  /// registers (d-stride 1, even strides, 4-byte aligned); dq is written element-wise (any
+  /// strides); the backward kernels are built for D = 64 and 128 only.
+  static void backward_reasons(const Params& p, std::vector<std::string>& reasons) {
+    // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
+    // only the tensors given are checked.
+    if (p.dout != nullptr)
+      check_tma_operand("dout", p.dout, p.dout_st, p.batch, p.seqlen_q, p.heads_q, reasons);
+    const struct {
+      const char* name;
+      const void* ptr;
+      const Strides4& st;
+    } outs[2] = {{"dk", p.dk, p.dk_st}, {"dv", p.dv, p.dv_st}};
+    for (const auto& o : outs) {
+      if (o.ptr == nullptr) continue;
+      if (o.st.d != 1)
+        reasons.push_back(std::string(o.name) + ".stride(d) must be 1 for the flash3 backward");
+      if (reinterpret_cast<uintptr_t>(o.ptr) % 4 != 0 || o.st.s % 2 || o.st.h % 2 || o.st.b % 2)
+        reasons.push_back(std::string(o.name) +
+                          " pointer/strides must be 4-byte aligned for the flash3 backward");
+    }
+    if (p.lse == nullptr) reasons.push_back("backward needs the forward's lse");
+    if (p.head_dim != 64 && p.head_dim != 128)
+      reasons.push_back("backward head_dim " + std::to_string(p.head_dim) +
+                        " not implemented (flash3 backward: 64, 128)");
   }
 
   void forward(const Params& p) override {
@@ -168,9 +203,41 @@ class Flash3Backend final : public Backend {
     if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
   }
 
-  void backward(const Params&) override {
-    throw Error(ErrorCode::kUnsupported,
-                "flash3: backward not implemented (capabilities.backward = false)");
+  void backward(const Params& p) override {
+    std::vector<std::string> r = feature_reasons(p);
+    extra_reasons(p, r);
+    if (!p.is_backward) r.push_back("backward called with params.is_backward = false");
+    if (!r.empty()) {
+      std::string msg = "flash3 cannot run this backward call:";
+      for (const auto& s : r)
+        msg += " " + s + ";";
+      throw Error(ErrorCode::kUnsupported, msg);
+    }
+    const bool bf16 = p.dtype == DType::bf16;
+    int prev = -1;
+    cudaGetDevice(&prev);
+    if (prev != p.device.index) cudaSetDevice(p.device.index);
+    try {
+      switch (p.head_dim) {
+#if defined(ATTNKIT_FLASH3_D64)
+        case 64:
+          bf16 ? flash3::run_backward<64, true>(p) : flash3::run_backward<64, false>(p);
+          break;
+#endif
+#if defined(ATTNKIT_FLASH3_D128)
+        case 128:
+          bf16 ? flash3::run_backward<128, true>(p) : flash3::run_backward<128, false>(p);
+          break;
+#endif
+        default:
+          throw Error(ErrorCode::kUnsupported,
+                      "flash3: backward head_dim " + std::to_string(p.head_dim) + " not built");
+      }
+    } catch (...) {
+      if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
+      throw;
+    }
+    if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
   }
 
  private:

@@ -396,7 +396,8 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   const auto& caps = backend_flash3().description().caps;
   EXPECT_EQ(caps.min_arch, 90);
   EXPECT_EQ(caps.max_arch, 90);
-  EXPECT_FALSE(caps.backward);
+  EXPECT_TRUE(caps.backward);  // D = 64, 128 (flash3_backward_test.cu)
+  EXPECT_FALSE(caps.deterministic);
   EXPECT_FALSE(caps.varlen);
   EXPECT_FALSE(caps.window);
   EXPECT_FALSE(caps.softcap);

@@ -1,0 +1,142 @@
+// A/B timing of the flash3 backward alone (no torch, no dispatcher): the three launches of
+// run_backward (preprocess, main kernel, dQ conversion) on BENCHMARKS.md shapes (16384 tokens,
+// hidden 2048, bf16, BSHD), CUDA events, median of 30 runs after 5 warm-ups, once per variant
+// of BwdTuning (decoupled / coupled warpgroups; dQ by bulk TMA reduce-add or float2 atomics).
+// lse is set to a plausible
+// log(Sk) + 1 (timing does not depend on it; correctness is the tests' job).
+// Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I include -I src \
+//          bench/gpu/flash3_bwd_ab.cu src/cuda/workspace.cpp \
+//          src/backends/flash3/instantiations/bwd_d{64,128}_bf16.cu -o flash3_bwd_ab
+// Run:   ./flash3_bwd_ab [S,D,causal ...]   (default: a small grid)
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backends/flash3/bwd_launch.cuh"
+
+namespace {
+
+__global__ void fill_bf16(__nv_bfloat16* x, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    x[i] = __float2bfloat16((static_cast<float>(h & 0xffff) / 65536.f - 0.5f) * 3.4f);
+  }
+}
+__global__ void fill_f32(float* x, size_t n, float v) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    x[i] = v;
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+template <int D>
+void run_one(int S, bool causal) {
+  using namespace attnkit;
+  const int64_t B = 16384 / S, H = 2048 / D;
+  const size_t n = static_cast<size_t>(B) * S * H * D;
+  __nv_bfloat16 *q, *k, *v, *o, *dout, *dq, *dk, *dv;
+  float* lse;
+  for (auto** p : {&q, &k, &v, &o, &dout, &dq, &dk, &dv})
+    check(cudaMalloc(p, n * 2), "malloc");
+  check(cudaMalloc(&lse, static_cast<size_t>(B) * H * S * 4), "malloc lse");
+  uint32_t seed = 1;
+  for (auto* p : {q, k, v, o, dout})
+    fill_bf16<<<1024, 256>>>(p, n, seed++);
+  fill_f32<<<1024, 256>>>(lse, static_cast<size_t>(B) * H * S,
+                          std::log(static_cast<float>(S)) + 1.f);
+  Params p;
+  p.batch = B;
+  p.seqlen_q = p.seqlen_k = S;
+  p.heads_q = p.heads_kv = H;
+  p.group = 1;
+  p.head_dim = p.head_dim_v = D;
+  p.dtype = DType::bf16;
+  p.device = Device::cuda(0);
+  p.is_backward = true;
+  const Strides4 st{static_cast<int64_t>(S) * H * D, H * D, D, 1};
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.out = o;
+  p.dout = dout;
+  p.dq = dq;
+  p.dk = dk;
+  p.dv = dv;
+  p.q_st = p.k_st = p.v_st = p.out_st = p.dout_st = p.dq_st = p.dk_st = p.dv_st = st;
+  p.lse = lse;
+  p.lse_st = {H * S, 0, S, 1};  // (b, h, s): b * H * S + h * S + i
+  p.lse_st.b = H * S;
+  p.lse_st.h = S;
+  p.lse_st.s = 1;
+  p.scale = 1.f / std::sqrt(static_cast<float>(D));
+  p.causal = causal ? Causal::bottom_right : Causal::none;
+  const double flops = 2.5 * 4.0 * B * H * static_cast<double>(S) * S * D / (causal ? 2 : 1);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  struct Variant {
+    const char* name;
+    int decoupled, dq_mode;
+  };
+  const Variant variants[] = {
+      {"decoupled+bulk  ", 1, 1}, {"decoupled+atomic", 1, 0}, {"coupled+bulk    ", 0, 1}};
+  for (const Variant& var : variants) {
+    flash3::bwd_tuning().decoupled = var.decoupled;
+    flash3::bwd_tuning().dq_mode = var.dq_mode;
+    for (int i = 0; i < 5; ++i)
+      flash3::run_backward<D, true>(p);
+    std::vector<float> ms;
+    for (int i = 0; i < 30; ++i) {
+      cudaEventRecord(e0);
+      flash3::run_backward<D, true>(p);
+      cudaEventRecord(e1);
+      check(cudaEventSynchronize(e1), "run");
+      float t = 0;
+      cudaEventElapsedTime(&t, e0, e1);
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const float med = ms[ms.size() / 2];
+    std::printf("S=%5d D=%3d causal=%d %s  %8.3f ms  %6.1f TFLOP/s\n", S, D, causal ? 1 : 0,
+                var.name, med, flops / (med * 1e-3) / 1e12);
+  }
+  flash3::bwd_tuning().decoupled = -1;
+  flash3::bwd_tuning().dq_mode = -1;
+  for (auto* p : {q, k, v, o, dout, dq, dk, dv})
+    cudaFree(p);
+  cudaFree(lse);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> cfgs(argv + 1, argv + argc);
+  if (cfgs.empty())
+    cfgs = {"1024,64,0",  "1024,128,0", "4096,64,0",   "4096,64,1",  "4096,128,0",
+            "4096,128,1", "16384,64,0", "16384,128,0", "16384,128,1"};
+  for (const auto& c : cfgs) {
+    int S = 0, D = 0, cz = 0;
+    if (std::sscanf(c.c_str(), "%d,%d,%d", &S, &D, &cz) != 3) continue;
+    try {
+      if (D == 64) run_one<64>(S, cz != 0);
+      if (D == 128) run_one<128>(S, cz != 0);
+    } catch (const std::exception& e) {
+      std::printf("S=%d D=%d causal=%d: error %s\n", S, D, cz, e.what());
+    }
+  }
+  return 0;
+}

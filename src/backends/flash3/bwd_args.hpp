@@ -1,0 +1,34 @@
+// Kernel parameters of the flash3 backward (main kernel and the pre/post-processing kernels).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace attnkit::flash3::bwd {
+
+struct BwdArgs {
+  CUtensorMap tma_q;   // dims (D, Sq, Hq, B),  box (64, kBlockM, 1, 1)
+  CUtensorMap tma_do;  // dims (D, Sq, Hq, B),  box (64, kBlockM, 1, 1)
+  CUtensorMap tma_k;   // dims (D, Sk, Hkv, B), box (64, kBlockN, 1, 1)
+  CUtensorMap tma_v;   // dims (D, Sk, Hkv, B), box (64, kBlockN, 1, 1)
+  // Workspace (fp32), row index (b * Hq + h) * sq_pad + i; rows i >= Sq are padding.
+  const float* lse2;   // [B*Hq, sq_pad] lse * log2(e); +inf for empty or padding rows (P = 0)
+  const float* delta;  // [B*Hq, sq_pad] rowsum(dO o O); 0 for padding rows
+  float* dq_acc;       // [B*Hq, sq_pad, D] sum over keys of dS K (unscaled), zeroed before; tile
+                       // layout in bwd_traits.hpp
+  void* dk;            // [B, Sk, Hkv, D], d-stride 1; strides in elements
+  int64_t dk_sb, dk_ss, dk_sh;
+  void* dv;
+  int64_t dv_sb, dv_ss, dv_sh;
+  int seqlen_q, seqlen_k, sq_pad;
+  int heads_q, group;  // group = Hq / Hkv
+  int causal;          // 0 none, 1 causal (key j visible from row i iff j <= i + causal_offset)
+  int causal_offset;   // 0 (top_left) or Sk - Sq (bottom_right)
+  int num_m_blocks;    // ceil(Sq / kBlockM)
+  float scale;         // softmax scale: dK = scale * sum dS^T Q
+  float scale_log2;    // scale * log2(e)
+  int dq_bulk;         // 1: dQ by bulk TMA reduce-add from smem; 0: atomicAdd(float2)
+};
+
+}  // namespace attnkit::flash3::bwd

@@ -1,0 +1,446 @@
+// flash3 backward kernels (sm_90a). Three launches per call (bwd_launch.cuh):
+//   1. bwd_preprocess_kernel: delta = rowsum(dO o O), lse2 = lse * log2(e) (+inf for rows with
+//      no visible key and for padding rows, so P = exp2(x - lse2) = 0 there, never NaN), and
+//      zeroes the fp32 dQ workspace rows.
+//   2. bwd_kernel: one CTA per (key block, kv head, batch), warp-specialised, wgmma throughout
+//      (layout and roles in bwd_traits.hpp). dK/dV are complete per CTA (the CTA loops over the
+//      q heads of its GQA group, so no atomics); dQ partial sums go to the workspace with
+//      bulk TMA reduce-adds (or atomicAdd(float2)), hence not deterministic (the backend
+//      declares deterministic = false).
+//   3. bwd_dq_convert_kernel: dQ = scale * workspace, to the output dtype and strides.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/flash3/bwd_args.hpp"
+#include "backends/flash3/bwd_traits.hpp"
+#include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "core/params.hpp"
+#include "cuda/ptx_sm90.hpp"
+
+namespace attnkit::flash3::bwd {
+
+template <bool BF16>
+using Elem = std::conditional_t<BF16, __nv_bfloat16, __half>;
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// ---------------------------------------------------------------------------------------------
+// 1. Preprocess: one warp per (b, h, row) of the padded [B*Hq, sq_pad] workspace rows.
+//    grid (sq_pad / 8, Hq, B), block 256.
+// ---------------------------------------------------------------------------------------------
+template <bool BF16>
+__global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, float* delta,
+                                      float* dq_acc) {
+  using T = Elem<BF16>;
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int i = blockIdx.x * 8 + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = (b * p.heads_q + h) * sq_pad + i;
+  const int d_len = static_cast<int>(p.head_dim);
+  float acc = 0.f;
+  if (i < p.seqlen_q) {
+    const T* o = static_cast<const T*>(p.out) + b * p.out_st.b + i * p.out_st.s + h * p.out_st.h;
+    const T* d =
+        static_cast<const T*>(p.dout) + b * p.dout_st.b + i * p.dout_st.s + h * p.dout_st.h;
+    for (int c = lane; c < d_len; c += 32)
+      acc += static_cast<float>(o[c * p.out_st.d]) * static_cast<float>(d[c * p.dout_st.d]);
+#pragma unroll
+    for (int s = 16; s > 0; s /= 2)
+      acc += __shfl_xor_sync(0xffffffffu, acc, s);
+  }
+  float* dq_row = dq_acc + row * d_len;
+  for (int c = lane; c < d_len; c += 32)
+    dq_row[c] = 0.f;
+  if (lane == 0) {
+    delta[row] = acc;
+    float l2 = INFINITY;
+    if (i < p.seqlen_q) {
+      const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + static_cast<int64_t>(i) * p.lse_st.s];
+      l2 = l == -INFINITY ? INFINITY : l * kLog2e;
+    }
+    lse2[row] = l2;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. dQ conversion: dq[b, i, h, d] = scale * (element (i, d) of the tiled dQ workspace).
+//    grid (ceil(Sq / 8), Hq, B), block 256: 8 rows per block, a warp per row, 2 columns a lane.
+// ---------------------------------------------------------------------------------------------
+/// Offset of element (row, col) inside one 64 x D dQ workspace tile (bwd_traits.hpp).
+template <int kN>
+__host__ __device__ __forceinline__ int dq_tile_offset(int row, int col) {
+  const int part = col / kN, c = col % kN;
+  const int tid = 32 * (row / 16) + 4 * (row % 8) + (c % 8) / 2;
+  return part * 64 * kN + ((2 * (c / 8) + (row % 16) / 8) * 128 + tid) * 2 + c % 2;
+}
+
+template <int D, int kDqN, bool BF16>
+__global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* dq_acc) {
+  using T = Elem<BF16>;
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int i = blockIdx.x * 8 + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (i >= p.seqlen_q) return;
+  const float* tile = dq_acc + ((b * p.heads_q + h) * sq_pad + (i / 64) * 64) * D;
+  T* dst = static_cast<T*>(p.dq) + b * p.dq_st.b + i * p.dq_st.s + h * p.dq_st.h;
+#pragma unroll
+  for (int c = 2 * lane; c < D; c += 64) {
+    const float2 v = *reinterpret_cast<const float2*>(tile + dq_tile_offset<kDqN>(i % 64, c));
+    dst[c * p.dq_st.d] = static_cast<T>(v.x * p.scale);
+    dst[(c + 1) * p.dq_st.d] = static_cast<T>(v.y * p.scale);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Main kernel helpers
+// ---------------------------------------------------------------------------------------------
+template <bool BF16>
+__device__ __forceinline__ uint32_t pack_pair(float a, float b) {
+  if constexpr (BF16) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<uint32_t*>(&v);
+  } else {
+    __half2 v = __floats2half2_rn(a, b);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
+}
+
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// Ties registers written asynchronously by wgmma to this point in program order.
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    attnkit::cuda::sm90::reg_fence(x[i]);
+}
+template <int N>
+__device__ __forceinline__ void fence_regs(uint32_t (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    attnkit::cuda::sm90::reg_fence(x[i]);
+}
+
+/// Work item it of a CTA -> (q head, query block): q heads of the group outermost, then the
+/// query blocks m_begin .. num_m_blocks-1 (those that can see the CTA's keys).
+struct Item {
+  int h, m0;
+};
+__device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_begin, int m_count,
+                                        int block_m) {
+  Item x;
+  x.h = g * a.group + it / m_count;
+  x.m0 = (m_begin + it % m_count) * block_m;
+  return x;
+}
+
+template <int D, bool BF16, bool kDecoupled>
+__global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
+    bwd_kernel(const __grid_constant__ BwdArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Tr = BwdTraits<D, kDecoupled>;
+  namespace ptx = attnkit::cuda::sm90;
+  constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages;
+  extern __shared__ uint8_t smem_raw[];
+  // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
+  uint8_t* smem =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Tr::kOffBars);
+  uint64_t* full_kv = bars;              // K and V landed (TMA bytes)
+  uint64_t* full = bars + 1;             // [kStages] Q and dO (TMA bytes)
+  uint64_t* empty = bars + 1 + kStages;  // [kStages] 8 consumer warps done with the stage
+
+  const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
+  int m_begin = 0;
+  if (a.causal) {
+    const int first_row = n0 - a.causal_offset;
+    m_begin = first_row <= 0 ? 0 : first_row / kBM;
+  }
+  const int m_count = a.num_m_blocks > m_begin ? a.num_m_blocks - m_begin : 0;
+  const int items = a.group * m_count;
+
+  if (threadIdx.x == 0) {
+    ptx::mbar_init(full_kv, 1);
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], Tr::kConsumerWGs * 4);
+    }
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    if (items == 0) return;
+    if (threadIdx.x == 0) {
+      // TMA issue: K and V once, then Q and dO of every item through the ring.
+      ptx::tma_prefetch_map(&a.tma_q);
+      ptx::tma_prefetch_map(&a.tma_do);
+      ptx::mbar_arrive_expect_tx(full_kv, 2 * Tr::kKBytes);
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::tma_load_4d(smem + Tr::kOffK + c * Tr::kKChunkBytes, &a.tma_k, full_kv, c * 64, n0, g,
+                         b);
+        ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &a.tma_v, full_kv, c * 64, n0, g,
+                         b);
+      }
+      for (int it = 0; it < items; ++it) {
+        const int s = it % kStages;
+        const uint32_t ph = (it / kStages) & 1;
+        const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+        ptx::mbar_wait(&empty[s], ph ^ 1);
+        ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
+#pragma unroll
+        for (int c = 0; c < Tr::kChunks; ++c) {
+          ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q,
+                           &full[s], c * 64, x.m0, x.h, b);
+          ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_do,
+                           &full[s], c * 64, x.m0, x.h, b);
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- consumers ------------------------------------------------------------------------------
+  ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+  using W64 = BwdWgmma<64, BF16>;
+  using WD = BwdWgmma<D, BF16>;
+  using WQ = BwdWgmma<Tr::kDqN, BF16>;
+  const int w = wg - 1;  // consumer index: keys [64 w, 64 w + 64) of the block
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+  const int key_base = n0 + 64 * w;
+  const int key_r0 = key_base + 16 * warp + lane / 4;  // key of accumulator row r = 0 (r = 1: +8)
+  const int qc = 2 * (lane % 4);                       // query column offset inside 8-col groups
+  const uint32_t base = ptx::smem_u32(smem);
+  const uint32_t k_w = base + Tr::kOffK + 64 * w * Tr::kRowBytes;  // this WG's 64 key rows
+  const uint32_t v_w = base + Tr::kOffV + 64 * w * Tr::kRowBytes;
+  const float sl2 = a.scale_log2;
+
+  float dk[D / 2], dv[D / 2];  // [64 keys x D] of this WG, accumulator layout
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i)
+    dk[i] = dv[i] = 0.f;
+
+  if (items > 0) ptx::mbar_wait(full_kv, 0);
+  for (int it = 0; it < items; ++it) {
+    const int s = it % kStages;
+    const uint32_t ph = (it / kStages) & 1;
+    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+    const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
+    const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
+    ptx::mbar_wait(&full[s], ph);
+
+    // S^T [64 keys x 64 queries] = K_w Q^T and dP^T = V_w dO^T: K-major A and B, K = D.
+    float st[32], dpt[32];
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
+      const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
+      W64::template ss<0, 0>(st, ptx::Sw128Desc::make(k_w + off, 16, 1024),
+                             ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+    }
+    ptx::wgmma_commit();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
+      const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
+      W64::template ss<0, 0>(dpt, ptx::Sw128Desc::make(v_w + off, 16, 1024),
+                             ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+    }
+    ptx::wgmma_commit();
+
+    // lse2 / delta of this thread's 16 query columns (8j + qc + e), index 2j + e, read straight
+    // from the padded fp32 workspace (in bounds, 8-byte aligned: sq_pad and qc are even) while
+    // the two GEMMs run. They used to be bulk-copied into the stage's shared memory, which
+    // compute-sanitizer racecheck reported as 14 hazards between the producer's async-proxy
+    // write and these generic reads (mbarrier-ordered, but not proven to it); 128 B per row
+    // block from L2 costs nothing next to the 5 GEMMs.
+    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+    float l2[16], dl[16];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 lv = __ldg(reinterpret_cast<const float2*>(a.lse2 + row + 8 * j + qc));
+      const float2 dv2 = __ldg(reinterpret_cast<const float2*>(a.delta + row + 8 * j + qc));
+      l2[2 * j] = lv.x;
+      l2[2 * j + 1] = lv.y;
+      dl[2 * j] = dv2.x;
+      dl[2 * j + 1] = dv2.y;
+    }
+
+    // P^T = exp2(S^T scale_log2 - lse2), masked where key >= Sk or (causal) key > row + offset.
+    ptx::wgmma_wait<1>();
+    fence_regs(st);
+    const bool need_mask =
+        key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float pv = exp2_approx(fmaf(st[4 * j + 2 * r + e], sl2, -l2[2 * j + e]));
+          if (need_mask) {
+            const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+            if (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset)) pv = 0.f;
+          }
+          st[4 * j + 2 * r + e] = pv;
+        }
+    // dS^T = P^T (dP^T - delta).
+    ptx::wgmma_wait<0>();
+    fence_regs(dpt);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int idx = 4 * j + 2 * r + e;
+          dpt[idx] = st[idx] * (dpt[idx] - dl[2 * j + e]);
+        }
+    // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
+    uint32_t pp[16], pds[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      pp[i] = pack_pair<BF16>(st[2 * i], st[2 * i + 1]);
+      pds[i] = pack_pair<BF16>(dpt[2 * i], dpt[2 * i + 1]);
+    }
+    // dS^T -> smem [128 keys][64 queries] (128B swizzle: 16-byte chunk c of row R at c ^ (R%8)).
+    // pds[2j + r] = (key row 16 warp + lane/4 + 8r, query columns 8j + qc, +1).
+    const int ds_buffer = Tr::kDSBuffers > 1 ? (it & 1) : 0;
+    uint8_t* ds_buf = smem + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = 64 * w + 16 * warp + lane / 4 + 8 * r;
+        *reinterpret_cast<uint32_t*>(ds_buf + row * 128 + ((j ^ (row & 7)) * 16) + 2 * qc) =
+            pds[2 * j + r];
+      }
+    ptx::fence_proxy_async_smem();  // generic-proxy stores -> the other WG's wgmma reads
+
+    // dV_w += P^T dO, dK_w += dS^T Q: A from registers, B = dO / Q MN-major (K = 64 queries).
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBM / 16; ++kk) {
+      const uint32_t af[4] = {pp[4 * kk], pp[4 * kk + 1], pp[4 * kk + 2], pp[4 * kk + 3]};
+      WD::template rs<1>(
+          dv, af, ptx::Sw128Desc::make(do_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBM / 16; ++kk) {
+      const uint32_t af[4] = {pds[4 * kk], pds[4 * kk + 1], pds[4 * kk + 2], pds[4 * kk + 3]};
+      WD::template rs<1>(
+          dk, af, ptx::Sw128Desc::make(q_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
+    }
+    ptx::wgmma_commit();
+
+    // This WG's previous bulk reduce has finished reading its dQ stage (so after the barrier
+    // every thread of the WG may overwrite it).
+    if (a.dq_bulk && tid == 0) ptx::bulk_wait_read<0>();
+    if constexpr (Tr::kDecoupled && D >= 128) {
+      // D = 128 decoupled: dQ needs 64 accumulator registers; with P^T / dS^T still held for
+      // the in-flight RS GEMMs ptxas ran out (C7512: every wgmma serialised, plus spills), so
+      // let dV / dK finish first (the other WG keeps the tensor cores busy meanwhile).
+      ptx::wgmma_wait<0>();
+      fence_regs(dk);
+      fence_regs(dv);
+    }
+    if constexpr (Tr::kDecoupled) {
+      // This WG's dS^T rows are in smem (written by its 4 warps); the other WG is not waited for.
+      ptx::named_bar_sync(2 + w, 128);
+    } else {
+      // Both halves of dS^T are in smem (and each WG's reads of this buffer two iterations ago
+      // are complete: they were waited for before that WG arrived here last iteration).
+      ptx::named_bar_sync(1, 2 * 128);
+    }
+
+    // dQ [64 queries x kDqN] = dS K: A = dS^T tile (MN-major: queries contiguous), B = K rows
+    // (MN-major: D contiguous), K = kDqKeys keys.
+    float dq[Tr::kDqN / 2];
+    const uint32_t ds_u32 = base + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
+    const int key_off0 = Tr::kDqSplitD ? 0 : 64 * w;
+    const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
+      const uint32_t roff = (key_off0 + 16 * kk) * Tr::kRowBytes;
+      WQ::template ss<1, 1>(dq, ptx::Sw128Desc::make(ds_u32 + roff, Tr::kDSBytes, 1024),
+                            ptx::Sw128Desc::make(k_cols + roff, Tr::kKChunkBytes, 1024),
+                            kk > 0 ? 1 : 0);
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();
+    fence_regs(dq);
+    fence_regs(dk);
+    fence_regs(dv);
+    // Q and dO of stage s consumed (every wgmma reading them has completed: wait<0> above);
+    // the warp's lanes converge before lane 0's release-arrive hands the stage back.
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(&empty[s]);
+
+    // dQ partial sums -> this WG's part of the (bh, query block) workspace tile, thread-major
+    // (bwd_traits.hpp): position ((2 j + r) * 128 + tid) * 2 holds dq[4 j + 2 r], dq[4 j + 2 r +
+    // 1].
+    float* part = a.dq_acc + ((static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0) * D +
+                  (Tr::kDqSplitD ? w * 64 * Tr::kDqN : 0);
+    if (a.dq_bulk) {
+      float* sdq = reinterpret_cast<float*>(smem + Tr::kOffDQ + w * Tr::kDqPartBytes);
+#pragma unroll
+      for (int j = 0; j < Tr::kDqN / 8; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          *reinterpret_cast<float2*>(sdq + ((2 * j + r) * 128 + tid) * 2) =
+              make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+      ptx::fence_proxy_async_smem();  // generic stores -> the bulk copy's async-proxy reads
+      ptx::named_bar_sync(2 + w, 128);
+      if (tid == 0) {
+        ptx::bulk_reduce_add_f32(part, sdq, Tr::kDqPartBytes);
+        ptx::bulk_commit();
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < Tr::kDqN / 8; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          atomicAdd(reinterpret_cast<float2*>(part + ((2 * j + r) * 128 + tid) * 2),
+                    make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
+    }
+  }
+  // Every reduce must have read its smem source before the CTA exits (and be complete).
+  if (a.dq_bulk && tid == 0) ptx::bulk_wait<0>();
+
+    // ---- epilogue: dK = scale * acc, dV = acc, rows < Sk (pairs of 16-bit, d-stride 1) ---------
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = key_r0 + 8 * r;
+    if (key >= a.seqlen_k) continue;
+    uint16_t* dk_row =
+        static_cast<uint16_t*>(a.dk) + b * a.dk_sb + key * a.dk_ss + g * a.dk_sh + qc;
+    uint16_t* dv_row =
+        static_cast<uint16_t*>(a.dv) + b * a.dv_sb + key * a.dv_ss + g * a.dv_sh + qc;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      *reinterpret_cast<uint32_t*>(dk_row + 8 * j) =
+          pack_pair<BF16>(dk[4 * j + 2 * r] * a.scale, dk[4 * j + 2 * r + 1] * a.scale);
+      *reinterpret_cast<uint32_t*>(dv_row + 8 * j) =
+          pack_pair<BF16>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+    }
+  }
+#endif
+}
+
+}  // namespace attnkit::flash3::bwd

@@ -1,0 +1,35 @@
+// Entry points of the flash3 backward instantiations (instantiations/bwd_d*_*.cu).
+#pragma once
+
+#include "core/params.hpp"
+
+namespace attnkit::flash3 {
+
+/// Measurement knobs of the backward (benchmarks and tests only; defaults are the tuned choice).
+struct BwdTuning {
+  // dQ accumulation: 1 = per-warpgroup bulk TMA reduce-add of the smem-staged tile, 0 = float2
+  // atomics straight from registers, -1 = default (D = 128 bulk, D = 64 atomics: bwd_launch.cuh).
+  int dq_mode = -1;
+  // Warpgroup coupling (bwd_traits.hpp): 1 = decoupled (dQ split by keys), 0 = coupled (lockstep;
+  // D = 128 splits dQ by columns), -1 = default (decoupled unless env
+  // ATTNKIT_FLASH3_BWD_COUPLED=1).
+  int decoupled = -1;
+};
+inline BwdTuning& bwd_tuning() {
+  static BwdTuning t;
+  return t;
+}
+
+/// Runs the backward for head dim D (64 or 128), bf16 (BF16 = true) or f16: dq, dk, dv from
+/// (dout, q, k, v, out, lse). Params must satisfy backend.cpp's capability table and
+/// extra_reasons (is_backward). Uses the stream-ordered workspace (cuda/workspace.hpp):
+/// B * Hq * ceil64(Sq) * (D + 2) * 4 bytes.
+template <int D, bool BF16>
+void run_backward(const Params& p);
+
+extern template void run_backward<64, true>(const Params&);
+extern template void run_backward<64, false>(const Params&);
+extern template void run_backward<128, true>(const Params&);
+extern template void run_backward<128, false>(const Params&);
+
+}  // namespace attnkit::flash3

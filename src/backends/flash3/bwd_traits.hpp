@@ -1,0 +1,93 @@
+// Tile sizes and shared-memory layout of the flash3 backward (FA3-style: one CTA per key block),
+// shared by the kernel and the host launcher.
+//
+// One CTA = (kBlockN = 128 keys, kv head g, batch b), 3 warpgroups (384 threads):
+//   WG0 producer: thread 0 issues TMA (K and V once; per query block Q and dO tiles and the
+//       lse2 / delta rows (64 fp32 each, bulk copies) into a kStages ring).
+//   WG1, WG2 consumers, WG w owning keys [64 w, 64 w + 64) of the block. Per query block of
+//       kBlockM = 64 rows (looping over every q head of the GQA group):
+//         S^T [64k x 64q] = K_w Q^T,  dP^T = V_w dO^T            wgmma SS (K-major A and B)
+//         P^T = exp2(S^T scale_log2 - lse2),  dS^T = P^T (dP^T - delta)     registers
+//         dV_w += P^T dO,  dK_w += dS^T Q                          wgmma RS (P^T, dS^T from regs)
+//         dS^T -> smem, then dQ = dS K                             wgmma SS (MN-major A and B)
+//         dQ -> fp32 workspace: D = 128 staged in smem and added by one bulk TMA reduce-add
+//         per WG (cp.reduce.async.bulk .add.f32); D = 64 by atomicAdd(float2) from registers
+//         (BwdTuning::dq_mode; measured choice in bwd_launch.cuh)
+//       dQ [64q x D] is split between the two consumers one of two ways (kDecoupled):
+//         decoupled (default): by keys. WG w sums dS K over its own 64 keys for all D columns,
+//           so it needs only its own dS^T rows: the WGs never wait for each other and drift
+//           apart, one's softmax overlapping the other's GEMMs; both add into the same dQ tile.
+//         coupled: D = 128 by columns (WG w: D/2 columns over all 128 keys, which needs both
+//           WGs' dS^T), D = 64 by keys; a 256-thread barrier per iteration, lockstep.
+//           Half the dQ reduce traffic and 32 fewer registers. Run 1 (H200, S = 4k): 397
+//           TFLOP/s at D = 128; D = 64 (then coupled by the same barrier) 258.
+//
+// Registers per consumer thread (fp32 accumulators, m64nN layout = N/2 regs): dK, dV = D/2 each;
+// S^T, dP^T = 32 each; dQ = kDqN/2; P^T, dS^T packed 16-bit = 16 each.
+//   D = 128: 64 + 64 + 32 + 32 (+ dQ 32 once S/dP are packed) -> fits 240 (setmaxnreg).
+// Shared memory (16-bit tiles as kD/64 column chunks of [rows][64] with the 128-byte swizzle):
+//   K, V      [kBlockN x kD]               once
+//   Q, dO     [kStages][kBlockM x kD]      ring; full barrier = TMA bytes of Q, dO, lse2, delta
+//   dS^T      [kDSBuffers][kBlockN x kBlockM]   coupled: double-buffered by iteration parity
+//   dQ stage  [2 WGs][64 x kDqN] fp32      one per consumer (bulk reduce source)
+//   lse2,delta[kStages][kBlockM] fp32
+//   D = 128 decoupled: 32 + 32 + 2*2*16 + 16 + 2*32 + 1 KB = 209 KB (coupled 193 KB); D = 64:
+//   16 + 16 + 2*2*8 + 16 + 2*16 + 1 = 113 KB.
+// dQ workspace layout (fp32): per (b*Hq + h, query block) a contiguous 64 x D tile at
+// (bh * sq_pad + m0) * D, made of D / kDqN parts of 64 x kDqN (part = column block), each stored
+// thread-major as the wgmma accumulator lies in registers: element (row, col) of a part at
+// ((2 * (col / 8) + (row % 16) / 8) * 128 + tid) * 2 + col % 2 with
+// tid = 32 * (row / 16) + 4 * (row % 8) + (col % 8) / 2, so each warp's stores (to smem for the
+// bulk reduce, or its atomics) are 256 contiguous bytes. bwd_dq_convert_kernel undoes this.
+#pragma once
+
+#include <cstdint>
+
+namespace attnkit::flash3::bwd {
+
+template <int D, bool kDecoupledWGs = true>
+struct BwdTraits {
+  static_assert(D == 64 || D == 128, "flash3 backward: D in {64, 128}");
+  static constexpr int kD = D;
+  static constexpr int kBlockN = 128;  // keys per CTA: 2 consumer warpgroups x 64
+  static constexpr int kBlockM = 64;   // query rows per iteration
+  static constexpr int kStages = 2;
+  static constexpr int kConsumerWGs = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumerWGs);
+  static constexpr int kChunks = D / 64;
+  static constexpr int kRowBytes = 128;                     // one swizzle row: 64 x 16 bit
+  static constexpr int kQChunkBytes = kBlockM * kRowBytes;  // [64 rows][64] chunk of Q / dO
+  static constexpr int kQBytes = kBlockM * D * 2;           // one Q (or dO) stage
+  static constexpr int kKChunkBytes = kBlockN * kRowBytes;  // [128 rows][64] chunk of K / V
+  static constexpr int kKBytes = kBlockN * D * 2;
+  static constexpr int kDSBytes = kBlockN * kBlockM * 2;  // dS^T [128 keys][64 queries]: 1 chunk
+  // dQ split between the consumers (see above).
+  static constexpr bool kDecoupled = kDecoupledWGs;
+  // Coupled D = 64 keeps the split by keys (N = 32 column halves would need another wgmma
+  // shape) and only adds the lockstep barrier: that is run 1's kernel, kept as the fallback.
+  static constexpr bool kDqSplitD = !kDecoupled && D >= 128;
+  // Decoupled: a WG rewrites its dS^T rows only after its own dQ GEMM read them (waited).
+  static constexpr int kDSBuffers = kDecoupled ? 1 : 2;
+  static constexpr int kDqN = kDqSplitD ? D / 2 : D;        // dQ columns per consumer
+  static constexpr int kDqKeys = kDqSplitD ? kBlockN : 64;  // keys summed per consumer
+  // 24*128 + 240*256 = 64512 <= 65536 registers per SM. Consumers at 232 spill 56 bytes
+  // (D = 128, ptxas -v); 240 spills nothing.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  // Offsets (bytes) from the 1024-aligned base.
+  static constexpr int kOffK = 0;
+  static constexpr int kOffV = kOffK + kKBytes;
+  static constexpr int kOffQ = kOffV + kKBytes;
+  static constexpr int kOffDO = kOffQ + kStages * kQBytes;
+  static constexpr int kOffDS = kOffDO + kStages * kQBytes;
+  static constexpr int kDqPartBytes = 64 * kDqN * 4;  // one WG's dQ tile (fp32)
+  static constexpr int kOffDQ = kOffDS + kDSBuffers * kDSBytes;
+  static constexpr int kOffBars = kOffDQ + kConsumerWGs * kDqPartBytes;
+  static constexpr int kNumBars = 1 + 2 * kStages;                   // full_kv, full[s], empty[s]
+  static constexpr int kSmemBytes = kOffBars + kNumBars * 8 + 1024;  // + 1 KB base alignment
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+  static_assert(kQChunkBytes % 1024 == 0 && kKChunkBytes % 1024 == 0 && kOffDS % 1024 == 0,
+                "swizzle atoms must stay 1024-aligned");
+};
+
+}  // namespace attnkit::flash3::bwd

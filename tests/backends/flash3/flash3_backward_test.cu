@@ -1,0 +1,239 @@
+// flash3 backward (dq, dk, dv) against the `math` oracle through the check harness, on shapes
+// chosen for the backward kernel's structure (bwd_traits.hpp): several 128-key CTAs and 64-row
+// query blocks with partial last blocks, Sq != Sk with both causal alignments (Sq > Sk bottom-
+// right has rows with no visible key: their dq must be 0, not NaN), GQA/MQA (one CTA loops over
+// the group's q heads), BHSD layout, D = 64 and 128, bf16 and f16. The hostile cases
+// (flash3_hostile_test.cu) add lengths 0/1 and the small odd shapes.
+//
+// On an sm90 device these cases must RUN: a skip there fails (so a capability regression cannot
+// turn the test green). Outputs are poisoned before each run by the harness; NaN never passes.
+// Also checked: what explain() says for backward calls flash3 declares unsupported.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "attnkit/attention.hpp"
+#include "attnkit/backend_info.hpp"
+#include "backends/flash3/bwd_kernel.cuh"
+#include "backends/flash3/bwd_launch.hpp"
+#include "check/check.hpp"
+#include "common/case_printing.hpp"
+#include "common/check_expect.hpp"
+#include "common/cuda_skip.hpp"
+
+namespace attnkit::testing {
+namespace {
+
+bool device_is_sm90() {
+  cudaDeviceProp p{};
+  return cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0;
+}
+
+bool flash3_built_with(int d) {
+  for (const auto& b : list_backends())
+    if (b.name == "flash3")
+      return b.built && std::find(b.caps.head_dims.begin(), b.caps.head_dims.end(), d) !=
+                            b.caps.head_dims.end();
+  return false;
+}
+
+std::vector<check::Case> backward_cases() {
+  std::vector<check::Case> v;
+  auto add = [&](DType dt, int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv, int64_t d,
+                 Causal cz, check::Layout layout = check::Layout::bshd) {
+    check::Case c;
+    c.dtype = dt;
+    c.b = b;
+    c.sq = sq;
+    c.sk = sk;
+    c.hq = hq;
+    c.hkv = hkv;
+    c.d = c.dv = d;
+    c.causal = cz;
+    c.layout = layout;
+    c.backward = true;
+    v.push_back(c);
+  };
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (int64_t d : {64, 128}) {
+      // Partial key and query blocks, Sq < Sk, every causal alignment, GQA 2.
+      for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
+        add(dt, 1, 300, 517, 4, 2, d, cz);
+      // Sq > Sk: bottom-right leaves the first Sq - Sk rows with no visible key.
+      add(dt, 2, 517, 300, 2, 1, d, Causal::bottom_right);
+      add(dt, 2, 517, 300, 2, 1, d, Causal::top_left);
+      // Exact block multiples (no partial tiles), no GQA.
+      add(dt, 1, 256, 384, 2, 2, d, Causal::none);
+    }
+  }
+  // MQA (8 q heads per CTA), long-ish causal, D = 64.
+  add(DType::bf16, 1, 1000, 1000, 8, 1, 64, Causal::bottom_right);
+  // BHSD layout, GQA 2, D = 128, top-left causal with Sq < Sk.
+  add(DType::bf16, 2, 200, 333, 4, 2, 128, Causal::top_left, check::Layout::bhsd);
+  // Longer non-causal D = 128 (8 key blocks x 12 query blocks per head).
+  add(DType::bf16, 1, 777, 1024, 2, 1, 128, Causal::none);
+  add(DType::f16, 1, 1024, 777, 2, 2, 128, Causal::bottom_right);
+  return v;
+}
+
+class Flash3Backward : public ::testing::TestWithParam<check::Case> {};
+
+/// Runs the case on flash3 and the oracle; on sm90 with the head dim built it must run and pass.
+void expect_backward_passes(const check::Case& c) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
+  if (!flash3_built_with(static_cast<int>(c.d)))
+    GTEST_SKIP() << "flash3 built without head dim " << c.d;
+  const check::Report r = check::run_case(c, "flash3", Device::cuda(0), 23);
+  ASSERT_FALSE(r.skipped) << "flash3 must run this backward case on sm90: " << r.detail;
+  EXPECT_TRUE(r.pass) << r.case_name << ": " << r.detail << "\n  " << describe_metrics(r);
+  // The gradients were compared (not only the forward).
+  for (const char* g : {"dq", "dk", "dv"})
+    EXPECT_TRUE(std::any_of(r.metrics.begin(), r.metrics.end(),
+                            [&](const check::Metric& m) { return m.what == g; }))
+        << g << " missing from the report";
+}
+
+/// Sets flash3::bwd_tuning() (dq_mode, decoupled) for one scope.
+struct TuningScope {
+  flash3::BwdTuning saved;
+  TuningScope(int dq_mode, int decoupled) : saved(flash3::bwd_tuning()) {
+    flash3::bwd_tuning().dq_mode = dq_mode;
+    flash3::bwd_tuning().decoupled = decoupled;
+  }
+  ~TuningScope() { flash3::bwd_tuning() = saved; }
+};
+
+// Default: decoupled warpgroups; dQ by float2 atomics (D = 64) or bulk reduce-add (D = 128).
+TEST_P(Flash3Backward, MatchesOracle) {
+  TuningScope t(-1, -1);
+  expect_backward_passes(GetParam());
+}
+
+// The alternatives kept for A/B measurements and as fallbacks, on the same cases: each dQ path
+// forced for both head dims, and the coupled (lockstep) warpgroups.
+TEST_P(Flash3Backward, MatchesOracleDqAtomics) {
+  TuningScope t(0, -1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleDqBulk) {
+  TuningScope t(1, -1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleCoupled) {
+  TuningScope t(-1, 0);
+  expect_backward_passes(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
+                         CaseParamName{});
+
+// ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
+
+// The consumers store accumulator element dq[4 j + 2 r + e] of thread tid at
+// ((2 j + r) * 128 + tid) * 2 + e of their part (bwd_kernel.cuh); the conversion kernel reads
+// element (row, col) at dq_tile_offset. The two must agree, and the map must be a permutation
+// of the 64 x D tile (each workspace float written by exactly one element).
+template <int kN>
+void check_dq_layout(int D) {
+  std::vector<int> hits(64 * D, 0);
+  for (int row = 0; row < 64; ++row)
+    for (int col = 0; col < D; ++col) {
+      const int off = flash3::bwd::dq_tile_offset<kN>(row, col);
+      ASSERT_GE(off, 0);
+      ASSERT_LT(off, 64 * D);
+      ++hits[off];
+    }
+  for (int i = 0; i < 64 * D; ++i)
+    ASSERT_EQ(hits[i], 1) << "offset " << i << " (kN " << kN << ", D " << D << ")";
+  for (int part = 0; part < D / kN; ++part)
+    for (int tid = 0; tid < 128; ++tid)
+      for (int j = 0; j < kN / 8; ++j)
+        for (int r = 0; r < 2; ++r)
+          for (int e = 0; e < 2; ++e) {
+            const int row = 16 * (tid / 32) + (tid % 32) / 4 + 8 * r;
+            const int col = part * kN + 8 * j + 2 * (tid % 4) + e;
+            ASSERT_EQ(flash3::bwd::dq_tile_offset<kN>(row, col),
+                      part * 64 * kN + ((2 * j + r) * 128 + tid) * 2 + e)
+                << "tid " << tid << " j " << j << " r " << r << " e " << e;
+          }
+}
+
+TEST(Flash3BackwardLayout, DqTileOffsetMatchesRegisterStores) {
+  check_dq_layout<64>(64);    // D = 64 (both variants)
+  check_dq_layout<128>(128);  // D = 128 decoupled: one 64 x 128 part per warpgroup
+  check_dq_layout<64>(128);   // D = 128 coupled: two 64 x 64 column parts
+}
+
+// ---- explain(): backward calls flash3 must decline --------------------------------------------
+
+struct DevMem {
+  void* p = nullptr;
+  explicit DevMem(size_t bytes) { cudaMalloc(&p, bytes); }
+  ~DevMem() { cudaFree(p); }
+};
+
+TensorView bshd_view(void* data, DType dt, int64_t b, int64_t s, int64_t h, int64_t d) {
+  TensorView t;
+  t.data = data;
+  t.dtype = dt;
+  t.device = Device::cuda(0);
+  t.rank = 4;
+  t.shape = {b, s, h, d};
+  t.stride = {s * h * d, h * d, d, 1};
+  return t;
+}
+
+std::vector<std::string> flash3_reasons(const Explanation& e) {
+  for (const auto& b : e.backends)
+    if (b.name == "flash3") return b.reasons;
+  ADD_FAILURE() << "flash3 missing from explain()";
+  return {};
+}
+
+bool mentions(const std::vector<std::string>& reasons, const std::string& what) {
+  return std::any_of(reasons.begin(), reasons.end(),
+                     [&](const std::string& r) { return r.find(what) != std::string::npos; });
+}
+
+TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90";
+  for (int64_t d : {64, 128, 256}) {
+    const int64_t b = 1, s = 64, h = 2;
+    const size_t elems = static_cast<size_t>(b * s * h * d);
+    DevMem q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), lse(b * h * s * 4);
+    ForwardArgs fa{bshd_view(q.p, DType::bf16, b, s, h, d),
+                   bshd_view(k.p, DType::bf16, b, s, h, d),
+                   bshd_view(v.p, DType::bf16, b, s, h, d),
+                   bshd_view(o.p, DType::bf16, b, s, h, d),
+                   {}};
+    fa.lse.data = lse.p;  // fp32 [B, H, S]: the backward's required input
+    fa.lse.dtype = DType::f32;
+    fa.lse.device = Device::cuda(0);
+    fa.lse.rank = 3;
+    fa.lse.shape = {b, h, s};
+    fa.lse.stride = {h * s, s, 1};
+    Options opts;
+    const auto plain = flash3_reasons(explain(fa, opts, /*backward=*/true));
+    if (d == 256) {
+      EXPECT_FALSE(plain.empty()) << "flash3 has no D = 256 backward but claims it can run it";
+    } else if (flash3_built_with(static_cast<int>(d))) {
+      EXPECT_TRUE(plain.empty()) << "D = " << d << " backward should be supported, reasons: "
+                                 << (plain.empty() ? "" : plain[0]);
+    }
+    opts.deterministic = true;
+    const auto det = flash3_reasons(explain(fa, opts, /*backward=*/true));
+    EXPECT_TRUE(mentions(det, "deterministic")) << "D = " << d;
+    // The forward is unaffected by the deterministic flag.
+    const auto fwd = flash3_reasons(explain(fa, opts, /*backward=*/false));
+    if (d != 256 && flash3_built_with(static_cast<int>(d)))
+      EXPECT_TRUE(fwd.empty()) << (fwd.empty() ? "" : fwd[0]);
+  }
+}
+
+}  // namespace
+}  // namespace attnkit::testing
