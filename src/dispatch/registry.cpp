@@ -12,10 +12,11 @@ std::vector<std::pair<std::string, std::string>> generated_not_built_reasons();
 const std::vector<KnownBackend>& known_backends() {
   // Order = auto's preference (first supporting backend wins). Quantized-tier backends are
   // skipped by auto unless the caller allows them. Exact references come last.
-  // cudnn before flash3: in the same-process H200 run of 2026-11-21
-  // (bench/results/2026-11-21-h200-peers-flash-flash3.md) cuDNN's forward was faster at 11 of 12
-  // shapes (flash3/cudnn 0.90-1.03) and flash3 has no backward yet; flash3 before flash
-  // (flash3/FA2 1.38-2.04, flash/FA2 0.74-0.91). Revisit when flash3 beats cuDNN on a shape class.
+  // cudnn before flash3: on the H100 of 2026-11-21 (session 2,
+  // bench/results/2026-11-21-h100-baseline-cudnn-flash3.md) cuDNN's forward was faster at most
+  // shapes (flash3/cudnn 0.80-1.04), and flash3's backward (H200, -flash3-bwd-run2.md) reached
+  // 0.58-0.84 of cuDNN's; flash3 before flash (flash3/FA2 1.38-2.04 fwd, 0.87-1.37 bwd).
+  // Revisit when flash3 beats cuDNN on a shape class.
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
       {"flash3",
