@@ -1,9 +1,10 @@
 // flash3 forward kernel (sm_90a): shared storage, block -> tile mapping and warp roles.
 //
-//   grid  = min(#tiles, #SMs) persistent CTAs (tile_scheduler.cuh); block = 384 threads =
-//   3 warpgroups, 1 CTA per SM. A tile = 128 query rows of one (b, h).
-//   WG0  producer: setmaxnreg down to 24; one thread issues TMA for Q (once) and the K/V ring.
-//   WG1, WG2 consumers: setmaxnreg up to 240; each owns 64 query rows and runs
+//   grid  = min(#tiles, #SMs) persistent CTAs (tile_scheduler.cuh: static or dynamic order);
+//   block = 128 * (1 + WGs) threads, 1 CTA per SM. A tile = 64 * WGs query rows of one (b, h).
+//   WG0  producer: setmaxnreg down to 24; one thread issues TMA for Q (per tile) and the K/V
+//        ring, and with the dynamic scheduler takes the tiles from the global counter.
+//   WG1 .. WGs consumers: setmaxnreg up (240 for 2, 160 for 3); each owns 64 query rows, runs
 //        S = Q K^T (wgmma, both operands in smem), mask + online softmax in registers,
 //        O += P V (wgmma, P from registers), then the epilogue.
 #pragma once
@@ -34,11 +35,11 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   return n < total ? n : total;
 }
 
-template <int D, bool BF16, int BN>
-__global__ void __launch_bounds__(FwdTraits<D, BN>::kThreads, 1)
+template <int D, bool BF16, int BN, int WGs>
+__global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = FwdTraits<D, BN>;
+  using Tr = FwdTraits<D, BN, WGs>;
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -47,48 +48,67 @@ __global__ void __launch_bounds__(FwdTraits<D, BN>::kThreads, 1)
   SmemLayout<Tr> sm(smem);
 
   const int wg = threadIdx.x / 128;
+  constexpr int kConsumerWarps = Tr::kConsumerWGs * 4;  // lane 0 of each arrives on "empty"
 
   if (threadIdx.x == 0) {
-    ptx::mbar_init(sm.full_q, 1);
-    ptx::mbar_init(sm.empty_q, Tr::kConsumerWGs * 4);  // lane 0 of every consumer warp
+    for (int i = 0; i < Tr::kQStages; ++i) {
+      ptx::mbar_init(&sm.full_q[i], 1);
+      ptx::mbar_init(&sm.empty_q[i], kConsumerWarps);
+    }
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(&sm.full_k[s], 1);
       ptx::mbar_init(&sm.full_v[s], 1);
-      ptx::mbar_init(&sm.empty_k[s], Tr::kConsumerWGs * 4);
-      ptx::mbar_init(&sm.empty_v[s], Tr::kConsumerWGs * 4);
+      ptx::mbar_init(&sm.empty_k[s], kConsumerWarps);
+      ptx::mbar_init(&sm.empty_v[s], kConsumerWarps);
+    }
+    for (int i = 0; i < 2; ++i) {
+      ptx::mbar_init(&sm.sched.full[i], 1);
+      ptx::mbar_init(&sm.sched.empty[i], kConsumerWarps);
     }
     ptx::fence_mbar_init();
   }
   __syncthreads();
 
+  const bool dynamic = args.tile_counter != nullptr;
   PipeIndex<Tr::kStages> pipe;
-  int q_count = 0;
+  QIndex qi;
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     if (threadIdx.x == 0) {
       ptx::tma_prefetch_map(&args.tma_q);
       ptx::tma_prefetch_map(&args.tma_k);
       ptx::tma_prefetch_map(&args.tma_v);
-      for (int r = 0, nr = num_rounds(args); r < nr; ++r) {
-        const int t = tile_of_round(args, r);
-        if (t < 0) continue;
+      // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, fetched
+      // before the current tile's loads are issued and published (2 slots ahead at most).
+      int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile(args, 0);
+      for (int k = 0;; ++k) {
+        int next;
+        if (dynamic) {
+          if (t >= args.num_tiles) t = -1;
+          next = t >= 0 ? atomicAdd(args.tile_counter, 1) + static_cast<int>(gridDim.x) : -1;
+          sm.sched.put(k, t);
+        } else {
+          next = static_tile(args, k + 1);
+        }
+        if (t < 0) break;
         const Tile tile = decode_tile(args, t);
         produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
-                         num_n_blocks<Tr>(args, tile.m_block), pipe, q_count);
+                         num_n_blocks<Tr>(args, tile.m_block), pipe, qi);
+        t = next;
       }
     }
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
     const int cwg = wg - 1;
-    const PingPong turn{cwg, args.pingpong != 0};
-    if (cwg == 1) turn.pass_turn();  // consumer 0 goes first
-    for (int r = 0, nr = num_rounds(args); r < nr; ++r) {
-      const int t = tile_of_round(args, r);
-      if (t < 0) continue;
+    const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
+    if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
+    for (int k = 0;; ++k) {
+      const int t = dynamic ? sm.sched.get(k, threadIdx.x % 32) : static_tile(args, k);
+      if (t < 0) break;
       const Tile tile = decode_tile(args, t);
       consume_tile<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
-                             num_n_blocks<Tr>(args, tile.m_block), pipe, q_count, cwg,
-                             threadIdx.x % 128, turn);
+                             num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg, threadIdx.x % 128,
+                             turn);
     }
     if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start
   }

@@ -18,6 +18,7 @@
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/ptx_sm90.hpp"
+#include "cuda/workspace.hpp"
 
 namespace attnkit::flash3 {
 
@@ -63,9 +64,9 @@ inline int sm_count() {
   return n;
 }
 
-template <int D, bool BF16, int BN>
+template <int D, bool BF16, int BN, int WGs>
 void launch_forward(const Params& p) {
-  using Tr = FwdTraits<D, BN>;
+  using Tr = FwdTraits<D, BN, WGs>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   FwdArgs a{};
   make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
@@ -96,7 +97,7 @@ void launch_forward(const Params& p) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  auto kernel = fwd_kernel<D, BF16, BN>;
+  auto kernel = fwd_kernel<D, BF16, BN, WGs>;
   // The shared-memory opt-in is per device: set it once for each device this kernel meets
   // (idempotent, so a race between two threads only repeats the call).
   static std::atomic<bool> attr_set[kMaxDevices] = {};
@@ -107,28 +108,42 @@ void launch_forward(const Params& p) {
     attr_set[dev].store(true, std::memory_order_release);
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
-  // Causal with more than 32 m blocks (S > 4k) runs one CTA per tile: the static zig-zag
-  // schedule leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per
-  // tile, same run; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
-  const bool persistent =
-      tuning().persistent && (!a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
+  a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
+  // Static schedule: causal with more than 32 m blocks (S > 4k) runs one CTA per tile, since
+  // the static zig-zag leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one
+  // CTA per tile, same run; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the
+  // details. The dynamic schedule balances any length and stays persistent.
+  const bool dynamic =
+      tuning().persistent && (tuning().scheduler < 0 ? a.causal != 0 : tuning().scheduler == 1);
+  const bool persistent = tuning().persistent &&
+                          (dynamic || !a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
   const int ctas = (a.num_tiles < sm_count() || !persistent) ? a.num_tiles : sm_count();
+  const auto stream = static_cast<cudaStream_t>(p.stream);
+  a.tile_counter = nullptr;
+  if (dynamic && ctas < a.num_tiles) {
+    a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));
+    ATTNKIT_CUDA_CHECK(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
+  }
   const dim3 grid(ctas);
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(a);
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
-/// Tile width per call: the default per D (traits.hpp), or with Tuning::wide_n FA3's wider
-/// tiles (D = 128 non-causal: 176 keys, D = 256: 80 keys) for A/B measurements.
+/// Tile shape per call: the default per D (traits.hpp); D = 64 with 3 consumer warpgroups
+/// (192-row tiles) unless Tuning::consumer_wgs = 2; with Tuning::wide_n FA3's wider K/V tiles
+/// (D = 128 non-causal: 176 keys, D = 256: 80 keys) for A/B measurements.
 template <int D, bool BF16>
 void run_forward(const Params& p) {
+  if constexpr (D == 64) {
+    if (tuning().consumer_wgs != 2) return launch_forward<D, BF16, 0, 3>(p);
+  }
   if constexpr (D == 128) {
-    if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176>(p);
+    if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176, 2>(p);
   }
   if constexpr (D == 256) {  // 80-key tiles: Q 64 KB + 2 x (K 40 KB + V 40 KB) = 224 KB of smem
-    if (tuning().wide_n) return launch_forward<D, BF16, 80>(p);
+    if (tuning().wide_n) return launch_forward<D, BF16, 80, 2>(p);
   }
-  launch_forward<D, BF16, 0>(p);
+  launch_forward<D, BF16, 0, 2>(p);
 }
 
 }  // namespace attnkit::flash3

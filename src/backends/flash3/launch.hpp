@@ -16,6 +16,15 @@ struct Tuning {
   // better (D = 128, S = 4k: 551 vs 621 TFLOP/s; 16k: equal, run 3) and the 80-key D = 256
   // kernel spills 28 bytes.
   bool wide_n = false;
+  // Q buffers: 2 = the producer prefetches the next tile's Q while the current one still runs
+  // (where two fit in shared memory: D <= 128); 1 = one buffer (v4 behaviour).
+  int q_bufs = 2;
+  // Tile scheduler of persistent launches: -1 = auto (dynamic for causal, static otherwise),
+  // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),
+  // 1 = dynamic (atomic tile counter in the workspace, zeroed on the stream per launch).
+  int scheduler = -1;
+  // Consumer warpgroups for D = 64: 0 = auto (3), 2 or 3 (FA3 uses 3 = 192-row tiles).
+  int consumer_wgs = 0;
 };
 Tuning& tuning();
 

@@ -16,35 +16,51 @@
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/softmax.cuh"
+#include "backends/flash3/tile_scheduler.cuh"
 #include "backends/flash3/traits.hpp"
 #include "backends/flash3/wgmma_ops.hpp"
 #include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3 {
 
-/// Carves the 1024-aligned dynamic shared memory: Q | K stages | V stages | barriers.
+/// Carves the 1024-aligned dynamic shared memory: Q stages | K stages | V stages | barriers |
+/// scheduler slots.
 template <class Tr>
 struct SmemLayout {
-  uint8_t* q;
+  uint8_t* q;  // Q buffer i at q + i * kQBytes
   uint8_t* k;  // stage s at k + s * kKVBytes
   uint8_t* v;
-  uint64_t* full_q;   // TMA -> consumers (tx bytes)
-  uint64_t* empty_q;  // consumers (8 warps) -> producer: Q of this tile no longer read
+  uint64_t* full_q;   // [kQStages] TMA -> consumers (tx bytes)
+  uint64_t* empty_q;  // [kQStages] consumer warps -> producer: that Q is no longer read
   uint64_t* full_k;
   uint64_t* full_v;
   uint64_t* empty_k;
   uint64_t* empty_v;
+  SchedSlots sched;  // dynamic tile scheduler hand-over
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
-    k = q + Tr::kQBytes;
+    k = q + Tr::kQStages * Tr::kQBytes;
     v = k + Tr::kStages * Tr::kKVBytes;
     uint64_t* bars = reinterpret_cast<uint64_t*>(v + Tr::kStages * Tr::kKVBytes);
     full_q = bars;
-    empty_q = bars + 1;
-    full_k = bars + 2;
+    empty_q = full_q + Tr::kQStages;
+    full_k = empty_q + Tr::kQStages;
     full_v = full_k + Tr::kStages;
     empty_k = full_v + Tr::kStages;
     empty_v = empty_k + Tr::kStages;
+    sched.full = empty_v + Tr::kStages;
+    sched.empty = sched.full + 2;
+    sched.tile = reinterpret_cast<int*>(sched.empty + 2);
+  }
+};
+
+/// Q buffer use, counted over the tiles this CTA has visited (producer and consumers count
+/// alike): nq = 1 or 2 buffers in use (FwdArgs::q_bufs).
+struct QIndex {
+  int count = 0;
+  __device__ __forceinline__ int buf(int nq) const { return nq == 2 ? count & 1 : 0; }
+  __device__ __forceinline__ uint32_t phase(int nq) const {
+    return (nq == 2 ? count >> 1 : count) & 1;
   }
 };
 
@@ -59,52 +75,69 @@ struct PipeIndex {
   }
 };
 
-/// Producer (one thread): Q of the tile once its buffer is free, then K/V tiles n-1 .. 0.
+/// Producer (one thread): K/V tiles n-1 .. 0 of the tile, with its Q issued right after the
+/// first K (so the K/V stream never waits behind a Q buffer that is still being read).
 template <class Tr>
 __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
                                              int h, int b, int n_blocks,
-                                             PipeIndex<Tr::kStages>& pipe, int& q_count) {
+                                             PipeIndex<Tr::kStages>& pipe, QIndex& qi) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
   const int hkv = h / a.group;
-  ptx::mbar_wait(sm.empty_q, (q_count & 1) ^ 1);
-  ++q_count;
-  ptx::mbar_arrive_expect_tx(sm.full_q, Tr::kQBytes);
-#pragma unroll
-  for (int c = 0; c < Tr::kChunks; ++c)
-    ptx::tma_load_4d(sm.q + c * Tr::kQChunkBytes, &a.tma_q, sm.full_q, c * 64,
-                     m_block * Tr::kBlockM, h, b);
-  for (int it = 0; it < n_blocks; ++it, ++pipe.count) {
-    const int nb = n_blocks - 1 - it;
+  const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+  auto load_k = [&](int nb) {
     const int s = pipe.stage();
-    const uint32_t phase = pipe.phase();
-    ptx::mbar_wait(&sm.empty_k[s], phase ^ 1);
+    ptx::mbar_wait(&sm.empty_k[s], pipe.phase() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
       ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
                        c * 64, nb * Tr::kBlockN, hkv, b);
-    ptx::mbar_wait(&sm.empty_v[s], phase ^ 1);
+  };
+  auto load_v = [&](int nb) {
+    const int s = pipe.stage();
+    ptx::mbar_wait(&sm.empty_v[s], pipe.phase() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_v[s], Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
       ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
                        c * 64, nb * Tr::kBlockN, hkv, b);
+  };
+  load_k(n_blocks - 1);
+  {
+    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    const int qb = qi.buf(nq);
+    ptx::mbar_wait(&sm.empty_q[qb], qi.phase(nq) ^ 1);
+    ptx::mbar_arrive_expect_tx(&sm.full_q[qb], Tr::kQBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_4d(sm.q + qb * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q, &sm.full_q[qb],
+                       c * 64, m_block * Tr::kBlockM, h, b);
+    ++qi.count;
+  }
+  load_v(n_blocks - 1);
+  ++pipe.count;
+  for (int nb = n_blocks - 2; nb >= 0; --nb, ++pipe.count) {
+    load_k(nb);
+    load_v(nb);
   }
 }
 
-/// Inter-warpgroup ping-pong (named barriers 1 and 2, 256 threads each): a consumer warpgroup
-/// issues its GEMMs only in its turn and then hands the turn over, so one warpgroup's softmax
-/// runs while the other's GEMMs occupy the tensor cores. Consumer 1 hands consumer 0 the first
-/// turn at kernel start; consumer 0 takes the one surplus turn back at kernel end.
+/// Inter-warpgroup ping-pong (named barriers 1 .. n, 256 threads each): a consumer warpgroup
+/// issues its GEMMs only in its turn and then hands the turn to the next one (round robin over
+/// the n = 2 or 3 consumers), so one warpgroup's softmax runs while another's GEMMs occupy the
+/// tensor cores. The last consumer hands consumer 0 the first turn at kernel start; consumer 0
+/// takes the one surplus turn back at kernel end. A barrier never collects two arrivals of the
+/// same warpgroup: to arrive again, that warpgroup must first get the turn back around the ring.
 struct PingPong {
   int me;
+  int n;    // consumer warpgroups
   bool on;  // off only for A/B measurements (flash3::Tuning)
   __device__ __forceinline__ void wait_turn() const {
     if (on) attnkit::cuda::sm90::named_bar_sync(1 + me, 256);
   }
   __device__ __forceinline__ void pass_turn() const {
-    if (on) attnkit::cuda::sm90::named_bar_arrive(1 + (1 - me), 256);
+    if (on) attnkit::cuda::sm90::named_bar_arrive(1 + (me + 1 == n ? 0 : me + 1), 256);
   }
 };
 
@@ -166,10 +199,42 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
 
+/// A consumer warpgroup whose 64 rows all lie beyond seqlen_q (the last tile of a 192-row
+/// D = 64 launch, e.g. S = 1024: rows 960 .. 1151, two of three warpgroups empty): it computes
+/// nothing but keeps the protocol: the same ping-pong turns (n + 1), and every K, V and Q buffer
+/// released once its data has landed (waiting on "full" first keeps its arrivals in the right
+/// phase). Nothing to write either: the epilogue skips rows >= seqlen_q.
+template <class Tr>
+__device__ __forceinline__ void idle_tile(const SmemLayout<Tr>& sm, int n_blocks,
+                                          PipeIndex<Tr::kStages>& pipe, int qb, int lane,
+                                          const PingPong& turn) {
+  namespace ptx = attnkit::cuda::sm90;
+  ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+  turn.wait_turn();
+  turn.pass_turn();
+  release<Tr>(&sm.empty_k[pipe.stage()], lane);
+  for (int it = 1; it < n_blocks; ++it) {
+    const int st = pipe.stage(it), sp = pipe.stage(it - 1);
+    ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+    turn.wait_turn();
+    ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+    turn.pass_turn();
+    release<Tr>(&sm.empty_k[st], lane);
+    release<Tr>(&sm.empty_v[sp], lane);
+  }
+  release<Tr>(&sm.empty_q[qb], lane);
+  const int sp = pipe.stage(n_blocks - 1);
+  ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));
+  turn.wait_turn();
+  turn.pass_turn();
+  release<Tr>(&sm.empty_v[sp], lane);
+  pipe.count += n_blocks;
+}
+
 template <class Tr, bool BF16>
 __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
                                              int h, int b, int n_blocks,
-                                             PipeIndex<Tr::kStages>& pipe, int& q_count, int cwg,
+                                             PipeIndex<Tr::kStages>& pipe, QIndex& qi, int cwg,
                                              int tid, const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
@@ -184,8 +249,16 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
   OnlineSoftmax<kBN> sm_state;
   sm_state.init();
 
+  if (n_blocks > 0 && m_block * Tr::kBlockM + cwg * 64 >= a.seqlen_q) {
+    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    idle_tile<Tr>(sm, n_blocks, pipe, qi.buf(nq), lane, turn);
+    ++qi.count;
+    return;
+  }
   if (n_blocks > 0) {
-    const uint32_t q_wg = ptx::smem_u32(sm.q) + cwg * 64 * Tr::kChunkRowBytes;
+    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    const int qb = qi.buf(nq);
+    const uint32_t q_wg = ptx::smem_u32(sm.q + qb * Tr::kQBytes) + cwg * 64 * Tr::kChunkRowBytes;
     const uint32_t k_base = ptx::smem_u32(sm.k);
     const uint32_t v_base = ptx::smem_u32(sm.v);
     // A tile needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
@@ -198,8 +271,8 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
     float s[kBN / 2];
     uint32_t p[kBN / 4];
     float factor[2];
-    ptx::mbar_wait(sm.full_q, q_count & 1);
-    ++q_count;
+    ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
+    ++qi.count;
 
     // it = 0: S = Q K_{n-1}^T only.
     {
@@ -255,7 +328,7 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
       convert_p<kBN, BF16>(s, p);
     }
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
-    release<Tr>(sm.empty_q, lane);
+    release<Tr>(&sm.empty_q[qb], lane);
     {
       const int sp = pipe.stage(n_blocks - 1);
       ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));

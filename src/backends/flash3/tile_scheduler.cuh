@@ -15,11 +15,22 @@
 // of the m-block count. It is not in general (S = 16k: (263 - c) mod 128 pairs m = 64 with
 // m = 71), so the imbalance stays for long causal rows with few rounds per CTA: measured run 4
 // (H200) D = 128, S = 16k 437 zig-zag vs 575 one CTA per tile, but S = 1k 395 vs 346. The launch
-// therefore uses persistence for causal only up to 32 m blocks (launch.cuh). A dynamic
-// scheduler (atomic tile counter, FA3-style) would remove this split; not done yet.
+// therefore uses the static schedule for causal only up to 32 m blocks (launch.cuh).
+//
+// Dynamic schedule (args.tile_counter != null): CTA c starts with tile c; afterwards its
+// producer thread takes the next tile index from a global atomic counter (zeroed on the stream
+// before the launch) and hands it to the consumer warpgroups through a 2-slot ring in shared
+// memory (SchedSlots: full barrier = the producer's arrival, empty barrier = lane 0 of every
+// consumer warp). Same tile order as above (m fastest, causal m reversed): CTAs stay on one
+// (b, h) together (K/V shared in L2) and, within it, take the longest causal rows first; a CTA
+// that finishes early simply takes the next tile, so imbalance is at most one tile at the end.
+// The producer fetches tile t+1's index before loading tile t, hiding the atomic's latency.
 #pragma once
 
+#include <cstdint>
+
 #include "backends/flash3/fwd_args.hpp"
+#include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3 {
 
@@ -39,6 +50,34 @@ __device__ __forceinline__ int tile_of_round(const FwdArgs& a, int r) {
   const int t = r * g + c;
   return t < a.num_tiles ? t : -1;
 }
+
+/// Static schedule: the k-th tile of this CTA, or -1 when it has no more.
+__device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
+  return k < num_rounds(a) ? tile_of_round(a, k) : -1;
+}
+
+/// Dynamic schedule hand-over, producer thread -> consumer warpgroups (2 slots).
+struct SchedSlots {
+  int* tile;        // [2]
+  uint64_t* full;   // [2], count 1
+  uint64_t* empty;  // [2], count = consumer warps
+  /// Producer: publishes its k-th tile (-1 = no more) once slot k % 2 is free.
+  __device__ __forceinline__ void put(int k, int t) const {
+    namespace ptx = attnkit::cuda::sm90;
+    ptx::mbar_wait(&empty[k & 1], ((k >> 1) & 1) ^ 1);
+    tile[k & 1] = t;
+    ptx::mbar_arrive(&full[k & 1]);  // release: the store above is visible to the waiters
+  }
+  /// Consumer warp: its k-th tile; the warp's lane 0 frees the slot after every lane read it.
+  __device__ __forceinline__ int get(int k, int lane) const {
+    namespace ptx = attnkit::cuda::sm90;
+    ptx::mbar_wait(&full[k & 1], (k >> 1) & 1);
+    const int t = *static_cast<volatile int*>(&tile[k & 1]);
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(&empty[k & 1]);
+    return t;
+  }
+};
 
 __device__ __forceinline__ Tile decode_tile(const FwdArgs& a, int t) {
   const int m = t % a.num_m_blocks, hb = t / a.num_m_blocks;

@@ -276,6 +276,11 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "pp_on"/"pp_off"/"nonpersist": the measurement knobs must not change results either.
   flash3::tuning().pingpong = c.tag == "pp_on" ? 1 : c.tag == "pp_off" ? 0 : -1;
   flash3::tuning().persistent = c.tag != "nonpersist";
+  // "q1buf": one Q buffer; "sched_static"/"sched_dyn": force the tile scheduler; "wgs2": D = 64
+  // with 2 consumer warpgroups (default 3).
+  flash3::tuning().q_bufs = c.tag == "q1buf" ? 1 : 2;
+  flash3::tuning().scheduler = c.tag == "sched_static" ? 0 : c.tag == "sched_dyn" ? 1 : -1;
+  flash3::tuning().consumer_wgs = c.tag == "wgs2" ? 2 : 0;
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -369,8 +374,17 @@ std::vector<Cfg> cases() {
       }
       if (d != 64) add({"wide", 2, 300, 517, 4, 2});
       if (d == 256) add({"wide", 1, 333, 700, 2, 1, 0, DType::bf16, Causal::bottom_right});
-      for (const char* knob : {"pp_on", "pp_off", "nonpersist"})
+      for (const char* knob :
+           {"pp_on", "pp_off", "nonpersist", "q1buf", "sched_static", "sched_dyn", "wgs2"}) {
+        if (std::string(knob) == "wgs2" && d != 64) continue;
         add({knob, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+      }
+      // More tiles than SMs, small: dynamic scheduler (causal default), and at D = 64 (192-row
+      // tiles) the third consumer warpgroup has no rows (idle_tile); sized for the sanitizer.
+      add({"sched_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+      // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
+      add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
+      add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       add({"one", 1, 1, 1, 1, 1});
       add({"one", 1, 1, 1, 1, 1, 0, DType::bf16, Causal::bottom_right});
       add({"sk0", 1, 5, 0, 2, 1});
