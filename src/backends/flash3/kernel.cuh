@@ -48,6 +48,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
   SmemLayout<Tr> sm(smem);
 
   const int wg = threadIdx.x / 128;
+  const bool dynamic = args.tile_counter != nullptr;
   constexpr int kConsumerWarps = Tr::kConsumerWGs * 4;  // lane 0 of each arrives on "empty"
 
   if (threadIdx.x == 0) {
@@ -61,40 +62,47 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
       ptx::mbar_init(&sm.empty_k[s], kConsumerWarps);
       ptx::mbar_init(&sm.empty_v[s], kConsumerWarps);
     }
-    for (int i = 0; i < 2; ++i) {
-      ptx::mbar_init(&sm.sched.full[i], 1);
-      ptx::mbar_init(&sm.sched.empty[i], kConsumerWarps);
-    }
     ptx::fence_mbar_init();
   }
   __syncthreads();
 
-  const bool dynamic = args.tile_counter != nullptr;
   PipeIndex<Tr::kStages> pipe;
   QIndex qi;
+  const SchedSlot slot{sm.sched_tile, 32 + 128 * Tr::kConsumerWGs};
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) {
-      ptx::tma_prefetch_map(&args.tma_q);
-      ptx::tma_prefetch_map(&args.tma_k);
-      ptx::tma_prefetch_map(&args.tma_v);
-      // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, fetched
-      // before the current tile's loads are issued and published (2 slots ahead at most).
+    // Warp 0 runs the producer loop (the whole warp: the dynamic hand-over uses named barriers,
+    // which count warps); lane 0 alone issues the TMA loads. Warps 1-3 have nothing to do.
+    if (threadIdx.x < 32) {
+      const int lane = threadIdx.x;
+      if (lane == 0) {
+        ptx::tma_prefetch_map(&args.tma_q);
+        ptx::tma_prefetch_map(&args.tma_k);
+        ptx::tma_prefetch_map(&args.tma_v);
+      }
+      // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, taken when
+      // this tile's loads are all issued (about kStages K/V tiles before the consumers need
+      // the next one): a tile claimed earlier would sit reserved behind a long causal row
+      // while other CTAs run out of work (measured: claiming at the start of the previous
+      // tile cost 15 % at D = 256, S = 4k causal, run 5).
       int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile(args, 0);
       for (int k = 0;; ++k) {
-        int next;
-        if (dynamic) {
-          if (t >= args.num_tiles) t = -1;
-          next = t >= 0 ? atomicAdd(args.tile_counter, 1) + static_cast<int>(gridDim.x) : -1;
-          sm.sched.put(k, t);
-        } else {
-          next = static_tile(args, k + 1);
-        }
+        if (dynamic) slot.put(k, t, lane);
         if (t < 0) break;
-        const Tile tile = decode_tile(args, t);
-        produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
-                         num_n_blocks<Tr>(args, tile.m_block), pipe, qi);
-        t = next;
+        if (lane == 0) {
+          const Tile tile = decode_tile(args, t);
+          produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
+                           num_n_blocks<Tr>(args, tile.m_block), pipe, qi);
+        }
+        __syncwarp();
+        if (dynamic) {
+          int n = 0;
+          if (lane == 0) n = atomicAdd(args.tile_counter, 1) + static_cast<int>(gridDim.x);
+          n = __shfl_sync(0xffffffffu, n, 0);
+          t = n < args.num_tiles ? n : -1;
+        } else {
+          t = static_tile(args, k + 1);
+        }
       }
     }
   } else {
@@ -103,7 +111,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
     for (int k = 0;; ++k) {
-      const int t = dynamic ? sm.sched.get(k, threadIdx.x % 32) : static_tile(args, k);
+      const int t = dynamic ? slot.get() : static_tile(args, k);
       if (t < 0) break;
       const Tile tile = decode_tile(args, t);
       consume_tile<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,

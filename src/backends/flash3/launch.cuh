@@ -109,12 +109,18 @@ void launch_forward(const Params& p) {
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
+  // Scheduler (run 5, H100, same process). Dynamic for the 192-row D = 64 kernel, whose last
+  // tile of a head is partly empty (S = 1k: 6 x 192 rows): 418 vs 390 TFLOP/s static
+  // (non-causal), 279 vs 254 (causal); equal at S = 4k. Static elsewhere: D = 128 non-causal
+  // dynamic = static within noise (537/531 at 1k, 587/574 at 16k), but causal lost with the
+  // dynamic order (heaviest rows of a head first): D = 256, S = 4k 466 vs 547 (static
+  // zig-zag), D = 128, S = 16k 548 vs 595 (one CTA per tile).
   // Static schedule: causal with more than 32 m blocks (S > 4k) runs one CTA per tile, since
   // the static zig-zag leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one
-  // CTA per tile, same run; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the
-  // details. The dynamic schedule balances any length and stays persistent.
+  // CTA per tile, run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the
+  // details.
   const bool dynamic =
-      tuning().persistent && (tuning().scheduler < 0 ? a.causal != 0 : tuning().scheduler == 1);
+      tuning().persistent && (tuning().scheduler < 0 ? WGs == 3 : tuning().scheduler == 1);
   const bool persistent = tuning().persistent &&
                           (dynamic || !a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
   const int ctas = (a.num_tiles < sm_count() || !persistent) ? a.num_tiles : sm_count();

@@ -19,7 +19,8 @@ struct Tuning {
   // Q buffers: 2 = the producer prefetches the next tile's Q while the current one still runs
   // (where two fit in shared memory: D <= 128); 1 = one buffer (v4 behaviour).
   int q_bufs = 2;
-  // Tile scheduler of persistent launches: -1 = auto (dynamic for causal, static otherwise),
+  // Tile scheduler of persistent launches: -1 = auto (dynamic for the 3-warpgroup D = 64
+  // kernel, static otherwise; launch.cuh has the measurements),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),
   // 1 = dynamic (atomic tile counter in the workspace, zeroed on the stream per launch).
   int scheduler = -1;

@@ -36,7 +36,7 @@ struct SmemLayout {
   uint64_t* full_v;
   uint64_t* empty_k;
   uint64_t* empty_v;
-  SchedSlots sched;  // dynamic tile scheduler hand-over
+  int* sched_tile;  // dynamic tile scheduler hand-over (SchedSlot)
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
@@ -48,9 +48,7 @@ struct SmemLayout {
     full_v = full_k + Tr::kStages;
     empty_k = full_v + Tr::kStages;
     empty_v = empty_k + Tr::kStages;
-    sched.full = empty_v + Tr::kStages;
-    sched.empty = sched.full + 2;
-    sched.tile = reinterpret_cast<int*>(sched.empty + 2);
+    sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStages);
   }
 };
 

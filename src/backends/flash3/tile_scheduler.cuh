@@ -18,13 +18,11 @@
 // therefore uses the static schedule for causal only up to 32 m blocks (launch.cuh).
 //
 // Dynamic schedule (args.tile_counter != null): CTA c starts with tile c; afterwards its
-// producer thread takes the next tile index from a global atomic counter (zeroed on the stream
-// before the launch) and hands it to the consumer warpgroups through a 2-slot ring in shared
-// memory (SchedSlots: full barrier = the producer's arrival, empty barrier = lane 0 of every
-// consumer warp). Same tile order as above (m fastest, causal m reversed): CTAs stay on one
-// (b, h) together (K/V shared in L2) and, within it, take the longest causal rows first; a CTA
-// that finishes early simply takes the next tile, so imbalance is at most one tile at the end.
-// The producer fetches tile t+1's index before loading tile t, hiding the atomic's latency.
+// producer warp takes the next tile index from a global atomic counter (zeroed on the stream
+// before the launch) once the current tile's loads are issued, and hands it to the consumer
+// warpgroups through shared memory (SchedSlot). Same tile order as above (m fastest, causal m
+// reversed): CTAs stay on one (b, h) together (K/V shared in L2) and, within it, take the
+// longest causal rows first; a CTA that finishes early simply takes the next tile.
 #pragma once
 
 #include <cstdint>
@@ -56,25 +54,32 @@ __device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
   return k < num_rounds(a) ? tile_of_round(a, k) : -1;
 }
 
-/// Dynamic schedule hand-over, producer thread -> consumer warpgroups (2 slots).
-struct SchedSlots {
-  int* tile;        // [2]
-  uint64_t* full;   // [2], count 1
-  uint64_t* empty;  // [2], count = consumer warps
-  /// Producer: publishes its k-th tile (-1 = no more) once slot k % 2 is free.
-  __device__ __forceinline__ void put(int k, int t) const {
+/// Dynamic schedule hand-over, producer warp -> consumer warpgroups: one int in shared memory
+/// and two named barriers (kBarFull: the producer warp arrives after writing, the consumers
+/// sync before reading; kBarEmpty: the consumers arrive after reading, the producer warp syncs
+/// before the next write). Each barrier alternates strictly between its two sides, so an
+/// arrival can never count towards the wrong round. The final -1 is not acknowledged (nobody
+/// waits for it), which leaves no barrier half-arrived at exit. (A first version used two
+/// mbarrier slots: correct under the PTX memory model, but compute-sanitizer racecheck cannot
+/// see mbarrier ordering between plain stores and loads and reported hazards.)
+struct SchedSlot {
+  static constexpr int kBarFull = 4;  // 1 .. 3: ping-pong
+  static constexpr int kBarEmpty = 5;
+  int* tile;
+  int threads;  // producer warp + consumer threads
+  /// Producer warp: publishes its k-th tile (-1 = no more).
+  __device__ __forceinline__ void put(int k, int t, int lane) const {
     namespace ptx = attnkit::cuda::sm90;
-    ptx::mbar_wait(&empty[k & 1], ((k >> 1) & 1) ^ 1);
-    tile[k & 1] = t;
-    ptx::mbar_arrive(&full[k & 1]);  // release: the store above is visible to the waiters
+    if (k > 0) ptx::named_bar_sync(kBarEmpty, threads);
+    if (lane == 0) *static_cast<volatile int*>(tile) = t;
+    ptx::named_bar_arrive(kBarFull, threads);
   }
-  /// Consumer warp: its k-th tile; the warp's lane 0 frees the slot after every lane read it.
-  __device__ __forceinline__ int get(int k, int lane) const {
+  /// Consumer thread: the next tile (-1 = no more).
+  __device__ __forceinline__ int get() const {
     namespace ptx = attnkit::cuda::sm90;
-    ptx::mbar_wait(&full[k & 1], (k >> 1) & 1);
-    const int t = *static_cast<volatile int*>(&tile[k & 1]);
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(&empty[k & 1]);
+    ptx::named_bar_sync(kBarFull, threads);
+    const int t = *static_cast<volatile int*>(tile);
+    if (t >= 0) ptx::named_bar_arrive(kBarEmpty, threads);
     return t;
   }
 };

@@ -43,13 +43,17 @@ struct FwdTraits {
   // setmaxnreg budgets: the CTA launches with 168 (2 WGs, 384 threads) or 128 (3 WGs, 512
   // threads) registers per thread, and the warpgroups only redistribute that allocation
   // (setmaxnreg.inc waits until the registers exist: the sum must fit, or it hangs):
-  //   2 WGs: 32*128 + 232*256 = 63488 <= 168*384;  3 WGs: 32*128 + 160*384 = 65536 = 128*512.
+  //   2 WGs: 32*128 + 232*256 = 63488 (D = 256: 24*128 + 240*256 = 64512) <= 168*384;
+  //   3 WGs: 32*128 + 160*384 = 65536 = 128*512.
   // The producer carries the scheduler state (tile, next tile, ring and Q counters): at 24 it
-  // spilled 72-116 B, at 32 nothing. Consumers at 232 (was 240): no spill at the default tiles
-  // (the A/B-only wide tiles spill: D = 128 176 keys 12 B, D = 256 80 keys 76 B). 160 holds
-  // D = 64's O 32 + S 64 + P 32 registers (3 WGs, no spill).
-  static constexpr int kProducerRegs = 32;
-  static constexpr int kConsumerRegs = WGs == 2 ? 232 : 160;
+  // spills (a few STL/LDL per tile in one thread, harmless); at 32 nothing. D = 128 consumers
+  // fit 232 without spill; D = 256 consumers (O alone is 128 registers) spilled 12 B at 232
+  // and run 5 measured D = 256 6-9 % below v4, so D = 256 keeps v4's 24/240 (consumer clean,
+  // producer spills 36 B). 160 holds D = 64's O 32 + S 64 + P 32 (one 4 B spill per
+  // iteration, L1-resident). The A/B-only wide tiles spill in the consumers (D = 128 176 keys
+  // 28 B, D = 256 80 keys 76 B).
+  static constexpr int kProducerRegs = WGs == 2 && D == 256 ? 24 : 32;
+  static constexpr int kConsumerRegs = WGs == 3 ? 160 : D == 256 ? 240 : 232;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * WGs <=
                     (WGs == 2 ? 168 : 128) * kThreads,
                 "setmaxnreg budgets exceed the launch allocation");
