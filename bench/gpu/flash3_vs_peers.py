@@ -29,11 +29,11 @@ def load(lib_path):
                   ctypes.c_int, ctypes.c_int, ctypes.c_double, P, ctypes.c_char_p, ctypes.c_int]
     f.restype = ctypes.c_int
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    lib.flash3_set_knobs.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.flash3_set_knobs.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
 
-    def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0):
+    def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
-        lib.flash3_set_knobs(q_bufs, scheduler, wgs)
+        lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap)
     return f, set_tuning
 
 
@@ -127,14 +127,14 @@ def main():
                     "torch:flash": [make_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
                 }
                 if (d, s) in ab:  # variants, same shape, same process (not in the JSON rows)
-                    variants = [("default", {}), ("q-1buf", {"q_bufs": 1}),
+                    variants = [("default", {}), ("no-overlap", {"overlap": 0}), ("q-1buf", {"q_bufs": 1}),
                                 ("sched-static", {"scheduler": 0}), ("sched-dynamic", {"scheduler": 1}),
                                 ("non-persistent", {"persistent": 0})]
                     if d == 64:
                         variants.append(("2-consumer-wgs", {"wgs": 2}))
                     if a.ab_more:
                         variants += [("pingpong-off", {"pingpong": 0}), ("pingpong-on", {"pingpong": 1})]
-                        if d == 256 or (d == 128 and not causal):
+                        if d == 128 and not causal:
                             variants.append(("wide-n", {"wide_n": 1}))
                     for name, kw in variants:
                         set_tuning(**kw)

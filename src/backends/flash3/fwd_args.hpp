@@ -24,6 +24,7 @@ struct FwdArgs {
   int heads_q;
   int num_tiles;      // num_m_blocks * heads_q * batch
   int pingpong;       // 1: consumer warpgroups alternate their GEMM issue (default)
+  int overlap;        // 1: tile t's last P V shares a turn with tile t+1's first QK^T
   int q_bufs;         // Q buffers in use: 1, or 2 (= FwdTraits::kQStages) to prefetch the next Q
   int* tile_counter;  // dynamic scheduler: zeroed int in the workspace; null = static schedule
   float scale;        // softmax scale (natural units), for lse

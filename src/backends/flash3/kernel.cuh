@@ -64,6 +64,11 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     }
     ptx::fence_mbar_init();
   }
+  // The zero V block (Consumer::issue_pending_pv): written by the generic proxy, read by wgmma
+  // (async proxy), hence the proxy fence before the barrier.
+  for (int i = threadIdx.x; i < Tr::kZeroBytes / 16; i += Tr::kThreads)
+    reinterpret_cast<uint4*>(sm.zero)[i] = make_uint4(0, 0, 0, 0);
+  ptx::fence_proxy_async_smem();
   __syncthreads();
 
   PipeIndex<Tr::kStages> pipe;
@@ -110,13 +115,27 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     const int cwg = wg - 1;
     const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
-    for (int k = 0;; ++k) {
-      const int t = dynamic ? slot.get() : static_tile(args, k);
-      if (t < 0) break;
-      const Tile tile = decode_tile(args, t);
-      consume_tile<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
-                             num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg, threadIdx.x % 128,
-                             turn);
+    if constexpr (Consumer<Tr, BF16>::kCanOverlap) {
+      Consumer<Tr, BF16> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
+      for (int k = 0;; ++k) {
+        const int t = dynamic ? slot.get() : static_tile(args, k);
+        const Tile tile = decode_tile(args, t < 0 ? 0 : t);
+        const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
+        // Flush turn (the same decision in every consumer warpgroup): after the last tile,
+        // before a tile without keys, and between tiles when they do not overlap.
+        if (k > 0 && (t < 0 || n_blocks == 0 || !consumer.overlap())) consumer.flush_turn();
+        if (t < 0) break;
+        consumer.tile(tile.m_block, tile.h, tile.b, n_blocks);
+      }
+    } else {
+      for (int k = 0;; ++k) {
+        const int t = dynamic ? slot.get() : static_tile(args, k);
+        if (t < 0) break;
+        const Tile tile = decode_tile(args, t);
+        consume_tile_simple<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
+                                      num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
+                                      threadIdx.x % 128, turn);
+      }
     }
     if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start
   }

@@ -109,6 +109,7 @@ void launch_forward(const Params& p) {
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
+  a.overlap = tuning().overlap_tiles ? 1 : 0;
   // Scheduler (run 5, H100, same process). Dynamic for the 192-row D = 64 kernel, whose last
   // tile of a head is partly empty (S = 1k: 6 x 192 rows): 418 vs 390 TFLOP/s static
   // (non-causal), 279 vs 254 (causal); equal at S = 4k. Static elsewhere: D = 128 non-causal
@@ -137,7 +138,8 @@ void launch_forward(const Params& p) {
 
 /// Tile shape per call: the default per D (traits.hpp); D = 64 with 3 consumer warpgroups
 /// (192-row tiles) unless Tuning::consumer_wgs = 2; with Tuning::wide_n FA3's wider K/V tiles
-/// (D = 128 non-causal: 176 keys, D = 256: 80 keys) for A/B measurements.
+/// (D = 128 non-causal: 176 keys) for A/B measurements. (D = 256 with 80 keys, tried in run 3,
+/// spilled 76 B and measured no better; with the zero block it no longer fits in 227 KB.)
 template <int D, bool BF16>
 void run_forward(const Params& p) {
   if constexpr (D == 64) {
@@ -145,9 +147,6 @@ void run_forward(const Params& p) {
   }
   if constexpr (D == 128) {
     if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176, 2>(p);
-  }
-  if constexpr (D == 256) {  // 80-key tiles: Q 64 KB + 2 x (K 40 KB + V 40 KB) = 224 KB of smem
-    if (tuning().wide_n) return launch_forward<D, BF16, 80, 2>(p);
   }
   launch_forward<D, BF16, 0, 2>(p);
 }

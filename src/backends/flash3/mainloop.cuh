@@ -30,6 +30,7 @@ struct SmemLayout {
   uint8_t* q;  // Q buffer i at q + i * kQBytes
   uint8_t* k;  // stage s at k + s * kKVBytes
   uint8_t* v;
+  uint8_t* zero;      // [kD / 64][16][64] zeros (FwdTraits::kZeroBytes)
   uint64_t* full_q;   // [kQStages] TMA -> consumers (tx bytes)
   uint64_t* empty_q;  // [kQStages] consumer warps -> producer: that Q is no longer read
   uint64_t* full_k;
@@ -41,7 +42,8 @@ struct SmemLayout {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
     v = k + Tr::kStages * Tr::kKVBytes;
-    uint64_t* bars = reinterpret_cast<uint64_t*>(v + Tr::kStages * Tr::kKVBytes);
+    zero = v + Tr::kStages * Tr::kKVBytes;
+    uint64_t* bars = reinterpret_cast<uint64_t*>(zero + Tr::kZeroBytes);
     full_q = bars;
     empty_q = full_q + Tr::kQStages;
     full_k = empty_q + Tr::kQStages;
@@ -157,11 +159,13 @@ __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q
 /// O[64 x kD] += P[64 x kBlockN] V_s[kBlockN x kD] (issued, not waited). V is MN-major in smem.
 template <class Tr, bool BF16>
 __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
-                                         const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage) {
+                                         const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage,
+                                         uint32_t kk_stride = 16 * Tr::kChunkRowBytes,
+                                         uint32_t chunk_stride = Tr::kKVChunkBytes) {
 #pragma unroll
   for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-    const uint64_t db = attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * 16 * Tr::kChunkRowBytes,
-                                                             Tr::kKVChunkBytes, 1024);
+    const uint64_t db =
+        attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024);
     const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
     Wgmma<Tr::kD, BF16>::rs(o, a, db, 1);
   }
@@ -197,15 +201,16 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
 
+/// Tiles one at a time (v4 structure; D = 256, see Consumer::kCanOverlap).
 /// A consumer warpgroup whose 64 rows all lie beyond seqlen_q (the last tile of a 192-row
 /// D = 64 launch, e.g. S = 1024: rows 960 .. 1151, two of three warpgroups empty): it computes
 /// nothing but keeps the protocol: the same ping-pong turns (n + 1), and every K, V and Q buffer
 /// released once its data has landed (waiting on "full" first keeps its arrivals in the right
 /// phase). Nothing to write either: the epilogue skips rows >= seqlen_q.
 template <class Tr>
-__device__ __forceinline__ void idle_tile(const SmemLayout<Tr>& sm, int n_blocks,
-                                          PipeIndex<Tr::kStages>& pipe, int qb, int lane,
-                                          const PingPong& turn) {
+__device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n_blocks,
+                                                 PipeIndex<Tr::kStages>& pipe, int qb, int lane,
+                                                 const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
   turn.wait_turn();
@@ -230,10 +235,10 @@ __device__ __forceinline__ void idle_tile(const SmemLayout<Tr>& sm, int n_blocks
 }
 
 template <class Tr, bool BF16>
-__device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
-                                             int h, int b, int n_blocks,
-                                             PipeIndex<Tr::kStages>& pipe, QIndex& qi, int cwg,
-                                             int tid, const PingPong& turn) {
+__device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout<Tr>& sm,
+                                                    int m_block, int h, int b, int n_blocks,
+                                                    PipeIndex<Tr::kStages>& pipe, QIndex& qi,
+                                                    int cwg, int tid, const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   const int warp = tid / 32, lane = tid % 32;
@@ -249,7 +254,7 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
 
   if (n_blocks > 0 && m_block * Tr::kBlockM + cwg * 64 >= a.seqlen_q) {
     const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
-    idle_tile<Tr>(sm, n_blocks, pipe, qi.buf(nq), lane, turn);
+    idle_tile_simple<Tr>(sm, n_blocks, pipe, qi.buf(nq), lane, turn);
     ++qi.count;
     return;
   }
@@ -347,5 +352,263 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
   sm_state.finalize(a.scale, inv, lse);
   store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);
 }
+
+/// One consumer warpgroup's whole stream of tiles, with the tiles overlapped (a.overlap):
+/// the last P V of tile t is issued in the same ping-pong turn as the first Q K^T of tile t+1,
+/// and tile t's epilogue (normalise, store O and lse) runs while the tensor cores work on that
+/// turn and on the other warpgroups' turns. Without it (v4) a tile boundary costs a turn with
+/// only P V in it, then the epilogue, then a turn with only Q K^T whose softmax nothing hides.
+///
+/// Turn accounting (every consumer warpgroup must take the same number of ping-pong turns):
+///   a tile with n >= 1 K/V blocks: n turns (turn 0 = its first Q K^T + the pending P V of the
+///     previous tile, if this warpgroup has one; turns 1 .. n-1 as in the mainloop below);
+///   a flush turn (the pending P V alone, or a zero-block one) before a tile with no visible
+///     keys, after every tile when overlap is off, and once at the end (kernel.cuh: one call
+///     site, since ptxas serialised the wgmma pipeline (C7511) with several inlined copies);
+/// so the count depends on the tile sequence only, not on whether a warpgroup has rows in the
+/// tile. A warpgroup whose 64 rows all lie past seqlen_q (the last tile of a 192-row D = 64
+/// launch, e.g. S = 1024: rows 960 .. 1151) takes its turns without computing and releases each
+/// K/V/Q buffer once its data has landed (waiting on "full" first keeps its arrivals in the
+/// right phase); the epilogue would write nothing for those rows anyway.
+template <class Tr, bool BF16>
+struct Consumer {
+  static constexpr int kBN = Tr::kBlockN;
+  // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
+  // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
+  static constexpr bool kCanOverlap = Tr::kD != 256;
+  __device__ __forceinline__ bool overlap() const { return kCanOverlap && a.overlap != 0; }
+  const FwdArgs& a;
+  const SmemLayout<Tr>& sm;
+  PipeIndex<Tr::kStages>& pipe;
+  QIndex& qi;
+  const PingPong& turn;
+  int cwg, warp, lane;
+  float o[Tr::kD / 2];
+  uint32_t p[kBN / 4];
+  OnlineSoftmax<kBN> state;
+  bool pending = false;  // P V of the last block of tile (pb, ph, prow0) not issued yet
+  int pb = 0, ph = 0, prow0 = 0;
+
+  __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
+                                      PipeIndex<Tr::kStages>& pipe_, QIndex& qi_,
+                                      const PingPong& turn_, int cwg_, int tid)
+      : a(a_),
+        sm(sm_),
+        pipe(pipe_),
+        qi(qi_),
+        turn(turn_),
+        cwg(cwg_),
+        warp(tid / 32),
+        lane(tid % 32) {
+    zero_o();
+    zero_p();
+    state.init();
+  }
+
+  __device__ __forceinline__ void zero_o() {
+#pragma unroll
+    for (int i = 0; i < Tr::kD / 2; ++i)
+      o[i] = 0.f;
+  }
+  __device__ __forceinline__ void zero_p() {
+#pragma unroll
+    for (int i = 0; i < kBN / 4; ++i)
+      p[i] = 0u;
+  }
+  __device__ __forceinline__ uint32_t v_addr(int stage) const {
+    return attnkit::cuda::sm90::smem_u32(sm.v) + stage * Tr::kKVBytes;
+  }
+  /// Issues the pending P V (the previous tile's last V block = pipe position count - 1), or,
+  /// without one, the same wgmma sequence on P = 0 and the zero block (O stays 0): the issue
+  /// itself is never inside a data-dependent branch (ptxas would serialise every wgmma, C7518).
+  __device__ __forceinline__ void issue_pending_pv() {
+    namespace ptx = attnkit::cuda::sm90;
+    if (pending) ptx::mbar_wait(&sm.full_v[pipe.stage(-1)], pipe.phase(-1));
+    const uint32_t base = pending ? v_addr(pipe.stage(-1)) : ptx::smem_u32(sm.zero);
+    const uint32_t kk_stride = pending ? 16 * Tr::kChunkRowBytes : 0;
+    const uint32_t chunk_stride = pending ? Tr::kKVChunkBytes : 16 * Tr::kChunkRowBytes;
+    ptx::wgmma_fence();
+    issue_pv<Tr, BF16>(o, p, base, kk_stride, chunk_stride);
+    ptx::wgmma_commit();
+  }
+  /// After that P V completed: finishes the pending tile (frees its V buffer, writes O and
+  /// lse; inv/lse = its finalised softmax state), then clears O (P is cleared by the callers
+  /// whose next P V may be a zero-block one).
+  __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
+    if (pending) {
+      release<Tr>(&sm.empty_v[pipe.stage(-1)], lane);
+      store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
+    }
+    zero_o();
+    pending = false;
+  }
+  /// A turn with only the pending P V in it (a zero-block P V for a warpgroup without one).
+  __device__ __forceinline__ void flush_turn() {
+    namespace ptx = attnkit::cuda::sm90;
+    fence_regs(o);
+    fence_regs(p);
+    turn.wait_turn();
+    issue_pending_pv();
+    turn.pass_turn();
+    ptx::wgmma_wait<0>();
+    fence_regs(o);
+    fence_regs(p);
+    float inv[2], lse[2];
+    state.finalize(a.scale, inv, lse);
+    finish_pending(inv, lse);
+    zero_p();
+  }
+
+  /// Rows without any visible key (n = 0): out = 0, lse = -inf.
+  __device__ __forceinline__ void empty_tile(int b, int h, int row0) {
+    OnlineSoftmax<kBN> st;
+    st.init();
+    float inv[2], lse[2];
+    st.finalize(a.scale, inv, lse);
+    store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);  // o is zero here
+  }
+
+  /// n turns without computing (all rows of this warpgroup past seqlen_q).
+  __device__ __forceinline__ void idle_tile(int n_blocks, int qb) {
+    namespace ptx = attnkit::cuda::sm90;
+    ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+    fence_regs(o);
+    fence_regs(p);
+    turn.wait_turn();
+    if constexpr (kCanOverlap) issue_pending_pv();
+    turn.pass_turn();
+    release<Tr>(&sm.empty_k[pipe.stage()], lane);
+    if constexpr (kCanOverlap) {
+      ptx::wgmma_wait<0>();
+      fence_regs(o);
+      fence_regs(p);
+      float inv[2], lse[2];
+      state.finalize(a.scale, inv, lse);
+      finish_pending(inv, lse);
+      zero_p();
+    }
+    for (int it = 1; it < n_blocks; ++it) {
+      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      turn.wait_turn();
+      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      turn.pass_turn();
+      release<Tr>(&sm.empty_k[st], lane);
+      release<Tr>(&sm.empty_v[sp], lane);
+    }
+    release<Tr>(&sm.empty_q[qb], lane);
+    ptx::mbar_wait(&sm.full_v[pipe.stage(n_blocks - 1)], pipe.phase(n_blocks - 1));
+    release<Tr>(&sm.empty_v[pipe.stage(n_blocks - 1)], lane);
+    pipe.count += n_blocks;
+  }
+
+  __device__ __forceinline__ void tile(int m_block, int h, int b, int n_blocks) {
+    namespace ptx = attnkit::cuda::sm90;
+    const int first_row = m_block * Tr::kBlockM + cwg * 64;
+    const int row0 = first_row + warp * 16 + lane / 4;
+    if (n_blocks <= 0) {  // the caller flushed before this tile
+      empty_tile(b, h, row0);
+      return;
+    }
+    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    const int qb = qi.buf(nq);
+    if (first_row >= a.seqlen_q) {
+      idle_tile(n_blocks, qb);
+      ++qi.count;
+      return;
+    }
+    const float sl2 = a.scale_log2;
+    const uint32_t q_wg = ptx::smem_u32(sm.q + qb * Tr::kQBytes) + cwg * 64 * Tr::kChunkRowBytes;
+    const uint32_t k_base = ptx::smem_u32(sm.k);
+    // A block needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
+    auto needs_mask = [&](int nb) {
+      return (nb + 1) * kBN > a.seqlen_k ||
+             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+    };
+    float s[kBN / 2];
+    float factor[2];
+    ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
+    ++qi.count;
+
+    // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
+    {
+      const int nb = n_blocks - 1;
+      const int st = pipe.stage();
+      ptx::mbar_wait(&sm.full_k[st], pipe.phase());
+      fence_regs(o);
+      fence_regs(p);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      ptx::wgmma_commit();
+      if constexpr (kCanOverlap) issue_pending_pv();
+      turn.pass_turn();
+      if constexpr (kCanOverlap) {
+        ptx::wgmma_wait<1>();  // S ready
+      } else {
+        ptx::wgmma_wait<0>();
+      }
+      fence_regs(s);
+      release<Tr>(&sm.empty_k[st], lane);
+      float inv[2], lse[2];
+      if constexpr (kCanOverlap)
+        state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
+      state.init();
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      state.step(s, sl2, factor);  // factor = 0: O starts from zero
+      if constexpr (kCanOverlap) {
+        ptx::wgmma_wait<0>();  // the previous tile's P V
+        fence_regs(o);
+        fence_regs(p);
+        convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
+        finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
+      } else {
+        convert_p<kBN, BF16>(s, p);
+      }
+    }
+    for (int it = 1; it < n_blocks; ++it) {
+      const int nb = n_blocks - 1 - it;
+      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      fence_regs(o);
+      fence_regs(p);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      ptx::wgmma_commit();
+      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
+      issue_pv<Tr, BF16>(o, p, v_addr(sp));
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<1>();  // S ready
+      fence_regs(s);
+      release<Tr>(&sm.empty_k[st], lane);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      state.step(s, sl2, factor);
+      ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
+      fence_regs(o);
+      fence_regs(p);
+      release<Tr>(&sm.empty_v[sp], lane);
+#pragma unroll
+      for (int j = 0; j < Tr::kD / 8; ++j) {
+        o[4 * j + 0] *= factor[0];
+        o[4 * j + 1] *= factor[0];
+        o[4 * j + 2] *= factor[1];
+        o[4 * j + 3] *= factor[1];
+      }
+      // P is converted only now: writing its registers while P V_{it-1} still reads them makes
+      // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
+      convert_p<kBN, BF16>(s, p);
+    }
+    // Every QK^T of this tile is done: the producer may load a later tile's Q here.
+    release<Tr>(&sm.empty_q[qb], lane);
+    pipe.count += n_blocks;
+    pending = true;
+    pb = b, ph = h, prow0 = row0;
+  }
+};
 
 }  // namespace attnkit::flash3

@@ -58,7 +58,11 @@ struct FwdTraits {
                     (WGs == 2 ? 168 : 128) * kThreads,
                 "setmaxnreg budgets exceed the launch allocation");
   // Everything 1024-aligned (128B-swizzle atoms), plus barriers, plus 1 KB to align the base.
-  static constexpr int kFixedBytes = 2 * kStages * kKVBytes + 1024 + 1024;
+  // kZeroBytes: a zeroed 16-key V block [16][kD] (MN-major chunks of 16 x 128 B) that the
+  // overlapped consumer's P V reads (with P = 0) in turns where it has no pending P V, so the
+  // wgmma issue is not inside a data-dependent branch (ptxas serialises those: C7518).
+  static constexpr int kZeroBytes = 16 * D * 2;
+  static constexpr int kFixedBytes = 2 * kStages * kKVBytes + kZeroBytes + 1024 + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
