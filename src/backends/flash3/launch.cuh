@@ -143,7 +143,15 @@ void launch_forward(const Params& p) {
 template <int D, bool BF16>
 void run_forward(const Params& p) {
   if constexpr (D == 64) {
-    if (tuning().consumer_wgs != 2) return launch_forward<D, BF16, 0, 3>(p);
+    // Auto: 3 consumer warpgroups, except causal with S_q <= 1024, where the 192-row tiles
+    // leave most of a head's last tile empty and the 2-warpgroup kernel measured faster at
+    // S = 1k causal in both runs (288.5 vs 271.9 TFLOP/s run 6, 293.5 vs 277.9 run 5; non-causal
+    // 1k the other way: 408 vs 377). Applied after run 6: the S = 512/1024 causal rows of the
+    // results table were measured with 3 warpgroups.
+    const bool three =
+        tuning().consumer_wgs == 3 ||
+        (tuning().consumer_wgs == 0 && !(p.causal != Causal::none && p.seqlen_q <= 1024));
+    if (three) return launch_forward<D, BF16, 0, 3>(p);
   }
   if constexpr (D == 128) {
     if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176, 2>(p);

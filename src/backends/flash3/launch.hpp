@@ -29,7 +29,8 @@ struct Tuning {
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),
   // 1 = dynamic (atomic tile counter in the workspace, zeroed on the stream per launch).
   int scheduler = -1;
-  // Consumer warpgroups for D = 64: 0 = auto (3), 2 or 3 (FA3 uses 3 = 192-row tiles).
+  // Consumer warpgroups for D = 64: 0 = auto (3, but 2 for causal S_q <= 1024), 2 or 3
+  // (FA3 uses 3 = 192-row tiles).
   int consumer_wgs = 0;
 };
 Tuning& tuning();

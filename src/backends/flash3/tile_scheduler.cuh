@@ -59,9 +59,13 @@ __device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
 /// sync before reading; kBarEmpty: the consumers arrive after reading, the producer warp syncs
 /// before the next write). Each barrier alternates strictly between its two sides, so an
 /// arrival can never count towards the wrong round. The final -1 is not acknowledged (nobody
-/// waits for it), which leaves no barrier half-arrived at exit. (A first version used two
-/// mbarrier slots: correct under the PTX memory model, but compute-sanitizer racecheck cannot
-/// see mbarrier ordering between plain stores and loads and reported hazards.)
+/// waits for it), which leaves no barrier half-arrived at exit.
+/// compute-sanitizer racecheck reports the slot's read (consumers, round k) against its next
+/// write (producer, round k+1) as a hazard, both with this version and with a first one that
+/// used mbarrier slots (runs 5 and 6): the only edge between them is consumer arrive ->
+/// producer sync, which racecheck apparently does not treat as ordering (it accepts sync-sync).
+/// Every edge in both directions is an arrive -> sync on a strictly alternating barrier, plus a
+/// membar.cta before each arrival (added after run 6, not yet run on a GPU).
 struct SchedSlot {
   static constexpr int kBarFull = 4;  // 1 .. 3: ping-pong
   static constexpr int kBarEmpty = 5;
@@ -72,6 +76,7 @@ struct SchedSlot {
     namespace ptx = attnkit::cuda::sm90;
     if (k > 0) ptx::named_bar_sync(kBarEmpty, threads);
     if (lane == 0) *static_cast<volatile int*>(tile) = t;
+    __threadfence_block();  // the store is performed before the arrival (see get())
     ptx::named_bar_arrive(kBarFull, threads);
   }
   /// Consumer thread: the next tile (-1 = no more).
@@ -79,6 +84,10 @@ struct SchedSlot {
     namespace ptx = attnkit::cuda::sm90;
     ptx::named_bar_sync(kBarFull, threads);
     const int t = *static_cast<volatile int*>(tile);
+    // The load is performed before the arrival that lets the producer overwrite the slot
+    // (bar.arrive itself is only documented to order for the barrier's completion; the
+    // membar.cta makes the read-before-overwrite order explicit).
+    __threadfence_block();
     if (t >= 0) ptx::named_bar_arrive(kBarEmpty, threads);
     return t;
   }

@@ -276,11 +276,11 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "pp_on"/"pp_off"/"nonpersist": the measurement knobs must not change results either.
   flash3::tuning().pingpong = c.tag == "pp_on" ? 1 : c.tag == "pp_off" ? 0 : -1;
   flash3::tuning().persistent = c.tag != "nonpersist";
-  // "q1buf": one Q buffer; "sched_static"/"sched_dyn": force the tile scheduler; "wgs2": D = 64
-  // with 2 consumer warpgroups (default 3).
+  // "q1buf": one Q buffer; "sched_static"/"sched_dyn": force the tile scheduler; "wgs2"/"wgs3":
+  // D = 64 with 2 or 3 consumer warpgroups (default 3, 2 for causal S_q <= 1024).
   flash3::tuning().q_bufs = c.tag == "q1buf" ? 1 : 2;
   flash3::tuning().scheduler = c.tag == "sched_static" ? 0 : c.tag == "sched_dyn" ? 1 : -1;
-  flash3::tuning().consumer_wgs = c.tag == "wgs2" ? 2 : 0;
+  flash3::tuning().consumer_wgs = c.tag == "wgs2" ? 2 : c.tag == "wgs3" ? 3 : 0;
   // "serial": tiles not overlapped (one P V-only turn + epilogue per tile boundary).
   flash3::tuning().overlap_tiles = c.tag != "serial";
   ASSERT_NO_THROW(backend_flash3().forward(p));
@@ -387,6 +387,10 @@ std::vector<Cfg> cases() {
       // see no key) and idle warpgroups (Sq = 100), persistent with several tiles per CTA.
       add({"persist", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      if (d == 64) {  // causal S_q <= 1024 runs 2 warpgroups by default: force 3 (idle ones)
+        add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      }
       // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
       add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
