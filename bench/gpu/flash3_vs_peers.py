@@ -29,11 +29,12 @@ def load(lib_path):
                   ctypes.c_int, ctypes.c_int, ctypes.c_double, P, ctypes.c_char_p, ctypes.c_int]
     f.restype = ctypes.c_int
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    lib.flash3_set_knobs.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.flash3_set_knobs.argtypes = [ctypes.c_int] * 5
 
-    def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1):
+    def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
+                   ordered=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
-        lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap)
+        lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
     return f, set_tuning
 
 
@@ -127,7 +128,8 @@ def main():
                     "torch:flash": [make_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
                 }
                 if (d, s) in ab:  # variants, same shape, same process (not in the JSON rows)
-                    variants = [("default", {}), ("no-overlap", {"overlap": 0}), ("q-1buf", {"q_bufs": 1}),
+                    variants = [("default", {}), ("ordered-softmax", {"ordered": 1}),
+                                ("no-overlap", {"overlap": 0}), ("q-1buf", {"q_bufs": 1}),
                                 ("sched-static", {"scheduler": 0}), ("sched-dynamic", {"scheduler": 1}),
                                 ("non-persistent", {"persistent": 0})]
                     if d == 64:

@@ -35,7 +35,7 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   return n < total ? n : total;
 }
 
-template <int D, bool BF16, int BN, int WGs>
+template <int D, bool BF16, int BN, int WGs, bool kOrdered>
 __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -115,8 +115,8 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     const int cwg = wg - 1;
     const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
-    if constexpr (Consumer<Tr, BF16>::kCanOverlap) {
-      Consumer<Tr, BF16> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
+    if constexpr (Consumer<Tr, BF16, kOrdered>::kCanOverlap) {
+      Consumer<Tr, BF16, kOrdered> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       for (int k = 0;; ++k) {
         const int t = dynamic ? slot.get() : static_tile(args, k);
         const Tile tile = decode_tile(args, t < 0 ? 0 : t);
@@ -132,9 +132,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
         const int t = dynamic ? slot.get() : static_tile(args, k);
         if (t < 0) break;
         const Tile tile = decode_tile(args, t);
-        consume_tile_simple<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
-                                      num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
-                                      threadIdx.x % 128, turn);
+        consume_tile_simple<Tr, BF16, kOrdered>(args, sm, tile.m_block, tile.h, tile.b,
+                                                num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
+                                                threadIdx.x % 128, turn);
       }
     }
     if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start

@@ -97,15 +97,16 @@ void launch_forward(const Params& p) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  auto kernel = fwd_kernel<D, BF16, BN, WGs>;
-  // The shared-memory opt-in is per device: set it once for each device this kernel meets
-  // (idempotent, so a race between two threads only repeats the call).
-  static std::atomic<bool> attr_set[kMaxDevices] = {};
+  const bool ordered = tuning().ordered_softmax;
+  auto kernel = ordered ? fwd_kernel<D, BF16, BN, WGs, true> : fwd_kernel<D, BF16, BN, WGs, false>;
+  // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
+  // meets (idempotent, so a race between two threads only repeats the call).
+  static std::atomic<bool> attr_set[2][kMaxDevices] = {};
   const int dev = current_device();
-  if (!attr_set[dev].load(std::memory_order_acquire)) {
+  if (!attr_set[ordered][dev].load(std::memory_order_acquire)) {
     ATTNKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    attr_set[dev].store(true, std::memory_order_release);
+    attr_set[ordered][dev].store(true, std::memory_order_release);
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;

@@ -24,6 +24,11 @@ struct Tuning {
   // tensor cores' work (mainloop.cuh, Consumer). false: one PV-only turn + epilogue + one
   // QK-only turn per tile boundary (v4).
   bool overlap_tiles = true;
+  // Softmax kept in front of the P V wait in the machine code (mainloop.cuh,
+  // softmax_before_wait): the intra-warpgroup overlap the mainloop is written for, which ptxas
+  // otherwise undoes. Compiled and checked in the SASS only (after run 6): off until an A/B
+  // on the GPU shows it (prediction in bench/notes/flash3.md).
+  bool ordered_softmax = false;
   // Tile scheduler of persistent launches: -1 = auto (dynamic for the 3-warpgroup D = 64
   // kernel, static otherwise; launch.cuh has the measurements),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),

@@ -201,6 +201,21 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
 
+/// Keeps the softmax in front of the following P V wait in the machine code (kOn; Tuning::
+/// ordered_softmax). Without it ptxas hoists that wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) above
+/// the row max and every MUFU.EX2, although the PTX has them before it, so the softmax never
+/// overlaps the warpgroup's own P V (seen in the SASS of every mainloop since v1). A branch on
+/// a value only the end of the softmax produces (the row sums) is a point ptxas does not move
+/// the wait across: with it the EX2s come first (checked in the SASS: D = 64 2/3 warpgroups,
+/// D = 128, D = 256). The trap is unreachable: the sums add exp2 results (>= 0, or the
+/// canonical NaN 0x7fffffff), never the bit pattern 0xffffffff.
+template <bool kOn>
+__device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
+  if constexpr (kOn) {
+    if ((__float_as_uint(row_sum[0]) & __float_as_uint(row_sum[1])) == 0xffffffffu) __trap();
+  }
+}
+
 /// Tiles one at a time (v4 structure; D = 256, see Consumer::kCanOverlap).
 /// A consumer warpgroup whose 64 rows all lie beyond seqlen_q (the last tile of a 192-row
 /// D = 64 launch, e.g. S = 1024: rows 960 .. 1151, two of three warpgroups empty): it computes
@@ -234,7 +249,7 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
   pipe.count += n_blocks;
 }
 
-template <class Tr, bool BF16>
+template <class Tr, bool BF16, bool kOrdered>
 __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout<Tr>& sm,
                                                     int m_block, int h, int b, int n_blocks,
                                                     PipeIndex<Tr::kStages>& pipe, QIndex& qi,
@@ -315,6 +330,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.step(s, sl2, factor);
+      softmax_before_wait<kOrdered>(sm_state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);
@@ -370,7 +386,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
 /// launch, e.g. S = 1024: rows 960 .. 1151) takes its turns without computing and releases each
 /// K/V/Q buffer once its data has landed (waiting on "full" first keeps its arrivals in the
 /// right phase); the epilogue would write nothing for those rows anyway.
-template <class Tr, bool BF16>
+template <class Tr, bool BF16, bool kOrdered>
 struct Consumer {
   static constexpr int kBN = Tr::kBlockN;
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -558,6 +574,7 @@ struct Consumer {
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       state.step(s, sl2, factor);  // factor = 0: O starts from zero
       if constexpr (kCanOverlap) {
+        softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
         fence_regs(o);
         fence_regs(p);
@@ -588,6 +605,7 @@ struct Consumer {
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       state.step(s, sl2, factor);
+      softmax_before_wait<kOrdered>(state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);

@@ -283,6 +283,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().consumer_wgs = c.tag == "wgs2" ? 2 : c.tag == "wgs3" ? 3 : 0;
   // "serial": tiles not overlapped (one P V-only turn + epilogue per tile boundary).
   flash3::tuning().overlap_tiles = c.tag != "serial";
+  // "ordered": the softmax pinned in front of the P V wait (Tuning::ordered_softmax).
+  flash3::tuning().ordered_softmax = c.tag == "ordered";
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -376,7 +378,7 @@ std::vector<Cfg> cases() {
       }
       if (d == 128) add({"wide", 2, 300, 517, 4, 2});
       for (const char* knob : {"pp_on", "pp_off", "nonpersist", "q1buf", "sched_static",
-                               "sched_dyn", "wgs2", "serial"}) {
+                               "sched_dyn", "wgs2", "serial", "ordered"}) {
         if (std::string(knob) == "wgs2" && d != 64) continue;
         add({knob, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       }
@@ -387,6 +389,8 @@ std::vector<Cfg> cases() {
       // see no key) and idle warpgroups (Sq = 100), persistent with several tiles per CTA.
       add({"persist", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      add({"ordered", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
       if (d == 64) {  // causal S_q <= 1024 runs 2 warpgroups by default: force 3 (idle ones)
         add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
         add({"wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
