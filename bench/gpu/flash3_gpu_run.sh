@@ -32,6 +32,8 @@ echo "== SASS: HGMMA count per instantiation"
 for o in $B/fwd_*.o; do
   echo "$(basename $o): HGMMA $(cuobjdump --dump-sass $o | grep -c HGMMA), LDL/STL $(cuobjdump --dump-sass $o | grep -cE 'LDL|STL')"
 done
+echo "== SASS: softmax before the P V wait? (bench/gpu/sass_softmax_order.py)"
+for o in $B/fwd_d*_bf16.o; do cuobjdump --dump-sass $o | python3 bench/gpu/sass_softmax_order.py; done
 [ "${F3_SASS_DUMP:-1}" = 1 ] && cuobjdump --dump-sass $B/fwd_d128_bf16.o > $OUT/sass_d128_bf16.txt 2>&1
 
 echo "== tests"

@@ -2,9 +2,11 @@
 //
 //   grid  = min(#tiles, #SMs) persistent CTAs (tile_scheduler.cuh: static or dynamic order);
 //   block = 128 * (1 + WGs) threads, 1 CTA per SM. A tile = 64 * WGs query rows of one (b, h).
-//   WG0  producer: setmaxnreg down to 24; one thread issues TMA for Q (per tile) and the K/V
-//        ring, and with the dynamic scheduler takes the tiles from the global counter.
-//   WG1 .. WGs consumers: setmaxnreg up (240 for 2, 160 for 3); each owns 64 query rows, runs
+//   WG0  producer: setmaxnreg down to 32 (24 at D = 256); warp 0 runs the tile loop (and,
+//        with the dynamic scheduler, takes the tiles from the global counter), its lane 0
+//        issues the TMA loads of Q (one per tile) and of the K/V ring.
+//   WG1 .. WGs consumers: setmaxnreg up (2 WGs: 232, 240 at D = 256; 3 WGs: 160); each owns
+//        64 query rows, runs
 //        S = Q K^T (wgmma, both operands in smem), mask + online softmax in registers,
 //        O += P V (wgmma, P from registers), then the epilogue.
 #pragma once
