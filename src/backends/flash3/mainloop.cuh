@@ -5,10 +5,12 @@
 //   it >= 1:  issue S' = Q K_it^T; issue O += P V_{it-1}; wait S'; softmax(S') -> factor;
 //             wait PV; O *= factor; P = pack(S')
 //   end:      O += P V_last
-// so the exp2/max work of tile it overlaps the tensor cores' P V of tile it-1 (FA3's
-// intra-warpgroup overlap). P' is packed to 16 bit only after the PV wait (see below).
-// On top, the two consumer warpgroups ping-pong their GEMM issue (PingPong below), and the
-// pipeline indices run on across the tiles of a persistent CTA.
+// so the exp2/max work of tile it is meant to overlap the tensor cores' P V of tile it-1 (FA3's
+// intra-warpgroup overlap) -- which ptxas undoes by hoisting the P V wait unless
+// Tuning::ordered_softmax (softmax_before_wait). P' is packed to 16 bit only after the PV wait.
+// On top, the 2 or 3 consumer warpgroups ping-pong their GEMM issue (PingPong below), the
+// pipeline indices run on across the tiles of a persistent CTA, and (Consumer, D <= 128) the
+// "end" step of one tile shares its turn with the "it = 0" step of the next.
 #pragma once
 
 #include <cstdint>
