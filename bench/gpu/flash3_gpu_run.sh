@@ -15,15 +15,16 @@ NV="nvcc -std=c++20 -O3 $ARCH -I include -I src $DEFS -Xcompiler -fPIC"
     echo "$NV -Xptxas -v -c $f -o $B/$(basename $f .cu).o"
   done
   echo "$NV -x cu -c src/backends/flash3/backend.cpp -o $B/backend.o"
+  echo "$NV -x cu -c src/cuda/workspace.cpp -o $B/workspace.o"
   echo "$NV -x cu -c bench/gpu/flash3_shim.cpp -o $B/shim.o"
   echo "$NV -c tests/backends/flash3/flash3_forward_test.cu -o $B/test.o"
 } > $B/jobs.txt
 t0=$(date +%s)
 xargs -P 10 -I{} bash -c "{} 2>&1" < $B/jobs.txt > $OUT/build.log 2>&1
 grep -E "error|C75|Used|spill|Compiling entry" $OUT/build.log | grep -v "^$" | head -60
-nvcc $ARCH -o $B/flash3_test $B/test.o $B/backend.o $B/fwd_*.o -lgtest -lgtest_main -lpthread \
+nvcc $ARCH -o $B/flash3_test $B/test.o $B/backend.o $B/workspace.o $B/fwd_*.o -lgtest -lgtest_main -lpthread \
   >> $OUT/build.log 2>&1 || { echo "LINK test FAILED"; tail -30 $OUT/build.log; }
-nvcc $ARCH -shared -o $B/libflash3_shim.so $B/shim.o $B/backend.o $B/fwd_*.o \
+nvcc $ARCH -shared -o $B/libflash3_shim.so $B/shim.o $B/backend.o $B/workspace.o $B/fwd_*.o \
   >> $OUT/build.log 2>&1 || { echo "LINK shim FAILED"; tail -30 $OUT/build.log; }
 echo "build: $(( $(date +%s) - t0 )) s"
 
@@ -31,7 +32,9 @@ echo "== SASS: HGMMA count per instantiation"
 for o in $B/fwd_*.o; do
   echo "$(basename $o): HGMMA $(cuobjdump --dump-sass $o | grep -c HGMMA), LDL/STL $(cuobjdump --dump-sass $o | grep -cE 'LDL|STL')"
 done
-cuobjdump --dump-sass $B/fwd_d128_bf16.o > $OUT/sass_d128_bf16.txt 2>&1
+echo "== SASS: softmax before the P V wait? (bench/gpu/sass_softmax_order.py)"
+for o in $B/fwd_d*_bf16.o; do cuobjdump --dump-sass $o | python3 bench/gpu/sass_softmax_order.py; done
+[ "${F3_SASS_DUMP:-1}" = 1 ] && cuobjdump --dump-sass $B/fwd_d128_bf16.o > $OUT/sass_d128_bf16.txt 2>&1
 
 echo "== tests"
 timeout 200 $B/flash3_test --gtest_brief=1 > $OUT/test.log 2>&1
@@ -40,7 +43,7 @@ grep -E "FAILED|PASSED|SKIPPED|Failure|error|Expected|Which is|relative|max abs|
 
 if [ "${F3_SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer (subset)"
-  FILT='Cases/Flash3Forward.MatchesReference/persist_b3_sq700_sk300_h16x4_d128_bf16_br:Cases/Flash3Forward.MatchesReference/gqa2_b1_sq77_sk300_h4x2_d128_bf16_br:Cases/Flash3Forward.MatchesReference/sq_gt_sk_b1_sq300_sk77_h2x1_d64_f16_br:Cases/Flash3Forward.MatchesReference/square_b2_sq128_sk128_h2x2_d256_bf16_nc:Cases/Flash3Forward.MatchesReference/pp_on_b2_sq900_sk700_h8x2_d64_bf16_tl'
+  FILT='Cases/Flash3Forward.MatchesReference/persist_b3_sq700_sk300_h16x4_d128_bf16_br:Cases/Flash3Forward.MatchesReference/gqa2_b1_sq77_sk300_h4x2_d128_bf16_br:Cases/Flash3Forward.MatchesReference/sq_gt_sk_b1_sq300_sk77_h2x1_d64_f16_br:Cases/Flash3Forward.MatchesReference/square_b2_sq128_sk128_h2x2_d256_bf16_nc:Cases/Flash3Forward.MatchesReference/pp_on_b2_sq900_sk700_h8x2_d64_bf16_tl:Cases/Flash3Forward.MatchesReference/sched_dyn_b3_sq100_sk200_h48x4_d64_bf16_br:Cases/Flash3Forward.MatchesReference/sched_dyn_b3_sq100_sk200_h48x4_d128_f16_br:Cases/Flash3Forward.MatchesReference/wgs3_b4_sq700_sk200_h40x8_d64_bf16_br:Cases/Flash3Forward.MatchesReference/serial_b4_sq700_sk200_h40x8_d128_bf16_br'
   for tool in memcheck racecheck; do
     timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $B/flash3_test --gtest_filter="$FILT" \
       > $OUT/sanitizer_$tool.log 2>&1

@@ -29,7 +29,13 @@ def load(lib_path):
                   ctypes.c_int, ctypes.c_int, ctypes.c_double, P, ctypes.c_char_p, ctypes.c_int]
     f.restype = ctypes.c_int
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    return f, lib.flash3_set_tuning
+    lib.flash3_set_knobs.argtypes = [ctypes.c_int] * 5
+
+    def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
+                   ordered=0):
+        lib.flash3_set_tuning(pingpong, persistent, wide_n)
+        lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
+    return f, set_tuning
 
 
 def strides(t):
@@ -96,6 +102,7 @@ def main():
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--pause", type=float, default=0.3)
     ap.add_argument("--ab", default="", help="A/B flash3 variants on these D:S pairs, e.g. 128:1024,128:16384")
+    ap.add_argument("--ab-more", action="store_true", help="also ping-pong and wide-tile variants")
     a = ap.parse_args()
     fn, set_tuning = load(a.lib)
     ab = {tuple(int(x) for x in p.split(":")) for p in a.ab.split(",") if p}
@@ -121,15 +128,23 @@ def main():
                     "torch:flash": [make_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
                 }
                 if (d, s) in ab:  # variants, same shape, same process (not in the JSON rows)
-                    for name, pp, pers, wide in (("pingpong-off", 0, 1, 0), ("pingpong-on", 1, 1, 0),
-                                                 ("non-persistent", -1, 0, 0), ("wide-n", -1, 1, 1)):
-                        if name == "wide-n" and (d == 64 or (d == 128 and causal)):
-                            continue
-                        set_tuning(pp, pers, wide)
+                    variants = [("default", {}), ("ordered-softmax", {"ordered": 1}),
+                                ("no-overlap", {"overlap": 0}), ("q-1buf", {"q_bufs": 1}),
+                                ("sched-static", {"scheduler": 0}), ("sched-dynamic", {"scheduler": 1}),
+                                ("non-persistent", {"persistent": 0})]
+                    if d == 64:
+                        variants.append(("2-consumer-wgs", {"wgs": 2}))
+                    if a.ab_more:
+                        variants += [("pingpong-off", {"pingpong": 0}), ("pingpong-on", {"pingpong": 1})]
+                        if d == 128 and not causal:
+                            variants.append(("wide-n", {"wide_n": 1}))
+                    for name, kw in variants:
+                        set_tuning(**kw)
                         time.sleep(a.pause)
                         m = time_it(impls["attnkit:flash3"], a.reps)
-                        set_tuning(-1, 1, 0)
-                        print(f"  A/B D={d} S={s} causal={int(causal)} flash3[{name}] {flops / m / 1e9:6.1f} TFLOP/s")
+                        set_tuning()
+                        print(f"  A/B D={d} S={s} causal={int(causal)} flash3[{name}] {flops / m / 1e9:6.1f} TFLOP/s",
+                              flush=True)
                 # Cross-check flash3 against cuDNN on set 0.
                 impls["attnkit:flash3"][0]()
                 ref = impls["torch:cudnn"][0]().transpose(1, 2).float()

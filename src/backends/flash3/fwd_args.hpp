@@ -22,10 +22,13 @@ struct FwdArgs {
   int causal_offset;  // 0 (top_left) or Sk - Sq (bottom_right)
   int num_m_blocks;
   int heads_q;
-  int num_tiles;     // num_m_blocks * heads_q * batch
-  int pingpong;      // 1: consumer warpgroups alternate their GEMM issue (default)
-  float scale;       // softmax scale (natural units), for lse
-  float scale_log2;  // scale * log2(e): exp(s*scale - m) = exp2(s*scale_log2 - m')
+  int num_tiles;      // num_m_blocks * heads_q * batch
+  int pingpong;       // 1: consumer warpgroups alternate their GEMM issue (default)
+  int overlap;        // 1: tile t's last P V shares a turn with tile t+1's first QK^T
+  int q_bufs;         // Q buffers in use: 1, or 2 (= FwdTraits::kQStages) to prefetch the next Q
+  int* tile_counter;  // dynamic scheduler: zeroed int in the workspace; null = static schedule
+  float scale;        // softmax scale (natural units), for lse
+  float scale_log2;   // scale * log2(e): exp(s*scale - m) = exp2(s*scale_log2 - m')
 };
 
 }  // namespace attnkit::flash3

@@ -1,9 +1,12 @@
 // flash3 forward kernel (sm_90a): shared storage, block -> tile mapping and warp roles.
 //
-//   grid  = min(#tiles, #SMs) persistent CTAs (tile_scheduler.cuh); block = 384 threads =
-//   3 warpgroups, 1 CTA per SM. A tile = 128 query rows of one (b, h).
-//   WG0  producer: setmaxnreg down to 24; one thread issues TMA for Q (once) and the K/V ring.
-//   WG1, WG2 consumers: setmaxnreg up to 240; each owns 64 query rows and runs
+//   grid  = min(#tiles, #SMs) persistent CTAs (tile_scheduler.cuh: static or dynamic order);
+//   block = 128 * (1 + WGs) threads, 1 CTA per SM. A tile = 64 * WGs query rows of one (b, h).
+//   WG0  producer: setmaxnreg down to 32 (24 at D = 256); warp 0 runs the tile loop (and,
+//        with the dynamic scheduler, takes the tiles from the global counter), its lane 0
+//        issues the TMA loads of Q (one per tile) and of the K/V ring.
+//   WG1 .. WGs consumers: setmaxnreg up (2 WGs: 232, 240 at D = 256; 3 WGs: 160); each owns
+//        64 query rows, runs
 //        S = Q K^T (wgmma, both operands in smem), mask + online softmax in registers,
 //        O += P V (wgmma, P from registers), then the epilogue.
 #pragma once
@@ -34,11 +37,11 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   return n < total ? n : total;
 }
 
-template <int D, bool BF16, int BN>
-__global__ void __launch_bounds__(FwdTraits<D, BN>::kThreads, 1)
+template <int D, bool BF16, int BN, int WGs, bool kOrdered>
+__global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = FwdTraits<D, BN>;
+  using Tr = FwdTraits<D, BN, WGs>;
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -47,48 +50,94 @@ __global__ void __launch_bounds__(FwdTraits<D, BN>::kThreads, 1)
   SmemLayout<Tr> sm(smem);
 
   const int wg = threadIdx.x / 128;
+  const bool dynamic = args.tile_counter != nullptr;
+  constexpr int kConsumerWarps = Tr::kConsumerWGs * 4;  // lane 0 of each arrives on "empty"
 
   if (threadIdx.x == 0) {
-    ptx::mbar_init(sm.full_q, 1);
-    ptx::mbar_init(sm.empty_q, Tr::kConsumerWGs * 4);  // lane 0 of every consumer warp
+    for (int i = 0; i < Tr::kQStages; ++i) {
+      ptx::mbar_init(&sm.full_q[i], 1);
+      ptx::mbar_init(&sm.empty_q[i], kConsumerWarps);
+    }
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(&sm.full_k[s], 1);
       ptx::mbar_init(&sm.full_v[s], 1);
-      ptx::mbar_init(&sm.empty_k[s], Tr::kConsumerWGs * 4);
-      ptx::mbar_init(&sm.empty_v[s], Tr::kConsumerWGs * 4);
+      ptx::mbar_init(&sm.empty_k[s], kConsumerWarps);
+      ptx::mbar_init(&sm.empty_v[s], kConsumerWarps);
     }
     ptx::fence_mbar_init();
   }
+  // The zero V block (Consumer::issue_pending_pv): written by the generic proxy, read by wgmma
+  // (async proxy), hence the proxy fence before the barrier.
+  for (int i = threadIdx.x; i < Tr::kZeroBytes / 16; i += Tr::kThreads)
+    reinterpret_cast<uint4*>(sm.zero)[i] = make_uint4(0, 0, 0, 0);
+  ptx::fence_proxy_async_smem();
   __syncthreads();
 
   PipeIndex<Tr::kStages> pipe;
-  int q_count = 0;
+  QIndex qi;
+  const SchedSlot slot{sm.sched_tile, 32 + 128 * Tr::kConsumerWGs};
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) {
-      ptx::tma_prefetch_map(&args.tma_q);
-      ptx::tma_prefetch_map(&args.tma_k);
-      ptx::tma_prefetch_map(&args.tma_v);
-      for (int r = 0, nr = num_rounds(args); r < nr; ++r) {
-        const int t = tile_of_round(args, r);
-        if (t < 0) continue;
-        const Tile tile = decode_tile(args, t);
-        produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
-                         num_n_blocks<Tr>(args, tile.m_block), pipe, q_count);
+    // Warp 0 runs the producer loop (the whole warp: the dynamic hand-over uses named barriers,
+    // which count warps); lane 0 alone issues the TMA loads. Warps 1-3 have nothing to do.
+    if (threadIdx.x < 32) {
+      const int lane = threadIdx.x;
+      if (lane == 0) {
+        ptx::tma_prefetch_map(&args.tma_q);
+        ptx::tma_prefetch_map(&args.tma_k);
+        ptx::tma_prefetch_map(&args.tma_v);
+      }
+      // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, taken when
+      // this tile's loads are all issued (about kStages K/V tiles before the consumers need
+      // the next one): a tile claimed earlier would sit reserved behind a long causal row
+      // while other CTAs run out of work (measured: claiming at the start of the previous
+      // tile cost 15 % at D = 256, S = 4k causal, run 5).
+      int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile(args, 0);
+      for (int k = 0;; ++k) {
+        if (dynamic) slot.put(k, t, lane);
+        if (t < 0) break;
+        if (lane == 0) {
+          const Tile tile = decode_tile(args, t);
+          produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
+                           num_n_blocks<Tr>(args, tile.m_block), pipe, qi);
+        }
+        __syncwarp();
+        if (dynamic) {
+          int n = 0;
+          if (lane == 0) n = atomicAdd(args.tile_counter, 1) + static_cast<int>(gridDim.x);
+          n = __shfl_sync(0xffffffffu, n, 0);
+          t = n < args.num_tiles ? n : -1;
+        } else {
+          t = static_tile(args, k + 1);
+        }
       }
     }
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
     const int cwg = wg - 1;
-    const PingPong turn{cwg, args.pingpong != 0};
-    if (cwg == 1) turn.pass_turn();  // consumer 0 goes first
-    for (int r = 0, nr = num_rounds(args); r < nr; ++r) {
-      const int t = tile_of_round(args, r);
-      if (t < 0) continue;
-      const Tile tile = decode_tile(args, t);
-      consume_tile<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
-                             num_n_blocks<Tr>(args, tile.m_block), pipe, q_count, cwg,
-                             threadIdx.x % 128, turn);
+    const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
+    if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
+    if constexpr (Consumer<Tr, BF16, kOrdered>::kCanOverlap) {
+      Consumer<Tr, BF16, kOrdered> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
+      for (int k = 0;; ++k) {
+        const int t = dynamic ? slot.get() : static_tile(args, k);
+        const Tile tile = decode_tile(args, t < 0 ? 0 : t);
+        const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
+        // Flush turn (the same decision in every consumer warpgroup): after the last tile,
+        // before a tile without keys, and between tiles when they do not overlap.
+        if (k > 0 && (t < 0 || n_blocks == 0 || !consumer.overlap())) consumer.flush_turn();
+        if (t < 0) break;
+        consumer.tile(tile.m_block, tile.h, tile.b, n_blocks);
+      }
+    } else {
+      for (int k = 0;; ++k) {
+        const int t = dynamic ? slot.get() : static_tile(args, k);
+        if (t < 0) break;
+        const Tile tile = decode_tile(args, t);
+        consume_tile_simple<Tr, BF16, kOrdered>(args, sm, tile.m_block, tile.h, tile.b,
+                                                num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
+                                                threadIdx.x % 128, turn);
+      }
     }
     if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start
   }

@@ -18,6 +18,7 @@
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/ptx_sm90.hpp"
+#include "cuda/workspace.hpp"
 
 namespace attnkit::flash3 {
 
@@ -63,9 +64,9 @@ inline int sm_count() {
   return n;
 }
 
-template <int D, bool BF16, int BN>
+template <int D, bool BF16, int BN, int WGs>
 void launch_forward(const Params& p) {
-  using Tr = FwdTraits<D, BN>;
+  using Tr = FwdTraits<D, BN, WGs>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   FwdArgs a{};
   make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
@@ -96,39 +97,67 @@ void launch_forward(const Params& p) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  auto kernel = fwd_kernel<D, BF16, BN>;
-  // The shared-memory opt-in is per device: set it once for each device this kernel meets
-  // (idempotent, so a race between two threads only repeats the call).
-  static std::atomic<bool> attr_set[kMaxDevices] = {};
+  const bool ordered = tuning().ordered_softmax;
+  auto kernel = ordered ? fwd_kernel<D, BF16, BN, WGs, true> : fwd_kernel<D, BF16, BN, WGs, false>;
+  // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
+  // meets (idempotent, so a race between two threads only repeats the call).
+  static std::atomic<bool> attr_set[2][kMaxDevices] = {};
   const int dev = current_device();
-  if (!attr_set[dev].load(std::memory_order_acquire)) {
+  if (!attr_set[ordered][dev].load(std::memory_order_acquire)) {
     ATTNKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    attr_set[dev].store(true, std::memory_order_release);
+    attr_set[ordered][dev].store(true, std::memory_order_release);
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
-  // Causal with more than 32 m blocks (S > 4k) runs one CTA per tile: the static zig-zag
-  // schedule leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per
-  // tile, same run; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
-  const bool persistent =
-      tuning().persistent && (!a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
+  a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
+  a.overlap = tuning().overlap_tiles ? 1 : 0;
+  // Scheduler (run 5, H100, same process). Dynamic for the 192-row D = 64 kernel, whose last
+  // tile of a head is partly empty (S = 1k: 6 x 192 rows): 418 vs 390 TFLOP/s static
+  // (non-causal), 279 vs 254 (causal); equal at S = 4k. Static elsewhere: D = 128 non-causal
+  // dynamic = static within noise (537/531 at 1k, 587/574 at 16k), but causal lost with the
+  // dynamic order (heaviest rows of a head first): D = 256, S = 4k 466 vs 547 (static
+  // zig-zag), D = 128, S = 16k 548 vs 595 (one CTA per tile).
+  // Static schedule: causal with more than 32 m blocks (S > 4k) runs one CTA per tile, since
+  // the static zig-zag leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one
+  // CTA per tile, run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the
+  // details.
+  const bool dynamic =
+      tuning().persistent && (tuning().scheduler < 0 ? WGs == 3 : tuning().scheduler == 1);
+  const bool persistent = tuning().persistent &&
+                          (dynamic || !a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
   const int ctas = (a.num_tiles < sm_count() || !persistent) ? a.num_tiles : sm_count();
+  const auto stream = static_cast<cudaStream_t>(p.stream);
+  a.tile_counter = nullptr;
+  if (dynamic && ctas < a.num_tiles) {
+    a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));
+    ATTNKIT_CUDA_CHECK(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
+  }
   const dim3 grid(ctas);
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(a);
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
-/// Tile width per call: the default per D (traits.hpp), or with Tuning::wide_n FA3's wider
-/// tiles (D = 128 non-causal: 176 keys, D = 256: 80 keys) for A/B measurements.
+/// Tile shape per call: the default per D (traits.hpp); D = 64 with 3 consumer warpgroups
+/// (192-row tiles) unless Tuning::consumer_wgs = 2; with Tuning::wide_n FA3's wider K/V tiles
+/// (D = 128 non-causal: 176 keys) for A/B measurements. (D = 256 with 80 keys, tried in run 3,
+/// spilled 76 B and measured no better; with the zero block it no longer fits in 227 KB.)
 template <int D, bool BF16>
 void run_forward(const Params& p) {
+  if constexpr (D == 64) {
+    // Auto: 3 consumer warpgroups, except causal with S_q <= 1024, where the 192-row tiles
+    // leave most of a head's last tile empty and the 2-warpgroup kernel measured faster at
+    // S = 1k causal in both runs (288.5 vs 271.9 TFLOP/s run 6, 293.5 vs 277.9 run 5; non-causal
+    // 1k the other way: 408 vs 377). Applied after run 6: the S = 512/1024 causal rows of the
+    // results table were measured with 3 warpgroups.
+    const bool three =
+        tuning().consumer_wgs == 3 ||
+        (tuning().consumer_wgs == 0 && !(p.causal != Causal::none && p.seqlen_q <= 1024));
+    if (three) return launch_forward<D, BF16, 0, 3>(p);
+  }
   if constexpr (D == 128) {
-    if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176>(p);
+    if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176, 2>(p);
   }
-  if constexpr (D == 256) {  // 80-key tiles: Q 64 KB + 2 x (K 40 KB + V 40 KB) = 224 KB of smem
-    if (tuning().wide_n) return launch_forward<D, BF16, 80>(p);
-  }
-  launch_forward<D, BF16, 0>(p);
+  launch_forward<D, BF16, 0, 2>(p);
 }
 
 }  // namespace attnkit::flash3

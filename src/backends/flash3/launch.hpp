@@ -12,10 +12,31 @@ struct Tuning {
   // 552 vs 506, D = 256 602 vs 586; non-causal D = 64/128 within noise (+-2 %).
   int pingpong = -1;
   bool persistent = true;  // grid = min(#tiles, #SMs); false: one CTA per tile
-  // Wider K/V tiles (FA3's): D = 128 non-causal 176 keys, D = 256 80 keys. Off: measured no
-  // better (D = 128, S = 4k: 551 vs 621 TFLOP/s; 16k: equal, run 3) and the 80-key D = 256
-  // kernel spills 28 bytes.
+  // Wider K/V tiles (FA3's): D = 128 non-causal 176 keys. Off: measured no better (S = 4k:
+  // 551 vs 621 TFLOP/s; 16k: equal, run 3). (D = 256 with 80 keys was dropped: it spilled and
+  // measured no better, run 3.)
   bool wide_n = false;
+  // Q buffers: 2 = the producer prefetches the next tile's Q while the current one still runs
+  // (where two fit in shared memory: D <= 128); 1 = one buffer (v4 behaviour).
+  int q_bufs = 2;
+  // Consecutive tiles of a persistent CTA overlap: the last P V of tile t is issued in one
+  // ping-pong turn with the first Q K^T of tile t+1, and tile t's epilogue runs under the
+  // tensor cores' work (mainloop.cuh, Consumer). false: one PV-only turn + epilogue + one
+  // QK-only turn per tile boundary (v4).
+  bool overlap_tiles = true;
+  // Softmax kept in front of the P V wait in the machine code (mainloop.cuh,
+  // softmax_before_wait): the intra-warpgroup overlap the mainloop is written for, which ptxas
+  // otherwise undoes. Compiled and checked in the SASS only (after run 6): off until an A/B
+  // on the GPU shows it (prediction in bench/notes/flash3.md).
+  bool ordered_softmax = false;
+  // Tile scheduler of persistent launches: -1 = auto (dynamic for the 3-warpgroup D = 64
+  // kernel, static otherwise; launch.cuh has the measurements),
+  // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),
+  // 1 = dynamic (atomic tile counter in the workspace, zeroed on the stream per launch).
+  int scheduler = -1;
+  // Consumer warpgroups for D = 64: 0 = auto (3, but 2 for causal S_q <= 1024), 2 or 3
+  // (FA3 uses 3 = 192-row tiles).
+  int consumer_wgs = 0;
 };
 Tuning& tuning();
 

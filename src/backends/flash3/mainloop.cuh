@@ -5,10 +5,12 @@
 //   it >= 1:  issue S' = Q K_it^T; issue O += P V_{it-1}; wait S'; softmax(S') -> factor;
 //             wait PV; O *= factor; P = pack(S')
 //   end:      O += P V_last
-// so the exp2/max work of tile it overlaps the tensor cores' P V of tile it-1 (FA3's
-// intra-warpgroup overlap). P' is packed to 16 bit only after the PV wait (see below).
-// On top, the two consumer warpgroups ping-pong their GEMM issue (PingPong below), and the
-// pipeline indices run on across the tiles of a persistent CTA.
+// so the exp2/max work of tile it is meant to overlap the tensor cores' P V of tile it-1 (FA3's
+// intra-warpgroup overlap) -- which ptxas undoes by hoisting the P V wait unless
+// Tuning::ordered_softmax (softmax_before_wait). P' is packed to 16 bit only after the PV wait.
+// On top, the 2 or 3 consumer warpgroups ping-pong their GEMM issue (PingPong below), the
+// pipeline indices run on across the tiles of a persistent CTA, and (Consumer, D <= 128) the
+// "end" step of one tile shares its turn with the "it = 0" step of the next.
 #pragma once
 
 #include <cstdint>
@@ -16,35 +18,51 @@
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/softmax.cuh"
+#include "backends/flash3/tile_scheduler.cuh"
 #include "backends/flash3/traits.hpp"
 #include "backends/flash3/wgmma_ops.hpp"
 #include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3 {
 
-/// Carves the 1024-aligned dynamic shared memory: Q | K stages | V stages | barriers.
+/// Carves the 1024-aligned dynamic shared memory: Q stages | K stages | V stages | barriers |
+/// scheduler slots.
 template <class Tr>
 struct SmemLayout {
-  uint8_t* q;
+  uint8_t* q;  // Q buffer i at q + i * kQBytes
   uint8_t* k;  // stage s at k + s * kKVBytes
   uint8_t* v;
-  uint64_t* full_q;   // TMA -> consumers (tx bytes)
-  uint64_t* empty_q;  // consumers (8 warps) -> producer: Q of this tile no longer read
+  uint8_t* zero;      // [kD / 64][16][64] zeros (FwdTraits::kZeroBytes)
+  uint64_t* full_q;   // [kQStages] TMA -> consumers (tx bytes)
+  uint64_t* empty_q;  // [kQStages] consumer warps -> producer: that Q is no longer read
   uint64_t* full_k;
   uint64_t* full_v;
   uint64_t* empty_k;
   uint64_t* empty_v;
+  int* sched_tile;  // dynamic tile scheduler hand-over (SchedSlot)
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
-    k = q + Tr::kQBytes;
+    k = q + Tr::kQStages * Tr::kQBytes;
     v = k + Tr::kStages * Tr::kKVBytes;
-    uint64_t* bars = reinterpret_cast<uint64_t*>(v + Tr::kStages * Tr::kKVBytes);
+    zero = v + Tr::kStages * Tr::kKVBytes;
+    uint64_t* bars = reinterpret_cast<uint64_t*>(zero + Tr::kZeroBytes);
     full_q = bars;
-    empty_q = bars + 1;
-    full_k = bars + 2;
+    empty_q = full_q + Tr::kQStages;
+    full_k = empty_q + Tr::kQStages;
     full_v = full_k + Tr::kStages;
     empty_k = full_v + Tr::kStages;
     empty_v = empty_k + Tr::kStages;
+    sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStages);
+  }
+};
+
+/// Q buffer use, counted over the tiles this CTA has visited (producer and consumers count
+/// alike): nq = 1 or 2 buffers in use (FwdArgs::q_bufs).
+struct QIndex {
+  int count = 0;
+  __device__ __forceinline__ int buf(int nq) const { return nq == 2 ? count & 1 : 0; }
+  __device__ __forceinline__ uint32_t phase(int nq) const {
+    return (nq == 2 ? count >> 1 : count) & 1;
   }
 };
 
@@ -59,52 +77,69 @@ struct PipeIndex {
   }
 };
 
-/// Producer (one thread): Q of the tile once its buffer is free, then K/V tiles n-1 .. 0.
+/// Producer (one thread): K/V tiles n-1 .. 0 of the tile, with its Q issued right after the
+/// first K (so the K/V stream never waits behind a Q buffer that is still being read).
 template <class Tr>
 __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
                                              int h, int b, int n_blocks,
-                                             PipeIndex<Tr::kStages>& pipe, int& q_count) {
+                                             PipeIndex<Tr::kStages>& pipe, QIndex& qi) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
   const int hkv = h / a.group;
-  ptx::mbar_wait(sm.empty_q, (q_count & 1) ^ 1);
-  ++q_count;
-  ptx::mbar_arrive_expect_tx(sm.full_q, Tr::kQBytes);
-#pragma unroll
-  for (int c = 0; c < Tr::kChunks; ++c)
-    ptx::tma_load_4d(sm.q + c * Tr::kQChunkBytes, &a.tma_q, sm.full_q, c * 64,
-                     m_block * Tr::kBlockM, h, b);
-  for (int it = 0; it < n_blocks; ++it, ++pipe.count) {
-    const int nb = n_blocks - 1 - it;
+  const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+  auto load_k = [&](int nb) {
     const int s = pipe.stage();
-    const uint32_t phase = pipe.phase();
-    ptx::mbar_wait(&sm.empty_k[s], phase ^ 1);
+    ptx::mbar_wait(&sm.empty_k[s], pipe.phase() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
       ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
                        c * 64, nb * Tr::kBlockN, hkv, b);
-    ptx::mbar_wait(&sm.empty_v[s], phase ^ 1);
+  };
+  auto load_v = [&](int nb) {
+    const int s = pipe.stage();
+    ptx::mbar_wait(&sm.empty_v[s], pipe.phase() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_v[s], Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
       ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
                        c * 64, nb * Tr::kBlockN, hkv, b);
+  };
+  load_k(n_blocks - 1);
+  {
+    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    const int qb = qi.buf(nq);
+    ptx::mbar_wait(&sm.empty_q[qb], qi.phase(nq) ^ 1);
+    ptx::mbar_arrive_expect_tx(&sm.full_q[qb], Tr::kQBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_4d(sm.q + qb * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q, &sm.full_q[qb],
+                       c * 64, m_block * Tr::kBlockM, h, b);
+    ++qi.count;
+  }
+  load_v(n_blocks - 1);
+  ++pipe.count;
+  for (int nb = n_blocks - 2; nb >= 0; --nb, ++pipe.count) {
+    load_k(nb);
+    load_v(nb);
   }
 }
 
-/// Inter-warpgroup ping-pong (named barriers 1 and 2, 256 threads each): a consumer warpgroup
-/// issues its GEMMs only in its turn and then hands the turn over, so one warpgroup's softmax
-/// runs while the other's GEMMs occupy the tensor cores. Consumer 1 hands consumer 0 the first
-/// turn at kernel start; consumer 0 takes the one surplus turn back at kernel end.
+/// Inter-warpgroup ping-pong (named barriers 1 .. n, 256 threads each): a consumer warpgroup
+/// issues its GEMMs only in its turn and then hands the turn to the next one (round robin over
+/// the n = 2 or 3 consumers), so one warpgroup's softmax runs while another's GEMMs occupy the
+/// tensor cores. The last consumer hands consumer 0 the first turn at kernel start; consumer 0
+/// takes the one surplus turn back at kernel end. A barrier never collects two arrivals of the
+/// same warpgroup: to arrive again, that warpgroup must first get the turn back around the ring.
 struct PingPong {
   int me;
+  int n;    // consumer warpgroups
   bool on;  // off only for A/B measurements (flash3::Tuning)
   __device__ __forceinline__ void wait_turn() const {
     if (on) attnkit::cuda::sm90::named_bar_sync(1 + me, 256);
   }
   __device__ __forceinline__ void pass_turn() const {
-    if (on) attnkit::cuda::sm90::named_bar_arrive(1 + (1 - me), 256);
+    if (on) attnkit::cuda::sm90::named_bar_arrive(1 + (me + 1 == n ? 0 : me + 1), 256);
   }
 };
 
@@ -126,11 +161,13 @@ __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q
 /// O[64 x kD] += P[64 x kBlockN] V_s[kBlockN x kD] (issued, not waited). V is MN-major in smem.
 template <class Tr, bool BF16>
 __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
-                                         const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage) {
+                                         const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage,
+                                         uint32_t kk_stride = 16 * Tr::kChunkRowBytes,
+                                         uint32_t chunk_stride = Tr::kKVChunkBytes) {
 #pragma unroll
   for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-    const uint64_t db = attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * 16 * Tr::kChunkRowBytes,
-                                                             Tr::kKVChunkBytes, 1024);
+    const uint64_t db =
+        attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024);
     const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
     Wgmma<Tr::kD, BF16>::rs(o, a, db, 1);
   }
@@ -166,11 +203,59 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
 
-template <class Tr, bool BF16>
-__device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
-                                             int h, int b, int n_blocks,
-                                             PipeIndex<Tr::kStages>& pipe, int& q_count, int cwg,
-                                             int tid, const PingPong& turn) {
+/// Keeps the softmax in front of the following P V wait in the machine code (kOn; Tuning::
+/// ordered_softmax). Without it ptxas hoists that wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) above
+/// the row max and every MUFU.EX2, although the PTX has them before it, so the softmax never
+/// overlaps the warpgroup's own P V (seen in the SASS of every mainloop since v1). A branch on
+/// a value only the end of the softmax produces (the row sums) is a point ptxas does not move
+/// the wait across: with it the EX2s come first (checked in the SASS: D = 64 2/3 warpgroups,
+/// D = 128, D = 256). The trap is unreachable: the sums add exp2 results (>= 0, or the
+/// canonical NaN 0x7fffffff), never the bit pattern 0xffffffff.
+template <bool kOn>
+__device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
+  if constexpr (kOn) {
+    if ((__float_as_uint(row_sum[0]) & __float_as_uint(row_sum[1])) == 0xffffffffu) __trap();
+  }
+}
+
+/// Tiles one at a time (v4 structure; D = 256, see Consumer::kCanOverlap).
+/// A consumer warpgroup whose 64 rows all lie beyond seqlen_q (the last tile of a 192-row
+/// D = 64 launch, e.g. S = 1024: rows 960 .. 1151, two of three warpgroups empty): it computes
+/// nothing but keeps the protocol: the same ping-pong turns (n + 1), and every K, V and Q buffer
+/// released once its data has landed (waiting on "full" first keeps its arrivals in the right
+/// phase). Nothing to write either: the epilogue skips rows >= seqlen_q.
+template <class Tr>
+__device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n_blocks,
+                                                 PipeIndex<Tr::kStages>& pipe, int qb, int lane,
+                                                 const PingPong& turn) {
+  namespace ptx = attnkit::cuda::sm90;
+  ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+  turn.wait_turn();
+  turn.pass_turn();
+  release<Tr>(&sm.empty_k[pipe.stage()], lane);
+  for (int it = 1; it < n_blocks; ++it) {
+    const int st = pipe.stage(it), sp = pipe.stage(it - 1);
+    ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+    turn.wait_turn();
+    ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+    turn.pass_turn();
+    release<Tr>(&sm.empty_k[st], lane);
+    release<Tr>(&sm.empty_v[sp], lane);
+  }
+  release<Tr>(&sm.empty_q[qb], lane);
+  const int sp = pipe.stage(n_blocks - 1);
+  ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));
+  turn.wait_turn();
+  turn.pass_turn();
+  release<Tr>(&sm.empty_v[sp], lane);
+  pipe.count += n_blocks;
+}
+
+template <class Tr, bool BF16, bool kOrdered>
+__device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout<Tr>& sm,
+                                                    int m_block, int h, int b, int n_blocks,
+                                                    PipeIndex<Tr::kStages>& pipe, QIndex& qi,
+                                                    int cwg, int tid, const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   const int warp = tid / 32, lane = tid % 32;
@@ -184,8 +269,16 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
   OnlineSoftmax<kBN> sm_state;
   sm_state.init();
 
+  if (n_blocks > 0 && m_block * Tr::kBlockM + cwg * 64 >= a.seqlen_q) {
+    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    idle_tile_simple<Tr>(sm, n_blocks, pipe, qi.buf(nq), lane, turn);
+    ++qi.count;
+    return;
+  }
   if (n_blocks > 0) {
-    const uint32_t q_wg = ptx::smem_u32(sm.q) + cwg * 64 * Tr::kChunkRowBytes;
+    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    const int qb = qi.buf(nq);
+    const uint32_t q_wg = ptx::smem_u32(sm.q + qb * Tr::kQBytes) + cwg * 64 * Tr::kChunkRowBytes;
     const uint32_t k_base = ptx::smem_u32(sm.k);
     const uint32_t v_base = ptx::smem_u32(sm.v);
     // A tile needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
@@ -198,8 +291,8 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
     float s[kBN / 2];
     uint32_t p[kBN / 4];
     float factor[2];
-    ptx::mbar_wait(sm.full_q, q_count & 1);
-    ++q_count;
+    ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
+    ++qi.count;
 
     // it = 0: S = Q K_{n-1}^T only.
     {
@@ -239,6 +332,7 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.step(s, sl2, factor);
+      softmax_before_wait<kOrdered>(sm_state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);
@@ -255,7 +349,7 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
       convert_p<kBN, BF16>(s, p);
     }
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
-    release<Tr>(sm.empty_q, lane);
+    release<Tr>(&sm.empty_q[qb], lane);
     {
       const int sp = pipe.stage(n_blocks - 1);
       ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));
@@ -276,5 +370,265 @@ __device__ __forceinline__ void consume_tile(const FwdArgs& a, SmemLayout<Tr>& s
   sm_state.finalize(a.scale, inv, lse);
   store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);
 }
+
+/// One consumer warpgroup's whole stream of tiles, with the tiles overlapped (a.overlap):
+/// the last P V of tile t is issued in the same ping-pong turn as the first Q K^T of tile t+1,
+/// and tile t's epilogue (normalise, store O and lse) runs while the tensor cores work on that
+/// turn and on the other warpgroups' turns. Without it (v4) a tile boundary costs a turn with
+/// only P V in it, then the epilogue, then a turn with only Q K^T whose softmax nothing hides.
+///
+/// Turn accounting (every consumer warpgroup must take the same number of ping-pong turns):
+///   a tile with n >= 1 K/V blocks: n turns (turn 0 = its first Q K^T + the pending P V of the
+///     previous tile, if this warpgroup has one; turns 1 .. n-1 as in the mainloop below);
+///   a flush turn (the pending P V alone, or a zero-block one) before a tile with no visible
+///     keys, after every tile when overlap is off, and once at the end (kernel.cuh: one call
+///     site, since ptxas serialised the wgmma pipeline (C7511) with several inlined copies);
+/// so the count depends on the tile sequence only, not on whether a warpgroup has rows in the
+/// tile. A warpgroup whose 64 rows all lie past seqlen_q (the last tile of a 192-row D = 64
+/// launch, e.g. S = 1024: rows 960 .. 1151) takes its turns without computing and releases each
+/// K/V/Q buffer once its data has landed (waiting on "full" first keeps its arrivals in the
+/// right phase); the epilogue would write nothing for those rows anyway.
+template <class Tr, bool BF16, bool kOrdered>
+struct Consumer {
+  static constexpr int kBN = Tr::kBlockN;
+  // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
+  // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
+  static constexpr bool kCanOverlap = Tr::kD != 256;
+  __device__ __forceinline__ bool overlap() const { return kCanOverlap && a.overlap != 0; }
+  const FwdArgs& a;
+  const SmemLayout<Tr>& sm;
+  PipeIndex<Tr::kStages>& pipe;
+  QIndex& qi;
+  const PingPong& turn;
+  int cwg, warp, lane;
+  float o[Tr::kD / 2];
+  uint32_t p[kBN / 4];
+  OnlineSoftmax<kBN> state;
+  bool pending = false;  // P V of the last block of tile (pb, ph, prow0) not issued yet
+  int pb = 0, ph = 0, prow0 = 0;
+
+  __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
+                                      PipeIndex<Tr::kStages>& pipe_, QIndex& qi_,
+                                      const PingPong& turn_, int cwg_, int tid)
+      : a(a_),
+        sm(sm_),
+        pipe(pipe_),
+        qi(qi_),
+        turn(turn_),
+        cwg(cwg_),
+        warp(tid / 32),
+        lane(tid % 32) {
+    zero_o();
+    zero_p();
+    state.init();
+  }
+
+  __device__ __forceinline__ void zero_o() {
+#pragma unroll
+    for (int i = 0; i < Tr::kD / 2; ++i)
+      o[i] = 0.f;
+  }
+  __device__ __forceinline__ void zero_p() {
+#pragma unroll
+    for (int i = 0; i < kBN / 4; ++i)
+      p[i] = 0u;
+  }
+  __device__ __forceinline__ uint32_t v_addr(int stage) const {
+    return attnkit::cuda::sm90::smem_u32(sm.v) + stage * Tr::kKVBytes;
+  }
+  /// Issues the pending P V (the previous tile's last V block = pipe position count - 1), or,
+  /// without one, the same wgmma sequence on P = 0 and the zero block (O stays 0): the issue
+  /// itself is never inside a data-dependent branch (ptxas would serialise every wgmma, C7518).
+  __device__ __forceinline__ void issue_pending_pv() {
+    namespace ptx = attnkit::cuda::sm90;
+    if (pending) ptx::mbar_wait(&sm.full_v[pipe.stage(-1)], pipe.phase(-1));
+    const uint32_t base = pending ? v_addr(pipe.stage(-1)) : ptx::smem_u32(sm.zero);
+    const uint32_t kk_stride = pending ? 16 * Tr::kChunkRowBytes : 0;
+    const uint32_t chunk_stride = pending ? Tr::kKVChunkBytes : 16 * Tr::kChunkRowBytes;
+    ptx::wgmma_fence();
+    issue_pv<Tr, BF16>(o, p, base, kk_stride, chunk_stride);
+    ptx::wgmma_commit();
+  }
+  /// After that P V completed: finishes the pending tile (frees its V buffer, writes O and
+  /// lse; inv/lse = its finalised softmax state), then clears O (P is cleared by the callers
+  /// whose next P V may be a zero-block one).
+  __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
+    if (pending) {
+      release<Tr>(&sm.empty_v[pipe.stage(-1)], lane);
+      store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
+    }
+    zero_o();
+    pending = false;
+  }
+  /// A turn with only the pending P V in it (a zero-block P V for a warpgroup without one).
+  __device__ __forceinline__ void flush_turn() {
+    namespace ptx = attnkit::cuda::sm90;
+    fence_regs(o);
+    fence_regs(p);
+    turn.wait_turn();
+    issue_pending_pv();
+    turn.pass_turn();
+    ptx::wgmma_wait<0>();
+    fence_regs(o);
+    fence_regs(p);
+    float inv[2], lse[2];
+    state.finalize(a.scale, inv, lse);
+    finish_pending(inv, lse);
+    zero_p();
+  }
+
+  /// Rows without any visible key (n = 0): out = 0, lse = -inf.
+  __device__ __forceinline__ void empty_tile(int b, int h, int row0) {
+    OnlineSoftmax<kBN> st;
+    st.init();
+    float inv[2], lse[2];
+    st.finalize(a.scale, inv, lse);
+    store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);  // o is zero here
+  }
+
+  /// n turns without computing (all rows of this warpgroup past seqlen_q).
+  __device__ __forceinline__ void idle_tile(int n_blocks, int qb) {
+    namespace ptx = attnkit::cuda::sm90;
+    ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+    fence_regs(o);
+    fence_regs(p);
+    turn.wait_turn();
+    if constexpr (kCanOverlap) issue_pending_pv();
+    turn.pass_turn();
+    release<Tr>(&sm.empty_k[pipe.stage()], lane);
+    if constexpr (kCanOverlap) {
+      ptx::wgmma_wait<0>();
+      fence_regs(o);
+      fence_regs(p);
+      float inv[2], lse[2];
+      state.finalize(a.scale, inv, lse);
+      finish_pending(inv, lse);
+      zero_p();
+    }
+    for (int it = 1; it < n_blocks; ++it) {
+      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      turn.wait_turn();
+      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      turn.pass_turn();
+      release<Tr>(&sm.empty_k[st], lane);
+      release<Tr>(&sm.empty_v[sp], lane);
+    }
+    release<Tr>(&sm.empty_q[qb], lane);
+    ptx::mbar_wait(&sm.full_v[pipe.stage(n_blocks - 1)], pipe.phase(n_blocks - 1));
+    release<Tr>(&sm.empty_v[pipe.stage(n_blocks - 1)], lane);
+    pipe.count += n_blocks;
+  }
+
+  __device__ __forceinline__ void tile(int m_block, int h, int b, int n_blocks) {
+    namespace ptx = attnkit::cuda::sm90;
+    const int first_row = m_block * Tr::kBlockM + cwg * 64;
+    const int row0 = first_row + warp * 16 + lane / 4;
+    if (n_blocks <= 0) {  // the caller flushed before this tile
+      empty_tile(b, h, row0);
+      return;
+    }
+    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    const int qb = qi.buf(nq);
+    if (first_row >= a.seqlen_q) {
+      idle_tile(n_blocks, qb);
+      ++qi.count;
+      return;
+    }
+    const float sl2 = a.scale_log2;
+    const uint32_t q_wg = ptx::smem_u32(sm.q + qb * Tr::kQBytes) + cwg * 64 * Tr::kChunkRowBytes;
+    const uint32_t k_base = ptx::smem_u32(sm.k);
+    // A block needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
+    auto needs_mask = [&](int nb) {
+      return (nb + 1) * kBN > a.seqlen_k ||
+             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+    };
+    float s[kBN / 2];
+    float factor[2];
+    ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
+    ++qi.count;
+
+    // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
+    {
+      const int nb = n_blocks - 1;
+      const int st = pipe.stage();
+      ptx::mbar_wait(&sm.full_k[st], pipe.phase());
+      fence_regs(o);
+      fence_regs(p);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      ptx::wgmma_commit();
+      if constexpr (kCanOverlap) issue_pending_pv();
+      turn.pass_turn();
+      if constexpr (kCanOverlap) {
+        ptx::wgmma_wait<1>();  // S ready
+      } else {
+        ptx::wgmma_wait<0>();
+      }
+      fence_regs(s);
+      release<Tr>(&sm.empty_k[st], lane);
+      float inv[2], lse[2];
+      if constexpr (kCanOverlap)
+        state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
+      state.init();
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      state.step(s, sl2, factor);  // factor = 0: O starts from zero
+      if constexpr (kCanOverlap) {
+        softmax_before_wait<kOrdered>(state.row_sum);
+        ptx::wgmma_wait<0>();  // the previous tile's P V
+        fence_regs(o);
+        fence_regs(p);
+        convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
+        finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
+      } else {
+        convert_p<kBN, BF16>(s, p);
+      }
+    }
+    for (int it = 1; it < n_blocks; ++it) {
+      const int nb = n_blocks - 1 - it;
+      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      fence_regs(o);
+      fence_regs(p);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      ptx::wgmma_commit();
+      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
+      issue_pv<Tr, BF16>(o, p, v_addr(sp));
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<1>();  // S ready
+      fence_regs(s);
+      release<Tr>(&sm.empty_k[st], lane);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      state.step(s, sl2, factor);
+      softmax_before_wait<kOrdered>(state.row_sum);
+      ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
+      fence_regs(o);
+      fence_regs(p);
+      release<Tr>(&sm.empty_v[sp], lane);
+#pragma unroll
+      for (int j = 0; j < Tr::kD / 8; ++j) {
+        o[4 * j + 0] *= factor[0];
+        o[4 * j + 1] *= factor[0];
+        o[4 * j + 2] *= factor[1];
+        o[4 * j + 3] *= factor[1];
+      }
+      // P is converted only now: writing its registers while P V_{it-1} still reads them makes
+      // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
+      convert_p<kBN, BF16>(s, p);
+    }
+    // Every QK^T of this tile is done: the producer may load a later tile's Q here.
+    release<Tr>(&sm.empty_q[qb], lane);
+    pipe.count += n_blocks;
+    pending = true;
+    pb = b, ph = h, prow0 = row0;
+  }
+};
 
 }  // namespace attnkit::flash3

@@ -15,11 +15,20 @@
 // of the m-block count. It is not in general (S = 16k: (263 - c) mod 128 pairs m = 64 with
 // m = 71), so the imbalance stays for long causal rows with few rounds per CTA: measured run 4
 // (H200) D = 128, S = 16k 437 zig-zag vs 575 one CTA per tile, but S = 1k 395 vs 346. The launch
-// therefore uses persistence for causal only up to 32 m blocks (launch.cuh). A dynamic
-// scheduler (atomic tile counter, FA3-style) would remove this split; not done yet.
+// therefore uses the static schedule for causal only up to 32 m blocks (launch.cuh).
+//
+// Dynamic schedule (args.tile_counter != null): CTA c starts with tile c; afterwards its
+// producer warp takes the next tile index from a global atomic counter (zeroed on the stream
+// before the launch) once the current tile's loads are issued, and hands it to the consumer
+// warpgroups through shared memory (SchedSlot). Same tile order as above (m fastest, causal m
+// reversed): CTAs stay on one (b, h) together (K/V shared in L2) and, within it, take the
+// longest causal rows first; a CTA that finishes early simply takes the next tile.
 #pragma once
 
+#include <cstdint>
+
 #include "backends/flash3/fwd_args.hpp"
+#include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3 {
 
@@ -39,6 +48,50 @@ __device__ __forceinline__ int tile_of_round(const FwdArgs& a, int r) {
   const int t = r * g + c;
   return t < a.num_tiles ? t : -1;
 }
+
+/// Static schedule: the k-th tile of this CTA, or -1 when it has no more.
+__device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
+  return k < num_rounds(a) ? tile_of_round(a, k) : -1;
+}
+
+/// Dynamic schedule hand-over, producer warp -> consumer warpgroups: one int in shared memory
+/// and two named barriers (kBarFull: the producer warp arrives after writing, the consumers
+/// sync before reading; kBarEmpty: the consumers arrive after reading, the producer warp syncs
+/// before the next write). Each barrier alternates strictly between its two sides, so an
+/// arrival can never count towards the wrong round. The final -1 is not acknowledged (nobody
+/// waits for it), which leaves no barrier half-arrived at exit.
+/// compute-sanitizer racecheck reports the slot's read (consumers, round k) against its next
+/// write (producer, round k+1) as a hazard, both with this version and with a first one that
+/// used mbarrier slots (runs 5 and 6): the only edge between them is consumer arrive ->
+/// producer sync, which racecheck apparently does not treat as ordering (it accepts sync-sync).
+/// Every edge in both directions is an arrive -> sync on a strictly alternating barrier, plus a
+/// membar.cta before each arrival (added after run 6, not yet run on a GPU).
+struct SchedSlot {
+  static constexpr int kBarFull = 4;  // 1 .. 3: ping-pong
+  static constexpr int kBarEmpty = 5;
+  int* tile;
+  int threads;  // producer warp + consumer threads
+  /// Producer warp: publishes its k-th tile (-1 = no more).
+  __device__ __forceinline__ void put(int k, int t, int lane) const {
+    namespace ptx = attnkit::cuda::sm90;
+    if (k > 0) ptx::named_bar_sync(kBarEmpty, threads);
+    if (lane == 0) *static_cast<volatile int*>(tile) = t;
+    __threadfence_block();  // the store is performed before the arrival (see get())
+    ptx::named_bar_arrive(kBarFull, threads);
+  }
+  /// Consumer thread: the next tile (-1 = no more).
+  __device__ __forceinline__ int get() const {
+    namespace ptx = attnkit::cuda::sm90;
+    ptx::named_bar_sync(kBarFull, threads);
+    const int t = *static_cast<volatile int*>(tile);
+    // The load is performed before the arrival that lets the producer overwrite the slot
+    // (bar.arrive itself is only documented to order for the barrier's completion; the
+    // membar.cta makes the read-before-overwrite order explicit).
+    __threadfence_block();
+    if (t >= 0) ptx::named_bar_arrive(kBarEmpty, threads);
+    return t;
+  }
+};
 
 __device__ __forceinline__ Tile decode_tile(const FwdArgs& a, int t) {
   const int m = t % a.num_m_blocks, hb = t / a.num_m_blocks;

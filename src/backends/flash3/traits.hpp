@@ -1,10 +1,14 @@
 // Tile-size traits of the flash3 forward kernel, shared by the kernel and the host launcher.
 //
-// One CTA = 3 warpgroups (384 threads): WG0 is the producer (one elected thread issues every TMA
-// load), WG1 and WG2 are consumers, each owning 64 query rows of the kBlockM = 128-row tile.
+// One CTA = 1 + WGs warpgroups: WG0 is the producer (one elected thread issues every TMA load),
+// WG1 .. WGs are consumers, each owning 64 query rows of the kBlockM = 64 * WGs-row tile.
+// WGs = 2 (384 threads) everywhere; WGs = 3 (512 threads, 192 rows, FA3's choice for D = 64)
+// gives the softmax-bound D = 64 a third warpgroup whose GEMMs can fill the tensor cores while
+// two others are in their softmax.
 // Shared memory (all 16-bit tiles stored as kD/64 column chunks of [rows][64] elements, 128-byte
 // rows with the 128B swizzle that TMA writes and wgmma reads):
-//   Q  [kBlockM x kD]               loaded once per CTA
+//   Q  [kQStages][kBlockM x kD]     one buffer per tile; two when they fit (D <= 128), so the
+//                                   producer loads tile t+1's Q while tile t still reads its own
 //   K  [kStages][kBlockN x kD]      ring, "full" barriers filled by TMA, "empty" by consumers
 //   V  [kStages][kBlockN x kD]      same, separate barriers so S = QK^T can start before V lands
 // kBlockN per head dim keeps the consumers' registers under the 240 setmaxnreg budget:
@@ -20,14 +24,15 @@
 
 namespace attnkit::flash3 {
 
-template <int D, int BN = 0>
+template <int D, int BN = 0, int WGs = 2>
 struct FwdTraits {
   static_assert(D == 64 || D == 128 || D == 256, "flash3 forward: D in {64, 128, 256}");
   static constexpr int kD = D;
-  static constexpr int kBlockM = 128;  // 2 consumer warpgroups x 64 rows
+  static_assert(WGs == 2 || WGs == 3, "flash3 forward: 2 or 3 consumer warpgroups");
+  static constexpr int kBlockM = 64 * WGs;  // consumer warpgroups x 64 rows
   static constexpr int kBlockN = BN != 0 ? BN : (D == 256 ? 64 : 128);
   static constexpr int kStages = 2;
-  static constexpr int kConsumerWGs = 2;
+  static constexpr int kConsumerWGs = WGs;
   static constexpr int kThreads = 128 * (1 + kConsumerWGs);
   static constexpr int kChunks = D / 64;  // 64-element (128-byte) column chunks
   static constexpr int kChunkRowBytes = 128;
@@ -35,12 +40,31 @@ struct FwdTraits {
   static constexpr int kKVBytes = kBlockN * D * 2;  // one K (or V) stage
   static constexpr int kQChunkBytes = kBlockM * kChunkRowBytes;
   static constexpr int kKVChunkBytes = kBlockN * kChunkRowBytes;
-  // setmaxnreg budgets: 24*128 + 240*256 = 64512 <= 65536 registers per SM (1 CTA/SM).
-  // (setmaxnreg.inc waits until the registers exist: the sum must fit.)
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
+  // setmaxnreg budgets: the CTA launches with 168 (2 WGs, 384 threads) or 128 (3 WGs, 512
+  // threads) registers per thread, and the warpgroups only redistribute that allocation
+  // (setmaxnreg.inc waits until the registers exist: the sum must fit, or it hangs):
+  //   2 WGs: 32*128 + 232*256 = 63488 (D = 256: 24*128 + 240*256 = 64512) <= 168*384;
+  //   3 WGs: 32*128 + 160*384 = 65536 = 128*512.
+  // The producer carries the scheduler state (tile, next tile, ring and Q counters): at 24 it
+  // spills (a few STL/LDL per tile in one thread, harmless); at 32 nothing. D = 128 consumers
+  // fit 232 without spill; D = 256 consumers (O alone is 128 registers) spilled 12 B at 232
+  // and run 5 measured D = 256 6-9 % below v4, so D = 256 keeps v4's 24/240 (consumer clean,
+  // producer spills 36 B). 160 holds D = 64's O 32 + S 64 + P 32 (one 4 B spill per
+  // iteration, L1-resident). The A/B-only wide tiles spill in the consumers (D = 128 176 keys
+  // 28 B, D = 256 80 keys 76 B).
+  static constexpr int kProducerRegs = WGs == 2 && D == 256 ? 24 : 32;
+  static constexpr int kConsumerRegs = WGs == 3 ? 160 : D == 256 ? 240 : 232;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * WGs <=
+                    (WGs == 2 ? 168 : 128) * kThreads,
+                "setmaxnreg budgets exceed the launch allocation");
   // Everything 1024-aligned (128B-swizzle atoms), plus barriers, plus 1 KB to align the base.
-  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + 1024 + 1024;
+  // kZeroBytes: a zeroed 16-key V block [16][kD] (MN-major chunks of 16 x 128 B) that the
+  // overlapped consumer's P V reads (with P = 0) in turns where it has no pending P V, so the
+  // wgmma issue is not inside a data-dependent branch (ptxas serialises those: C7518).
+  static constexpr int kZeroBytes = 16 * D * 2;
+  static constexpr int kFixedBytes = 2 * kStages * kKVBytes + kZeroBytes + 1024 + 1024;
+  static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
+  static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "wgmma N");
   static_assert(kKVChunkBytes % 1024 == 0, "K/V chunks must stay 1024-aligned (swizzle atoms)");

@@ -271,11 +271,20 @@ TEST_P(Flash3Forward, MatchesReference) {
   std::vector<std::string> reasons;
   backend_flash3().extra_reasons(p, reasons);
   ASSERT_TRUE(reasons.empty()) << reasons.front();
-  // "wide": FA3's wider K/V tiles (D = 128 non-causal: 176 keys, D = 256: 80 keys).
+  // "wide": FA3's wider K/V tiles (D = 128 non-causal: 176 keys).
   flash3::tuning().wide_n = c.tag == "wide";
   // "pp_on"/"pp_off"/"nonpersist": the measurement knobs must not change results either.
   flash3::tuning().pingpong = c.tag == "pp_on" ? 1 : c.tag == "pp_off" ? 0 : -1;
   flash3::tuning().persistent = c.tag != "nonpersist";
+  // "q1buf": one Q buffer; "sched_static"/"sched_dyn": force the tile scheduler; "wgs2"/"wgs3":
+  // D = 64 with 2 or 3 consumer warpgroups (default 3, 2 for causal S_q <= 1024).
+  flash3::tuning().q_bufs = c.tag == "q1buf" ? 1 : 2;
+  flash3::tuning().scheduler = c.tag == "sched_static" ? 0 : c.tag == "sched_dyn" ? 1 : -1;
+  flash3::tuning().consumer_wgs = c.tag == "wgs2" ? 2 : c.tag == "wgs3" ? 3 : 0;
+  // "serial": tiles not overlapped (one P V-only turn + epilogue per tile boundary).
+  flash3::tuning().overlap_tiles = c.tag != "serial";
+  // "ordered": the softmax pinned in front of the P V wait (Tuning::ordered_softmax).
+  flash3::tuning().ordered_softmax = c.tag == "ordered";
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -367,10 +376,28 @@ std::vector<Cfg> cases() {
         add({"mqa_bhsd", 2, 257, 513, 8, 1, 0, DType::bf16, cz, true});
         add({"padded", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
       }
-      if (d != 64) add({"wide", 2, 300, 517, 4, 2});
-      if (d == 256) add({"wide", 1, 333, 700, 2, 1, 0, DType::bf16, Causal::bottom_right});
-      for (const char* knob : {"pp_on", "pp_off", "nonpersist"})
+      if (d == 128) add({"wide", 2, 300, 517, 4, 2});
+      for (const char* knob : {"pp_on", "pp_off", "nonpersist", "q1buf", "sched_static",
+                               "sched_dyn", "wgs2", "serial", "ordered"}) {
+        if (std::string(knob) == "wgs2" && d != 64) continue;
         add({knob, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+      }
+      // More tiles than SMs, small: dynamic scheduler (causal default), and at D = 64 (192-row
+      // tiles) the third consumer warpgroup has no rows (idle_tile); sized for the sanitizer.
+      add({"sched_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+      // Overlapped tiles around tiles without keys (bottom-right, Sq > Sk: the first m blocks
+      // see no key) and idle warpgroups (Sq = 100), persistent with several tiles per CTA.
+      add({"persist", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      add({"serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      add({"ordered", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+      if (d == 64) {  // causal S_q <= 1024 runs 2 warpgroups by default: force 3 (idle ones)
+        add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      }
+      // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
+      add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
+      add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       add({"one", 1, 1, 1, 1, 1});
       add({"one", 1, 1, 1, 1, 1, 0, DType::bf16, Causal::bottom_right});
       add({"sk0", 1, 5, 0, 2, 1});
