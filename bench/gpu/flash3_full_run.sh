@@ -10,7 +10,7 @@ mkdir -p "$OUT"
 t0=$(date +%s)
 ( timeout ${F3_CMAKE_TIMEOUT:-240} bash -c 'cmake -S . -B build_cm -G Ninja -DATTNKIT_BACKENDS="math;flash3" \
     -DATTNKIT_CUDA_ARCHS=90a -DATTNKIT_HEAD_DIMS="64;128;256" -DATTNKIT_BUILD_CLI=OFF \
-    > '"$OUT"'/cmake.log 2>&1 && nice ninja -C build_cm -j8 test_flash3 >> '"$OUT"'/cmake.log 2>&1'
+    > '"$OUT"'/cmake.log 2>&1 && nice ninja -C build_cm -j8 ${F3_CMAKE_TARGETS:-test_flash3} >> '"$OUT"'/cmake.log 2>&1'
   echo "cmake+ninja rc=$? ($(( $(date +%s) - t0 )) s)" >> "$OUT"/cmake.log ) &
 CM=$!
 F3_BENCH=0 F3_SASS_DUMP=0 bash bench/gpu/flash3_gpu_run.sh
