@@ -16,6 +16,15 @@
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD
 #define ATTNKIT_FLASH_KK_UNROLL_BWD 64
 #endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED 4
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP 2
+#endif
+#ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
+#define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 2
+#endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
@@ -40,6 +49,43 @@ struct FwdTraits {
   static constexpr int kThreads = kWarps * 32;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
+};
+
+/// Backward, FA-2 schedule (the default when `deterministic` is false): one CTA per (key block of
+/// kBN, kv head, batch) loops over the (q head of the group, query block of kBM) items and runs
+/// 5 GEMMs per item: S = Q K^T, dP = dO V^T (kBM, kBN); dV += P^T dO, dK += dS^T Q (kBN, D) in
+/// registers; dQ (kBM, D) = dS K added to an fp32 workspace with atomics. 8 warps; each GEMM has
+/// its own warp grid (rows x cols of warps over its output tile):
+///   S / dP  (kBM, kBN):  kSdpWR x kSdpWC,   dK / dV (kBN, D): kKvWR x kKvWC,
+///   dQ      (kBM, D):    kDqWR x kDqWC (computed in kDqChunks column chunks to bound registers).
+/// D <= 128: (64, 128) tiles with 32-row warp tiles (32 x 32 for S / dP, 32 x D/2 for dK / dV):
+/// every ldmatrix.x4 feeds 2 MMAs (16-row tiles: 1.33) -> ~256 B of smem reads per MMA instead
+/// of 384. Registers at D = 128: dK + dV 2 x 64, S + dP 2 x 32 fp32 per thread.
+/// D > 128: (64, 64) tiles; dK + dV (64, D) take 2 x D/4 registers (128 at D = 256).
+/// Shared memory (bytes): K, V (kBN, D); kStages x Q, dO (kBM, D); P, dS (kBM, kBN) -- at most
+/// 160 KiB, under an A100's 163 KiB (D = 256 keeps one Q / dO stage: 208 KiB with two).
+template <int D>
+struct BwdFusedTraits {
+  static constexpr int kHeadDim = D;
+  static constexpr int kKUnroll = ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED;
+  static constexpr int kKUnrollSdp = ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP;
+  static constexpr int kWarps = 8, kThreads = 256;
+  static constexpr int kBM = 64;
+  static constexpr int kBN = D <= 128 ? 128 : 64;
+  static constexpr int kSdpWR = 2, kSdpWC = 4;
+  // dK / dV: 32-row warp tiles (kBN / 32 warp rows): each B fragment (dO, Q) feeds 2 MMAs.
+  static constexpr int kKvWR = kBN / 32, kKvWC = 8 / kKvWR;
+  static constexpr int kDqChunks = D > 192 ? ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 : (D > 128 ? 2 : 1);
+  // dQ: 2 x 4 (32-row tiles) where a chunk's quarter is a multiple of 16 columns, else 4 x 2.
+  static constexpr int kDqWR = (D / kDqChunks / 4) % 16 == 0 ? 2 : 4;
+  static constexpr int kDqWC = 8 / kDqWR;
+  static constexpr int kStages = D <= 192 ? 2 : 1;
+  static constexpr int kSMT = kBM / kSdpWR / 16, kSNT = kBN / kSdpWC / 8;
+  static constexpr int kKMT = kBN / kKvWR / 16, kKNT = D / kKvWC / 8;
+  static constexpr int kQMT = kBM / kDqWR / 16, kQNT = D / kDqWC / kDqChunks / 8;
+  static_assert(kSMT >= 1 && kKMT >= 1 && kQMT >= 1, "warp tiles at least 16 rows");
+  static_assert(kSNT % 2 == 0 && kKNT % 2 == 0 && kQNT % 2 == 0, "warp tiles: even n8 counts");
+  static constexpr int kSmemBytes = (2 * kBN * D + kStages * 2 * kBM * D + 2 * kBM * kBN) * 2;
 };
 
 /// Backward dK/dV kernel: one CTA per (key block of kBN, kv head, batch), looping over query
