@@ -25,6 +25,11 @@
 #ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
 #define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 2
 #endif
+//   ATTNKIT_FLASH_SPLIT_ADDR: fragment loads from per-lane base + XOR (1) or the full swizzle
+//     per ldmatrix (0, as before run 5); see SmemLayout.
+#ifndef ATTNKIT_FLASH_SPLIT_ADDR
+#define ATTNKIT_FLASH_SPLIT_ADDR 1
+#endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
