@@ -10,8 +10,8 @@
 #
 #   bench/gpu/flash_bwd_run.sh OUT [BENCH_ARGS]
 # Environment: AB_FLAGS (e.g. "-DATTNKIT_FLASH_SPLIT_ADDR=0;-DATTNKIT_FLASH_FWD_BN_128=64"; empty =
-#   no A/B), AB_DIMS (default 128), AB_BENCH (default "--shapes 4k --d 128 --causal both
-#   --passes fwd,bwd"),
+#   no A/B), AB_DIMS (default 128), AB_BENCH (';'-separated peers.py arguments, one per AB_FLAGS
+#   entry, default "--shapes 4k --d 128 --causal both --passes fwd,bwd" for each),
 #   SAN_FILTER (gtest filter for the sanitizer), T_TESTS / T_BENCH / T_SAN / T_AB (seconds).
 set -uo pipefail
 OUT=$1
@@ -24,6 +24,7 @@ el() { echo "==== [$(($(date +%s) - T0)) s] $*"; }
 
 AB_FLAGS=${AB_FLAGS:-}
 IFS=';' read -r -a AB_LIST <<<"$AB_FLAGS"
+IFS=';' read -r -a AB_BENCH_LIST <<<"${AB_BENCH:-}"
 AB_PIDS=()
 for i in "${!AB_LIST[@]}"; do  # built in the background from the start, niced below the main build
   echo "==== A/B $i: ${AB_LIST[$i]}" >>"$OUT/ab.log"
@@ -63,11 +64,15 @@ for i in "${!AB_LIST[@]}"; do
   [[ -f build-ab$i/libattnkit_c.so ]] || continue
   el "A/B $i bench"
   echo "==== A/B $i bench: ${AB_LIST[$i]}" >>"$OUT/ab.log"
+  ab_args=${AB_BENCH_LIST[$i]:-"--shapes 4k --d 128 --causal both --passes fwd,bwd"}
+  echo "peers.py $ab_args" >>"$OUT/ab.log"
   # shellcheck disable=SC2086
   PYTHONUNBUFFERED=1 timeout "${T_AB:-60}" python3 bench/peers.py \
     --lib "build-ab$i/libattnkit_c.so" --backends flash --peers flash --pause 0.5 --no-preflight \
-    ${AB_BENCH:-"--shapes 4k --d 128 --causal both --passes fwd,bwd"} >>"$OUT/ab.log" 2>&1
-  grep -E '^(fwd|bwd) ' "$OUT/ab.log" | tail -n 4
+    $ab_args >"$OUT/r/ab_last.txt" 2>&1
+  cat "$OUT/r/ab_last.txt" >>"$OUT/ab.log"
+  grep -E '^(fwd|bwd) ' "$OUT/r/ab_last.txt"
 done
+rm -f "$OUT/r/ab_last.txt"
 el "done"
 cat "$OUT/r/summary.txt"

@@ -65,12 +65,15 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 
 /// Turns the S and dP accumulators of one warp tile into P (dropout applied, for dV) and dS
 /// (w.r.t. the raw scaled dot product, softcap derivative applied). Rows at m0 + row0, columns
-/// at n0 + col0 of sequence coordinates.
-template <bool kGeneral, int MT, int NT>
+/// at n0 + col0 of sequence coordinates. kStatsSmem: lse and delta of row i are read from
+/// shared memory, s_lse[i - stats_row0] (raw, natural-log lse) and s_delta[i - stats_row0],
+/// staged with the query block's tiles; else from global memory (lse, delta_bh).
+template <bool kGeneral, bool kStatsSmem = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
                                          float (&s)[MT][NT][4], float (&dp)[MT][NT][4], int row0,
                                          int col0, const float* delta_bh, int64_t q_start,
-                                         bool check) {
+                                         bool check, const float* s_lse = nullptr,
+                                         const float* s_delta = nullptr, int stats_row0 = 0) {
   const int lane = threadIdx.x % 32;
   const int qr = lane / 4, qc = (lane % 4) * 2;
   // Logits: a separate pass, only where needed (see the forward kernel).
@@ -98,8 +101,15 @@ __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int i = row0 + mt * 16 + qr + r * 8;
-      const float lse2 = lse_log2(p, ctx.b, ctx.h, q_start, i, ctx.sq);
-      const float dl = i < ctx.sq ? delta_bh[i] : 0.f;
+      float lse2, dl;
+      if constexpr (kStatsSmem) {
+        const float l = s_lse[i - stats_row0];
+        lse2 = (i >= ctx.sq || l == -INFINITY) ? INFINITY : l * kLog2e;  // as lse_log2()
+        dl = i < ctx.sq ? s_delta[i - stats_row0] : 0.f;
+      } else {
+        lse2 = lse_log2(p, ctx.b, ctx.h, q_start, i, ctx.sq);
+        dl = i < ctx.sq ? delta_bh[i] : 0.f;
+      }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int j = col0 + nt * 8 + qc;
@@ -216,6 +226,8 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   T* sP = sV + LK::kSize;                  // (kBM, kBN)
   T* sdS = sP + LP::kSize;                 // (kBM, kBN)
   T* sQ0 = sdS + LP::kSize;                // kStages x [Q (kBM, D), dO (kBM, D)]
+  // kStages x [lse (kBM), delta (kBM)] fp32, loaded with Q / dO (kBwdStatsSmem)
+  float* sL0 = reinterpret_cast<float*>(sQ0 + kStages * 2 * LQ::kSize);
 
   const int64_t b = blockIdx.z, g = blockIdx.y;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
@@ -265,6 +277,19 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
                       (sp.q_start + m0) * p.dout_st.s + h * p.dout_st.h;
     load_tile_async<LQ, Tr::kThreads>(sq, q_ptr, p.q_st.s, rows, dvalid);
     load_tile_async<LQ, Tr::kThreads>(sq + LQ::kSize, do_ptr, p.dout_st.s, rows, dvalid);
+    if constexpr (Tr::kStatsSmem) {
+      // Row statistics of the block: threads [0, kBM) copy lse, [kBM, 2 kBM) delta (4 bytes
+      // each; rows past the sequence zero-filled, bwd_p_ds masks them by row index).
+      const int tid = static_cast<int>(threadIdx.x);
+      if (tid < 2 * kBM) {
+        const int r = tid % kBM;
+        const bool ok = r < rows;
+        const float* src =
+            tid < kBM ? p.lse + b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + m0 + r) * p.lse_st.s
+                      : delta + (b * p.heads_q + h) * p.seqlen_q + m0 + r;
+        ptx::cp_async_4(ptx::smem_addr(sL0 + stage * 2 * kBM + tid), ok ? src : delta, ok);
+      }
+    }
   };
 
   float dk[Tr::kKMT][Tr::kKNT][4], dv[Tr::kKMT][Tr::kKNT][4];  // (kBN, D) over 8 warps
@@ -301,8 +326,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(dp, sdO, sV, s_m0,
                                                                                  s_n0);
       const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
-      bwd_p_ds<kGeneral>(p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0,
-                         delta_bh, sp.q_start, check);
+      const float* s_lse = sL0 + stage * 2 * kBM;
+      bwd_p_ds<kGeneral, Tr::kStatsSmem>(p, ctx, s, dp, static_cast<int>(m0) + s_m0,
+                                         static_cast<int>(n0) + s_n0, delta_bh, sp.q_start, check,
+                                         s_lse, s_lse + kBM, static_cast<int>(m0));
       store_c_smem<LP>(sP, s, s_m0, s_n0);
       store_c_smem<LP>(sdS, dp, s_m0, s_n0);
     }
