@@ -8,10 +8,12 @@
 //     Forward: with the old per-load swizzle arithmetic a full unroll (64) spilled 212 B at
 //     D = 128 (32 rows per warp), so 1 (H100, run 2). With split-form addresses (run 5) the
 //     full unroll spills nothing at D = 64 / 128 and the D = 128 key block drops from ~1109 to
-//     ~895 SASS instructions (static count): 64 at D <= 128; D > 128 keeps 1 (16 B spill at 256).
+//     ~895 SASS instructions (static count): 64 at D <= 128, measured +7-13 % over 1 (H200,
+//     S = 4k, run 6); D > 128 keeps 1 (16 B spill at 256, not measured).
 //     Backward: full unroll measured 1.17-1.39x faster than 1 at S = 4k (H100, run 3).
 //   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}: the fused backward's unroll for dV / dK / dQ and
-//     for S / dP: 4 and 2 spill 24 B at D = 128, full unroll 108 B (ptxas, sm_90a).
+//     for S / dP: 4 and 2 spill 24 B at D = 128, full unroll 92 B (ptxas, sm_90a) yet measured
+//     +6-8 % at D = 64 / 128 (H200, S = 4k, run 6 A/B; next default candidate, not yet tested).
 //   ATTNKIT_FLASH_FWD_BN_{64,128}: forward key-block width at D = 64 / D = 128. BN = 64 at
 //     D = 128 spills 172 B and ran 3 % slower than 32; BN = 128 at D = 64 spills 272 B, 7 %
 //     slower than 64 (H100, S = 4k, run 2).
@@ -39,7 +41,12 @@
 #define ATTNKIT_FLASH_SPLIT_ADDR 1
 #endif
 //   ATTNKIT_FLASH_BWD_STATS_SMEM: fused backward stages lse / delta in smem (1) or reads them
-//     from global memory after the S / dP GEMMs (0).
+//     from global memory after the S / dP GEMMs (0): 1 measured +16-19 % (H200, S = 4k, run 6).
+//   ATTNKIT_FLASH_BWD_BM_64: fused backward query block at D = 64; 128 measured +16 % over 64
+//     (H200, S = 4k, run 6 A/B) but spills 48 B (684 B on the general path) and has not been
+//     through the test suite: next default candidate.
+//   ATTNKIT_FLASH_BWD_STAGES_256: Q / dO buffers of the fused backward at D = 256; 2 measured
+//     +4-5 % over 1 (H200, S = 4k, run 6).
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
