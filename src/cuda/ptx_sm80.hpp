@@ -69,6 +69,13 @@ __device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem, boo
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem),
                "r"(src_size));
 }
+/// 4-byte global -> shared copy through L1 (.ca; .cg takes 16 bytes only); valid = false writes
+/// 4 zero bytes.
+__device__ __forceinline__ void cp_async_4(uint32_t smem, const void* gmem, bool valid) {
+  const int src_size = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem), "l"(gmem),
+               "r"(src_size));
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }

@@ -34,15 +34,20 @@ void run_dims(DimList<Ds...>, int kd, const Params& p) {
          ...);
 }
 
+/// Shared memory per block the call needs. Backward: the deterministic kernels' (dK/dV, dQ)
+/// when `deterministic`; else the smaller of that and the FA-2 fused kernel's, since the launcher
+/// runs the deterministic kernels when the fused one does not fit (launch.cuh use_fused_bwd).
+template <int D>
+int smem_for(bool backward, bool deterministic) {
+  if (!backward) return flash::FwdTraits<D>::kSmemBytes;
+  const int det = std::max(flash::BwdKVTraits<D>::kSmemBytes, flash::BwdQTraits<D>::kSmemBytes);
+  return deterministic ? det : std::min(det, flash::BwdFusedTraits<D>::kSmemBytes);
+}
+
 template <int... Ds>
-int smem_needed(DimList<Ds...>, int kd, bool backward) {
+int smem_needed(DimList<Ds...>, int kd, bool backward, bool deterministic) {
   int bytes = 0;
-  (void)((kd == Ds ? (bytes = backward ? std::max(flash::BwdKVTraits<Ds>::kSmemBytes,
-                                                  flash::BwdQTraits<Ds>::kSmemBytes)
-                                       : flash::FwdTraits<Ds>::kSmemBytes,
-                      true)
-                   : false) ||
-         ...);
+  (void)((kd == Ds ? (bytes = smem_for<Ds>(backward, deterministic), true) : false) || ...);
   return bytes;
 }
 
@@ -88,7 +93,9 @@ class FlashBackend final : public Backend {
     c.mask_bool = c.mask_additive = true;
     c.gqa = c.varlen = c.lse = c.dropout = true;
     c.backward = true;
-    c.deterministic = true;  // always: no atomics (separate dK/dV and dQ kernels)
+    // deterministic = true runs the atomic-free 7-GEMM kernels (separate dK/dV and dQ); the
+    // default backward is FA-2's 5-GEMM schedule with fp32 dQ atomics.
+    c.deterministic = true;
     c.tier = AccuracyTier::exact;
   }
   const BackendDescription& description() const override { return desc_; }
@@ -116,7 +123,7 @@ class FlashBackend final : public Backend {
       reasons.push_back("batch and head counts must be <= 65535 (grid y/z)");
     const int kd = kernel_dim(p.head_dim);
     if (kd == 0) return;  // the capability table already said why
-    const int need = smem_needed(BuiltDims{}, kd, p.is_backward);
+    const int need = smem_needed(BuiltDims{}, kd, p.is_backward, p.deterministic);
     const auto& info = cuda::device_info(p.device.index);
     if (static_cast<size_t>(need) > info.smem_per_block_optin)
       reasons.push_back("needs " + std::to_string(need / 1024) + " KiB shared memory per block " +

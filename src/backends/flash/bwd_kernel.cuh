@@ -1,12 +1,17 @@
-// Backward kernels. Deterministic by construction (no atomics anywhere):
+// Backward kernels.
 //   1. bwd_delta_kernel:  delta[b, h, i] = sum_d dO[i, d] * O[i, d]   (fp32 workspace)
-//   2. bwd_dkdv_kernel:   one CTA per (key block, kv head, batch) loops over the query blocks of
-//                         every q head of its GQA group: recomputes S and P from lse, dP = dO V^T,
-//                         dS = P * (dP - delta); dV += P_dropped^T dO, dK += dS^T Q.
-//   3. bwd_dq_kernel:     one CTA per (query block, q head, batch) loops over key blocks:
+// FA-2 schedule (default, `deterministic` false), 5 GEMMs per (query block, key block) tile:
+//   2. bwd_fused_kernel:  one CTA per (key block, kv head, batch) loops over the query blocks of
+//                         every q head of its GQA group: S = Q K^T, P from lse, dP = dO V^T,
+//                         dS = P * (dP - delta); dV += P_dropped^T dO, dK += dS^T Q in registers;
+//                         dQ_accum (fp32 workspace, zeroed on the stream) += dS K with atomics.
+//   3. bwd_dq_convert_kernel: dQ = scale * dQ_accum in the output dtype and strides.
+// Deterministic schedule (`deterministic` true), no atomics anywhere, 7 GEMMs per tile:
+//   2'. bwd_dkdv_kernel:  as 2 without dQ; dK / dV per key block.
+//   3'. bwd_dq_kernel:    one CTA per (query block, q head, batch) loops over key blocks:
 //                         dQ += dS K, dS kept in registers as the A operand.
-// S and dP are recomputed in both 2 and 3 (7 GEMMs instead of FA-2's 5 with dQ atomics) in
-// exchange for a fixed reduction order; see bench/notes/flash.md.
+// S and dP are recomputed in both 2' and 3' in exchange for a fixed reduction order; see
+// bench/notes/flash.md.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -60,12 +65,15 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 
 /// Turns the S and dP accumulators of one warp tile into P (dropout applied, for dV) and dS
 /// (w.r.t. the raw scaled dot product, softcap derivative applied). Rows at m0 + row0, columns
-/// at n0 + col0 of sequence coordinates.
-template <bool kGeneral, int MT, int NT>
+/// at n0 + col0 of sequence coordinates. kStatsSmem: lse and delta of row i are read from
+/// shared memory, s_lse[i - stats_row0] (raw, natural-log lse) and s_delta[i - stats_row0],
+/// staged with the query block's tiles; else from global memory (lse, delta_bh).
+template <bool kGeneral, bool kStatsSmem = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
                                          float (&s)[MT][NT][4], float (&dp)[MT][NT][4], int row0,
                                          int col0, const float* delta_bh, int64_t q_start,
-                                         bool check) {
+                                         bool check, const float* s_lse = nullptr,
+                                         const float* s_delta = nullptr, int stats_row0 = 0) {
   const int lane = threadIdx.x % 32;
   const int qr = lane / 4, qc = (lane % 4) * 2;
   // Logits: a separate pass, only where needed (see the forward kernel).
@@ -93,8 +101,15 @@ __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int i = row0 + mt * 16 + qr + r * 8;
-      const float lse2 = lse_log2(p, ctx.b, ctx.h, q_start, i, ctx.sq);
-      const float dl = i < ctx.sq ? delta_bh[i] : 0.f;
+      float lse2, dl;
+      if constexpr (kStatsSmem) {
+        const float l = s_lse[i - stats_row0];
+        lse2 = (i >= ctx.sq || l == -INFINITY) ? INFINITY : l * kLog2e;  // as lse_log2()
+        dl = i < ctx.sq ? s_delta[i - stats_row0] : 0.f;
+      } else {
+        lse2 = lse_log2(p, ctx.b, ctx.h, q_start, i, ctx.sq);
+        dl = i < ctx.sq ? delta_bh[i] : 0.f;
+      }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int j = col0 + nt * 8 + qc;
@@ -157,6 +172,221 @@ __device__ __forceinline__ void store_c_global(T* g, int64_t row_stride,
               ptx::pack2<T>(c[mt][nt][r * 2] * mul, c[mt][nt][r * 2 + 1] * mul);
       }
     }
+}
+
+/// dst[0..1] += (a, b) in global memory without a return value (8-byte aligned dst).
+/// sm90: one vector reduction (red.global.add.v2.f32); sm80: two scalar ones.
+__device__ __forceinline__ void red_add2(float* dst, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(dst), "f"(a), "f"(b) : "memory");
+#else
+  atomicAdd(dst, a);
+  atomicAdd(dst + 1, b);
+#endif
+}
+
+/// Adds a warp's C-layout tile (rows row0.., cols col0..) into an fp32 (rows, ld) array; rows
+/// >= valid_rows are skipped (their values are 0 anyway: P = 0 past the sequence).
+template <int MT, int NT>
+__device__ __forceinline__ void red_c_global(float* g, int ld, const float (&c)[MT][NT][4],
+                                             int row0, int col0, int valid_rows) {
+  const int lane = threadIdx.x % 32;
+  const int qr = lane / 4, qc = (lane % 4) * 2;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = row0 + mt * 16 + qr + r * 8;
+      if (i >= valid_rows) continue;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        red_add2(g + static_cast<int64_t>(i) * ld + col0 + nt * 8 + qc, c[mt][nt][r * 2],
+                 c[mt][nt][r * 2 + 1]);
+    }
+}
+
+/// dQ_accum layout: (B, Hq, seqlen_q, D) fp32, D the kernel head dim (columns >= head_dim stay
+/// 0); varlen sequence b uses rows [0, its length) of slot b (seqlen_q is the maximum).
+template <int D>
+__device__ __forceinline__ float* dq_accum_ptr(float* base, const Params& p, int64_t b, int64_t h) {
+  return base + ((b * p.heads_q + h) * p.seqlen_q) * D;
+}
+
+template <int D, typename T, bool kGeneral>
+__global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
+    bwd_fused_kernel(const Params p, const float* delta, float* dq_accum) {
+  using Tr = BwdFusedTraits<D>;
+  using LQ = SmemLayout<Tr::kBM, D>;
+  using LK = SmemLayout<Tr::kBN, D>;
+  using LP = SmemLayout<Tr::kBM, Tr::kBN>;
+  constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kStages = Tr::kStages;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  T* sK = reinterpret_cast<T*>(smem_raw);  // (kBN, D)
+  T* sV = sK + LK::kSize;                  // (kBN, D)
+  T* sP = sV + LK::kSize;                  // (kBM, kBN)
+  T* sdS = sP + LP::kSize;                 // (kBM, kBN)
+  T* sQ0 = sdS + LP::kSize;                // kStages x [Q (kBM, D), dO (kBM, D)]
+  // kStages x [lse (kBM), delta (kBM)] fp32, loaded with Q / dO (kBwdStatsSmem)
+  float* sL0 = reinterpret_cast<float*>(sQ0 + kStages * 2 * LQ::kSize);
+
+  const int64_t b = blockIdx.z, g = blockIdx.y;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
+  const SeqSpan sp = seq_span(p, b);
+  if (n0 >= sp.sk) return;
+  const int keys = static_cast<int>(sp.sk - n0 < kBN ? sp.sk - n0 : kBN);
+  const int64_t n_last = n0 + keys - 1;
+  const int warp = threadIdx.x / 32;
+  // Warp tile origins of the three output tiles (rows, cols).
+  const int s_m0 = (warp / Tr::kSdpWC) * 16 * Tr::kSMT, s_n0 = (warp % Tr::kSdpWC) * 8 * Tr::kSNT;
+  const int k_m0 = (warp / Tr::kKvWC) * 16 * Tr::kKMT, k_n0 = (warp % Tr::kKvWC) * 8 * Tr::kKNT;
+  const int q_m0 = (warp / Tr::kDqWC) * 16 * Tr::kQMT, q_n0 = (warp % Tr::kDqWC) * 8 * Tr::kQNT;
+  const int dvalid = static_cast<int>(p.head_dim);
+
+  const T* k_ptr =
+      static_cast<const T*>(p.k) + b * p.k_st.b + (sp.k_start + n0) * p.k_st.s + g * p.k_st.h;
+  const T* v_ptr =
+      static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s + g * p.v_st.h;
+  load_tile_async<LK, Tr::kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
+  load_tile_async<LK, Tr::kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
+
+  // Work items t = hh * m_blocks + mb over (q head of the group, query block); items whose
+  // query rows cannot see these keys are skipped.
+  const int m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
+  const int items = static_cast<int>(p.group) * m_blocks;
+  auto visible_item = [&](int t) {
+    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
+    const int64_t rows = sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
+    const Range32 first = row_range(p, m0, sp.sq, sp.sk);
+    const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+    return !(last.hi < n0 || first.lo > n_last);
+  };
+  auto next_item = [&](int t) {
+    ++t;
+    while (t < items && !visible_item(t))
+      ++t;
+    return t;
+  };
+  auto load_item = [&](int t, int stage) {
+    const int64_t h = g * p.group + t / m_blocks;
+    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
+    const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
+    T* sq = sQ0 + stage * 2 * LQ::kSize;
+    const T* q_ptr =
+        static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s + h * p.q_st.h;
+    const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
+                      (sp.q_start + m0) * p.dout_st.s + h * p.dout_st.h;
+    load_tile_async<LQ, Tr::kThreads>(sq, q_ptr, p.q_st.s, rows, dvalid);
+    load_tile_async<LQ, Tr::kThreads>(sq + LQ::kSize, do_ptr, p.dout_st.s, rows, dvalid);
+    if constexpr (Tr::kStatsSmem) {
+      // Row statistics of the block: threads [0, kBM) copy lse, [kBM, 2 kBM) delta (4 bytes
+      // each; rows past the sequence zero-filled, bwd_p_ds masks them by row index).
+      const int tid = static_cast<int>(threadIdx.x);
+      if (tid < 2 * kBM) {
+        const int r = tid % kBM;
+        const bool ok = r < rows;
+        const float* src =
+            tid < kBM ? p.lse + b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + m0 + r) * p.lse_st.s
+                      : delta + (b * p.heads_q + h) * p.seqlen_q + m0 + r;
+        ptx::cp_async_4(ptx::smem_addr(sL0 + stage * 2 * kBM + tid), ok ? src : delta, ok);
+      }
+    }
+  };
+
+  float dk[Tr::kKMT][Tr::kKNT][4], dv[Tr::kKMT][Tr::kKNT][4];  // (kBN, D) over 8 warps
+  zero(dk);
+  zero(dv);
+  int t = next_item(-1);
+  if (t < items) load_item(t, 0);
+  ptx::cp_async_commit();
+  int stage = 0;
+  while (t < items) {
+    const int tn = next_item(t);
+    ptx::cp_async_wait<0>();
+    __syncthreads();  // item t landed; every warp is done with the other stage and sP / sdS
+    if (kStages > 1 && tn < items) {
+      load_item(tn, stage ^ 1);  // overlaps this item's compute
+      ptx::cp_async_commit();
+    }
+    const T* sQ = sQ0 + stage * 2 * LQ::kSize;  // (kBM, D)
+    const T* sdO = sQ + LQ::kSize;              // (kBM, D)
+    const int64_t h = g * p.group + t / m_blocks;
+    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
+    const int64_t rows = sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
+    {
+      ScoreCtx ctx;
+      ctx.init(p, b, h, sp.sq, sp.sk);
+      const float* delta_bh = delta + (b * p.heads_q + h) * p.seqlen_q;
+      const Range32 first = row_range(p, m0, sp.sq, sp.sk);
+      const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+      float s[Tr::kSMT][Tr::kSNT][4], dp[Tr::kSMT][Tr::kSNT][4];  // (kBM, kBN) over 8 warps
+      zero(s);
+      zero(dp);
+      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(s, sQ, sK, s_m0,
+                                                                                 s_n0);
+      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(dp, sdO, sV, s_m0,
+                                                                                 s_n0);
+      const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+      const float* s_lse = sL0 + stage * 2 * kBM;
+      bwd_p_ds<kGeneral, Tr::kStatsSmem>(p, ctx, s, dp, static_cast<int>(m0) + s_m0,
+                                         static_cast<int>(n0) + s_n0, delta_bh, sp.q_start, check,
+                                         s_lse, s_lse + kBM, static_cast<int>(m0));
+      store_c_smem<LP>(sP, s, s_m0, s_n0);
+      store_c_smem<LP>(sdS, dp, s_m0, s_n0);
+    }
+    __syncthreads();
+    // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
+    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO, k_m0,
+                                                                            k_n0);
+    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ, k_m0,
+                                                                            k_n0);
+    // dQ (kBM, D) += dS (kBM, kBN) K (kBN, D), in kDqChunks column chunks, into the workspace.
+    float* dqa = dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
+#pragma unroll
+    for (int ch = 0; ch < Tr::kDqChunks; ++ch) {
+      const int c0 = ch * (D / Tr::kDqChunks) + q_n0;
+      float dq[Tr::kQMT][Tr::kQNT][4];
+      zero(dq);
+      warp_gemm_ss<Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK, q_m0,
+                                                                               c0);
+      red_c_global(dqa, D, dq, q_m0, c0, static_cast<int>(rows));
+    }
+    if (kStages == 1 && tn < items) {
+      __syncthreads();  // single stage: reload only after every warp is done with it
+      load_item(tn, 0);
+      ptx::cp_async_commit();
+    }
+    if (kStages > 1) stage ^= 1;
+    t = tn;
+  }
+  ptx::cp_async_wait<0>();  // K/V were never waited for when no query block was visited
+
+  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s + g * p.dk_st.h;
+  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s + g * p.dv_st.h;
+  store_c_global(dk_ptr, p.dk_st.s, dk, k_m0, k_n0, keys, dvalid, p.scale);
+  store_c_global(dv_ptr, p.dv_st.s, dv, k_m0, k_n0, keys, static_cast<int>(p.head_dim_v), 1.f);
+}
+
+/// dQ = scale * dQ_accum, cast to T, written with dq's strides: 8 columns (one 16-byte store)
+/// per thread; grid (ceil(seqlen_q * D / 8 / 256), Hq, B).
+template <int D, typename T>
+__global__ void bwd_dq_convert_kernel(const Params p, const float* dq_accum) {
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int64_t e = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
+  const int64_t i = e / D;
+  const int c = static_cast<int>(e % D);
+  const SeqSpan sp = seq_span(p, b);
+  if (i >= sp.sq || c >= p.head_dim) return;
+  const float* src = dq_accum_ptr<D>(const_cast<float*>(dq_accum), p, b, h) + i * D + c;
+  const float4 lo = *reinterpret_cast<const float4*>(src);
+  const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+  const float s = p.scale;
+  uint4 out;
+  out.x = ptx::pack2<T>(lo.x * s, lo.y * s);
+  out.y = ptx::pack2<T>(lo.z * s, lo.w * s);
+  out.z = ptx::pack2<T>(hi.x * s, hi.y * s);
+  out.w = ptx::pack2<T>(hi.z * s, hi.w * s);
+  T* dst = static_cast<T*>(p.dq) + b * p.dq_st.b + (sp.q_start + i) * p.dq_st.s + h * p.dq_st.h + c;
+  *reinterpret_cast<uint4*>(dst) = out;
 }
 
 template <int D, typename T, bool kGeneral>

@@ -13,6 +13,7 @@
 #include "backends/flash/launch.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_guard.hpp"
+#include "cuda/device_info.hpp"
 #include "cuda/workspace.hpp"
 
 namespace attnkit::flash {
@@ -43,22 +44,56 @@ void launch_fwd(const Params& p) {
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
+/// True when the FA-2 schedule (fused kernel + dQ atomics) runs this backward: not asked to be
+/// deterministic, and its shared memory fits the device (else the deterministic kernels run,
+/// which need less at D = 96 / 128 on 99 KiB sm86 / sm89 parts).
+template <int D>
+bool use_fused_bwd(const Params& p) {
+  return !p.deterministic && static_cast<size_t>(BwdFusedTraits<D>::kSmemBytes) <=
+                                 cuda::device_info(p.device.index).smem_per_block_optin;
+}
+
 template <int D, typename T>
 void launch_bwd(const Params& p) {
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
   const bool general = needs_general(p);
+  const bool fused = use_fused_bwd<D>(p);
   cuda::DeviceGuard guard(p.device.index);
-  const size_t delta_elems =
-      static_cast<size_t>(p.batch) * p.heads_q * (p.seqlen_q > 0 ? p.seqlen_q : 1);
-  // (B, Hq, seqlen_q) fp32, stream-ordered scratch
-  float* delta =
-      static_cast<float*>(cuda::workspace(delta_elems * sizeof(float), p.device.index, stream));
+  const size_t rows = static_cast<size_t>(p.batch) * p.heads_q * (p.seqlen_q > 0 ? p.seqlen_q : 1);
+  // One stream-ordered scratch block: delta (B, Hq, seqlen_q) fp32, then (fused only)
+  // dQ_accum (B, Hq, seqlen_q, D) fp32 at the next 256-byte boundary.
+  const size_t delta_bytes = (rows * sizeof(float) + 255) / 256 * 256;
+  const size_t accum_bytes = fused ? rows * D * sizeof(float) : 0;
+  auto* ws =
+      static_cast<uint8_t*>(cuda::workspace(delta_bytes + accum_bytes, p.device.index, stream));
+  float* delta = reinterpret_cast<float*>(ws);
+  float* dq_accum = fused ? reinterpret_cast<float*>(ws + delta_bytes) : nullptr;
+  if (fused) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, accum_bytes, stream));
   if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd_delta_kernel<T><<<grid, 256, 0, stream>>>(p, delta);
     ATTNKIT_CUDA_CHECK_LAUNCH();
+  }
+  if (fused) {
+    if (p.seqlen_k > 0) {
+      using Tr = BwdFusedTraits<D>;
+      const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBN - 1) / Tr::kBN),
+                      static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
+      auto kernel = general ? bwd_fused_kernel<D, T, true> : bwd_fused_kernel<D, T, false>;
+      set_smem(kernel, Tr::kSmemBytes);
+      kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, delta, dq_accum);
+      ATTNKIT_CUDA_CHECK_LAUNCH();
+    }
+    if (p.seqlen_q > 0) {  // also when seqlen_k == 0: dQ = 0 from the zeroed accumulator
+      const int64_t threads = (p.seqlen_q * D / 8 + 255) / 256;
+      const dim3 grid(static_cast<unsigned>(threads), static_cast<unsigned>(p.heads_q),
+                      static_cast<unsigned>(p.batch));
+      bwd_dq_convert_kernel<D, T><<<grid, 256, 0, stream>>>(p, dq_accum);
+      ATTNKIT_CUDA_CHECK_LAUNCH();
+    }
+    return;
   }
   if (p.seqlen_k > 0) {
     using Tr = BwdKVTraits<D>;

@@ -11,7 +11,8 @@ namespace attnkit::flash {
 template <int D, bool kBf16>
 void run_fwd(const Params& p);
 
-/// Backward (delta, dK/dV, dQ kernels) for head dims <= D.
+/// Backward for head dims <= D: FA-2 schedule (fused kernel, dQ atomics) unless
+/// p.deterministic (or its shared memory does not fit): delta, dK/dV and dQ kernels.
 template <int D, bool kBf16>
 void run_bwd(const Params& p);
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/hd.hpp"
 #include "cuda/ptx_sm80.hpp"
 
 namespace attnkit::flash {
@@ -23,7 +24,7 @@ struct SmemLayout {
   static constexpr int kHasHalfPanel = (COLS % 64) != 0;
 
   /// Element offset of (r, c); c's low 3 bits stay inside one 16-byte chunk.
-  __device__ __forceinline__ static int off(int r, int c) {
+  ATTNKIT_HD static int off(int r, int c) {
     const int p = c >> 6;
     if (!kHasHalfPanel || p < kFullPanels) {
       const int w = c & 63;
@@ -31,6 +32,47 @@ struct SmemLayout {
     }
     const int w = c - kFullPanels * 64;
     return kFullPanels * ROWS * 64 + r * 32 + ((((w >> 3) ^ ((r >> 1) & 3))) << 3) + (w & 7);
+  }
+
+  // Split form of 2 * off() for fragment loads, so that a GEMM computes each lane's address once
+  // and every ldmatrix of its k loop costs one XOR + one add (or an immediate offset), instead of
+  // the full swizzle arithmetic per load (the forward issued ~1.6x FA-2's instructions, ncu run 3
+  // in bench/notes/flash.md). For a lane's (r, c) with c < 16 and a tile offset (R, C) with
+  // R % 8 == 0 and C % 16 == 0:
+  //   2 * off(r + R, c + C) == (lane_full(r, c) ^ xor_of(C)) + add_of(R, C)   (64-wide panels)
+  //                         == (lane_half(r, c) ^ xor_of(C)) + add_of(R, C)   (the 32-wide panel)
+  // because R keeps r % 8 (the swizzle key), C adds an even chunk count (2 * j) that XORs with the
+  // lane's chunk bit ((2j + x) ^ y == 2j ^ x ^ y for x in {0, 1}), and the row / panel offsets
+  // have no bits in 4..6 (the swizzled chunk bits of a byte offset). Checked exhaustively on the
+  // host by tests/backends/flash/smem_layout_test.cpp.
+  ATTNKIT_HD static uint32_t lane_full(int r, int c) {
+    return static_cast<uint32_t>(2 * (r * 64 + ((((c >> 3) ^ (r & 7))) << 3) + (c & 7)));
+  }
+  ATTNKIT_HD static uint32_t lane_half(int r, int c) {
+    return static_cast<uint32_t>(2 * (r * 32 + ((((c >> 3) ^ ((r >> 1) & 3))) << 3) + (c & 7)));
+  }
+  /// True when column offset C lies in the 32-wide panel.
+  ATTNKIT_HD static bool in_half(int C) { return kHasHalfPanel && C >= kFullPanels * 64; }
+  ATTNKIT_HD static uint32_t xor_of(int C) {
+    const int w = in_half(C) ? C - kFullPanels * 64 : (C & 63);
+    return static_cast<uint32_t>((w >> 3) << 4);
+  }
+  ATTNKIT_HD static uint32_t add_of(int R, int C) {
+    return in_half(C) ? static_cast<uint32_t>(kFullPanels * ROWS * 128 + R * 64)
+                      : static_cast<uint32_t>((C >> 6) * ROWS * 128 + R * 128);
+  }
+};
+
+/// A lane's fragment address generator over one swizzled tile: the tile's shared address and the
+/// lane's byte offsets in both panel kinds, computed once; at(R, C) is the shared address of
+/// element (r + R, c + C) (see SmemLayout's split form).
+template <typename L>
+struct FragAddr {
+  uint32_t tile, full, half;
+  __device__ __forceinline__ FragAddr(const void* s, int r, int c)
+      : tile(ptx::smem_addr(s)), full(L::lane_full(r, c)), half(L::lane_half(r, c)) {}
+  __device__ __forceinline__ uint32_t at(int R, int C) const {
+    return tile + ((L::in_half(C) ? half : full) ^ L::xor_of(C)) + L::add_of(R, C);
   }
 };
 

@@ -3,18 +3,58 @@
 #pragma once
 
 // Tuning knobs, overridable with -D for A/B runs on the GPU (bench/notes/flash.md):
-//   ATTNKIT_FLASH_KK_UNROLL_{FWD,BWD}: unroll of the k loop of the shared x shared warp GEMMs.
-//     Forward: fully unrolled (64), ptxas hoists every ldmatrix of the loop and spills at
-//     D = 128 with 32 rows per warp (212 B); 1 spills nothing, same speed as 2 (H100, run 2).
+//   ATTNKIT_FLASH_KK_UNROLL_{FWD,FWD_WIDE,BWD}: unroll of the k loop of the shared x shared
+//     warp GEMMs (forward D <= 128, forward D > 128, deterministic backward).
+//     Forward: with the old per-load swizzle arithmetic a full unroll (64) spilled 212 B at
+//     D = 128 (32 rows per warp), so 1 (H100, run 2). With split-form addresses (run 5) the
+//     full unroll spills nothing at D = 64 / 128 and the D = 128 key block drops from ~1109 to
+//     ~895 SASS instructions (static count): 64 at D <= 128, measured +7-13 % over 1 (H200,
+//     S = 4k, run 6); D > 128 keeps 1 (16 B spill at 256, not measured).
 //     Backward: full unroll measured 1.17-1.39x faster than 1 at S = 4k (H100, run 3).
+//   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}: the fused backward's unroll for dV / dK / dQ and
+//     for S / dP: 4 and 2 spill 24 B at D = 128, full unroll 92 B (ptxas, sm_90a) yet measured
+//     +6-8 % at D = 64 / 128 (H200, S = 4k, run 6 A/B; next default candidate, not yet tested).
 //   ATTNKIT_FLASH_FWD_BN_{64,128}: forward key-block width at D = 64 / D = 128. BN = 64 at
 //     D = 128 spills 172 B and ran 3 % slower than 32; BN = 128 at D = 64 spills 272 B, 7 %
 //     slower than 64 (H100, S = 4k, run 2).
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD
-#define ATTNKIT_FLASH_KK_UNROLL_FWD 1
+#define ATTNKIT_FLASH_KK_UNROLL_FWD 64
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE
+#define ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE 1
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD
 #define ATTNKIT_FLASH_KK_UNROLL_BWD 64
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED 4
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP 2
+#endif
+#ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
+#define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 2
+#endif
+//   ATTNKIT_FLASH_SPLIT_ADDR: fragment loads from per-lane base + XOR (1) or the full swizzle
+//     per ldmatrix (0, as before run 5); see SmemLayout.
+#ifndef ATTNKIT_FLASH_SPLIT_ADDR
+#define ATTNKIT_FLASH_SPLIT_ADDR 1
+#endif
+//   ATTNKIT_FLASH_BWD_STATS_SMEM: fused backward stages lse / delta in smem (1) or reads them
+//     from global memory after the S / dP GEMMs (0): 1 measured +16-19 % (H200, S = 4k, run 6).
+//   ATTNKIT_FLASH_BWD_BM_64: fused backward query block at D = 64; 128 measured +16 % over 64
+//     (H200, S = 4k, run 6 A/B) but spills 48 B (684 B on the general path) and has not been
+//     through the test suite: next default candidate.
+//   ATTNKIT_FLASH_BWD_STAGES_256: Q / dO buffers of the fused backward at D = 256; 2 measured
+//     +4-5 % over 1 (H200, S = 4k, run 6).
+#ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
+#define ATTNKIT_FLASH_BWD_STATS_SMEM 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_BM_64
+#define ATTNKIT_FLASH_BWD_BM_64 64
+#endif
+#ifndef ATTNKIT_FLASH_BWD_STAGES_256
+#define ATTNKIT_FLASH_BWD_STAGES_256 2
 #endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
@@ -29,7 +69,8 @@ namespace attnkit::flash {
 template <int D>
 struct FwdTraits {
   static constexpr int kHeadDim = D;
-  static constexpr int kKUnroll = ATTNKIT_FLASH_KK_UNROLL_FWD;
+  static constexpr int kKUnroll =
+      D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE;
   static constexpr int kBN =
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
@@ -40,6 +81,52 @@ struct FwdTraits {
   static constexpr int kThreads = kWarps * 32;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
+};
+
+/// Backward, FA-2 schedule (the default when `deterministic` is false): one CTA per (key block of
+/// kBN, kv head, batch) loops over the (q head of the group, query block of kBM) items and runs
+/// 5 GEMMs per item: S = Q K^T, dP = dO V^T (kBM, kBN); dV += P^T dO, dK += dS^T Q (kBN, D) in
+/// registers; dQ (kBM, D) = dS K added to an fp32 workspace with atomics. 8 warps; each GEMM has
+/// its own warp grid (rows x cols of warps over its output tile):
+///   S / dP  (kBM, kBN):  kSdpWR x kSdpWC,   dK / dV (kBN, D): kKvWR x kKvWC,
+///   dQ      (kBM, D):    kDqWR x kDqWC (computed in kDqChunks column chunks to bound registers).
+/// D <= 128: (64, 128) tiles with 32-row warp tiles (32 x 32 for S / dP, 32 x D/2 for dK / dV):
+/// every ldmatrix.x4 feeds 2 MMAs (16-row tiles: 1.33) -> ~256 B of smem reads per MMA instead
+/// of 384. Registers at D = 128: dK + dV 2 x 64, S + dP 2 x 32 fp32 per thread.
+/// D > 128: (64, 64) tiles; dK + dV (64, D) take 2 x D/4 registers (128 at D = 256).
+/// Shared memory: K, V (kBN, D); kStages x Q, dO (kBM, D); P, dS (kBM, kBN); lse / delta.
+/// D <= 192: <= 161 KiB, under an A100's 163 KiB. D = 256 double-buffers Q / dO like D <= 192
+/// (209 KiB: H100 / H200; run 5 measured single-buffered D = 256 no faster than the 7-GEMM
+/// kernels); where that does not fit (A100: 163 KiB) the deterministic kernels run instead.
+template <int D>
+struct BwdFusedTraits {
+  static constexpr int kHeadDim = D;
+  static constexpr int kKUnroll = ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED;
+  static constexpr int kKUnrollSdp = ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP;
+  static constexpr int kWarps = 8, kThreads = 256;
+  static constexpr int kBM = D <= 64 ? ATTNKIT_FLASH_BWD_BM_64 : 64;
+  static constexpr int kBN = D <= 128 ? 128 : 64;
+  static constexpr int kSdpWR = kBM / 32, kSdpWC = 8 / kSdpWR;
+  // dK / dV: 32-row warp tiles (kBN / 32 warp rows): each B fragment (dO, Q) feeds 2 MMAs.
+  static constexpr int kKvWR = kBN / 32, kKvWC = 8 / kKvWR;
+  static constexpr int kDqChunks = D > 192 ? ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 : (D > 128 ? 2 : 1);
+  // dQ: 2 x 4 (32-row tiles) where a chunk's quarter is a multiple of 16 columns, else 4 x 2.
+  static constexpr int kDqWR = kBM == 128 ? 4 : ((D / kDqChunks / 4) % 16 == 0 ? 2 : 4);
+  static constexpr int kDqWC = 8 / kDqWR;
+  static constexpr int kStages = D <= 192 ? 2 : ATTNKIT_FLASH_BWD_STAGES_256;
+  static constexpr int kSMT = kBM / kSdpWR / 16, kSNT = kBN / kSdpWC / 8;
+  static constexpr int kKMT = kBN / kKvWR / 16, kKNT = D / kKvWC / 8;
+  static constexpr int kQMT = kBM / kDqWR / 16, kQNT = D / kDqWC / kDqChunks / 8;
+  static_assert(kSMT >= 1 && kKMT >= 1 && kQMT >= 1, "warp tiles at least 16 rows");
+  static_assert(kSNT % 2 == 0 && kKNT % 2 == 0 && kQNT % 2 == 0, "warp tiles: even n8 counts");
+  // lse / delta of the query block staged in smem with Q / dO (cp.async), so the P / dS pass
+  // after the S and dP GEMMs reads no global memory (a global load there stalls every warp of
+  // the CTA at once: they all reach it together).
+  static constexpr bool kStatsSmem = ATTNKIT_FLASH_BWD_STATS_SMEM != 0;
+  // K, V (kBN, D); kStages x Q, dO (kBM, D); P, dS (kBM, kBN): bf16 / f16; kStages x lse, delta
+  // (kBM) fp32. D = 128: 160 KiB + 1 KiB.
+  static constexpr int kSmemBytes = (2 * kBN * D + kStages * 2 * kBM * D + 2 * kBM * kBN) * 2 +
+                                    (kStatsSmem ? kStages * 2 * kBM * 4 : 0);
 };
 
 /// Backward dK/dV kernel: one CTA per (key block of kBN, kv head, batch), looping over query

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "backends/flash/smem_layout.hpp"
+#include "backends/flash/traits.hpp"
 #include "cuda/ptx_sm80.hpp"
 
 namespace attnkit::flash {
@@ -43,33 +45,76 @@ __device__ __forceinline__ void load_b_kn(uint32_t (&b)[4], const T* s, int n0, 
       b, ptx::smem_addr(s + L::off(k0 + (((l >> 3) & 1) << 3) + (l & 7), n0 + ((l >> 4) << 3))));
 }
 
+// A lane's (row, col) inside the 16x16 block each ldmatrix.x4 kind reads (the offsets the
+// load_* functions above add to the block origin).
+__device__ __forceinline__ int lane_r_a() {
+  return lane_id() & 15;
+}  // load_a
+__device__ __forceinline__ int lane_c_a() {
+  return (lane_id() >> 4) << 3;
+}
+__device__ __forceinline__ int lane_r_t() {
+  return ((lane_id() >> 4) << 3) + (lane_id() & 7);
+}
+__device__ __forceinline__ int lane_c_t() {
+  return ((lane_id() >> 3) & 1) << 3;
+}  // load_a_t, _b_nk
+__device__ __forceinline__ int lane_r_kn() {
+  return (((lane_id() >> 3) & 1) << 3) + (lane_id() & 7);
+}
+__device__ __forceinline__ int lane_c_kn() {
+  return (lane_id() >> 4) << 3;
+}  // load_b_kn
+
 /// acc[MT][NT] (warp tile (16*MT, 8*NT) at rows m0, cols n0) += A (m0.., 0..K) * B (0..K, n0..).
 /// A_T: tile stores A as [k][m]; B_KN: tile stores B as [k][n] (else [n][k]). UNROLL: unroll
-/// of the k loop (traits' kKUnroll).
+/// of the k loop (traits' kKUnroll). Addresses: each operand's lane offset is computed once
+/// (FragAddr); a load then costs one XOR + adds (ATTNKIT_FLASH_SPLIT_ADDR = 0: the full swizzle
+/// per load, as before).
 template <int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB, int UNROLL,
           typename T>
 __device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* sa, const T* sb,
                                              int m0, int n0) {
   static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
+#if ATTNKIT_FLASH_SPLIT_ADDR
+  const FragAddr<LA> fa(sa, A_T ? lane_r_t() : lane_r_a(), A_T ? lane_c_t() : lane_c_a());
+  const FragAddr<LB> fb(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
+#endif
 #pragma unroll UNROLL
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[MT][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
+#if ATTNKIT_FLASH_SPLIT_ADDR
+      if constexpr (A_T) {
+        ptx::ldmatrix_x4_trans(a[mt], fa.at(kk * 16, m0 + mt * 16));
+      } else {
+        ptx::ldmatrix_x4(a[mt], fa.at(m0 + mt * 16, kk * 16));
+      }
+#else
       if constexpr (A_T) {
         load_a_t<LA>(a[mt], sa, m0 + mt * 16, kk * 16);
       } else {
         load_a<LA>(a[mt], sa, m0 + mt * 16, kk * 16);
       }
+#endif
     }
 #pragma unroll
     for (int np = 0; np < NT / 2; ++np) {
       uint32_t b[4];
+#if ATTNKIT_FLASH_SPLIT_ADDR
+      if constexpr (B_KN) {
+        ptx::ldmatrix_x4_trans(b, fb.at(kk * 16, n0 + np * 16));
+      } else {
+        ptx::ldmatrix_x4(b, fb.at(n0 + np * 16, kk * 16));
+      }
+#else
       if constexpr (B_KN) {
         load_b_kn<LB>(b, sb, n0 + np * 16, kk * 16);
       } else {
         load_b_nk<LB>(b, sb, n0 + np * 16, kk * 16);
       }
+#endif
       const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
@@ -95,6 +140,9 @@ template <int MT, int NT, int K, bool B_KN, typename LB, typename T>
 __device__ __forceinline__ void warp_gemm_rs(float (&acc)[MT][NT][4],
                                              const float (&a_c)[MT][K / 8][4], const T* sb,
                                              int n0) {
+#if ATTNKIT_FLASH_SPLIT_ADDR
+  const FragAddr<LB> fb(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
+#endif
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[MT][4];
@@ -104,11 +152,19 @@ __device__ __forceinline__ void warp_gemm_rs(float (&acc)[MT][NT][4],
 #pragma unroll
     for (int np = 0; np < NT / 2; ++np) {
       uint32_t b[4];
+#if ATTNKIT_FLASH_SPLIT_ADDR
+      if constexpr (B_KN) {
+        ptx::ldmatrix_x4_trans(b, fb.at(kk * 16, n0 + np * 16));
+      } else {
+        ptx::ldmatrix_x4(b, fb.at(n0 + np * 16, kk * 16));
+      }
+#else
       if constexpr (B_KN) {
         load_b_kn<LB>(b, sb, n0 + np * 16, kk * 16);
       } else {
         load_b_nk<LB>(b, sb, n0 + np * 16, kk * 16);
       }
+#endif
       const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {

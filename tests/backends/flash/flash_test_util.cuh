@@ -37,9 +37,10 @@ struct Cfg {
   bool bhsd = false;
   bool padded = false;  // inputs with enlarged (b, s, h) strides
   bool bwd = false;
+  bool det = false;  // deterministic backward (atomic-free kernels instead of FA-2's schedule)
   std::string name() const {
     std::string n = tag + "_d" + std::to_string(d) + (dt == DType::bf16 ? "_bf16" : "_f16");
-    return n + (bwd ? "_bwd" : "_fwd");
+    return n + (bwd ? "_bwd" : "_fwd") + (det ? "_det" : "");
   }
 };
 

@@ -1,6 +1,6 @@
 // flash vs the math oracle: every option, both dtypes, every built head dim (+ a padded one),
-// forward out and lse, backward dq/dk/dv. Inputs are rounded to the test dtype first, so both
-// sides see the same values; outputs are poisoned (NaN) before each run.
+// forward out and lse, backward dq/dk/dv (both backward schedules). Inputs are rounded to the test
+// dtype first, so both sides see the same values; outputs are poisoned (NaN) before each run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,6 +66,7 @@ TEST_P(FlashVsMath, MatchesOracle) {
   Options o_ref = o, o_gpu = o;
   o_ref.backend = "math";
   o_gpu.backend = "flash";
+  o_gpu.deterministic = c.det;
 
   // Side inputs, host and device.
   std::vector<float> slopes;
@@ -376,6 +377,12 @@ std::vector<Cfg> cases() {
           c.dt = dt;
           c.bwd = bwd;
           all.push_back(c);
+          // The backward has two schedules (FA-2 with dQ atomics by default, atomic-free when
+          // deterministic): both run every option, in bf16.
+          if (bwd && dt == DType::bf16) {
+            c.det = true;
+            all.push_back(c);
+          }
         }
   return all;
 }

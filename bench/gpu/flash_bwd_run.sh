@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# One lent-GPU run for the flash backend work (bench/notes/flash.md), inside the 8-minute budget:
+#   1. tools/gpu/run_all.sh: build math + cuda_math + flash (all head dims), test_core,
+#      test_cuda_math, test_flash                                          -> OUT/r/{build,ctest}.log
+#   2. peer bench, flash vs torch flash (FA-2), same process          -> OUT/bench.{json,md,log}
+#   3. compute-sanitizer memcheck + racecheck on a test_flash subset     -> OUT/r/sanitizer.log
+#   4. optional A/B: one extra build per AB_FLAGS entry (';'-separated CUDA define sets; flash,
+#      D = AB_DIMS only, built in the background during 2-3), benchmarked on AB_BENCH -> OUT/ab.log
+# At most 8 files come back from the lent machine; this writes 8.
+#
+#   bench/gpu/flash_bwd_run.sh OUT [BENCH_ARGS]
+# Environment: AB_FLAGS (e.g. "-DATTNKIT_FLASH_SPLIT_ADDR=0;-DATTNKIT_FLASH_FWD_BN_128=64"; empty =
+#   no A/B), AB_DIMS (default 128), AB_BENCH (';'-separated peers.py arguments, one per AB_FLAGS
+#   entry, default "--shapes 4k --d 128 --causal both --passes fwd,bwd" for each),
+#   SAN_FILTER (gtest filter for the sanitizer), T_TESTS / T_BENCH / T_SAN / T_AB (seconds).
+set -uo pipefail
+OUT=$1
+BENCH_ARGS=${2:-"--shapes 1k,4k,16k --d 64,128,256 --causal both --passes bwd"}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+mkdir -p "$OUT/r"
+T0=$(date +%s)
+el() { echo "==== [$(($(date +%s) - T0)) s] $*"; }
+
+AB_FLAGS=${AB_FLAGS:-}
+IFS=';' read -r -a AB_LIST <<<"$AB_FLAGS"
+IFS=';' read -r -a AB_BENCH_LIST <<<"${AB_BENCH:-}"
+AB_PIDS=()
+for i in "${!AB_LIST[@]}"; do  # built in the background from the start, niced below the main build
+  echo "==== A/B $i: ${AB_LIST[$i]}" >>"$OUT/ab.log"
+  (cmake -S . -B "build-ab$i" -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
+    -DATTNKIT_CUDA_ARCHS=90a -DATTNKIT_HEAD_DIMS="${AB_DIMS:-128}" -DATTNKIT_BACKENDS="math;flash" \
+    -DATTNKIT_BUILD_TESTS=OFF -DATTNKIT_BUILD_CLI=OFF -DCMAKE_CUDA_FLAGS="${AB_LIST[$i]}" \
+    >"build-ab$i.log" 2>&1 && nice -n 19 cmake --build "build-ab$i" -j 16 --target attnkit_c \
+    >>"build-ab$i.log" 2>&1 || { echo "A/B $i: build failed"; tail -20 "build-ab$i.log"; } \
+    >>"$OUT/ab.log") &
+  AB_PIDS+=($!)
+done
+
+el "build + tests (run_all.sh)"
+ATTNKIT_TEST_TIMEOUT=${T_TESTS:-200} tools/gpu/run_all.sh "$OUT/r" --backends cuda_math,flash \
+  --no-sanitizer --no-bench
+
+el "peer bench: $BENCH_ARGS"
+PYTHONUNBUFFERED=1 timeout "${T_BENCH:-240}" python3 bench/peers.py \
+  --lib build-gpu/libattnkit_c.so --backends flash --peers flash --json "$OUT/bench.json" \
+  --md "$OUT/bench.md" --commit "${ATTNKIT_COMMIT:-}" --pause 0.5 --no-preflight $BENCH_ARGS \
+  >"$OUT/bench.log" 2>&1
+tail -n 45 "$OUT/bench.log"
+
+el "compute-sanitizer"
+FILTER=${SAN_FILTER:-"*FlashVsMath*gqa8_d64_bf16_bwd:*FlashVsMath*causal_tl_d128_bf16_bwd:*FlashVsMath*varlen_d256_bf16_bwd:*FlashVsMath*dropout_d128_bf16_bwd:*FlashVsMath*window_d192_bf16_bwd:*FlashVsMath*plain_d96_bf16_bwd_det:*FlashDeterminism*"}
+for tool in memcheck racecheck; do
+  echo "==== $tool" >>"$OUT/r/sanitizer.log"
+  timeout "${T_SAN:-90}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    build-gpu/tests/test_flash --gtest_filter="$FILTER" --gtest_brief=1 \
+    >>"$OUT/r/sanitizer.log" 2>&1
+  echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|PASSED' "$OUT/r/sanitizer.log" | tail -2 | tr '\n' ' ')"
+done
+
+for i in "${!AB_LIST[@]}"; do
+  el "A/B $i (${AB_LIST[$i]}): waiting for its build"
+  wait "${AB_PIDS[$i]}"
+  [[ -f build-ab$i/libattnkit_c.so ]] || continue
+  el "A/B $i bench"
+  echo "==== A/B $i bench: ${AB_LIST[$i]}" >>"$OUT/ab.log"
+  ab_args=${AB_BENCH_LIST[$i]:-"--shapes 4k --d 128 --causal both --passes fwd,bwd"}
+  echo "peers.py $ab_args" >>"$OUT/ab.log"
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 timeout "${T_AB:-60}" python3 bench/peers.py \
+    --lib "build-ab$i/libattnkit_c.so" --backends flash --peers flash --pause 0.5 --no-preflight \
+    $ab_args >"$OUT/r/ab_last.txt" 2>&1
+  cat "$OUT/r/ab_last.txt" >>"$OUT/ab.log"
+  grep -E '^(fwd|bwd) ' "$OUT/r/ab_last.txt"
+done
+rm -f "$OUT/r/ab_last.txt"
+el "done"
+cat "$OUT/r/summary.txt"
