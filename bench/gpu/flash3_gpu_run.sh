@@ -22,9 +22,9 @@ NV="nvcc -std=c++20 -O3 $ARCH -I include -I src $DEFS -Xcompiler -fPIC"
 t0=$(date +%s)
 xargs -P 10 -I{} bash -c "{} 2>&1" < $B/jobs.txt > $OUT/build.log 2>&1
 grep -E "error|C75|Used|spill|Compiling entry" $OUT/build.log | grep -v "^$" | head -60
-nvcc $ARCH -o $B/flash3_test $B/test.o $B/backend.o $B/workspace.o $B/fwd_*.o -lgtest -lgtest_main -lpthread \
+nvcc $ARCH -o $B/flash3_test $B/test.o $B/backend.o $B/workspace.o $B/fwd_*.o $B/bwd_*.o -lgtest -lgtest_main -lpthread \
   >> $OUT/build.log 2>&1 || { echo "LINK test FAILED"; tail -30 $OUT/build.log; }
-nvcc $ARCH -shared -o $B/libflash3_shim.so $B/shim.o $B/backend.o $B/workspace.o $B/fwd_*.o \
+nvcc $ARCH -shared -o $B/libflash3_shim.so $B/shim.o $B/backend.o $B/workspace.o $B/fwd_*.o $B/bwd_*.o \
   >> $OUT/build.log 2>&1 || { echo "LINK shim FAILED"; tail -30 $OUT/build.log; }
 echo "build: $(( $(date +%s) - t0 )) s"
 
