@@ -29,8 +29,8 @@ struct Tuning {
   // otherwise undoes. Compiled and checked in the SASS only (after run 6): off until an A/B
   // on the GPU shows it (prediction in bench/notes/flash3.md).
   bool ordered_softmax = false;
-  // Tile scheduler of persistent launches: -1 = auto (dynamic for the 3-warpgroup D = 64
-  // kernel, static otherwise; launch.cuh has the measurements),
+  // Tile scheduler of persistent launches: -1 = auto (static: launch.cuh says why and what
+  // dynamic would gain at D = 64),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),
   // 1 = dynamic (atomic tile counter in the workspace, zeroed on the stream per launch).
   int scheduler = -1;
