@@ -6,10 +6,11 @@
 //   for each key block kb the tile's rows can see (tile_key_range; the rest is never touched):
 //     S = Qs K^T       [kBq][kBk]   gemm, depth dp
 //     policy (masks, causal/window edges, softcap, ALiBi) only where tile_needs_policy
-//     online softmax: m, l, alpha per row; S <- P
+//     online softmax in base 2 (S carries a factor log2(e), folded into the scale of Q when the
+//     policy leaves scores alone, else applied after it): m, l, alpha per row; S <- P
 //     dropout on P (l is not affected: lse ignores dropout)
 //     O = alpha*O + P V  [kBq][dvp]  gemm, depth = keys in the block
-//   out = O / l (0 for an empty row), lse = m + log l (-inf for an empty row).
+//   out = O / l (0 for an empty row), lse = m ln2 + ln l (-inf for an empty row).
 // Memory: packed K^T and V in fp32 (O(B*Hkv*Sk*D)) plus ~(2*kBq*dp + kBq*kBk) floats per thread.
 #include <algorithm>
 #include <cmath>
@@ -67,6 +68,13 @@ void run_forward(const Params& p) {
   // Dv floats at stride v_st.s): read it in place instead of packing a copy (~2% of a
   // B=2, H=16, S=1024, D=64 forward).
   const bool v_direct = !bf16_dot && p.dtype == DType::f32 && p.v_st.d == 1 && dvp == p.head_dim_v;
+  // The softmax runs in base 2 (KernelTable::softmax_step): S must carry log2(e). Folded into the
+  // scale of Q (or of S on the bf16 path) when no softcap / ALiBi / mask transforms the natural
+  // scores; otherwise S is multiplied by log2(e) after the policy. Costs one more rounding of
+  // q * scale (relative 6e-8); saves a multiply per score in the exp.
+  constexpr float kLog2e = 1.44269504088896341f;
+  const bool policy_transforms = p.softcap > 0.0f || p.alibi != nullptr || p.has_mask();
+  const float s_scale = policy_transforms ? p.scale : p.scale * kLog2e;
   PackWhat what;
   what.kt = !bf16_dot;
   what.v = !bf16_dot && !v_direct;
@@ -98,7 +106,7 @@ void run_forward(const Params& p) {
       if (bf16_dot)
         load_row_bf16_bits(p.q, off, p.q_st.d, p.head_dim, dp, w.qb.data() + r * dp);
       else
-        load_row(p.q, p.dtype, off, p.q_st.d, p.head_dim, dp, p.scale, w.q.data() + r * dp);
+        load_row(p.q, p.dtype, off, p.q_st.d, p.head_dim, dp, s_scale, w.q.data() + r * dp);
     }
     std::fill(w.o.begin(), w.o.end(), 0.0f);
     std::fill(w.m.begin(), w.m.end(), kNegInf);
@@ -113,13 +121,17 @@ void run_forward(const Params& p) {
           kt.gemm_bf16(w.s.data(), kBk, w.qb.data(), dp, pk.ktb_block(gkb, g), 2 * kBk, rows, kBk,
                        dp, false);
           for (int64_t r = 0; r < rows; ++r)
-            kt.scale_row(w.s.data() + r * kBk, kBk, p.scale);
+            kt.scale_row(w.s.data() + r * kBk, kBk, s_scale);
         } else {
           kt.gemm(w.s.data(), kBk, w.q.data(), dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp,
                   false);
         }
-        if (tile_needs_policy(p, sp, i0, rows, j0))
+        if (tile_needs_policy(p, sp, i0, rows, j0)) {
           apply_score_policy(p, sp, b, h, i0, rows, j0, w.s.data(), kBk, nullptr);
+          if (policy_transforms)
+            for (int64_t r = 0; r < rows; ++r)
+              kt.scale_row(w.s.data() + r * kBk, kBk, kLog2e);
+        }
         kt.softmax_step(w.s.data(), kBk, rows, kBk, w.m.data(), w.l.data(), w.alpha.data());
         for (int64_t r = 0; r < rows; ++r)
           if (w.alpha[r] != 1.0f) kt.scale_row(w.o.data() + r * dvp, dvp, w.alpha[r]);
@@ -148,7 +160,10 @@ void run_forward(const Params& p) {
       store_row(p.out, p.dtype, row_offset(p.out_st, b, sp.q_start, i0 + r, h), p.out_st.d,
                 p.head_dim_v, orow, inv);
       if (p.lse) {
-        const float lse = empty ? kNegInf : w.m[r] + std::log(w.l[r]);
+        // m is in log2 units; in double so that m ln2 adds no rounding of its own
+        const float lse = empty ? kNegInf
+                                : static_cast<float>(w.m[r] * 0.69314718055994531 +
+                                                     std::log(static_cast<double>(w.l[r])));
         p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i0 + r) * p.lse_st.s] = lse;
       }
     }

@@ -21,9 +21,10 @@ struct KernelTable {
   /// Q K^T, P V, dO V^T, P^T dO, dS K and dS^T Q.
   void (*gemm)(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_ts, const float* b,
                int64_t ldb, int64_t rows, int64_t cols, int64_t depth, bool accumulate);
-  /// Online-softmax step over a score tile S [rows, cols] (row stride lds; -inf = invisible).
-  /// Per row r: m_new = max(m[r], max_c S[r, c]); alpha[r] = exp(m[r] - m_new) (0 when m[r] =
-  /// -inf); S[r, c] <- exp(S[r, c] - m_new) (exact 0 for -inf); l[r] = l[r]*alpha[r] + sum_c;
+  /// Online-softmax step over a score tile S [rows, cols] (row stride lds; -inf = invisible), in
+  /// base 2: S holds scores times log2(e), m is the running row max in the same units.
+  /// Per row r: m_new = max(m[r], max_c S[r, c]); alpha[r] = 2^(m[r] - m_new) (0 when m[r] =
+  /// -inf); S[r, c] <- 2^(S[r, c] - m_new) (exact 0 for -inf); l[r] = l[r]*alpha[r] + sum_c;
   /// m[r] = m_new. A row still all -inf keeps m = -inf, alpha = 1, and gets P = 0.
   void (*softmax_step)(float* s, int64_t lds, int64_t rows, int64_t cols, float* m, float* l,
                        float* alpha);
