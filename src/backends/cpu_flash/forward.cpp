@@ -115,12 +115,20 @@ void run_forward(const Params& p) {
     std::fill(w.m.begin(), w.m.end(), kNegInf);
     std::fill(w.l.begin(), w.l.end(), 0.0f);
 
+    // Fused S = Q K^T + softmax kernel (AVX-512, fp32 operands) for the blocks without policy.
+    const bool fused =
+        kt.qk_softmax != nullptr && !bf16_dot && !p.has_dropout() && rows % 4 == 0 && kBk == 128;
     const KeyRange kr = tile_key_range(p, sp, i0, rows);
     if (kr.lo <= kr.hi) {
       for (int64_t kb = kr.lo / kBk; kb <= kr.hi / kBk; ++kb) {
         const int64_t j0 = kb * kBk, kcols = std::min(kBk, sp.sk - j0);
         const int64_t gkb = geo.kblock_start[b] + kb;
-        if (bf16_dot) {
+        const bool policy = tile_needs_policy(p, sp, i0, rows, j0);
+        if (fused && !policy) {
+          // (the common case: interior blocks of non-causal attention)
+          kt.qk_softmax(w.q.data(), dp, pk.kt_block(gkb, g), rows, w.s.data(), w.m.data(),
+                        w.l.data(), w.alpha.data());
+        } else if (bf16_dot) {
           kt.gemm_bf16(w.s.data(), kBk, w.qb.data(), dp, pk.ktb_block(gkb, g), 2 * kBk, rows, kBk,
                        dp, false);
           for (int64_t r = 0; r < rows; ++r)
@@ -129,13 +137,14 @@ void run_forward(const Params& p) {
           kt.gemm(w.s.data(), kBk, w.q.data(), dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp,
                   false);
         }
-        if (tile_needs_policy(p, sp, i0, rows, j0)) {
+        if (policy) {
           apply_score_policy(p, sp, b, h, i0, rows, j0, w.s.data(), kBk, nullptr);
           if (policy_transforms)
             for (int64_t r = 0; r < rows; ++r)
               kt.scale_row(w.s.data() + r * kBk, kBk, kLog2e);
         }
-        kt.softmax_step(w.s.data(), kBk, rows, kBk, w.m.data(), w.l.data(), w.alpha.data());
+        if (!fused || policy)
+          kt.softmax_step(w.s.data(), kBk, rows, kBk, w.m.data(), w.l.data(), w.alpha.data());
         for (int64_t r = 0; r < rows; ++r)
           if (w.alpha[r] != 1.0f) kt.scale_row(w.o.data() + r * dvp, dvp, w.alpha[r]);
         if (p.has_dropout()) apply_dropout(p, b, h, i0, rows, j0, kcols, w.s.data(), kBk, nullptr);

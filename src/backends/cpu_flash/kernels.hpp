@@ -50,6 +50,14 @@ struct KernelTable {
   /// + c]) for r < round_up(rows, 2) (a missing last row of an odd count is 0), c < cols.
   void (*to_bf16_pairs)(uint16_t* dst, int64_t ldb2, const float* src, int64_t lds, int64_t rows,
                         int64_t cols);
+
+  // ---- fused forward kernel (AVX-512 sets); null when the set has none ------------------------
+  /// S = Q K^T followed by softmax_step, for one block of exactly 128 keys that every row sees
+  /// completely (no policy, no dropout): q [rows][dp] row-major (scale * log2(e) folded in), kt
+  /// [dp][128] (row stride 128), s [rows][128] receives P; m, l, alpha as softmax_step.
+  /// rows % 4 == 0, rows <= 256, dp even.
+  void (*qk_softmax)(const float* q, int64_t dp, const float* kt, int64_t rows, float* s, float* m,
+                     float* l, float* alpha);
 };
 
 const KernelTable& kernels_portable();
