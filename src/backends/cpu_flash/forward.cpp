@@ -145,8 +145,9 @@ void run_forward(const Params& p) {
         }
         if (!fused || policy)
           kt.softmax_step(w.s.data(), kBk, rows, kBk, w.m.data(), w.l.data(), w.alpha.data());
-        for (int64_t r = 0; r < rows; ++r)
-          if (w.alpha[r] != 1.0f) kt.scale_row(w.o.data() + r * dvp, dvp, w.alpha[r]);
+        if (bf16_dot)
+          for (int64_t r = 0; r < rows; ++r)
+            if (w.alpha[r] != 1.0f) kt.scale_row(w.o.data() + r * dvp, dvp, w.alpha[r]);
         if (p.has_dropout()) apply_dropout(p, b, h, i0, rows, j0, kcols, w.s.data(), kBk, nullptr);
         if (bf16_dot) {
           kt.to_bf16(w.pb.data(), kBk, w.s.data(), kBk, rows, kBk);
@@ -159,7 +160,9 @@ void run_forward(const Params& p) {
             vblk = static_cast<const float*>(p.v) + row_offset(p.v_st, b, sp.k_start, j0, g);
             ldv = p.v_st.s;
           }
-          kt.gemm(w.o.data(), dvp, w.s.data(), kBk, 1, vblk, ldv, rows, dvp, kcols, true);
+          // O = alpha O + P V (the rescale folded into the accumulator load)
+          kt.gemm_row_scaled(w.o.data(), dvp, w.s.data(), kBk, vblk, ldv, rows, dvp, kcols,
+                             w.alpha.data());
         }
       }
     }

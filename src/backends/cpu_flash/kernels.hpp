@@ -58,6 +58,11 @@ struct KernelTable {
   /// rows % 4 == 0, rows <= 256, dp even.
   void (*qk_softmax)(const float* q, int64_t dp, const float* kt, int64_t rows, float* s, float* m,
                      float* l, float* alpha);
+  /// C[r, c] = row_scale[r] * C[r, c] + sum_t A[r*a_rs + t] * B[t*ldb + c] (gemm with
+  /// accumulate, each C row first scaled): O = alpha O + P V in one pass. cols % kPad == 0.
+  void (*gemm_row_scaled)(float* c, int64_t ldc, const float* a, int64_t a_rs, const float* b,
+                          int64_t ldb, int64_t rows, int64_t cols, int64_t depth,
+                          const float* row_scale);
 };
 
 const KernelTable& kernels_portable();
