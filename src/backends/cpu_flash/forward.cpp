@@ -126,8 +126,22 @@ void run_forward(const Params& p) {
         const bool policy = tile_needs_policy(p, sp, i0, rows, j0);
         if (fused && !policy) {
           // (the common case: interior blocks of non-causal attention)
+          // The next block's K^T and V are prefetched into L2 from inside the kernel (one line
+          // per exp vector), so its first row groups do not wait on L3.
+          Prefetch2D pf[2];
+          int npf = 0;
+          if (kb < kr.hi / kBk) {
+            pf[npf++] = {pk.kt_block(gkb + 1, g), dp * kBk * 4, dp * kBk * 4, 1};
+            const int64_t nrows = std::min(kBk, sp.sk - j0 - kBk);
+            if (v_direct)
+              pf[npf++] = {
+                  static_cast<const float*>(p.v) + row_offset(p.v_st, b, sp.k_start, j0 + kBk, g),
+                  dvp * 4, p.v_st.s * 4, nrows};
+            else
+              pf[npf++] = {pk.v_block(gkb + 1, g), dvp * kBk * 4, dvp * kBk * 4, 1};
+          }
           kt.qk_softmax(w.q.data(), dp, pk.kt_block(gkb, g), rows, w.s.data(), w.m.data(),
-                        w.l.data(), w.alpha.data());
+                        w.l.data(), w.alpha.data(), pf, npf);
         } else if (bf16_dot) {
           kt.gemm_bf16(w.s.data(), kBk, w.qb.data(), dp, pk.ktb_block(gkb, g), 2 * kBk, rows, kBk,
                        dp, false);

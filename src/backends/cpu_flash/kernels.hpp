@@ -14,6 +14,12 @@ namespace attnkit::cpu_flash {
 /// Column padding of every packed tile (floats): the widest vector (AVX-512: 16 lanes).
 inline constexpr int64_t kPad = 16;
 
+/// A 2-D region to prefetch into L2: `rows` rows of `row_bytes` at `stride_bytes` from `base`.
+struct Prefetch2D {
+  const void* base = nullptr;
+  int64_t row_bytes = 0, stride_bytes = 0, rows = 0;
+};
+
 struct KernelTable {
   const char* name;  // "portable", "avx2", "avx512", "avx512bf16"
   /// C[r, c] (+)= sum_t A[r*a_rs + t*a_ts] * B[t*ldb + c] for r < rows, c < cols, t < depth.
@@ -55,9 +61,10 @@ struct KernelTable {
   /// S = Q K^T followed by softmax_step, for one block of exactly 128 keys that every row sees
   /// completely (no policy, no dropout): q [rows][dp] row-major (scale * log2(e) folded in), kt
   /// [dp][128] (row stride 128), s [rows][128] receives P; m, l, alpha as softmax_step.
-  /// rows % 4 == 0, rows <= 256, dp even.
+  /// rows % 4 == 0, rows <= 256, dp even. pf[0..npf) (npf <= 2): regions prefetched into L2 one
+  /// cache line each per exp vector (the next key block's K^T and V).
   void (*qk_softmax)(const float* q, int64_t dp, const float* kt, int64_t rows, float* s, float* m,
-                     float* l, float* alpha);
+                     float* l, float* alpha, const Prefetch2D* pf, int npf);
   /// C[r, c] = row_scale[r] * C[r, c] + sum_t A[r*a_rs + t] * B[t*ldb + c] (gemm with
   /// accumulate, each C row first scaled): O = alpha O + P V in one pass. cols % kPad == 0.
   void (*gemm_row_scaled)(float* c, int64_t ldc, const float* a, int64_t a_rs, const float* b,
