@@ -2,7 +2,8 @@
 //
 // Work item = (sequence b, query head h, query tile of kBq rows); items are independent and write
 // disjoint rows of out/lse, so results do not depend on the thread count. Per item:
-//   Qs  [kBq][dp]   scale * q rows, fp32                      (per-thread scratch)
+//   Qs  [kBq][dp]   q rows, fp32 (per-thread scratch; read in place for fp32 unit-stride Q with
+//                   D % 16 == 0), the scale folded into the packed K^T
 //   for each key block kb the tile's rows can see (tile_key_range; the rest is never touched):
 //     S = Qs K^T       [kBq][kBk]   gemm, depth dp
 //     policy (masks, causal/window edges, softcap, ALiBi) only where tile_needs_policy
@@ -78,7 +79,11 @@ void run_forward(const Params& p) {
   constexpr float kLog2e = 1.44269504088896341f;
   const bool policy_transforms = p.softcap > 0.0f || p.alibi != nullptr || p.has_mask();
   const float s_scale = policy_transforms ? p.scale : p.scale * kLog2e;
+  // fp32 path: the scale is folded into the packed K^T instead of Q, so fp32 Q with unit d-stride
+  // and D % 16 == 0 is read in place (no per-item copy; ~1-2% at S = 1024).
+  const bool q_direct = !bf16_dot && p.dtype == DType::f32 && p.q_st.d == 1 && dp == p.head_dim;
   PackWhat what;
+  what.kt_scale = bf16_dot ? 1.0f : s_scale;
   what.kt = !bf16_dot;
   what.v = !bf16_dot && !v_direct;
   what.kt_bf16 = what.v_bf16 = bf16_dot;
@@ -104,12 +109,19 @@ void run_forward(const Params& p) {
     const SeqSpan& sp = geo.spans[b];
     const int64_t i0 = it.qt * kBq, rows = std::min(kBq, sp.sq - i0);
 
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t off = row_offset(p.q_st, b, sp.q_start, i0 + r, h);
-      if (bf16_dot)
-        load_row_bf16_bits(p.q, off, p.q_st.d, p.head_dim, dp, w.qb.data() + r * dp);
-      else
-        load_row(p.q, p.dtype, off, p.q_st.d, p.head_dim, dp, s_scale, w.q.data() + r * dp);
+    const float* qrows = w.q.data();  // fp32 Q rows of the item and their stride
+    int64_t ldq = dp;
+    if (q_direct) {
+      qrows = static_cast<const float*>(p.q) + row_offset(p.q_st, b, sp.q_start, i0, h);
+      ldq = p.q_st.s;
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t off = row_offset(p.q_st, b, sp.q_start, i0 + r, h);
+        if (bf16_dot)
+          load_row_bf16_bits(p.q, off, p.q_st.d, p.head_dim, dp, w.qb.data() + r * dp);
+        else
+          load_row(p.q, p.dtype, off, p.q_st.d, p.head_dim, dp, 1.0f, w.q.data() + r * dp);
+      }
     }
     std::fill(w.o.begin(), w.o.end(), 0.0f);
     std::fill(w.m.begin(), w.m.end(), kNegInf);
@@ -140,7 +152,7 @@ void run_forward(const Params& p) {
             else
               pf[npf++] = {pk.v_block(gkb + 1, g), dvp * kBk * 4, dvp * kBk * 4, 1};
           }
-          kt.qk_softmax(w.q.data(), dp, pk.kt_block(gkb, g), rows, w.s.data(), w.m.data(),
+          kt.qk_softmax(qrows, ldq, dp, pk.kt_block(gkb, g), rows, w.s.data(), w.m.data(),
                         w.l.data(), w.alpha.data(), pf, npf);
         } else if (bf16_dot) {
           kt.gemm_bf16(w.s.data(), kBk, w.qb.data(), dp, pk.ktb_block(gkb, g), 2 * kBk, rows, kBk,
@@ -148,8 +160,7 @@ void run_forward(const Params& p) {
           for (int64_t r = 0; r < rows; ++r)
             kt.scale_row(w.s.data() + r * kBk, kBk, s_scale);
         } else {
-          kt.gemm(w.s.data(), kBk, w.q.data(), dp, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp,
-                  false);
+          kt.gemm(w.s.data(), kBk, qrows, ldq, 1, pk.kt_block(gkb, g), kBk, rows, kBk, dp, false);
         }
         if (policy) {
           apply_score_policy(p, sp, b, h, i0, rows, j0, w.s.data(), kBk, nullptr);

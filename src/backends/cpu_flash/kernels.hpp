@@ -59,12 +59,13 @@ struct KernelTable {
 
   // ---- fused forward kernel (AVX-512 sets); null when the set has none ------------------------
   /// S = Q K^T followed by softmax_step, for one block of exactly 128 keys that every row sees
-  /// completely (no policy, no dropout): q [rows][dp] row-major (scale * log2(e) folded in), kt
-  /// [dp][128] (row stride 128), s [rows][128] receives P; m, l, alpha as softmax_step.
+  /// completely (no policy, no dropout): q [rows][dp] at row stride ldq, kt [dp][128] (row stride
+  /// 128; scale * log2(e) folded into one of the two), s [rows][128] receives P; m, l, alpha as
+  /// softmax_step.
   /// rows % 4 == 0, rows <= 256, dp even. pf[0..npf) (npf <= 2): regions prefetched into L2 one
   /// cache line each per exp vector (the next key block's K^T and V).
-  void (*qk_softmax)(const float* q, int64_t dp, const float* kt, int64_t rows, float* s, float* m,
-                     float* l, float* alpha, const Prefetch2D* pf, int npf);
+  void (*qk_softmax)(const float* q, int64_t ldq, int64_t dp, const float* kt, int64_t rows,
+                     float* s, float* m, float* l, float* alpha, const Prefetch2D* pf, int npf);
   /// C[r, c] = row_scale[r] * C[r, c] + sum_t A[r*a_rs + t] * B[t*ldb + c] (gemm with
   /// accumulate, each C row first scaled): O = alpha O + P V in one pass. cols % kPad == 0.
   void (*gemm_row_scaled)(float* c, int64_t ldc, const float* a, int64_t a_rs, const float* b,

@@ -170,7 +170,7 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
         for (int64_t d = 0; d < p.head_dim; ++d) {
           float* dst = kt + d * kBk + jb;
           for (int64_t u = 0; u < kGroup; ++u)
-            dst[u] = src[u][d * step[u]];
+            dst[u] = what.kt_scale * src[u][d * step[u]];
         }
         for (int64_t d = p.head_dim; d < geo.dp; ++d)
           std::fill(kt + d * kBk + jb, kt + d * kBk + jb + kGroup, 0.0f);
@@ -188,7 +188,7 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
         if (what.kt) {
           float* kt = pk.kt + (kb * p.heads_kv + g) * geo.dp * kBk;
           for (int64_t d = 0; d < geo.dp; ++d)
-            kt[d * kBk + jj] = row[d];
+            kt[d * kBk + jj] = what.kt_scale * row[d];
         }
         if (what.k) {
           float* k = pk.k + (kb * p.heads_kv + g) * geo.dp * kBk;

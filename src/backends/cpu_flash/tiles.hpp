@@ -48,6 +48,8 @@ struct PackWhat {
   bool kt = false, k = false, v = false, vt = false;
   bool kt_bf16 = false, v_bf16 = false;  // pair-packed bf16 operands for KernelTable::gemm_bf16
   bool vt_bf16 = false, k_bf16 = false;  // backward: V^T (pairs over dv), K rows (pairs over keys)
+  float kt_scale =
+      1.0f;  // fp32 K^T is packed as kt_scale * K^T (the forward folds its score scale)
 };
 
 /// Packed operands; the storage belongs to the calling thread's arena (reused by its next call).
