@@ -71,6 +71,9 @@ struct KernelTable {
   void (*gemm_row_scaled)(float* c, int64_t ldc, const float* a, int64_t a_rs, const float* b,
                           int64_t ldb, int64_t rows, int64_t cols, int64_t depth,
                           const float* row_scale);
+  /// dst[d * ldd + u] = scale * src[u][d] for u < 16, d < n (16 rows into 16 columns; AVX-512
+  /// sets, else null).
+  void (*transpose16)(float* dst, int64_t ldd, const float* const* src, int64_t n, float scale);
 };
 
 const KernelTable& kernels_portable();

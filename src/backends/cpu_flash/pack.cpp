@@ -4,6 +4,7 @@
 #include <memory>
 #include <thread>
 
+#include "backends/cpu_flash/isa.hpp"
 #include "backends/cpu_flash/thread_pool.hpp"
 #include "backends/cpu_flash/tiles.hpp"
 #include "core/dtype_convert.hpp"
@@ -155,6 +156,7 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
     // B=2, H=16, S=1024, D=64 forward.)
     const bool kt_direct = what.kt && !what.k && p.dtype == DType::f32 && p.k_st.d == 1;
     if (kt_direct) {
+      const auto tr16 = active_kernels().transpose16;
       float* kt = pk.kt + (kb * p.heads_kv + g) * geo.dp * kBk;
       const float* kbase = static_cast<const float*>(p.k);
       constexpr int64_t kGroup = 16;
@@ -167,10 +169,14 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
           src[u] = real ? kbase + row_offset(p.k_st, b, sp.k_start, j0 + jb + u, g) : zeros;
           step[u] = real ? 1 : 0;
         }
-        for (int64_t d = 0; d < p.head_dim; ++d) {
-          float* dst = kt + d * kBk + jb;
-          for (int64_t u = 0; u < kGroup; ++u)
-            dst[u] = what.kt_scale * src[u][d * step[u]];
+        if (tr16 && step[kGroup - 1] == 1) {  // 16 real keys
+          tr16(kt + jb, kBk, src, p.head_dim, what.kt_scale);
+        } else {
+          for (int64_t d = 0; d < p.head_dim; ++d) {
+            float* dst = kt + d * kBk + jb;
+            for (int64_t u = 0; u < kGroup; ++u)
+              dst[u] = what.kt_scale * src[u][d * step[u]];
+          }
         }
         for (int64_t d = p.head_dim; d < geo.dp; ++d)
           std::fill(kt + d * kBk + jb, kt + d * kBk + jb + kGroup, 0.0f);
