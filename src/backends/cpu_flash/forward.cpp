@@ -140,17 +140,32 @@ void run_forward(const Params& p) {
           // (the common case: interior blocks of non-causal attention)
           // The next block's K^T and V are prefetched into L2 from inside the kernel (one line
           // per exp vector), so its first row groups do not wait on L3.
-          Prefetch2D pf[2];
+          // In the item's last block: the first block of the same head and the Q rows of item
+          // n + threads, the likely next items of this worker (items are ordered by head and
+          // handed out in turn), which otherwise start cold from L3/DRAM.
+          Prefetch2D pf[3];
           int npf = 0;
-          if (kb < kr.hi / kBk) {
-            pf[npf++] = {pk.kt_block(gkb + 1, g), dp * kBk * 4, dp * kBk * 4, 1};
-            const int64_t nrows = std::min(kBk, sp.sk - j0 - kBk);
+          const bool last = kb == kr.hi / kBk;
+          const int64_t nkb = last ? kr.lo / kBk : kb + 1;  // block to prefetch
+          const int64_t nj0 = nkb * kBk;
+          if (!last || nkb != kb) {
+            pf[npf++] = {pk.kt_block(geo.kblock_start[b] + nkb, g), dp * kBk * 4, dp * kBk * 4, 1};
+            const int64_t nrows = std::min(kBk, sp.sk - nj0);
             if (v_direct)
               pf[npf++] = {
-                  static_cast<const float*>(p.v) + row_offset(p.v_st, b, sp.k_start, j0 + kBk, g),
+                  static_cast<const float*>(p.v) + row_offset(p.v_st, b, sp.k_start, nj0, g),
                   dvp * 4, p.v_st.s * 4, nrows};
             else
-              pf[npf++] = {pk.v_block(gkb + 1, g), dvp * kBk * 4, dvp * kBk * 4, 1};
+              pf[npf++] = {pk.v_block(geo.kblock_start[b] + nkb, g), dvp * kBk * 4, dvp * kBk * 4,
+                           1};
+          }
+          if (last && q_direct && n + threads < static_cast<int64_t>(items.size())) {
+            const FwdItem& nx = items[n + threads];
+            const SeqSpan& nsp = geo.spans[nx.b];
+            const int64_t ni0 = nx.qt * kBq, nrows = std::min(kBq, nsp.sq - ni0);
+            pf[npf++] = {
+                static_cast<const float*>(p.q) + row_offset(p.q_st, nx.b, nsp.q_start, ni0, nx.h),
+                p.head_dim * 4, p.q_st.s * 4, nrows};
           }
           kt.qk_softmax(qrows, ldq, dp, pk.kt_block(gkb, g), rows, w.s.data(), w.m.data(),
                         w.l.data(), w.alpha.data(), pf, npf);

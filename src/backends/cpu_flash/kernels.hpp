@@ -62,8 +62,8 @@ struct KernelTable {
   /// completely (no policy, no dropout): q [rows][dp] at row stride ldq, kt [dp][128] (row stride
   /// 128; scale * log2(e) folded into one of the two), s [rows][128] receives P; m, l, alpha as
   /// softmax_step.
-  /// rows % 4 == 0, rows <= 256, dp even. pf[0..npf) (npf <= 2): regions prefetched into L2 one
-  /// cache line each per exp vector (the next key block's K^T and V).
+  /// rows % 4 == 0, rows <= 256, dp even. pf[0..npf) (npf <= 3): regions prefetched into L2 one
+  /// cache line each per exp vector (the next key block's K^T and V, or the next item's).
   void (*qk_softmax)(const float* q, int64_t ldq, int64_t dp, const float* kt, int64_t rows,
                      float* s, float* m, float* l, float* alpha, const Prefetch2D* pf, int npf);
   /// C[r, c] = row_scale[r] * C[r, c] + sum_t A[r*a_rs + t] * B[t*ldb + c] (gemm with
