@@ -74,6 +74,10 @@ struct KernelTable {
   /// dst[d * ldd + u] = scale * src[u][d] for u < 16, d < n (16 rows into 16 columns; AVX-512
   /// sets, else null).
   void (*transpose16)(float* dst, int64_t ldd, const float* const* src, int64_t n, float scale);
+  /// Unit-stride f16 rows (AVX-512 sets, else null): dst[i] = scale * f32(src[i]), and
+  /// dst[i] = f16(scale * src[i]) rounded to nearest even; i < n.
+  void (*f16_row_to_f32)(float* dst, const uint16_t* src, int64_t n, float scale);
+  void (*f32_row_to_f16)(uint16_t* dst, const float* src, int64_t n, float scale);
 };
 
 const KernelTable& kernels_portable();

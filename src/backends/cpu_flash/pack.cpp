@@ -52,6 +52,10 @@ void load_row(const void* base, DType t, int64_t offset, int64_t stride, int64_t
     }
     case DType::f16: {
       const uint16_t* x = static_cast<const uint16_t*>(base) + offset;
+      if (const auto cvt = active_kernels().f16_row_to_f32; cvt && stride == 1) {
+        cvt(dst, x, n, scale);  // VCVTPH2PS
+        break;
+      }
       for (int64_t d = 0; d < n; ++d)
         dst[d] = scale * f16_to_f32(x[d * stride]);
       break;
@@ -94,6 +98,10 @@ void store_row(void* base, DType t, int64_t offset, int64_t stride, int64_t n, c
     }
     case DType::f16: {
       uint16_t* y = static_cast<uint16_t*>(base) + offset;
+      if (const auto cvt = active_kernels().f32_row_to_f16; cvt && stride == 1) {
+        cvt(y, src, n, scale);  // VCVTPS2PH
+        break;
+      }
       for (int64_t d = 0; d < n; ++d)
         y[d * stride] = f32_to_f16(scale * src[d]);
       break;
