@@ -7,8 +7,10 @@
 //   for each key block kb the tile's rows can see (tile_key_range; the rest is never touched):
 //     S = Qs K^T       [kBq][kBk]   gemm, depth dp
 //     policy (masks, causal/window edges, softcap, ALiBi) only where tile_needs_policy
-//     online softmax in base 2 (S carries a factor log2(e), folded into the scale of Q when the
+//     online softmax in base 2 (S carries a factor log2(e), folded into the packed K^T when the
 //     policy leaves scores alone, else applied after it): m, l, alpha per row; S <- P
+//     (blocks without policy or dropout, AVX-512: S and the softmax in one fused kernel,
+//     KernelTable::qk_softmax, the exp interleaved with the GEMM; the next block prefetched)
 //     dropout on P (l is not affected: lse ignores dropout)
 //     O = alpha*O + P V  [kBq][dvp]  gemm, depth = keys in the block
 //   out = O / l (0 for an empty row), lse = m ln2 + ln l (-inf for an empty row).
