@@ -132,6 +132,37 @@ int resolve_threads(const Params& p) {
   return hc > 0 ? static_cast<int>(hc) : 1;
 }
 
+void pack_kt_block_f32(const Params& p, const SeqSpan& sp, int64_t b, int64_t g, int64_t j0,
+                       int64_t dp, float scale, float* kt) {
+  // In 16-key groups, so each packed row segment is one cache line written whole and the 16
+  // source rows stay in L1 (a row-at-a-time scatter of kBk-strided floats was ~3% of a B=2, H=16,
+  // S=1024, D=64 forward); full groups by the AVX-512 16x16 transpose.
+  const auto tr16 = active_kernels().transpose16;
+  const float* kbase = static_cast<const float*>(p.k);
+  constexpr int64_t kGroup = 16;
+  static const float zeros[16] = {};  // source of the keys past the sequence end
+  for (int64_t jb = 0; jb < kBk; jb += kGroup) {
+    const float* src[kGroup];
+    int64_t step[kGroup];
+    for (int64_t u = 0; u < kGroup; ++u) {
+      const bool real = j0 + jb + u < sp.sk;
+      src[u] = real ? kbase + row_offset(p.k_st, b, sp.k_start, j0 + jb + u, g) : zeros;
+      step[u] = real ? 1 : 0;
+    }
+    if (tr16 && step[kGroup - 1] == 1) {  // 16 real keys
+      tr16(kt + jb, kBk, src, p.head_dim, scale);
+    } else {
+      for (int64_t d = 0; d < p.head_dim; ++d) {
+        float* dst = kt + d * kBk + jb;
+        for (int64_t u = 0; u < kGroup; ++u)
+          dst[u] = scale * src[u][d * step[u]];
+      }
+    }
+    for (int64_t d = p.head_dim; d < dp; ++d)
+      std::fill(kt + d * kBk + jb, kt + d * kBk + jb + kGroup, 0.0f);
+  }
+}
+
 PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int threads) {
   PackedKV pk;
   pk.heads_kv = p.heads_kv;
@@ -158,38 +189,11 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
     const int64_t j0 = (kb - geo.kblock_start[b]) * kBk;
     std::vector<float> row(dmax);
     std::vector<uint16_t> brow(dmax);
-    // fp32 K with unit d-stride, K^T only (the forward): transposed straight from the source in
-    // 16-key groups, so each packed row segment is one cache line written whole and the 16 source
-    // rows stay in L1. (The row-at-a-time scatter below wrote kBk-strided single floats: ~3% of a
-    // B=2, H=16, S=1024, D=64 forward.)
+    // fp32 K with unit d-stride, K^T only: transposed straight from the source (pack_kt_block_f32)
     const bool kt_direct = what.kt && !what.k && p.dtype == DType::f32 && p.k_st.d == 1;
-    if (kt_direct) {
-      const auto tr16 = active_kernels().transpose16;
-      float* kt = pk.kt + (kb * p.heads_kv + g) * geo.dp * kBk;
-      const float* kbase = static_cast<const float*>(p.k);
-      constexpr int64_t kGroup = 16;
-      static const float zeros[16] = {};  // source of the keys past the sequence end
-      for (int64_t jb = 0; jb < kBk; jb += kGroup) {
-        const float* src[kGroup];
-        int64_t step[kGroup];
-        for (int64_t u = 0; u < kGroup; ++u) {
-          const bool real = j0 + jb + u < sp.sk;
-          src[u] = real ? kbase + row_offset(p.k_st, b, sp.k_start, j0 + jb + u, g) : zeros;
-          step[u] = real ? 1 : 0;
-        }
-        if (tr16 && step[kGroup - 1] == 1) {  // 16 real keys
-          tr16(kt + jb, kBk, src, p.head_dim, what.kt_scale);
-        } else {
-          for (int64_t d = 0; d < p.head_dim; ++d) {
-            float* dst = kt + d * kBk + jb;
-            for (int64_t u = 0; u < kGroup; ++u)
-              dst[u] = what.kt_scale * src[u][d * step[u]];
-          }
-        }
-        for (int64_t d = p.head_dim; d < geo.dp; ++d)
-          std::fill(kt + d * kBk + jb, kt + d * kBk + jb + kGroup, 0.0f);
-      }
-    }
+    if (kt_direct)
+      pack_kt_block_f32(p, sp, b, g, j0, geo.dp, what.kt_scale,
+                        pk.kt + (kb * p.heads_kv + g) * geo.dp * kBk);
     for (int64_t jj = 0; jj < kBk; ++jj) {
       const int64_t j = j0 + jj;
       const bool real = j < sp.sk;

@@ -89,6 +89,11 @@ struct PackedKV {
 float* thread_arena(int slot, int64_t floats);
 inline constexpr int kArenaSlots = 8;
 
+/// kt [dp][kBk] = scale * K^T of keys j0 .. j0+kBk-1 of sequence b, kv head g (fp32 K with unit
+/// d-stride; zero past the sequence end and for d >= head_dim).
+void pack_kt_block_f32(const Params& p, const SeqSpan& sp, int64_t b, int64_t g, int64_t j0,
+                       int64_t dp, float scale, float* kt);
+
 /// Converts and packs K/V for every (key block, kv head), in parallel on p.num_threads.
 PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int threads);
 
