@@ -17,6 +17,9 @@ Usage:
   python bench/cpu/bench_cpu_flash.py --lib build-cpu/libattnkit_c.so            # full sweep
   python bench/cpu/bench_cpu_flash.py --shapes 1024x64,2048x128 --dtypes bf16 --passes fwd
   ... --out bench/results/2026-11-21-cpu-cpu_flash    (writes .json and .md)
+  ... --pause 0.05   sleep before each timed call, so that neither side runs beside the other's
+                     still-spinning threads (torch's libgomp workers busy-wait for several ms after
+                     each call; without a pause, ours is always timed right after torch's).
 Prints one line per measurement (progress) and the table at the end; with --out, the .json and
 .md are rewritten after every shape, so a long run that is cut short keeps what it measured.
 Also prints the relative difference of our result to torch's (a cross-check; the tests compare
@@ -79,7 +82,7 @@ def flops(b, h, s, d, causal, pss):
     return f * (2.5 if pss == "bwd" else 1.0)
 
 
-def run_shape(ak, b, h, s, d, dname, causal, pss, reps, log):
+def run_shape(ak, b, h, s, d, dname, causal, pss, reps, log, pause=0.0):
     dt, code = DTYPES[dname]
     g = torch.Generator().manual_seed(0)
     q, k, v, dout = (torch.randn(b, h, s, d, generator=g).to(dt) for _ in range(4))
@@ -125,9 +128,15 @@ def run_shape(ak, b, h, s, d, dname, causal, pss, reps, log):
     t_ours, t_theirs = [], []
     # warm-up done above (one call each); measure alternately
     for _ in range(reps):
+        # --pause: each timed call starts after the other implementation's threads went idle.
+        # torch's OpenMP workers (libgomp) busy-wait for several ms after each parallel region
+        # (GOMP_SPINCOUNT), i.e. on one of the two cores right when our call starts; our pool's
+        # workers sleep at once, so without a pause only our side runs beside a spinning thread.
+        time.sleep(pause)
         t_ours.append(timed(run_ours))
         if prep_theirs:
             prep_theirs()
+        time.sleep(pause)
         t_theirs.append(timed(run_theirs))
     # The best of the alternating reps: on a shared machine, load from other processes only ever
     # adds time, so the minimum is the least disturbed estimate for both (medians in the JSON).
@@ -173,7 +182,11 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default="", help="path prefix for .json and .md results")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds of sleep before each timed call (lets the other side's "
+                    "threads go idle; see run_shape)")
     a = ap.parse_args()
+    a.load_start = os.getloadavg()
 
     torch.set_num_threads(a.threads)
     ak = Attnkit(a.lib, a.backend)
@@ -188,10 +201,14 @@ def main():
             for causal in [c == "1" for c in a.causal.split(",")]:
                 for s, d in shapes:
                     r, ratio, err = run_shape(ak, a.batch, a.heads, s, d, dname, causal, pss,
-                                              a.reps, log)
+                                              a.reps, log, a.pause)
                     rows += r
                     table.append((pss, dname, causal, s, d, r[0]["ms"], r[1]["ms"], ratio, err))
                     write_results(a, rows, table)  # after every shape: long runs keep progress
+
+
+def fmt_load(t):
+    return "/".join(f"{x:.2f}" for x in t)
 
 
 def write_results(a, rows, table):
@@ -200,8 +217,10 @@ def write_results(a, rows, table):
                                 text=True).stdout.strip()
     except OSError:
         commit = ""
+    load_now = os.getloadavg()
     meta = {"cpu": cpu_name(), "threads": a.threads, "date": str(datetime.date.today()),
-            "commit": commit, "torch": torch.__version__, "rows": rows}
+            "commit": commit, "torch": torch.__version__, "pause_s": a.pause,
+            "loadavg_start": a.load_start, "loadavg_now": load_now, "rows": rows}
     md = ["| pass | dtype | causal | S | D | ours ms | torch ms | ours/torch speed |",
           "|---|---|---|---|---|---|---|---|"]
     for pss, dname, causal, s, d, mo, mt, ratio, err in table:
@@ -215,8 +234,11 @@ def write_results(a, rows, table):
         with open(a.out + ".md", "w") as f:
             f.write(f"# attnkit:{a.backend} vs torch:cpu ({meta['cpu']}, {a.threads} threads, "
                     f"{meta['date']}, commit {commit}, torch {torch.__version__})\n\n"
-                    f"B = {a.batch}, H = {a.heads}; best of {a.reps} alternating runs each; "
-                    f"ours/torch speed > 1 means attnkit is faster.\n\n"
+                    f"B = {a.batch}, H = {a.heads}; best of {a.reps} alternating runs each"
+                    f"{f', {a.pause} s pause before each timed call' if a.pause else ''}; "
+                    f"ours/torch speed > 1 means attnkit is faster. Load average (1/5/15 min) "
+                    f"at start {fmt_load(a.load_start)}, at the last row {fmt_load(load_now)}."
+                    f"\n\n"
                     f"Command: `python {' '.join(sys.argv)}`\n\n")
             if len(table) != expected_rows(a):
                 f.write(f"Partial run: {len(table)} of {expected_rows(a)} rows.\n\n")

@@ -14,6 +14,12 @@ namespace attnkit::cpu_flash {
 /// Column padding of every packed tile (floats): the widest vector (AVX-512: 16 lanes).
 inline constexpr int64_t kPad = 16;
 
+/// A 2-D region to prefetch into L2: `rows` rows of `row_bytes` at `stride_bytes` from `base`.
+struct Prefetch2D {
+  const void* base = nullptr;
+  int64_t row_bytes = 0, stride_bytes = 0, rows = 0;
+};
+
 struct KernelTable {
   const char* name;  // "portable", "avx2", "avx512", "avx512bf16"
   /// C[r, c] (+)= sum_t A[r*a_rs + t*a_ts] * B[t*ldb + c] for r < rows, c < cols, t < depth.
@@ -21,9 +27,10 @@ struct KernelTable {
   /// Q K^T, P V, dO V^T, P^T dO, dS K and dS^T Q.
   void (*gemm)(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_ts, const float* b,
                int64_t ldb, int64_t rows, int64_t cols, int64_t depth, bool accumulate);
-  /// Online-softmax step over a score tile S [rows, cols] (row stride lds; -inf = invisible).
-  /// Per row r: m_new = max(m[r], max_c S[r, c]); alpha[r] = exp(m[r] - m_new) (0 when m[r] =
-  /// -inf); S[r, c] <- exp(S[r, c] - m_new) (exact 0 for -inf); l[r] = l[r]*alpha[r] + sum_c;
+  /// Online-softmax step over a score tile S [rows, cols] (row stride lds; -inf = invisible), in
+  /// base 2: S holds scores times log2(e), m is the running row max in the same units.
+  /// Per row r: m_new = max(m[r], max_c S[r, c]); alpha[r] = 2^(m[r] - m_new) (0 when m[r] =
+  /// -inf); S[r, c] <- 2^(S[r, c] - m_new) (exact 0 for -inf); l[r] = l[r]*alpha[r] + sum_c;
   /// m[r] = m_new. A row still all -inf keeps m = -inf, alpha = 1, and gets P = 0.
   void (*softmax_step)(float* s, int64_t lds, int64_t rows, int64_t cols, float* m, float* l,
                        float* alpha);
@@ -49,6 +56,28 @@ struct KernelTable {
   /// + c]) for r < round_up(rows, 2) (a missing last row of an odd count is 0), c < cols.
   void (*to_bf16_pairs)(uint16_t* dst, int64_t ldb2, const float* src, int64_t lds, int64_t rows,
                         int64_t cols);
+
+  // ---- fused forward kernel (AVX-512 sets); null when the set has none ------------------------
+  /// S = Q K^T followed by softmax_step, for one block of exactly 128 keys that every row sees
+  /// completely (no policy, no dropout): q [rows][dp] at row stride ldq, kt [dp][128] (row stride
+  /// 128; scale * log2(e) folded into one of the two), s [rows][128] receives P; m, l, alpha as
+  /// softmax_step.
+  /// rows % 4 == 0, rows <= 256, dp even. pf[0..npf) (npf <= 3): regions prefetched into L2 one
+  /// cache line each per exp vector (the next key block's K^T and V, or the next item's).
+  void (*qk_softmax)(const float* q, int64_t ldq, int64_t dp, const float* kt, int64_t rows,
+                     float* s, float* m, float* l, float* alpha, const Prefetch2D* pf, int npf);
+  /// C[r, c] = row_scale[r] * C[r, c] + sum_t A[r*a_rs + t] * B[t*ldb + c] (gemm with
+  /// accumulate, each C row first scaled): O = alpha O + P V in one pass. cols % kPad == 0.
+  void (*gemm_row_scaled)(float* c, int64_t ldc, const float* a, int64_t a_rs, const float* b,
+                          int64_t ldb, int64_t rows, int64_t cols, int64_t depth,
+                          const float* row_scale);
+  /// dst[d * ldd + u] = scale * src[u][d] for u < 16, d < n (16 rows into 16 columns; AVX-512
+  /// sets, else null).
+  void (*transpose16)(float* dst, int64_t ldd, const float* const* src, int64_t n, float scale);
+  /// Unit-stride f16 rows (AVX-512 sets, else null): dst[i] = scale * f32(src[i]), and
+  /// dst[i] = f16(scale * src[i]) rounded to nearest even; i < n.
+  void (*f16_row_to_f32)(float* dst, const uint16_t* src, int64_t n, float scale);
+  void (*f32_row_to_f16)(uint16_t* dst, const float* src, int64_t n, float scale);
 };
 
 const KernelTable& kernels_portable();

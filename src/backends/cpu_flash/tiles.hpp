@@ -48,6 +48,8 @@ struct PackWhat {
   bool kt = false, k = false, v = false, vt = false;
   bool kt_bf16 = false, v_bf16 = false;  // pair-packed bf16 operands for KernelTable::gemm_bf16
   bool vt_bf16 = false, k_bf16 = false;  // backward: V^T (pairs over dv), K rows (pairs over keys)
+  float kt_scale =
+      1.0f;  // fp32 K^T is packed as kt_scale * K^T (the forward folds its score scale)
 };
 
 /// Packed operands; the storage belongs to the calling thread's arena (reused by its next call).
@@ -86,6 +88,11 @@ struct PackedKV {
 /// packed K/V).
 float* thread_arena(int slot, int64_t floats);
 inline constexpr int kArenaSlots = 8;
+
+/// kt [dp][kBk] = scale * K^T of keys j0 .. j0+kBk-1 of sequence b, kv head g (fp32 K with unit
+/// d-stride; zero past the sequence end and for d >= head_dim).
+void pack_kt_block_f32(const Params& p, const SeqSpan& sp, int64_t b, int64_t g, int64_t j0,
+                       int64_t dp, float scale, float* kt);
 
 /// Converts and packs K/V for every (key block, kv head), in parallel on p.num_threads.
 PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int threads);

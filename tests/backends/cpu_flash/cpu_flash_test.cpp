@@ -46,6 +46,7 @@ std::string case_id(const Case& c) {
   if (c.mask == MaskCase::keep_bool) os << "_boolmask" << int(c.mask_broadcast);
   if (c.mask == MaskCase::additive) os << "_addmask" << int(c.mask_broadcast);
   if (c.dropout_p > 0) os << "_dropout";
+  if (c.scale) os << "_scale" << static_cast<int>(*c.scale * 1000);
   if (c.varlen) {
     os << "_varlen";
     for (size_t i = 0; i < c.seqlens_q.size(); ++i)
@@ -119,6 +120,21 @@ std::vector<Case> base_cases() {
   c = Case{};
   c.b = 2, c.sq = 50, c.sk = 66, c.hq = 4, c.hkv = 2, c.layout = Layout::bhsd,
   c.noncontiguous = true, c.causal = Causal::top_left;
+  add(c);
+  // Full 128-key blocks without policy: the fused S = Q K^T + softmax kernel (AVX-512 sets), with
+  // Q and V read in place (bhsd, D % 16 == 0), strided in place (bshd), or copied (D = 40), the
+  // next block's K^T/V prefetch (incl. a partial last block), a 4-row last tile, and large
+  // scores (scale 4: exponents far below the row max, the exp's clamp).
+  c = Case{};
+  c.sq = 260, c.sk = 390, c.hq = 2, c.hkv = 1, c.layout = Layout::bhsd;
+  add(c);
+  c.scale = 4.0;
+  add(c);
+  c = Case{};
+  c.sq = 258, c.sk = 256, c.hq = 2, c.hkv = 2, c.d = 80, c.dv = 48;
+  add(c);
+  c = Case{};
+  c.sq = 132, c.sk = 256, c.hq = 1, c.hkv = 1, c.d = 40, c.dv = 40;
   add(c);
   c = Case{};
   c.varlen = true, c.hq = 4, c.hkv = 2, c.seqlens_q = {5, 0, 70, 9}, c.seqlens_k = {9, 3, 66, 0};
