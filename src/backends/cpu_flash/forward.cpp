@@ -104,8 +104,17 @@ void run_forward(const Params& p) {
   what.kt_bf16 = what.v_bf16 = bf16_dot;
   const PackedKV pk = pack_kv(p, geo, what, threads);
 
+  // Items of equal cost (no causal/window skipping): each worker runs a contiguous range of them
+  // (Schedule::segmented), so that at 2 threads and S = 1024 a head's 8 items run on one worker,
+  // which transposes its K^T once and finds it in its own L2, instead of two workers alternating
+  // on every head and both packing it. Unequal costs keep the heaviest-first dynamic order.
+  const bool uniform = !items.empty() && items.front().cost == items.back().cost;
+  const Schedule sched = uniform ? Schedule::segmented : Schedule::dynamic;
+  // a worker's likely next item (for the prefetch of its Q rows)
+  const int64_t next_step = uniform ? 1 : threads;
+
   std::vector<FwdScratch> scratch(std::min<int64_t>(threads, std::max<int64_t>(1, items.size())));
-  parallel_for(static_cast<int64_t>(items.size()), threads, [&](int64_t n, int worker) {
+  const auto run_item = [&](int64_t n, int worker) {
     const FwdItem& it = items[n];
     FwdScratch& w = scratch[worker];
     if (w.q.empty()) {
@@ -176,8 +185,8 @@ void run_forward(const Params& p) {
           // The next block's K^T and V are prefetched into L2 from inside the kernel (one line
           // per exp vector), so its first row groups do not wait on L3.
           // In the item's last block: the first block of the same head and the Q rows of item
-          // n + threads, the likely next items of this worker (items are ordered by head and
-          // handed out in turn), which otherwise start cold from L3/DRAM.
+          // n + next_step, the likely next items of this worker (items are ordered by head;
+          // dynamic: handed out in turn, segmented: consecutive), which otherwise start cold.
           Prefetch2D pf[3];
           int npf = 0;
           const bool last = kb == kr.hi / kBk;
@@ -202,8 +211,8 @@ void run_forward(const Params& p) {
               pf[npf++] = {pk.v_block(geo.kblock_start[b] + nkb, g), dvp * kBk * 4, dvp * kBk * 4,
                            1};
           }
-          if (last && q_direct && n + threads < static_cast<int64_t>(items.size())) {
-            const FwdItem& nx = items[n + threads];
+          if (last && q_direct && n + next_step < static_cast<int64_t>(items.size())) {
+            const FwdItem& nx = items[n + next_step];
             const SeqSpan& nsp = geo.spans[nx.b];
             const int64_t ni0 = nx.qt * kBq, nrows = std::min(kBq, nsp.sq - ni0);
             pf[npf++] = {
@@ -265,7 +274,8 @@ void run_forward(const Params& p) {
         p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i0 + r) * p.lse_st.s] = lse;
       }
     }
-  });
+  };
+  parallel_for(static_cast<int64_t>(items.size()), threads, run_item, sched);
 }
 
 }  // namespace attnkit::cpu_flash
