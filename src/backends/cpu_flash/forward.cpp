@@ -151,14 +151,16 @@ void run_forward(const Params& p) {
           load_row(p.q, p.dtype, off, p.q_st.d, p.head_dim, dp, 1.0f, w.q.data() + r * dp);
       }
     }
-    std::fill(w.o.begin(), w.o.end(), 0.0f);
+    const KeyRange kr = tile_key_range(p, sp, i0, rows);
+    // fp32: the first key block's P V overwrites O (no fill, no read of zeros); bf16 accumulates
+    // into O, and an item with no key blocks stores zeros from its l = 0 rows.
+    if (bf16_dot) std::fill(w.o.begin(), w.o.end(), 0.0f);
     std::fill(w.m.begin(), w.m.end(), kNegInf);
     std::fill(w.l.begin(), w.l.end(), 0.0f);
 
     // Fused S = Q K^T + softmax kernel (AVX-512, fp32 operands) for the blocks without policy.
     const bool fused =
         kt.qk_softmax != nullptr && !bf16_dot && !p.has_dropout() && rows % 4 == 0 && kBk == 128;
-    const KeyRange kr = tile_key_range(p, sp, i0, rows);
     if (kr.lo <= kr.hi) {
       for (int64_t kb = kr.lo / kBk; kb <= kr.hi / kBk; ++kb) {
         const int64_t j0 = kb * kBk, kcols = std::min(kBk, sp.sk - j0);
@@ -252,9 +254,12 @@ void run_forward(const Params& p) {
             vblk = static_cast<const float*>(p.v) + row_offset(p.v_st, b, sp.k_start, j0, g);
             ldv = p.v_st.s;
           }
-          // O = alpha O + P V (the rescale folded into the accumulator load)
-          kt.gemm_row_scaled(w.o.data(), dvp, w.s.data(), kBk, vblk, ldv, rows, dvp, kcols,
-                             w.alpha.data());
+          // O = alpha O + P V (the rescale folded into the accumulator load); O = P V first
+          if (kb == kr.lo / kBk)
+            kt.gemm(w.o.data(), dvp, w.s.data(), kBk, 1, vblk, ldv, rows, dvp, kcols, false);
+          else
+            kt.gemm_row_scaled(w.o.data(), dvp, w.s.data(), kBk, vblk, ldv, rows, dvp, kcols,
+                               w.alpha.data());
         }
       }
     }
