@@ -17,7 +17,11 @@
 // Memory: packed K^T and V in fp32 (O(B*Hkv*Sk*D)) plus ~(2*kBq*dp + kBq*kBk) floats per thread.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <memory>
+#include <new>
+#include <vector>
 
 #include "backends/cpu_flash/cpu_flash.hpp"
 #include "backends/cpu_flash/isa.hpp"
@@ -28,10 +32,39 @@
 namespace attnkit::cpu_flash {
 namespace {
 
+// fp32 scratch on a 4 KiB boundary plus `lines` cache lines: 64-byte aligned (std::vector's 16
+// gave 512-bit loads and stores that split cache lines on every K^T / S / O row), and the
+// buffers at distinct offsets mod 512 bytes (their rows are 512-byte multiples apart), so that
+// the S stores never 4K-alias the K^T loads of the same kernel.
+class AlignedFloats {
+ public:
+  explicit AlignedFloats(int lines) : lines_(lines) {}
+  void resize(int64_t n) {
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float) + 4096 + 64 * lines_;
+    buf_.reset(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
+    if (!buf_) throw std::bad_alloc();
+    p_ = reinterpret_cast<float*>(buf_.get() + 64 * lines_);
+    n_ = n;
+  }
+  bool empty() const { return n_ == 0; }
+  float* data() const { return p_; }
+  float* begin() const { return p_; }
+  float* end() const { return p_ + n_; }
+
+ private:
+  struct Free {
+    void operator()(char* x) const { std::free(x); }
+  };
+  std::unique_ptr<char, Free> buf_;
+  float* p_ = nullptr;
+  int64_t n_ = 0;
+  int lines_;
+};
+
 struct FwdScratch {
-  std::vector<float> q, s, o, m, l, alpha;
-  // lazily packed K^T of one (sequence, kv head), private to the worker: [kblocks][dp][kBk]
-  std::vector<float> kt;
+  AlignedFloats q{0}, s{4}, o{2}, kt{0};
+  std::vector<float> m, l, alpha;
+  // (kt: lazily packed K^T of one (sequence, kv head), private to the worker: [kblocks][dp][kBk])
   std::vector<uint8_t> kt_ready;
   int64_t kt_b = -1, kt_g = -1;
   std::vector<uint16_t> qb, pb;  // bf16 path: Q tile (unscaled bits) and P tile
