@@ -16,6 +16,7 @@
 //   out = O / l (0 for an empty row), lse = m ln2 + ln l (-inf for an empty row).
 // Memory: packed K^T and V in fp32 (O(B*Hkv*Sk*D)) plus ~(2*kBq*dp + kBq*kBk) floats per thread.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -39,17 +40,16 @@ namespace {
 class AlignedFloats {
  public:
   explicit AlignedFloats(int lines) : lines_(lines) {}
-  void resize(int64_t n) {
+  // grow-only: keeps the buffer (and its pages) when n fits
+  void ensure(int64_t n) {
+    if (n <= n_) return;
     const size_t bytes = static_cast<size_t>(n) * sizeof(float) + 4096 + 64 * lines_;
     buf_.reset(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
     if (!buf_) throw std::bad_alloc();
     p_ = reinterpret_cast<float*>(buf_.get() + 64 * lines_);
     n_ = n;
   }
-  bool empty() const { return n_ == 0; }
   float* data() const { return p_; }
-  float* begin() const { return p_; }
-  float* end() const { return p_ + n_; }
 
  private:
   struct Free {
@@ -67,6 +67,7 @@ struct FwdScratch {
   // (kt: lazily packed K^T of one (sequence, kv head), private to the worker: [kblocks][dp][kBk])
   std::vector<uint8_t> kt_ready;
   int64_t kt_b = -1, kt_g = -1;
+  uint64_t call = 0;             // the forward call the scratch was last set up for
   std::vector<uint16_t> qb, pb;  // bf16 path: Q tile (unscaled bits) and P tile
 };
 
@@ -146,24 +147,29 @@ void run_forward(const Params& p) {
   // a worker's likely next item (for the prefetch of its Q rows)
   const int64_t next_step = uniform ? 1 : threads;
 
-  std::vector<FwdScratch> scratch(std::min<int64_t>(threads, std::max<int64_t>(1, items.size())));
-  const auto run_item = [&](int64_t n, int worker) {
+  // Scratch per thread, kept between calls (grow-only, like the pack arena): allocating it per
+  // call cost page faults on every call (the K^T buffer came back from the OS each time).
+  static std::atomic<uint64_t> calls{0};
+  const uint64_t call = calls.fetch_add(1) + 1;
+  const auto run_item = [&](int64_t n, int /*worker*/) {
     const FwdItem& it = items[n];
-    FwdScratch& w = scratch[worker];
-    if (w.q.empty()) {
-      w.q.resize(kBq * dp);
-      w.s.resize(kBq * kBk);
-      w.o.resize(kBq * dvp);
+    thread_local FwdScratch w;
+    if (w.call != call) {  // this thread's first item of the call
+      w.call = call;
+      w.kt_b = w.kt_g = -1;  // K^T of another call's K
+      w.q.ensure(kBq * dp);
+      w.s.ensure(kBq * kBk);
+      w.o.ensure(kBq * dvp);
       w.m.resize(kBq);
       w.l.resize(kBq);
       w.alpha.resize(kBq);
       if (lazy_kt) {
-        w.kt.resize(max_kblocks * dp * kBk);
-        w.kt_ready.assign(max_kblocks, 0);
+        w.kt.ensure(max_kblocks * dp * kBk);
+        if (static_cast<int64_t>(w.kt_ready.size()) < max_kblocks) w.kt_ready.resize(max_kblocks);
       }
       if (bf16_dot) {
-        w.qb.resize(kBq * dp);
-        w.pb.resize(kBq * kBk);
+        w.qb.resize(std::max<size_t>(w.qb.size(), kBq * dp));
+        w.pb.resize(std::max<size_t>(w.pb.size(), kBq * kBk));
       }
     }
     const int64_t b = it.b, h = it.h, g = h / p.group;
@@ -187,7 +193,7 @@ void run_forward(const Params& p) {
     const KeyRange kr = tile_key_range(p, sp, i0, rows);
     // fp32: the first key block's P V overwrites O (no fill, no read of zeros); bf16 accumulates
     // into O, and an item with no key blocks stores zeros from its l = 0 rows.
-    if (bf16_dot) std::fill(w.o.begin(), w.o.end(), 0.0f);
+    if (bf16_dot) std::fill(w.o.data(), w.o.data() + kBq * dvp, 0.0f);
     std::fill(w.m.begin(), w.m.end(), kNegInf);
     std::fill(w.l.begin(), w.l.end(), 0.0f);
 
