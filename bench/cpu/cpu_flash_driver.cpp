@@ -55,15 +55,20 @@ int main(int argc, char** argv) {
     return static_cast<float>(st >> 40) * (1.0f / 16777216.0f);
   };
   auto nd = [&] { return (uni() + uni() + uni() + uni() - 2.0f) * 1.7320508f; };
+  // 64-byte aligned data, as torch's CPU allocator gives (a large std::vector is 16 mod 64)
+  auto al = [](std::vector<char>& b) {
+    return b.data() + ((64 - reinterpret_cast<uintptr_t>(b.data()) % 64) % 64);
+  };
   auto make = [&](bool rnd) {
-    std::vector<char> buf(n * es);
+    std::vector<char> buf(n * es + 64);
+    char* d = al(buf);
     for (int64_t i = 0; i < n; ++i) {
       const float x = rnd ? nd() : 0.0f;
       if (dt == DType::f32)
-        std::memcpy(buf.data() + 4 * i, &x, 4);
+        std::memcpy(d + 4 * i, &x, 4);
       else {
         const uint16_t h = to16(x, dt);
-        std::memcpy(buf.data() + 2 * i, &h, 2);
+        std::memcpy(d + 2 * i, &h, 2);
       }
     }
     return buf;
@@ -73,7 +78,7 @@ int main(int argc, char** argv) {
   std::vector<float> lse(B * H * S);
   // [B, H, S, D] memory seen as logical [B, S, H, D]
   auto view = [&](std::vector<char>& b) {
-    TensorView t = TensorView::contiguous(b.data(), dt, {B, S, H, D});
+    TensorView t = TensorView::contiguous(al(b), dt, {B, S, H, D});
     t.stride = {H * S * D, D, S * D, 1};
     return t;
   };

@@ -16,8 +16,13 @@
 //   out = O / l (0 for an empty row), lse = m ln2 + ln l (-inf for an empty row).
 // Memory: packed K^T and V in fp32 (O(B*Hkv*Sk*D)) plus ~(2*kBq*dp + kBq*kBk) floats per thread.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <memory>
+#include <new>
+#include <vector>
 
 #include "backends/cpu_flash/cpu_flash.hpp"
 #include "backends/cpu_flash/isa.hpp"
@@ -28,12 +33,41 @@
 namespace attnkit::cpu_flash {
 namespace {
 
+// fp32 scratch on a 4 KiB boundary plus `lines` cache lines: 64-byte aligned (std::vector's 16
+// gave 512-bit loads and stores that split cache lines on every K^T / S / O row), and the
+// buffers at distinct offsets mod 512 bytes (their rows are 512-byte multiples apart), so that
+// the S stores never 4K-alias the K^T loads of the same kernel.
+class AlignedFloats {
+ public:
+  explicit AlignedFloats(int lines) : lines_(lines) {}
+  // grow-only: keeps the buffer (and its pages) when n fits
+  void ensure(int64_t n) {
+    if (n <= n_) return;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float) + 4096 + 64 * lines_;
+    buf_.reset(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
+    if (!buf_) throw std::bad_alloc();
+    p_ = reinterpret_cast<float*>(buf_.get() + 64 * lines_);
+    n_ = n;
+  }
+  float* data() const { return p_; }
+
+ private:
+  struct Free {
+    void operator()(char* x) const { std::free(x); }
+  };
+  std::unique_ptr<char, Free> buf_;
+  float* p_ = nullptr;
+  int64_t n_ = 0;
+  int lines_;
+};
+
 struct FwdScratch {
-  std::vector<float> q, s, o, m, l, alpha;
-  // lazily packed K^T of one (sequence, kv head), private to the worker: [kblocks][dp][kBk]
-  std::vector<float> kt;
+  AlignedFloats q{0}, s{4}, o{2}, kt{0};
+  std::vector<float> m, l, alpha;
+  // (kt: lazily packed K^T of one (sequence, kv head), private to the worker: [kblocks][dp][kBk])
   std::vector<uint8_t> kt_ready;
   int64_t kt_b = -1, kt_g = -1;
+  uint64_t call = 0;             // the forward call the scratch was last set up for
   std::vector<uint16_t> qb, pb;  // bf16 path: Q tile (unscaled bits) and P tile
 };
 
@@ -104,24 +138,38 @@ void run_forward(const Params& p) {
   what.kt_bf16 = what.v_bf16 = bf16_dot;
   const PackedKV pk = pack_kv(p, geo, what, threads);
 
-  std::vector<FwdScratch> scratch(std::min<int64_t>(threads, std::max<int64_t>(1, items.size())));
-  parallel_for(static_cast<int64_t>(items.size()), threads, [&](int64_t n, int worker) {
+  // Items of equal cost (no causal/window skipping): each worker runs a contiguous range of them
+  // (Schedule::segmented), so that at 2 threads and S = 1024 a head's 8 items run on one worker,
+  // which transposes its K^T once and finds it in its own L2, instead of two workers alternating
+  // on every head and both packing it. Unequal costs keep the heaviest-first dynamic order.
+  const bool uniform = !items.empty() && items.front().cost == items.back().cost;
+  const Schedule sched = uniform ? Schedule::segmented : Schedule::dynamic;
+  // a worker's likely next item (for the prefetch of its Q rows)
+  const int64_t next_step = uniform ? 1 : threads;
+
+  // Scratch per thread, kept between calls (grow-only, like the pack arena): allocating it per
+  // call cost page faults on every call (the K^T buffer came back from the OS each time).
+  static std::atomic<uint64_t> calls{0};
+  const uint64_t call = calls.fetch_add(1) + 1;
+  const auto run_item = [&](int64_t n, int /*worker*/) {
     const FwdItem& it = items[n];
-    FwdScratch& w = scratch[worker];
-    if (w.q.empty()) {
-      w.q.resize(kBq * dp);
-      w.s.resize(kBq * kBk);
-      w.o.resize(kBq * dvp);
+    thread_local FwdScratch w;
+    if (w.call != call) {  // this thread's first item of the call
+      w.call = call;
+      w.kt_b = w.kt_g = -1;  // K^T of another call's K
+      w.q.ensure(kBq * dp);
+      w.s.ensure(kBq * kBk);
+      w.o.ensure(kBq * dvp);
       w.m.resize(kBq);
       w.l.resize(kBq);
       w.alpha.resize(kBq);
       if (lazy_kt) {
-        w.kt.resize(max_kblocks * dp * kBk);
-        w.kt_ready.assign(max_kblocks, 0);
+        w.kt.ensure(max_kblocks * dp * kBk);
+        if (static_cast<int64_t>(w.kt_ready.size()) < max_kblocks) w.kt_ready.resize(max_kblocks);
       }
       if (bf16_dot) {
-        w.qb.resize(kBq * dp);
-        w.pb.resize(kBq * kBk);
+        w.qb.resize(std::max<size_t>(w.qb.size(), kBq * dp));
+        w.pb.resize(std::max<size_t>(w.pb.size(), kBq * kBk));
       }
     }
     const int64_t b = it.b, h = it.h, g = h / p.group;
@@ -142,14 +190,16 @@ void run_forward(const Params& p) {
           load_row(p.q, p.dtype, off, p.q_st.d, p.head_dim, dp, 1.0f, w.q.data() + r * dp);
       }
     }
-    std::fill(w.o.begin(), w.o.end(), 0.0f);
+    const KeyRange kr = tile_key_range(p, sp, i0, rows);
+    // fp32: the first key block's P V overwrites O (no fill, no read of zeros); bf16 accumulates
+    // into O, and an item with no key blocks stores zeros from its l = 0 rows.
+    if (bf16_dot) std::fill(w.o.data(), w.o.data() + kBq * dvp, 0.0f);
     std::fill(w.m.begin(), w.m.end(), kNegInf);
     std::fill(w.l.begin(), w.l.end(), 0.0f);
 
     // Fused S = Q K^T + softmax kernel (AVX-512, fp32 operands) for the blocks without policy.
     const bool fused =
         kt.qk_softmax != nullptr && !bf16_dot && !p.has_dropout() && rows % 4 == 0 && kBk == 128;
-    const KeyRange kr = tile_key_range(p, sp, i0, rows);
     if (kr.lo <= kr.hi) {
       for (int64_t kb = kr.lo / kBk; kb <= kr.hi / kBk; ++kb) {
         const int64_t j0 = kb * kBk, kcols = std::min(kBk, sp.sk - j0);
@@ -176,8 +226,8 @@ void run_forward(const Params& p) {
           // The next block's K^T and V are prefetched into L2 from inside the kernel (one line
           // per exp vector), so its first row groups do not wait on L3.
           // In the item's last block: the first block of the same head and the Q rows of item
-          // n + threads, the likely next items of this worker (items are ordered by head and
-          // handed out in turn), which otherwise start cold from L3/DRAM.
+          // n + next_step, the likely next items of this worker (items are ordered by head;
+          // dynamic: handed out in turn, segmented: consecutive), which otherwise start cold.
           Prefetch2D pf[3];
           int npf = 0;
           const bool last = kb == kr.hi / kBk;
@@ -202,8 +252,8 @@ void run_forward(const Params& p) {
               pf[npf++] = {pk.v_block(geo.kblock_start[b] + nkb, g), dvp * kBk * 4, dvp * kBk * 4,
                            1};
           }
-          if (last && q_direct && n + threads < static_cast<int64_t>(items.size())) {
-            const FwdItem& nx = items[n + threads];
+          if (last && q_direct && n + next_step < static_cast<int64_t>(items.size())) {
+            const FwdItem& nx = items[n + next_step];
             const SeqSpan& nsp = geo.spans[nx.b];
             const int64_t ni0 = nx.qt * kBq, nrows = std::min(kBq, nsp.sq - ni0);
             pf[npf++] = {
@@ -243,9 +293,12 @@ void run_forward(const Params& p) {
             vblk = static_cast<const float*>(p.v) + row_offset(p.v_st, b, sp.k_start, j0, g);
             ldv = p.v_st.s;
           }
-          // O = alpha O + P V (the rescale folded into the accumulator load)
-          kt.gemm_row_scaled(w.o.data(), dvp, w.s.data(), kBk, vblk, ldv, rows, dvp, kcols,
-                             w.alpha.data());
+          // O = alpha O + P V (the rescale folded into the accumulator load); O = P V first
+          if (kb == kr.lo / kBk)
+            kt.gemm(w.o.data(), dvp, w.s.data(), kBk, 1, vblk, ldv, rows, dvp, kcols, false);
+          else
+            kt.gemm_row_scaled(w.o.data(), dvp, w.s.data(), kBk, vblk, ldv, rows, dvp, kcols,
+                               w.alpha.data());
         }
       }
     }
@@ -265,7 +318,8 @@ void run_forward(const Params& p) {
         p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i0 + r) * p.lse_st.s] = lse;
       }
     }
-  });
+  };
+  parallel_for(static_cast<int64_t>(items.size()), threads, run_item, sched);
 }
 
 }  // namespace attnkit::cpu_flash

@@ -181,6 +181,9 @@ PackedKV pack_kv(const Params& p, const Geometry& geo, PackWhat what, int thread
     pk.vtb = reinterpret_cast<uint16_t*>(thread_arena(6, (nblk * geo.dvp * kBk + 1) / 2));
   if (what.k_bf16)
     pk.kpb = reinterpret_cast<uint16_t*>(thread_arena(7, (nblk * geo.dp * kBk + 1) / 2));
+  if (!(what.kt || what.k || what.v || what.vt || what.kt_bf16 || what.v_bf16 || what.vt_bf16 ||
+        what.k_bf16))
+    return pk;  // nothing to pack (fp32 forward: lazy K^T, V in place): no pool round trip
   const int64_t dmax = std::max(geo.dp, geo.dvp);
   parallel_for(nblk, threads, [&](int64_t item, int) {
     const int64_t kb = item / p.heads_kv, g = item % p.heads_kv;

@@ -9,6 +9,7 @@
 // Any NaN, or an Inf that the oracle does not have at the same place, fails.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "attnkit/attention.hpp"
 #include "backends/cpu_flash/isa.hpp"
 #include "backends/cpu_flash/oracle_pair.hpp"
+#include "backends/cpu_flash/thread_pool.hpp"
 
 namespace attnkit::testing {
 namespace {
@@ -216,6 +218,47 @@ TEST_P(CpuFlashThreads, OneAndManyThreadsBitIdentical) {
   EXPECT_EQ(one.dv, many.dv);
   // and the outputs are real (not all zero/poison)
   EXPECT_GT(compare(one.out, std::vector<double>(one.out.size(), 0.0)).rel, 0.0);
+}
+
+// Non-causal forward: items of equal cost run under Schedule::segmented.
+TEST_P(CpuFlashThreads, NonCausalForwardOneAndManyThreadsBitIdentical) {
+  Case c = threading_case(GetParam());
+  c.causal = Causal::none;
+  c.dropout_p = 0.0;
+  c.backward = false;
+  c.sq = 600, c.sk = 300;  // 5 query tiles per head: 40 items
+  PairRunner run(c);
+  set_num_threads(1);
+  const Outputs one = run.run("cpu_flash");
+  for (int t : {2, 3, 7}) {
+    set_num_threads(t);
+    const Outputs many = run.run("cpu_flash");
+    EXPECT_EQ(one.out, many.out) << t;
+    EXPECT_EQ(one.lse, many.lse) << t;
+  }
+}
+
+// Schedule::segmented runs every item exactly once, also when workers steal (uneven items).
+TEST(CpuFlashPool, SegmentedRunsEachItemOnce) {
+  for (int threads : {2, 3, 5})
+    for (int64_t n : {1, 2, 3, 7, 64, 1001}) {
+      std::vector<std::atomic<int>> hits(n);
+      cpu_flash::parallel_for(
+          n, threads,
+          [&](int64_t i, int worker) {
+            ASSERT_GE(worker, 0);
+            ASSERT_LT(worker, threads);
+            if (worker == 0 && i % 5 == 0) {  // a slow worker: the others steal its range
+              volatile double x = 0;
+              for (int k = 0; k < 20000; ++k)
+                x = x + k;
+            }
+            hits[i].fetch_add(1);
+          },
+          cpu_flash::Schedule::segmented);
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_EQ(hits[i].load(), 1) << "threads " << threads << " n " << n << " item " << i;
+    }
 }
 
 TEST_P(CpuFlashThreads, DeterministicBackwardRepeats) {
