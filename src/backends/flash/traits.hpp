@@ -12,8 +12,10 @@
 //     S = 4k, run 6); D > 128 keeps 1 (16 B spill at 256, not measured).
 //     Backward: full unroll measured 1.17-1.39x faster than 1 at S = 4k (H100, run 3).
 //   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}: the fused backward's unroll for dV / dK / dQ and
-//     for S / dP: 4 and 2 spill 24 B at D = 128, full unroll 92 B (ptxas, sm_90a) yet measured
-//     +6-8 % at D = 64 / 128 (H200, S = 4k, run 6 A/B; next default candidate, not yet tested).
+//     for S / dP at D <= 128: 4 and 2 spill 24 B at D = 128, full unroll 92 B (ptxas, sm_90a)
+//     yet measured +6-8 % at D = 64 / 128 (H200, S = 4k, run 6 A/B): full (64) by default.
+//   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}_WIDE: the same at D > 128 (4 and 2; full unroll
+//     not measured there).
 //   ATTNKIT_FLASH_FWD_BN_{64,128}: forward key-block width at D = 64 / D = 128. BN = 64 at
 //     D = 128 spills 172 B and ran 3 % slower than 32; BN = 128 at D = 64 spills 272 B, 7 %
 //     slower than 64 (H100, S = 4k, run 2).
@@ -27,10 +29,16 @@
 #define ATTNKIT_FLASH_KK_UNROLL_BWD 64
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED
-#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED 4
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED 64
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP
-#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP 2
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP 64
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE 4
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE 2
 #endif
 #ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
 #define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 2
@@ -43,15 +51,14 @@
 //   ATTNKIT_FLASH_BWD_STATS_SMEM: fused backward stages lse / delta in smem (1) or reads them
 //     from global memory after the S / dP GEMMs (0): 1 measured +16-19 % (H200, S = 4k, run 6).
 //   ATTNKIT_FLASH_BWD_BM_64: fused backward query block at D = 64; 128 measured +16 % over 64
-//     (H200, S = 4k, run 6 A/B) but spills 48 B (684 B on the general path) and has not been
-//     through the test suite: next default candidate.
+//     (H200, S = 4k, run 6 A/B; spills 48 B, 684 B on the general path): 128 by default.
 //   ATTNKIT_FLASH_BWD_STAGES_256: Q / dO buffers of the fused backward at D = 256; 2 measured
 //     +4-5 % over 1 (H200, S = 4k, run 6).
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_BM_64
-#define ATTNKIT_FLASH_BWD_BM_64 64
+#define ATTNKIT_FLASH_BWD_BM_64 128
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STAGES_256
 #define ATTNKIT_FLASH_BWD_STAGES_256 2
@@ -93,6 +100,9 @@ struct FwdTraits {
 /// D <= 128: (64, 128) tiles with 32-row warp tiles (32 x 32 for S / dP, 32 x D/2 for dK / dV):
 /// every ldmatrix.x4 feeds 2 MMAs (16-row tiles: 1.33) -> ~256 B of smem reads per MMA instead
 /// of 384. Registers at D = 128: dK + dV 2 x 64, S + dP 2 x 32 fp32 per thread.
+/// D = 64: (128, 128) tiles (S / dP 32 x 64 warp tiles, dQ 32 x 32): half the items per key
+/// block, so half the per-item barriers / stats loads / atomics per MMA; +16 % at S = 4k
+/// (H200, run 6 A/B). Smem 162 KiB (A100: 163 KiB).
 /// D > 128: (64, 64) tiles; dK + dV (64, D) take 2 x D/4 registers (128 at D = 256).
 /// Shared memory: K, V (kBN, D); kStages x Q, dO (kBM, D); P, dS (kBM, kBN); lse / delta.
 /// D <= 192: <= 161 KiB, under an A100's 163 KiB. D = 256 double-buffers Q / dO like D <= 192
@@ -101,8 +111,10 @@ struct FwdTraits {
 template <int D>
 struct BwdFusedTraits {
   static constexpr int kHeadDim = D;
-  static constexpr int kKUnroll = ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED;
-  static constexpr int kKUnrollSdp = ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP;
+  static constexpr int kKUnroll =
+      D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED : ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE;
+  static constexpr int kKUnrollSdp =
+      D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP : ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE;
   static constexpr int kWarps = 8, kThreads = 256;
   static constexpr int kBM = D <= 64 ? ATTNKIT_FLASH_BWD_BM_64 : 64;
   static constexpr int kBN = D <= 128 ? 128 : 64;
