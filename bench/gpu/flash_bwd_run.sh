@@ -7,7 +7,7 @@
 #   4. optional A/B: one extra build per AB_FLAGS entry (';'-separated CUDA define sets; flash,
 #      D = AB_DIMS only, built in the background during 2-3), benchmarked on AB_BENCH -> OUT/ab.log
 #   5. optional Nsight Compute (NCU=1): bench/gpu/flash_ncu.py under ncu --set full, ours and
-#      torch FA-2 forward + fused backward on one shape (NCU_ARGS)     -> OUT/r/ncu.{ncu-rep,txt}
+#      torch FA-2 forward + fused backward, once per NCU_ARGS entry    -> OUT/r/ncuI.{ncu-rep,txt}
 # OUT/r is packed into OUT/logs.tgz at the end: 5 files come back (bench.{json,md,log}, ab.log,
 # logs.tgz; the lent machine returns at most 8).
 #
@@ -17,7 +17,7 @@
 #   AB_FLAGS entry, dims inside an entry ','-separated, e.g. "256;128;64,128"; default 128),
 #   AB_BENCH (';'-separated peers.py arguments, one per AB_FLAGS entry, default "--shapes 4k
 #   --d 128 --causal both --passes fwd,bwd" for each), SAN_FILTER (gtest filter for the
-#   sanitizer), NCU / NCU_ARGS (flash_ncu.py arguments, default "--s 4096 --d 128"),
+#   sanitizer), NCU / NCU_ARGS (';'-separated flash_ncu.py argument sets, default "--s 4096 --d 128"),
 #   T_TESTS / T_BENCH / T_SAN / T_AB / T_NCU (seconds).
 set -uo pipefail
 OUT=$1
@@ -84,20 +84,29 @@ done
 rm -f "$OUT/r/ab_last.txt"
 
 if [[ ${NCU:-0} == 1 ]]; then
-  el "ncu: flash_ncu.py ${NCU_ARGS:-"--s 4096 --d 128"}"
-  # shellcheck disable=SC2086
-  timeout "${T_NCU:-120}" ncu --profile-from-start off --clock-control none --set full \
-    -k regex:'fwd_kernel|bwd_fused_kernel|flash_bwd_dq_dk_dv' -c 4 -f -o "$OUT/r/ncu" \
-    python3 bench/gpu/flash_ncu.py --lib build-gpu/libattnkit_c.so ${NCU_ARGS:-"--s 4096 --d 128"} \
-    >"$OUT/r/ncu.log" 2>&1
-  echo "ncu exit $?"
-  tail -5 "$OUT/r/ncu.log"
-  if [[ -f $OUT/r/ncu.ncu-rep ]]; then
-    ncu -i "$OUT/r/ncu.ncu-rep" --page details >"$OUT/r/ncu.txt" 2>&1
-    ncu -i "$OUT/r/ncu.ncu-rep" --page raw --csv >"$OUT/r/ncu_raw.csv" 2>&1
-    grep -E '^  [a-z_]+.*\(|Duration|Executed Ipc A|Issue Slots Busy|Registers Per|Achieved Occ' \
-      "$OUT/r/ncu.txt" | head -60
-  fi
+  IFS=';' read -r -a NCU_LIST <<<"${NCU_ARGS:---s 4096 --d 128}"
+  for i in "${!NCU_LIST[@]}"; do
+    el "ncu $i: flash_ncu.py ${NCU_LIST[$i]}"
+    # shellcheck disable=SC2086
+    timeout "${T_NCU:-120}" ncu --profile-from-start off --clock-control none --set full \
+      -k regex:'fwd_kernel|bwd_fused_kernel|flash_bwd_dq_dk_dv' -c 4 -f -o "$OUT/r/ncu$i" \
+      python3 bench/gpu/flash_ncu.py --lib build-gpu/libattnkit_c.so ${NCU_LIST[$i]} \
+      >"$OUT/r/ncu$i.log" 2>&1
+    echo "ncu exit $?"
+    tail -3 "$OUT/r/ncu$i.log"
+    if [[ -f $OUT/r/ncu$i.ncu-rep ]]; then
+      ncu -i "$OUT/r/ncu$i.ncu-rep" --page details >"$OUT/r/ncu$i.txt" 2>&1
+      ncu -i "$OUT/r/ncu$i.ncu-rep" --page raw --csv >"$OUT/r/ncu${i}_raw.csv" 2>&1
+      grep -E '^  [a-zA-Z_].*\(|Duration|Executed Ipc A|Issue Slots Busy|Registers Per|Achieved Occ' \
+        "$OUT/r/ncu$i.txt" | head -40
+      # The report itself comes back beside logs.tgz when small enough (16 MiB per file).
+      if [[ $(stat -c %s "$OUT/r/ncu$i.ncu-rep") -lt 15000000 ]]; then
+        mv "$OUT/r/ncu$i.ncu-rep" "$OUT/"
+      else
+        rm -f "$OUT/r/ncu$i.ncu-rep"
+      fi
+    fi
+  done
 fi
 el "done"
 cat "$OUT/r/summary.txt"

@@ -5,7 +5,8 @@ Nsight Compute (bench/notes/flash.md, run 7):
 
   ncu --profile-from-start off --clock-control none --set full \
       -k regex:'fwd_kernel|bwd_fused_kernel|flash_bwd_dq_dk_dv' -o rep \
-      python3 bench/gpu/flash_ncu.py --lib build-gpu/libattnkit_c.so --s 4096 --d 128 [--causal]
+      python3 bench/gpu/flash_ncu.py --lib build-gpu/libattnkit_c.so --s 4096 --d 128 [--causal] \
+      [--passes fwd,bwd]
 
 Set-up (inputs, the backward's forward, module loads, one warm call of each) stays outside the
 window, so only the four calls above are profiled.
@@ -24,6 +25,7 @@ def main():
     ap.add_argument("--s", type=int, default=4096)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--passes", default="fwd,bwd")
     a = ap.parse_args()
     import torch
     from attnkit_c import AttnkitC
@@ -32,7 +34,7 @@ def main():
     shp = peers.Shape(a.s, a.d, a.causal)
     sets = peers.make_sets(torch, shp, 1, True)
     calls = []
-    for pas in ("fwd", "bwd"):
+    for pas in a.passes.split(","):
         mine, _ = peers.attnkit_runner(torch, lib, shp, "flash", sets, pas)
         ref, _ = peers.torch_runner(torch, shp, "flash", sets, pas)
         ref(0)

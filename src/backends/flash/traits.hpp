@@ -35,10 +35,10 @@
 #define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP 64
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE
-#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE 4
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE 64
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE
-#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE 2
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE 64
 #endif
 #ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
 #define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 2
@@ -63,6 +63,12 @@
 #ifndef ATTNKIT_FLASH_BWD_STAGES_256
 #define ATTNKIT_FLASH_BWD_STAGES_256 2
 #endif
+//   ATTNKIT_FLASH_FWD_EARLY_K: forward waits for V_n and issues K_{n-1} before the softmax (1,
+//     FA-2's order) or after it (0): K's load then overlaps softmax + P V instead of P V alone,
+//     V's only the S GEMM instead of S + softmax.
+#ifndef ATTNKIT_FLASH_FWD_EARLY_K
+#define ATTNKIT_FLASH_FWD_EARLY_K 0
+#endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
@@ -86,6 +92,7 @@ struct FwdTraits {
   static constexpr int kMT = D <= 128 ? 2 : 1;
   static constexpr int kBM = kWarps * 16 * kMT;  // 128
   static constexpr int kThreads = kWarps * 32;
+  static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
 };
