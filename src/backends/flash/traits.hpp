@@ -9,13 +9,13 @@
 //     D = 128 (32 rows per warp), so 1 (H100, run 2). With split-form addresses (run 5) the
 //     full unroll spills nothing at D = 64 / 128 and the D = 128 key block drops from ~1109 to
 //     ~895 SASS instructions (static count): 64 at D <= 128, measured +7-13 % over 1 (H200,
-//     S = 4k, run 6); D > 128 keeps 1 (16 B spill at 256, not measured).
+//     S = 4k, run 6); D > 128 keeps 1 (full: 16 B spill at 256, +0-1 %, run 7 A/B).
 //     Backward: full unroll measured 1.17-1.39x faster than 1 at S = 4k (H100, run 3).
 //   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}: the fused backward's unroll for dV / dK / dQ and
 //     for S / dP at D <= 128: 4 and 2 spill 24 B at D = 128, full unroll 92 B (ptxas, sm_90a)
 //     yet measured +6-8 % at D = 64 / 128 (H200, S = 4k, run 6 A/B): full (64) by default.
-//   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}_WIDE: the same at D > 128 (4 and 2; full unroll
-//     not measured there).
+//   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}_WIDE: the same at D > 128: full unroll (96 B spill
+//     at D = 256, 72 B with 4 / 2) measured +5.6 % at D = 256 (H200, S = 4k, run 7 A/B).
 //   ATTNKIT_FLASH_FWD_BN_{64,128}: forward key-block width at D = 64 / D = 128. BN = 64 at
 //     D = 128 spills 172 B and ran 3 % slower than 32; BN = 128 at D = 64 spills 272 B, 7 %
 //     slower than 64 (H100, S = 4k, run 2).
