@@ -69,6 +69,11 @@
 #ifndef ATTNKIT_FLASH_FWD_EARLY_K
 #define ATTNKIT_FLASH_FWD_EARLY_K 0
 #endif
+//   ATTNKIT_FLASH_FWD_BM_256: forward query block at D = 256, 64 (4 warps, two CTAs per SM) or
+//     128 (8 warps, one CTA per SM; the default before run 8).
+#ifndef ATTNKIT_FLASH_FWD_BM_256
+#define ATTNKIT_FLASH_FWD_BM_256 64
+#endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
@@ -87,10 +92,14 @@ struct FwdTraits {
   static constexpr int kBN =
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
-  // D > 128: 8 warps x 16 rows, to keep the (16*kMT, D) fp32 output accumulator in registers.
-  static constexpr int kWarps = D <= 128 ? 4 : 8;
+  // D > 128: 16 rows per warp, to keep the (16*kMT, D) fp32 output accumulator in registers:
+  // D = 192 8 warps (kBM 128); D = 256 4 warps (kBM 64: 96 KiB smem and 128 x 255 registers,
+  // so two CTAs share an SM and one's loads and barriers hide behind the other's MMAs; with
+  // kBM 128 (128 KiB, 256 threads) one CTA per SM, 0.68-0.86x FA-2 in run 7). FA-2 picks the
+  // same 64 x 64 x 4 warps at D = 256 on H100 for that reason (flash_fwd_launch_template.h).
+  static constexpr int kWarps = D <= 128 ? 4 : (D > 192 && ATTNKIT_FLASH_FWD_BM_256 == 64 ? 4 : 8);
   static constexpr int kMT = D <= 128 ? 2 : 1;
-  static constexpr int kBM = kWarps * 16 * kMT;  // 128
+  static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: ATTNKIT_FLASH_FWD_BM_256)
   static constexpr int kThreads = kWarps * 32;
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
