@@ -18,7 +18,8 @@
 //     at D = 256, 72 B with 4 / 2) measured +5.6 % at D = 256 (H200, S = 4k, run 7 A/B).
 //   ATTNKIT_FLASH_FWD_BN_{64,128}: forward key-block width at D = 64 / D = 128. BN = 64 at
 //     D = 128 spills 172 B and ran 3 % slower than 32; BN = 128 at D = 64 spills 272 B, 7 %
-//     slower than 64 (H100, S = 4k, run 2).
+//     slower than 64 (H100, S = 4k, run 2). BN = 48 at D = 128 (124 B spill): -9 % with early
+//     K (H200, run 9 A/B).
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD
 #define ATTNKIT_FLASH_KK_UNROLL_FWD 64
 #endif
@@ -59,6 +60,8 @@
 //     every item for visibility with a division per item (0). ncu (run 8, D = 128, S = 4k): the
 //     fused kernel issued 1476 instructions per warp and item vs FA-2's 1016 for the same 320
 //     MMAs and 144 ldmatrix; ~250 of ours in the uniform datapath (per-item index math).
+//     1 measured +1-5 % (H200, S = 4k, run 9 A/B; correct vs torch there) but has not run the
+//     test suite: default candidate for the next GPU run.
 #ifndef ATTNKIT_FLASH_BWD_ITEM_RANGE
 #define ATTNKIT_FLASH_BWD_ITEM_RANGE 0
 #endif
@@ -73,7 +76,8 @@
 #endif
 //   ATTNKIT_FLASH_FWD_EARLY_K: forward waits for V_n and issues K_{n-1} before the softmax (1,
 //     FA-2's order) or after it (0): K's load then overlaps softmax + P V instead of P V alone,
-//     V's only the S GEMM instead of S + softmax.
+//     V's only the S GEMM instead of S + softmax. 1 measured +8-9 % (D = 64), +13-14 % (128),
+//     +9 % (256) at S = 4k (H200, run 9 A/B; ncu D = 128: issue slots busy 33 -> 39 %).
 #ifndef ATTNKIT_FLASH_FWD_EARLY_K
 #define ATTNKIT_FLASH_FWD_EARLY_K 1
 #endif
