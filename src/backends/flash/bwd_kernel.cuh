@@ -212,6 +212,122 @@ __device__ __forceinline__ float* dq_accum_ptr(float* base, const Params& p, int
   return base + ((b * p.heads_q + h) * p.seqlen_q) * D;
 }
 
+/// The part the fused and the deterministic dK / dV kernels share: one CTA per (key block of
+/// kBN keys at n0, kv head g, batch b) loads the block's K and V tiles once, then walks the work
+/// items t = hh * m_blocks + mb over (q head of the GQA group, query block mb of kBM rows; hh
+/// outer, mb ascending; ATTNKIT_FLASH_BWD_ITEM_RANGE: t = (hh << shift) | mb), skipping
+/// items whose query rows cannot see these keys, and loads each item's Q and dO tiles.
+template <int kBM, int kBN, int D, int kThreads, typename T>
+struct BwdKeyBlock {
+  using LQ = SmemLayout<kBM, D>;
+  using LK = SmemLayout<kBN, D>;
+  const Params& p;
+  SeqSpan sp;
+  int64_t b, g, n0, n_last;
+  int keys, m_blocks, items, dvalid;
+#if ATTNKIT_FLASH_BWD_ITEM_RANGE
+  // Item t = (hh << shift) | mb (no division per item); the visible query blocks are one range
+  // [mb_lo, mb_hi] for every head: a row's key range [lo(i), hi(i)] (core/score_policy.hpp) has
+  // both ends non-decreasing in i, so "last row's hi >= n0" turns true and "first row's lo <=
+  // n_last" turns false once as mb grows. Same items in the same order as the walk below.
+  int shift, mb_lo, mb_hi;
+#endif
+
+  __device__ __forceinline__ BwdKeyBlock(const Params& prm, int64_t b_, int64_t g_, int64_t n0_)
+      : p(prm), sp(seq_span(prm, b_)), b(b_), g(g_), n0(n0_) {
+    keys = static_cast<int>(sp.sk - n0 < kBN ? sp.sk - n0 : kBN);
+    n_last = n0 + keys - 1;
+    m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
+    dvalid = static_cast<int>(p.head_dim);
+#if ATTNKIT_FLASH_BWD_ITEM_RANGE
+    shift = m_blocks > 1 ? 32 - __clz(m_blocks - 1) : 0;
+    items = static_cast<int>(p.group) << shift;
+    mb_lo = 0;
+    mb_hi = m_blocks - 1;
+    if (!empty()) {
+      while (mb_lo < m_blocks && !visible_block(mb_lo))
+        ++mb_lo;
+      while (mb_hi >= mb_lo && !visible_block(mb_hi))
+        --mb_hi;
+    }
+#else
+    items = static_cast<int>(p.group) * m_blocks;
+#endif
+  }
+  /// True when the block starts past this sequence's keys (the CTA has nothing to do).
+  __device__ __forceinline__ bool empty() const {
+    return n0 >= sp.sk;
+  }
+  /// cp.async of K and V (kBN, D) into sK / sV (not committed).
+  __device__ __forceinline__ void load_kv(T* sK, T* sV) const {
+    const T* k_ptr =
+        static_cast<const T*>(p.k) + b * p.k_st.b + (sp.k_start + n0) * p.k_st.s + g * p.k_st.h;
+    const T* v_ptr =
+        static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s + g * p.v_st.h;
+    load_tile_async<LK, kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
+    load_tile_async<LK, kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
+  }
+  /// Query rows of block mb inside the sequence (<= kBM).
+  __device__ __forceinline__ int64_t block_rows(int mb) const {
+    const int64_t m0 = static_cast<int64_t>(mb) * kBM;
+    return sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
+  }
+  __device__ __forceinline__ bool visible_block(int mb) const {
+    const int64_t m0 = static_cast<int64_t>(mb) * kBM;
+    const Range32 first = row_range(p, m0, sp.sq, sp.sk);
+    const Range32 last = row_range(p, m0 + block_rows(mb) - 1, sp.sq, sp.sk);
+    return !(last.hi < n0 || first.lo > n_last);
+  }
+#if ATTNKIT_FLASH_BWD_ITEM_RANGE
+  __device__ __forceinline__ int block_of(int t) const {
+    return t & ((1 << shift) - 1);
+  }
+  __device__ __forceinline__ int64_t head(int t) const {
+    return g * p.group + (t >> shift);
+  }
+  /// The next visible item after t (items when none is left); next(-1) is the first.
+  __device__ __forceinline__ int next(int t) const {
+    if (mb_lo > mb_hi) return items;
+    if (t < 0) return mb_lo;
+    if (block_of(t) < mb_hi) return t + 1;
+    const int hh = (t >> shift) + 1;
+    return hh < static_cast<int>(p.group) ? (hh << shift) | mb_lo : items;
+  }
+#else
+  __device__ __forceinline__ int block_of(int t) const {
+    return t % m_blocks;
+  }
+  __device__ __forceinline__ int64_t head(int t) const {
+    return g * p.group + t / m_blocks;
+  }
+  /// The next visible item after t (items when none is left); next(-1) is the first.
+  __device__ __forceinline__ int next(int t) const {
+    ++t;
+    while (t < items && !visible_block(block_of(t)))
+      ++t;
+    return t;
+  }
+#endif
+  __device__ __forceinline__ int64_t m0(int t) const {
+    return static_cast<int64_t>(block_of(t)) * kBM;
+  }
+  /// Query rows of item t inside the sequence (<= kBM).
+  __device__ __forceinline__ int64_t rows(int t) const {
+    return block_rows(block_of(t));
+  }
+  /// cp.async of item t's Q and dO (kBM, D) into sq and sq + LQ::kSize (not committed).
+  __device__ __forceinline__ void load_q_do(int t, T* sq) const {
+    const int64_t h = head(t), q0 = m0(t);
+    const int r = static_cast<int>(rows(t));
+    const T* q_ptr =
+        static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + q0) * p.q_st.s + h * p.q_st.h;
+    const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
+                      (sp.q_start + q0) * p.dout_st.s + h * p.dout_st.h;
+    load_tile_async<LQ, kThreads>(sq, q_ptr, p.q_st.s, r, dvalid);
+    load_tile_async<LQ, kThreads>(sq + LQ::kSize, do_ptr, p.dout_st.s, r, dvalid);
+  }
+};
+
 template <int D, typename T, bool kGeneral>
 __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     bwd_fused_kernel(const Params p, const float* delta, float* dq_accum) {
@@ -229,55 +345,25 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   // kStages x [lse (kBM), delta (kBM)] fp32, loaded with Q / dO (kBwdStatsSmem)
   float* sL0 = reinterpret_cast<float*>(sQ0 + kStages * 2 * LQ::kSize);
 
-  const int64_t b = blockIdx.z, g = blockIdx.y;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
-  const SeqSpan sp = seq_span(p, b);
-  if (n0 >= sp.sk) return;
-  const int keys = static_cast<int>(sp.sk - n0 < kBN ? sp.sk - n0 : kBN);
-  const int64_t n_last = n0 + keys - 1;
+  const BwdKeyBlock<kBM, kBN, D, Tr::kThreads, T> kb(p, blockIdx.z, blockIdx.y,
+                                                     static_cast<int64_t>(blockIdx.x) * kBN);
+  if (kb.empty()) return;
+  const SeqSpan& sp = kb.sp;
+  const int64_t b = kb.b, g = kb.g, n0 = kb.n0;
+  const int keys = kb.keys, items = kb.items, dvalid = kb.dvalid;
   const int warp = threadIdx.x / 32;
   // Warp tile origins of the three output tiles (rows, cols).
   const int s_m0 = (warp / Tr::kSdpWC) * 16 * Tr::kSMT, s_n0 = (warp % Tr::kSdpWC) * 8 * Tr::kSNT;
   const int k_m0 = (warp / Tr::kKvWC) * 16 * Tr::kKMT, k_n0 = (warp % Tr::kKvWC) * 8 * Tr::kKNT;
   const int q_m0 = (warp / Tr::kDqWC) * 16 * Tr::kQMT, q_n0 = (warp % Tr::kDqWC) * 8 * Tr::kQNT;
-  const int dvalid = static_cast<int>(p.head_dim);
 
-  const T* k_ptr =
-      static_cast<const T*>(p.k) + b * p.k_st.b + (sp.k_start + n0) * p.k_st.s + g * p.k_st.h;
-  const T* v_ptr =
-      static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s + g * p.v_st.h;
-  load_tile_async<LK, Tr::kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
-  load_tile_async<LK, Tr::kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
-
-  // Work items t = hh * m_blocks + mb over (q head of the group, query block); items whose
-  // query rows cannot see these keys are skipped.
-  const int m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
-  const int items = static_cast<int>(p.group) * m_blocks;
-  auto visible_item = [&](int t) {
-    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
-    const int64_t rows = sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
-    const Range32 first = row_range(p, m0, sp.sq, sp.sk);
-    const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
-    return !(last.hi < n0 || first.lo > n_last);
-  };
-  auto next_item = [&](int t) {
-    ++t;
-    while (t < items && !visible_item(t))
-      ++t;
-    return t;
-  };
+  kb.load_kv(sK, sV);
+  auto next_item = [&](int t) { return kb.next(t); };
   auto load_item = [&](int t, int stage) {
-    const int64_t h = g * p.group + t / m_blocks;
-    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
-    const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
-    T* sq = sQ0 + stage * 2 * LQ::kSize;
-    const T* q_ptr =
-        static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s + h * p.q_st.h;
-    const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
-                      (sp.q_start + m0) * p.dout_st.s + h * p.dout_st.h;
-    load_tile_async<LQ, Tr::kThreads>(sq, q_ptr, p.q_st.s, rows, dvalid);
-    load_tile_async<LQ, Tr::kThreads>(sq + LQ::kSize, do_ptr, p.dout_st.s, rows, dvalid);
+    kb.load_q_do(t, sQ0 + stage * 2 * LQ::kSize);
     if constexpr (Tr::kStatsSmem) {
+      const int64_t h = kb.head(t), m0 = kb.m0(t);
+      const int rows = static_cast<int>(kb.rows(t));
       // Row statistics of the block: threads [0, kBM) copy lse, [kBM, 2 kBM) delta (4 bytes
       // each; rows past the sequence zero-filled, bwd_p_ds masks them by row index).
       const int tid = static_cast<int>(threadIdx.x);
@@ -309,8 +395,8 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     }
     const T* sQ = sQ0 + stage * 2 * LQ::kSize;  // (kBM, D)
     const T* sdO = sQ + LQ::kSize;              // (kBM, D)
-    const int64_t h = g * p.group + t / m_blocks;
-    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
+    const int64_t h = kb.head(t);
+    const int64_t m0 = kb.m0(t);
     const int64_t rows = sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
     {
       ScoreCtx ctx;
@@ -404,54 +490,20 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
   T* sdS = sP + LP::kSize;                 // (kBM, kBN)
   T* sQ0 = sdS + LP::kSize;                // kStages x [Q (kBM, D), dO (kBM, D)]
 
-  const int64_t b = blockIdx.z, g = blockIdx.y;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
-  const SeqSpan sp = seq_span(p, b);
-  if (n0 >= sp.sk) return;
-  const int keys = static_cast<int>(sp.sk - n0 < kBN ? sp.sk - n0 : kBN);
-  const int64_t n_last = n0 + keys - 1;
+  const BwdKeyBlock<kBM, kBN, D, Tr::kThreads, T> kb(p, blockIdx.z, blockIdx.y,
+                                                     static_cast<int64_t>(blockIdx.x) * kBN);
+  if (kb.empty()) return;
+  const SeqSpan& sp = kb.sp;
+  const int64_t b = kb.b, g = kb.g, n0 = kb.n0;
+  const int keys = kb.keys, items = kb.items, dvalid = kb.dvalid;
   const int warp = threadIdx.x / 32;
   const int wr = warp / Tr::kWC, wc = warp % Tr::kWC;
   const int s_m0 = wr * 16 * Tr::kSMT, s_n0 = wc * 8 * Tr::kSNT;  // S / dP warp tile origin
   const int k_m0 = wr * 16 * Tr::kKMT, k_n0 = wc * 8 * Tr::kKNT;  // dK / dV warp tile origin
-  const int dvalid = static_cast<int>(p.head_dim);
 
-  const T* k_ptr =
-      static_cast<const T*>(p.k) + b * p.k_st.b + (sp.k_start + n0) * p.k_st.s + g * p.k_st.h;
-  const T* v_ptr =
-      static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s + g * p.v_st.h;
-  load_tile_async<LK, Tr::kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
-  load_tile_async<LK, Tr::kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
-
-  // Work items t = hh * m_blocks + mb over (q head of the group, query block); items whose
-  // query rows cannot see these keys are skipped.
-  const int m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
-  const int items = static_cast<int>(p.group) * m_blocks;
-  auto visible_item = [&](int t) {
-    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
-    const int64_t rows = sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
-    const Range32 first = row_range(p, m0, sp.sq, sp.sk);
-    const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
-    return !(last.hi < n0 || first.lo > n_last);
-  };
-  auto next_item = [&](int t) {
-    ++t;
-    while (t < items && !visible_item(t))
-      ++t;
-    return t;
-  };
-  auto load_item = [&](int t, int stage) {
-    const int64_t h = g * p.group + t / m_blocks;
-    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
-    const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
-    T* sq = sQ0 + stage * 2 * LQ::kSize;
-    const T* q_ptr =
-        static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + m0) * p.q_st.s + h * p.q_st.h;
-    const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
-                      (sp.q_start + m0) * p.dout_st.s + h * p.dout_st.h;
-    load_tile_async<LQ, Tr::kThreads>(sq, q_ptr, p.q_st.s, rows, dvalid);
-    load_tile_async<LQ, Tr::kThreads>(sq + LQ::kSize, do_ptr, p.dout_st.s, rows, dvalid);
-  };
+  kb.load_kv(sK, sV);
+  auto next_item = [&](int t) { return kb.next(t); };
+  auto load_item = [&](int t, int stage) { kb.load_q_do(t, sQ0 + stage * 2 * LQ::kSize); };
 
   float dk[Tr::kKMT][Tr::kKNT][4], dv[Tr::kKMT][Tr::kKNT][4];  // (kBN, D) over 8 warps
   zero(dk);
@@ -470,8 +522,8 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
     }
     const T* sQ = sQ0 + stage * 2 * LQ::kSize;  // (kBM, D)
     const T* sdO = sQ + LQ::kSize;              // (kBM, D)
-    const int64_t h = g * p.group + t / m_blocks;
-    const int64_t m0 = static_cast<int64_t>(t % m_blocks) * kBM;
+    const int64_t h = kb.head(t);
+    const int64_t m0 = kb.m0(t);
     const int64_t rows = sp.sq - m0 < kBM ? sp.sq - m0 : kBM;
     ScoreCtx ctx;
     ctx.init(p, b, h, sp.sq, sp.sk);

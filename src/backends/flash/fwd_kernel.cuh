@@ -114,6 +114,18 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
             }
         }
     }
+    if constexpr (Tr::kEarlyK) {
+      // FA-2's order: wait for V_n and start K_{n-1} before the softmax, so the K load overlaps
+      // the softmax and P V instead of P V alone.
+      ptx::cp_async_wait<0>();
+      __syncthreads();  // V_n landed; every warp is done with K_n
+      if (n > n_begin) {
+        const int64_t n1 = n0 - kBN;
+        load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
+                                          static_cast<int>(sp.sk - n1), dq_valid);
+        ptx::cp_async_commit();
+      }
+    }
     float corr[kMT][2];
     bool rescale = false;
 #pragma unroll
@@ -173,13 +185,15 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
       }
     }
 
-    ptx::cp_async_wait<0>();
-    __syncthreads();  // V_n landed; every warp is done with K_n
-    if (n > n_begin) {
-      const int64_t n1 = n0 - kBN;
-      load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                        static_cast<int>(sp.sk - n1), dq_valid);
-      ptx::cp_async_commit();
+    if constexpr (!Tr::kEarlyK) {
+      ptx::cp_async_wait<0>();
+      __syncthreads();  // V_n landed; every warp is done with K_n
+      if (n > n_begin) {
+        const int64_t n1 = n0 - kBN;
+        load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
+                                          static_cast<int>(sp.sk - n1), dq_valid);
+        ptx::cp_async_commit();
+      }
     }
     warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sV, 0);
   }

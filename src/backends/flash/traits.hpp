@@ -9,14 +9,17 @@
 //     D = 128 (32 rows per warp), so 1 (H100, run 2). With split-form addresses (run 5) the
 //     full unroll spills nothing at D = 64 / 128 and the D = 128 key block drops from ~1109 to
 //     ~895 SASS instructions (static count): 64 at D <= 128, measured +7-13 % over 1 (H200,
-//     S = 4k, run 6); D > 128 keeps 1 (16 B spill at 256, not measured).
+//     S = 4k, run 6); D > 128 keeps 1 (full: 16 B spill at 256, +0-1 %, run 7 A/B).
 //     Backward: full unroll measured 1.17-1.39x faster than 1 at S = 4k (H100, run 3).
 //   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}: the fused backward's unroll for dV / dK / dQ and
-//     for S / dP: 4 and 2 spill 24 B at D = 128, full unroll 92 B (ptxas, sm_90a) yet measured
-//     +6-8 % at D = 64 / 128 (H200, S = 4k, run 6 A/B; next default candidate, not yet tested).
+//     for S / dP at D <= 128: 4 and 2 spill 24 B at D = 128, full unroll 92 B (ptxas, sm_90a)
+//     yet measured +6-8 % at D = 64 / 128 (H200, S = 4k, run 6 A/B): full (64) by default.
+//   ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED{,_SDP}_WIDE: the same at D > 128: full unroll (96 B spill
+//     at D = 256, 72 B with 4 / 2) measured +5.6 % at D = 256 (H200, S = 4k, run 7 A/B).
 //   ATTNKIT_FLASH_FWD_BN_{64,128}: forward key-block width at D = 64 / D = 128. BN = 64 at
 //     D = 128 spills 172 B and ran 3 % slower than 32; BN = 128 at D = 64 spills 272 B, 7 %
-//     slower than 64 (H100, S = 4k, run 2).
+//     slower than 64 (H100, S = 4k, run 2). BN = 48 at D = 128 (124 B spill): -9 % with early
+//     K (H200, run 9 A/B).
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD
 #define ATTNKIT_FLASH_KK_UNROLL_FWD 64
 #endif
@@ -27,10 +30,16 @@
 #define ATTNKIT_FLASH_KK_UNROLL_BWD 64
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED
-#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED 4
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED 64
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP
-#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP 2
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP 64
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE 64
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE
+#define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE 64
 #endif
 #ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
 #define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 2
@@ -43,18 +52,39 @@
 //   ATTNKIT_FLASH_BWD_STATS_SMEM: fused backward stages lse / delta in smem (1) or reads them
 //     from global memory after the S / dP GEMMs (0): 1 measured +16-19 % (H200, S = 4k, run 6).
 //   ATTNKIT_FLASH_BWD_BM_64: fused backward query block at D = 64; 128 measured +16 % over 64
-//     (H200, S = 4k, run 6 A/B) but spills 48 B (684 B on the general path) and has not been
-//     through the test suite: next default candidate.
+//     (H200, S = 4k, run 6 A/B; spills 48 B, 684 B on the general path): 128 by default.
 //   ATTNKIT_FLASH_BWD_STAGES_256: Q / dO buffers of the fused backward at D = 256; 2 measured
 //     +4-5 % over 1 (H200, S = 4k, run 6).
+//   ATTNKIT_FLASH_BWD_ITEM_RANGE: the dK / dV kernels walk their (q head, query block) items
+//     as one precomputed block range per head with shift / mask indices (1) instead of testing
+//     every item for visibility with a division per item (0). ncu (run 8, D = 128, S = 4k): the
+//     fused kernel issued 1476 instructions per warp and item vs FA-2's 1016 for the same 320
+//     MMAs and 144 ldmatrix; ~250 of ours in the uniform datapath (per-item index math).
+//     1 measured +1-5 % (H200, S = 4k, run 9 A/B; correct vs torch there) but has not run the
+//     test suite: default candidate for the next GPU run.
+#ifndef ATTNKIT_FLASH_BWD_ITEM_RANGE
+#define ATTNKIT_FLASH_BWD_ITEM_RANGE 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_BM_64
-#define ATTNKIT_FLASH_BWD_BM_64 64
+#define ATTNKIT_FLASH_BWD_BM_64 128
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STAGES_256
 #define ATTNKIT_FLASH_BWD_STAGES_256 2
+#endif
+//   ATTNKIT_FLASH_FWD_EARLY_K: forward waits for V_n and issues K_{n-1} before the softmax (1,
+//     FA-2's order) or after it (0): K's load then overlaps softmax + P V instead of P V alone,
+//     V's only the S GEMM instead of S + softmax. 1 measured +8-9 % (D = 64), +13-14 % (128),
+//     +9 % (256) at S = 4k (H200, run 9 A/B; ncu D = 128: issue slots busy 33 -> 39 %).
+#ifndef ATTNKIT_FLASH_FWD_EARLY_K
+#define ATTNKIT_FLASH_FWD_EARLY_K 1
+#endif
+//   ATTNKIT_FLASH_FWD_BM_256: forward query block at D = 256, 64 (4 warps, two CTAs per SM) or
+//     128 (8 warps, one CTA per SM; the default before run 8).
+#ifndef ATTNKIT_FLASH_FWD_BM_256
+#define ATTNKIT_FLASH_FWD_BM_256 128
 #endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
@@ -74,11 +104,16 @@ struct FwdTraits {
   static constexpr int kBN =
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
-  // D > 128: 8 warps x 16 rows, to keep the (16*kMT, D) fp32 output accumulator in registers.
-  static constexpr int kWarps = D <= 128 ? 4 : 8;
+  // D > 128: 16 rows per warp, to keep the (16*kMT, D) fp32 output accumulator in registers:
+  // D = 192 8 warps (kBM 128); D = 256 4 warps (kBM 64: 96 KiB smem and 128 x 255 registers,
+  // so two CTAs share an SM and one's loads and barriers hide behind the other's MMAs; with
+  // kBM 128 (128 KiB, 256 threads) one CTA per SM, 0.68-0.86x FA-2 in run 7). FA-2 picks the
+  // same 64 x 64 x 4 warps at D = 256 on H100 for that reason (flash_fwd_launch_template.h).
+  static constexpr int kWarps = D <= 128 ? 4 : (D > 192 && ATTNKIT_FLASH_FWD_BM_256 == 64 ? 4 : 8);
   static constexpr int kMT = D <= 128 ? 2 : 1;
-  static constexpr int kBM = kWarps * 16 * kMT;  // 128
+  static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: ATTNKIT_FLASH_FWD_BM_256)
   static constexpr int kThreads = kWarps * 32;
+  static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
 };
@@ -93,6 +128,9 @@ struct FwdTraits {
 /// D <= 128: (64, 128) tiles with 32-row warp tiles (32 x 32 for S / dP, 32 x D/2 for dK / dV):
 /// every ldmatrix.x4 feeds 2 MMAs (16-row tiles: 1.33) -> ~256 B of smem reads per MMA instead
 /// of 384. Registers at D = 128: dK + dV 2 x 64, S + dP 2 x 32 fp32 per thread.
+/// D = 64: (128, 128) tiles (S / dP 32 x 64 warp tiles, dQ 32 x 32): half the items per key
+/// block, so half the per-item barriers / stats loads / atomics per MMA; +16 % at S = 4k
+/// (H200, run 6 A/B). Smem 162 KiB (A100: 163 KiB).
 /// D > 128: (64, 64) tiles; dK + dV (64, D) take 2 x D/4 registers (128 at D = 256).
 /// Shared memory: K, V (kBN, D); kStages x Q, dO (kBM, D); P, dS (kBM, kBN); lse / delta.
 /// D <= 192: <= 161 KiB, under an A100's 163 KiB. D = 256 double-buffers Q / dO like D <= 192
@@ -101,8 +139,10 @@ struct FwdTraits {
 template <int D>
 struct BwdFusedTraits {
   static constexpr int kHeadDim = D;
-  static constexpr int kKUnroll = ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED;
-  static constexpr int kKUnrollSdp = ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP;
+  static constexpr int kKUnroll =
+      D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED : ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE;
+  static constexpr int kKUnrollSdp =
+      D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP : ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE;
   static constexpr int kWarps = 8, kThreads = 256;
   static constexpr int kBM = D <= 64 ? ATTNKIT_FLASH_BWD_BM_64 : 64;
   static constexpr int kBN = D <= 128 ? 128 : 64;
