@@ -30,11 +30,13 @@ def load(lib_path):
     f.restype = ctypes.c_int
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.flash3_set_knobs.argtypes = [ctypes.c_int] * 5
+    lib.flash3_set_knobs2.argtypes = [ctypes.c_int] * 2
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=0):
+                   ordered=0, early=0, vst=2):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
+        lib.flash3_set_knobs2(early, vst)
     return f, set_tuning
 
 
@@ -103,6 +105,8 @@ def main():
     ap.add_argument("--pause", type=float, default=0.3)
     ap.add_argument("--ab", default="", help="A/B flash3 variants on these D:S pairs, e.g. 128:1024,128:16384")
     ap.add_argument("--ab-more", action="store_true", help="also ping-pong and wide-tile variants")
+    ap.add_argument("--ab-set", default="s3", help="s3: session-3 variants (early rescale, 3 V stages, ...); "
+                    "v5: the session-2 list")
     a = ap.parse_args()
     fn, set_tuning = load(a.lib)
     ab = {tuple(int(x) for x in p.split(":")) for p in a.ab.split(",") if p}
@@ -128,12 +132,18 @@ def main():
                     "torch:flash": [make_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
                 }
                 if (d, s) in ab:  # variants, same shape, same process (not in the JSON rows)
-                    variants = [("default", {}), ("ordered-softmax", {"ordered": 1}),
-                                ("no-overlap", {"overlap": 0}), ("q-1buf", {"q_bufs": 1}),
-                                ("sched-static", {"scheduler": 0}), ("sched-dynamic", {"scheduler": 1}),
-                                ("non-persistent", {"persistent": 0})]
-                    if d == 64:
-                        variants.append(("2-consumer-wgs", {"wgs": 2}))
+                    if a.ab_set == "v5":
+                        variants = [("default", {}), ("ordered-softmax", {"ordered": 1}),
+                                    ("no-overlap", {"overlap": 0}), ("q-1buf", {"q_bufs": 1}),
+                                    ("sched-static", {"scheduler": 0}), ("sched-dynamic", {"scheduler": 1}),
+                                    ("non-persistent", {"persistent": 0})]
+                        if d == 64:
+                            variants.append(("2-consumer-wgs", {"wgs": 2}))
+                    else:  # session 3: default twice (noise), then the new knobs alone and together
+                        variants = [("default", {}), ("early-rescale", {"early": 1}), ("v-3stages", {"vst": 3}),
+                                    ("early+v3", {"early": 1, "vst": 3}), ("q-1buf", {"q_bufs": 1}),
+                                    ("early+ordered", {"early": 1, "ordered": 1}),
+                                    ("sched-dynamic", {"scheduler": 1}), ("default-again", {})]
                     if a.ab_more:
                         variants += [("pingpong-off", {"pingpong": 0}), ("pingpong-on", {"pingpong": 1})]
                         if d == 128 and not causal:

@@ -64,9 +64,9 @@ inline int sm_count() {
   return n;
 }
 
-template <int D, bool BF16, int BN, int WGs>
+template <int D, bool BF16, int BN, int WGs, int VS = 2>
 void launch_forward(const Params& p) {
-  using Tr = FwdTraits<D, BN, WGs>;
+  using Tr = FwdTraits<D, BN, WGs, VS>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   FwdArgs a{};
   make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
@@ -97,16 +97,20 @@ void launch_forward(const Params& p) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  const bool ordered = tuning().ordered_softmax;
-  auto kernel = ordered ? fwd_kernel<D, BF16, BN, WGs, true> : fwd_kernel<D, BF16, BN, WGs, false>;
+  const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
+                  (tuning().early_rescale ? kVarEarlyRescale : 0);
+  void (*const kernels[4])(FwdArgs) = {
+      fwd_kernel<D, BF16, BN, WGs, VS, 0>, fwd_kernel<D, BF16, BN, WGs, VS, 1>,
+      fwd_kernel<D, BF16, BN, WGs, VS, 2>, fwd_kernel<D, BF16, BN, WGs, VS, 3>};
+  auto kernel = kernels[var];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call).
-  static std::atomic<bool> attr_set[2][kMaxDevices] = {};
+  static std::atomic<bool> attr_set[4][kMaxDevices] = {};
   const int dev = current_device();
-  if (!attr_set[ordered][dev].load(std::memory_order_acquire)) {
+  if (!attr_set[var][dev].load(std::memory_order_acquire)) {
     ATTNKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    attr_set[ordered][dev].store(true, std::memory_order_release);
+    attr_set[var][dev].store(true, std::memory_order_release);
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
@@ -157,11 +161,16 @@ void run_forward(const Params& p) {
     const bool three =
         tuning().consumer_wgs == 3 ||
         (tuning().consumer_wgs == 0 && !(p.causal != Causal::none && p.seqlen_q <= 1024));
-    if (three) return launch_forward<D, BF16, 0, 3>(p);
+    if (three) {
+      if (tuning().v_stages == 3) return launch_forward<D, BF16, 0, 3, 3>(p);
+      return launch_forward<D, BF16, 0, 3>(p);
+    }
   }
   if constexpr (D == 128) {
+    // (176-key tiles have no 3-V-stage variant: 32 + 5 x 44 KB does not fit in 227 KB.)
     if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176, 2>(p);
   }
+  if (tuning().v_stages == 3) return launch_forward<D, BF16, 0, 2, 3>(p);
   launch_forward<D, BF16, 0, 2>(p);
 }
 

@@ -29,6 +29,12 @@ struct Tuning {
   // otherwise undoes. Compiled and checked in the SASS only (after run 6): off until an A/B
   // on the GPU shows it (prediction in bench/notes/flash3.md).
   bool ordered_softmax = false;
+  // O *= factor between a turn's Q K^T and P V issues (FA3's RescaleOBeforeGemm) instead of after
+  // the previous P V's wait (mainloop.cuh, kVarEarlyRescale). A/B knob (session 3).
+  bool early_rescale = false;
+  // Stages of the V ring: 2, or 3 (one more iteration of lead for the V loads, which wait for
+  // both warpgroups' P V on the stage they overwrite; with one Q buffer at D = 128). A/B knob.
+  int v_stages = 2;
   // Tile scheduler of persistent launches: -1 = auto (static: launch.cuh says why and what
   // dynamic would gain at D = 64),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),

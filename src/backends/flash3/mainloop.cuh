@@ -43,16 +43,16 @@ struct SmemLayout {
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
-    v = k + Tr::kStages * Tr::kKVBytes;
-    zero = v + Tr::kStages * Tr::kKVBytes;
+    v = k + Tr::kStagesK * Tr::kKVBytes;
+    zero = v + Tr::kStagesV * Tr::kKVBytes;
     uint64_t* bars = reinterpret_cast<uint64_t*>(zero + Tr::kZeroBytes);
     full_q = bars;
     empty_q = full_q + Tr::kQStages;
     full_k = empty_q + Tr::kQStages;
-    full_v = full_k + Tr::kStages;
-    empty_k = full_v + Tr::kStages;
-    empty_v = empty_k + Tr::kStages;
-    sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStages);
+    full_v = full_k + Tr::kStagesK;
+    empty_k = full_v + Tr::kStagesV;
+    empty_v = empty_k + Tr::kStagesK;
+    sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStagesV);
   }
 };
 
@@ -66,30 +66,37 @@ struct QIndex {
   }
 };
 
-/// Position in the K/V ring, counted over every tile this CTA has visited (producer and
-/// consumers advance it identically, so stage/phase agree without communication).
-template <int kStages>
+/// Position in the K/V rings (K blocks loaded = V blocks loaded), counted over every tile this
+/// CTA has visited (producer and consumers advance it identically, so stage/phase agree without
+/// communication). The K ring has KS stages, the V ring VS (FwdTraits::kStagesK/V).
+template <int KS, int VS>
 struct PipeIndex {
   int count = 0;
-  __device__ __forceinline__ int stage(int ahead = 0) const { return (count + ahead) % kStages; }
-  __device__ __forceinline__ uint32_t phase(int ahead = 0) const {
-    return ((count + ahead) / kStages) & 1;
+  __device__ __forceinline__ int ks(int ahead = 0) const { return (count + ahead) % KS; }
+  __device__ __forceinline__ uint32_t kph(int ahead = 0) const {
+    return ((count + ahead) / KS) & 1;
+  }
+  __device__ __forceinline__ int vs(int ahead = 0) const { return (count + ahead) % VS; }
+  __device__ __forceinline__ uint32_t vph(int ahead = 0) const {
+    return ((count + ahead) / VS) & 1;
   }
 };
+template <class Tr>
+using PipeOf = PipeIndex<Tr::kStagesK, Tr::kStagesV>;
 
 /// Producer (one thread): K/V tiles n-1 .. 0 of the tile, with its Q issued right after the
 /// first K (so the K/V stream never waits behind a Q buffer that is still being read).
 template <class Tr>
 __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
-                                             int h, int b, int n_blocks,
-                                             PipeIndex<Tr::kStages>& pipe, QIndex& qi) {
+                                             int h, int b, int n_blocks, PipeOf<Tr>& pipe,
+                                             QIndex& qi) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
   const int hkv = h / a.group;
   const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
   auto load_k = [&](int nb) {
-    const int s = pipe.stage();
-    ptx::mbar_wait(&sm.empty_k[s], pipe.phase() ^ 1);
+    const int s = pipe.ks();
+    ptx::mbar_wait(&sm.empty_k[s], pipe.kph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
@@ -97,8 +104,8 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
                        c * 64, nb * Tr::kBlockN, hkv, b);
   };
   auto load_v = [&](int nb) {
-    const int s = pipe.stage();
-    ptx::mbar_wait(&sm.empty_v[s], pipe.phase() ^ 1);
+    const int s = pipe.vs();
+    ptx::mbar_wait(&sm.empty_v[s], pipe.vph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_v[s], Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
@@ -203,6 +210,26 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
 
+/// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
+inline constexpr int kVarOrdered = 1;  // softmax_before_wait
+// O *= factor issued right before the P V that adds P * V to it (between that turn's Q K^T and
+// P V issues, FA3's RescaleOBeforeGemm) instead of right after the previous P V's wait: the
+// FMULs (kD/2 per thread) leave the path wait(P V) -> convert(P) -> next turn and run while the
+// tensor cores work on this turn's Q K^T.
+inline constexpr int kVarEarlyRescale = 2;
+
+/// O rows r = 0/1 of this thread *= f[r] (accumulator layout: o[4j + 2r + e]).
+template <int kD>
+__device__ __forceinline__ void rescale_o(float (&o)[kD / 2], const float (&f)[2]) {
+#pragma unroll
+  for (int j = 0; j < kD / 8; ++j) {
+    o[4 * j + 0] *= f[0];
+    o[4 * j + 1] *= f[0];
+    o[4 * j + 2] *= f[1];
+    o[4 * j + 3] *= f[1];
+  }
+}
+
 /// Keeps the softmax in front of the following P V wait in the machine code (kOn; Tuning::
 /// ordered_softmax). Without it ptxas hoists that wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) above
 /// the row max and every MUFU.EX2, although the PTX has them before it, so the softmax never
@@ -226,38 +253,40 @@ __device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
 /// phase). Nothing to write either: the epilogue skips rows >= seqlen_q.
 template <class Tr>
 __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n_blocks,
-                                                 PipeIndex<Tr::kStages>& pipe, int qb, int lane,
+                                                 PipeOf<Tr>& pipe, int qb, int lane,
                                                  const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
-  ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+  ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
   turn.wait_turn();
   turn.pass_turn();
-  release<Tr>(&sm.empty_k[pipe.stage()], lane);
+  release<Tr>(&sm.empty_k[pipe.ks()], lane);
   for (int it = 1; it < n_blocks; ++it) {
-    const int st = pipe.stage(it), sp = pipe.stage(it - 1);
-    ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+    const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+    ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
     turn.wait_turn();
-    ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+    ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
     turn.pass_turn();
     release<Tr>(&sm.empty_k[st], lane);
     release<Tr>(&sm.empty_v[sp], lane);
   }
   release<Tr>(&sm.empty_q[qb], lane);
-  const int sp = pipe.stage(n_blocks - 1);
-  ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));
+  const int sp = pipe.vs(n_blocks - 1);
+  ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_blocks - 1));
   turn.wait_turn();
   turn.pass_turn();
   release<Tr>(&sm.empty_v[sp], lane);
   pipe.count += n_blocks;
 }
 
-template <class Tr, bool BF16, bool kOrdered>
+template <class Tr, bool BF16, int kVar>
 __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout<Tr>& sm,
                                                     int m_block, int h, int b, int n_blocks,
-                                                    PipeIndex<Tr::kStages>& pipe, QIndex& qi,
-                                                    int cwg, int tid, const PingPong& turn) {
+                                                    PipeOf<Tr>& pipe, QIndex& qi, int cwg, int tid,
+                                                    const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
+  constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
+  constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
   const int warp = tid / 32, lane = tid % 32;
   const int row0 = m_block * Tr::kBlockM + cwg * 64 + warp * 16 + lane / 4;
   const float sl2 = a.scale_log2;
@@ -291,37 +320,40 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     float s[kBN / 2];
     uint32_t p[kBN / 4];
     float factor[2];
+    float pf[2];  // kEarly: the factor that goes with P (applied to O before P's P V)
     ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
     ++qi.count;
 
     // it = 0: S = Q K_{n-1}^T only.
     {
       const int nb = n_blocks - 1;
-      ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+      ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + pipe.stage() * Tr::kKVBytes);
+      issue_qk<Tr, BF16>(s, q_wg, k_base + pipe.ks() * Tr::kKVBytes);
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
       fence_regs(s);
-      release<Tr>(&sm.empty_k[pipe.stage()], lane);
+      release<Tr>(&sm.empty_k[pipe.ks()], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.step(s, sl2, factor);
       convert_p<kBN, BF16>(s, p);
+      pf[0] = factor[0], pf[1] = factor[1];
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
-      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
-      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
       issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
+      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
       issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
       ptx::wgmma_commit();
@@ -337,22 +369,18 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(o);
       fence_regs(p);
       release<Tr>(&sm.empty_v[sp], lane);
-#pragma unroll
-      for (int j = 0; j < Tr::kD / 8; ++j) {
-        o[4 * j + 0] *= factor[0];
-        o[4 * j + 1] *= factor[0];
-        o[4 * j + 2] *= factor[1];
-        o[4 * j + 3] *= factor[1];
-      }
+      if constexpr (!kEarly) rescale_o<Tr::kD>(o, factor);
       // P is converted only now: writing its registers while P V_{it-1} still reads them makes
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
       convert_p<kBN, BF16>(s, p);
+      pf[0] = factor[0], pf[1] = factor[1];
     }
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
-      const int sp = pipe.stage(n_blocks - 1);
-      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));
+      const int sp = pipe.vs(n_blocks - 1);
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_blocks - 1));
+      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
@@ -388,28 +416,31 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
 /// launch, e.g. S = 1024: rows 960 .. 1151) takes its turns without computing and releases each
 /// K/V/Q buffer once its data has landed (waiting on "full" first keeps its arrivals in the
 /// right phase); the epilogue would write nothing for those rows anyway.
-template <class Tr, bool BF16, bool kOrdered>
+template <class Tr, bool BF16, int kVar>
 struct Consumer {
   static constexpr int kBN = Tr::kBlockN;
+  static constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
+  static constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
   // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
   static constexpr bool kCanOverlap = Tr::kD != 256;
   __device__ __forceinline__ bool overlap() const { return kCanOverlap && a.overlap != 0; }
   const FwdArgs& a;
   const SmemLayout<Tr>& sm;
-  PipeIndex<Tr::kStages>& pipe;
+  PipeOf<Tr>& pipe;
   QIndex& qi;
   const PingPong& turn;
   int cwg, warp, lane;
   float o[Tr::kD / 2];
   uint32_t p[kBN / 4];
   OnlineSoftmax<kBN> state;
-  bool pending = false;  // P V of the last block of tile (pb, ph, prow0) not issued yet
+  float pf[2] = {1.f, 1.f};  // kEarly: the factor that goes with P (O *= pf before P's P V)
+  bool pending = false;      // P V of the last block of tile (pb, ph, prow0) not issued yet
   int pb = 0, ph = 0, prow0 = 0;
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
-                                      PipeIndex<Tr::kStages>& pipe_, QIndex& qi_,
-                                      const PingPong& turn_, int cwg_, int tid)
+                                      PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
+                                      int cwg_, int tid)
       : a(a_),
         sm(sm_),
         pipe(pipe_),
@@ -441,10 +472,11 @@ struct Consumer {
   /// itself is never inside a data-dependent branch (ptxas would serialise every wgmma, C7518).
   __device__ __forceinline__ void issue_pending_pv() {
     namespace ptx = attnkit::cuda::sm90;
-    if (pending) ptx::mbar_wait(&sm.full_v[pipe.stage(-1)], pipe.phase(-1));
-    const uint32_t base = pending ? v_addr(pipe.stage(-1)) : ptx::smem_u32(sm.zero);
+    if (pending) ptx::mbar_wait(&sm.full_v[pipe.vs(-1)], pipe.vph(-1));
+    const uint32_t base = pending ? v_addr(pipe.vs(-1)) : ptx::smem_u32(sm.zero);
     const uint32_t kk_stride = pending ? 16 * Tr::kChunkRowBytes : 0;
     const uint32_t chunk_stride = pending ? Tr::kKVChunkBytes : 16 * Tr::kChunkRowBytes;
+    if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // O = 0 without a pending P V
     ptx::wgmma_fence();
     issue_pv<Tr, BF16>(o, p, base, kk_stride, chunk_stride);
     ptx::wgmma_commit();
@@ -454,7 +486,7 @@ struct Consumer {
   /// whose next P V may be a zero-block one).
   __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
     if (pending) {
-      release<Tr>(&sm.empty_v[pipe.stage(-1)], lane);
+      release<Tr>(&sm.empty_v[pipe.vs(-1)], lane);
       store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
     }
     zero_o();
@@ -489,13 +521,13 @@ struct Consumer {
   /// n turns without computing (all rows of this warpgroup past seqlen_q).
   __device__ __forceinline__ void idle_tile(int n_blocks, int qb) {
     namespace ptx = attnkit::cuda::sm90;
-    ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+    ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
     fence_regs(o);
     fence_regs(p);
     turn.wait_turn();
     if constexpr (kCanOverlap) issue_pending_pv();
     turn.pass_turn();
-    release<Tr>(&sm.empty_k[pipe.stage()], lane);
+    release<Tr>(&sm.empty_k[pipe.ks()], lane);
     if constexpr (kCanOverlap) {
       ptx::wgmma_wait<0>();
       fence_regs(o);
@@ -506,17 +538,17 @@ struct Consumer {
       zero_p();
     }
     for (int it = 1; it < n_blocks; ++it) {
-      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
-      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
       turn.wait_turn();
-      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
       turn.pass_turn();
       release<Tr>(&sm.empty_k[st], lane);
       release<Tr>(&sm.empty_v[sp], lane);
     }
     release<Tr>(&sm.empty_q[qb], lane);
-    ptx::mbar_wait(&sm.full_v[pipe.stage(n_blocks - 1)], pipe.phase(n_blocks - 1));
-    release<Tr>(&sm.empty_v[pipe.stage(n_blocks - 1)], lane);
+    ptx::mbar_wait(&sm.full_v[pipe.vs(n_blocks - 1)], pipe.vph(n_blocks - 1));
+    release<Tr>(&sm.empty_v[pipe.vs(n_blocks - 1)], lane);
     pipe.count += n_blocks;
   }
 
@@ -551,8 +583,8 @@ struct Consumer {
     // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
     {
       const int nb = n_blocks - 1;
-      const int st = pipe.stage();
-      ptx::mbar_wait(&sm.full_k[st], pipe.phase());
+      const int st = pipe.ks();
+      ptx::mbar_wait(&sm.full_k[st], pipe.kph());
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
@@ -585,18 +617,20 @@ struct Consumer {
       } else {
         convert_p<kBN, BF16>(s, p);
       }
+      pf[0] = factor[0], pf[1] = factor[1];
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
-      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
-      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
       issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
+      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
       issue_pv<Tr, BF16>(o, p, v_addr(sp));
       ptx::wgmma_commit();
@@ -612,16 +646,11 @@ struct Consumer {
       fence_regs(o);
       fence_regs(p);
       release<Tr>(&sm.empty_v[sp], lane);
-#pragma unroll
-      for (int j = 0; j < Tr::kD / 8; ++j) {
-        o[4 * j + 0] *= factor[0];
-        o[4 * j + 1] *= factor[0];
-        o[4 * j + 2] *= factor[1];
-        o[4 * j + 3] *= factor[1];
-      }
+      if constexpr (!kEarly) rescale_o<Tr::kD>(o, factor);
       // P is converted only now: writing its registers while P V_{it-1} still reads them makes
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
       convert_p<kBN, BF16>(s, p);
+      pf[0] = factor[0], pf[1] = factor[1];
     }
     // Every QK^T of this tile is done: the producer may load a later tile's Q here.
     release<Tr>(&sm.empty_q[qb], lane);

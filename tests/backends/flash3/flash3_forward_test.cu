@@ -285,6 +285,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().overlap_tiles = c.tag != "serial";
   // "ordered": the softmax pinned in front of the P V wait (Tuning::ordered_softmax).
   flash3::tuning().ordered_softmax = c.tag == "ordered";
+  // "early"/"v3"/"early_v3": O rescaled before its P V issue; 3-stage V ring (session 3 knobs).
+  flash3::tuning().early_rescale = c.tag == "early" || c.tag == "early_v3";
+  flash3::tuning().v_stages = c.tag == "v3" || c.tag == "early_v3" ? 3 : 2;
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -377,8 +380,9 @@ std::vector<Cfg> cases() {
         add({"padded", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
       }
       if (d == 128) add({"wide", 2, 300, 517, 4, 2});
-      for (const char* knob : {"pp_on", "pp_off", "nonpersist", "q1buf", "sched_static",
-                               "sched_dyn", "wgs2", "serial", "ordered"}) {
+      for (const char* knob :
+           {"pp_on", "pp_off", "nonpersist", "q1buf", "sched_static", "sched_dyn", "wgs2", "serial",
+            "ordered", "early", "v3", "early_v3"}) {
         if (std::string(knob) == "wgs2" && d != 64) continue;
         add({knob, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       }
@@ -391,6 +395,11 @@ std::vector<Cfg> cases() {
       add({"serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"ordered", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+      for (const char* knob : {"early", "v3", "early_v3"}) {
+        add({knob, 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({knob, 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+        add({knob, 1, 77, 300, 4, 2, 0, DType::f16, Causal::top_left});
+      }
       if (d == 64) {  // causal S_q <= 1024 runs 2 warpgroups by default: force 3 (idle ones)
         add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
         add({"wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
