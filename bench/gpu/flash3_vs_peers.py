@@ -142,7 +142,6 @@ def main():
                     else:  # session 3: default twice (noise), then the new knobs alone and together
                         variants = [("default", {}), ("early-rescale", {"early": 1}), ("v-3stages", {"vst": 3}),
                                     ("early+v3", {"early": 1, "vst": 3}), ("q-1buf", {"q_bufs": 1}),
-                                    ("early+ordered", {"early": 1, "ordered": 1}),
                                     ("sched-dynamic", {"scheduler": 1}), ("default-again", {})]
                     if a.ab_more:
                         variants += [("pingpong-off", {"pingpong": 0}), ("pingpong-on", {"pingpong": 1})]

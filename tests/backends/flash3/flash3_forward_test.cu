@@ -396,7 +396,7 @@ std::vector<Cfg> cases() {
       add({"ordered", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
       for (const char* knob : {"early", "v3", "early_v3"}) {
-        add({knob, 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({knob, 2, 700, 200, 16, 4, 0, DType::bf16, Causal::bottom_right});
         add({knob, 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
         add({knob, 1, 77, 300, 4, 2, 0, DType::f16, Causal::top_left});
       }
