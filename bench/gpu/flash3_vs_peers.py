@@ -30,13 +30,13 @@ def load(lib_path):
     f.restype = ctypes.c_int
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.flash3_set_knobs.argtypes = [ctypes.c_int] * 5
-    lib.flash3_set_knobs2.argtypes = [ctypes.c_int] * 2
+    lib.flash3_set_knobs2.argtypes = [ctypes.c_int] * 3
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=0, early=0, vst=2):
+                   ordered=0, early=0, vst=2, cluster=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
-        lib.flash3_set_knobs2(early, vst)
+        lib.flash3_set_knobs2(early, vst, cluster)
     return f, set_tuning
 
 
@@ -143,6 +143,9 @@ def main():
                         variants = [("default", {}), ("early-rescale", {"early": 1}), ("v-3stages", {"vst": 3}),
                                     ("early+v3", {"early": 1, "vst": 3}), ("q-1buf", {"q_bufs": 1}),
                                     ("sched-dynamic", {"scheduler": 1}), ("default-again", {})]
+                        if d >= 128 and not causal:
+                            variants[1:1] = [("cluster2", {"cluster": 2}), ("cluster2+early", {"cluster": 2, "early": 1}),
+                                             ("cluster2+early+v3", {"cluster": 2, "early": 1, "vst": 3})]
                     if a.ab_more:
                         variants += [("pingpong-off", {"pingpong": 0}), ("pingpong-on", {"pingpong": 1})]
                         if d == 128 and not causal:

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/mainloop.cuh"
@@ -37,12 +38,13 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   return n < total ? n : total;
 }
 
-/// kVar: variant bits (mainloop.cuh: kVarOrdered, kVarEarlyRescale); VS: V ring stages.
-template <int D, bool BF16, int BN, int WGs, int VS, int kVar>
-__global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS>::kThreads, 1)
+/// kVar: variant bits (mainloop.cuh: kVarOrdered, kVarEarlyRescale); VS: V ring stages;
+/// CL: CTAs per cluster (1, or 2 = K/V multicast, cluster.cuh).
+template <int D, bool BF16, int BN, int WGs, int VS, int kVar, int CL = 1>
+__global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL>::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = FwdTraits<D, BN, WGs, VS>;
+  using Tr = FwdTraits<D, BN, WGs, VS, CL>;
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -53,6 +55,8 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS>::kThreads, 1)
   const int wg = threadIdx.x / 128;
   const bool dynamic = args.tile_counter != nullptr;
   constexpr int kConsumerWarps = Tr::kConsumerWGs * 4;  // lane 0 of each arrives on "empty"
+  // K/V "empty": the consumer warps of every CTA of the cluster (cluster.cuh).
+  constexpr int kKVReleases = kConsumerWarps * Tr::kCluster;
 
   if (threadIdx.x == 0) {
     for (int i = 0; i < Tr::kQStages; ++i) {
@@ -61,11 +65,11 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS>::kThreads, 1)
     }
     for (int s = 0; s < Tr::kStagesK; ++s) {
       ptx::mbar_init(&sm.full_k[s], 1);
-      ptx::mbar_init(&sm.empty_k[s], kConsumerWarps);
+      ptx::mbar_init(&sm.empty_k[s], kKVReleases);
     }
     for (int s = 0; s < Tr::kStagesV; ++s) {
       ptx::mbar_init(&sm.full_v[s], 1);
-      ptx::mbar_init(&sm.empty_v[s], kConsumerWarps);
+      ptx::mbar_init(&sm.empty_v[s], kKVReleases);
     }
     ptx::fence_mbar_init();
   }
@@ -75,6 +79,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS>::kThreads, 1)
     reinterpret_cast<uint4*>(sm.zero)[i] = make_uint4(0, 0, 0, 0);
   ptx::fence_proxy_async_smem();
   __syncthreads();
+  if constexpr (Tr::kCluster > 1) cl::sync();  // the peer's barriers exist before any remote use
 
   PipeOf<Tr> pipe;
   QIndex qi;
@@ -144,6 +149,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS>::kThreads, 1)
     }
     if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start
   }
+  // No CTA leaves while its peer may still arrive on its barriers (every thread, incl. the
+  // producer warpgroup's idle warps).
+  if constexpr (Tr::kCluster > 1) cl::sync();
 #endif
 }
 

@@ -35,6 +35,9 @@ struct Tuning {
   // Stages of the V ring: 2, or 3 (one more iteration of lead for the V loads, which wait for
   // both warpgroups' P V on the stage they overwrite; with one Q buffer at D = 128). A/B knob.
   int v_stages = 2;
+  // CTAs per cluster: 2 = K/V multicast between the CTAs of tiles (m, m+1) of one head (D >= 128
+  // non-causal, even m-block count; cluster.cuh), 0/1 = off. A/B knob (session 3).
+  int cluster = 0;
   // Tile scheduler of persistent launches: -1 = auto (static: launch.cuh says why and what
   // dynamic would gain at D = 64),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),

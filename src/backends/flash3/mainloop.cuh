@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/softmax.cuh"
@@ -93,24 +94,38 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
   const int hkv = h / a.group;
-  const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+  const int rank = Tr::kCluster == 2 ? static_cast<int>(cl::ctarank()) : 0;
   auto load_k = [&](int nb) {
     const int s = pipe.ks();
     ptx::mbar_wait(&sm.empty_k[s], pipe.kph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
-                       c * 64, nb * Tr::kBlockN, hkv, b);
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      if constexpr (Tr::kCluster == 2) {  // this CTA's half of the chunks, into both CTAs
+        if (c % 2 == rank)
+          cl::tma_load_4d_multicast(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k,
+                                    &sm.full_k[s], c * 64, nb * Tr::kBlockN, hkv, b, 0x3);
+      } else {
+        ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
+                         c * 64, nb * Tr::kBlockN, hkv, b);
+      }
+    }
   };
   auto load_v = [&](int nb) {
     const int s = pipe.vs();
     ptx::mbar_wait(&sm.empty_v[s], pipe.vph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_v[s], Tr::kKVBytes);
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
-                       c * 64, nb * Tr::kBlockN, hkv, b);
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      if constexpr (Tr::kCluster == 2) {
+        if (c % 2 == rank)
+          cl::tma_load_4d_multicast(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v,
+                                    &sm.full_v[s], c * 64, nb * Tr::kBlockN, hkv, b, 0x3);
+      } else {
+        ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
+                         c * 64, nb * Tr::kBlockN, hkv, b);
+      }
+    }
   };
   load_k(n_blocks - 1);
   {
@@ -209,6 +224,18 @@ template <class Tr>
 __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
+/// A K or V stage is released: with a cluster of 2 on both CTAs' "empty" barriers (the peer's
+/// producer multicasts into this CTA's stage too; cluster.cuh).
+template <class Tr>
+__device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
+  if (lane != 0) return;
+  if constexpr (Tr::kCluster == 2) {
+    cl::mbar_arrive_remote(bar, 0);
+    cl::mbar_arrive_remote(bar, 1);
+  } else {
+    attnkit::cuda::sm90::mbar_arrive(bar);
+  }
+}
 
 /// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
 inline constexpr int kVarOrdered = 1;  // softmax_before_wait
@@ -259,22 +286,22 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
   ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
   turn.wait_turn();
   turn.pass_turn();
-  release<Tr>(&sm.empty_k[pipe.ks()], lane);
+  release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
   for (int it = 1; it < n_blocks; ++it) {
     const int st = pipe.ks(it), sp = pipe.vs(it - 1);
     ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
     turn.wait_turn();
     ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
     turn.pass_turn();
-    release<Tr>(&sm.empty_k[st], lane);
-    release<Tr>(&sm.empty_v[sp], lane);
+    release_kv<Tr>(&sm.empty_k[st], lane);
+    release_kv<Tr>(&sm.empty_v[sp], lane);
   }
   release<Tr>(&sm.empty_q[qb], lane);
   const int sp = pipe.vs(n_blocks - 1);
   ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_blocks - 1));
   turn.wait_turn();
   turn.pass_turn();
-  release<Tr>(&sm.empty_v[sp], lane);
+  release_kv<Tr>(&sm.empty_v[sp], lane);
   pipe.count += n_blocks;
 }
 
@@ -335,7 +362,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       turn.pass_turn();
       ptx::wgmma_wait<0>();
       fence_regs(s);
-      release<Tr>(&sm.empty_k[pipe.ks()], lane);
+      release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.step(s, sl2, factor);
@@ -360,7 +387,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       turn.pass_turn();
       ptx::wgmma_wait<1>();  // S ready
       fence_regs(s);
-      release<Tr>(&sm.empty_k[st], lane);
+      release_kv<Tr>(&sm.empty_k[st], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.step(s, sl2, factor);
@@ -368,7 +395,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);
-      release<Tr>(&sm.empty_v[sp], lane);
+      release_kv<Tr>(&sm.empty_v[sp], lane);
       if constexpr (!kEarly) rescale_o<Tr::kD>(o, factor);
       // P is converted only now: writing its registers while P V_{it-1} still reads them makes
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
@@ -390,7 +417,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       turn.pass_turn();
       ptx::wgmma_wait<0>();
       fence_regs(o);
-      release<Tr>(&sm.empty_v[sp], lane);
+      release_kv<Tr>(&sm.empty_v[sp], lane);
     }
     pipe.count += n_blocks;
   }
@@ -486,7 +513,7 @@ struct Consumer {
   /// whose next P V may be a zero-block one).
   __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
     if (pending) {
-      release<Tr>(&sm.empty_v[pipe.vs(-1)], lane);
+      release_kv<Tr>(&sm.empty_v[pipe.vs(-1)], lane);
       store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
     }
     zero_o();
@@ -527,7 +554,7 @@ struct Consumer {
     turn.wait_turn();
     if constexpr (kCanOverlap) issue_pending_pv();
     turn.pass_turn();
-    release<Tr>(&sm.empty_k[pipe.ks()], lane);
+    release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
     if constexpr (kCanOverlap) {
       ptx::wgmma_wait<0>();
       fence_regs(o);
@@ -543,12 +570,12 @@ struct Consumer {
       turn.wait_turn();
       ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
       turn.pass_turn();
-      release<Tr>(&sm.empty_k[st], lane);
-      release<Tr>(&sm.empty_v[sp], lane);
+      release_kv<Tr>(&sm.empty_k[st], lane);
+      release_kv<Tr>(&sm.empty_v[sp], lane);
     }
     release<Tr>(&sm.empty_q[qb], lane);
     ptx::mbar_wait(&sm.full_v[pipe.vs(n_blocks - 1)], pipe.vph(n_blocks - 1));
-    release<Tr>(&sm.empty_v[pipe.vs(n_blocks - 1)], lane);
+    release_kv<Tr>(&sm.empty_v[pipe.vs(n_blocks - 1)], lane);
     pipe.count += n_blocks;
   }
 
@@ -599,7 +626,7 @@ struct Consumer {
         ptx::wgmma_wait<0>();
       }
       fence_regs(s);
-      release<Tr>(&sm.empty_k[st], lane);
+      release_kv<Tr>(&sm.empty_k[st], lane);
       float inv[2], lse[2];
       if constexpr (kCanOverlap)
         state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
@@ -637,7 +664,7 @@ struct Consumer {
       turn.pass_turn();
       ptx::wgmma_wait<1>();  // S ready
       fence_regs(s);
-      release<Tr>(&sm.empty_k[st], lane);
+      release_kv<Tr>(&sm.empty_k[st], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       state.step(s, sl2, factor);
@@ -645,7 +672,7 @@ struct Consumer {
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);
-      release<Tr>(&sm.empty_v[sp], lane);
+      release_kv<Tr>(&sm.empty_v[sp], lane);
       if constexpr (!kEarly) rescale_o<Tr::kD>(o, factor);
       // P is converted only now: writing its registers while P V_{it-1} still reads them makes
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.

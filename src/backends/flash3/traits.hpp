@@ -27,7 +27,11 @@
 
 namespace attnkit::flash3 {
 
-template <int D, int BN = 0, int WGs = 2, int VS = 2>
+// CL = CTAs per cluster: 2 pairs the CTAs of tiles (m, h, b) and (m + 1, h, b), which read the
+// same K/V blocks: each CTA loads half of every K/V block's 64-column chunks and multicasts them
+// to both (cluster.cuh), halving the L2 -> SM traffic of K/V (FA3 does this for D >= 128
+// non-causal). Needs >= 2 chunks (D >= 128).
+template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1>
 struct FwdTraits {
   static_assert(D == 64 || D == 128 || D == 256, "flash3 forward: D in {64, 128, 256}");
   static constexpr int kD = D;
@@ -37,6 +41,8 @@ struct FwdTraits {
   static constexpr int kStagesK = 2;
   static_assert(VS == 2 || VS == 3, "flash3 forward: 2 or 3 V stages");
   static constexpr int kStagesV = VS;
+  static_assert(CL == 1 || (CL == 2 && D >= 128), "flash3 forward: cluster of 2 needs D >= 128");
+  static constexpr int kCluster = CL;
   static constexpr int kConsumerWGs = WGs;
   static constexpr int kThreads = 128 * (1 + kConsumerWGs);
   static constexpr int kChunks = D / 64;  // 64-element (128-byte) column chunks

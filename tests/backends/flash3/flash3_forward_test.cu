@@ -288,6 +288,12 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "early"/"v3"/"early_v3": O rescaled before its P V issue; 3-stage V ring (session 3 knobs).
   flash3::tuning().early_rescale = c.tag == "early" || c.tag == "early_v3";
   flash3::tuning().v_stages = c.tag == "v3" || c.tag == "early_v3" ? 3 : 2;
+  // "cluster"/"cluster_early": 2-CTA clusters with K/V multicast (D >= 128 non-causal with an
+  // even m-block count; elsewhere the knob is ignored and the plain kernel runs).
+  if (c.tag == "cluster" || c.tag == "cluster_early") {
+    flash3::tuning().cluster = 2;
+    flash3::tuning().early_rescale = c.tag == "cluster_early";
+  }
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -395,6 +401,12 @@ std::vector<Cfg> cases() {
       add({"serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"ordered", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+      for (const char* knob : {"cluster", "cluster_early"}) {
+        add({knob, 1, 256, 300, 4, 2});  // 2 m blocks
+        add({knob, 2, 900, 700, 40, 8, 0, DType::bf16, Causal::none, false, false, true});
+        add({knob, 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+        add({knob, 1, 300, 77, 2, 1, 0, DType::bf16, Causal::none});  // odd: plain kernel
+      }
       for (const char* knob : {"early", "v3", "early_v3"}) {
         add({knob, 2, 700, 200, 16, 4, 0, DType::bf16, Causal::bottom_right});
         add({knob, 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
