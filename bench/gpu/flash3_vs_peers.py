@@ -30,13 +30,13 @@ def load(lib_path):
     f.restype = ctypes.c_int
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.flash3_set_knobs.argtypes = [ctypes.c_int] * 5
-    lib.flash3_set_knobs2.argtypes = [ctypes.c_int] * 3
+    lib.flash3_set_knobs2.argtypes = [ctypes.c_int] * 4
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=0, early=0, vst=2, cluster=0):
+                   ordered=0, early=0, vst=2, cluster=0, legacy=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
-        lib.flash3_set_knobs2(early, vst, cluster)
+        lib.flash3_set_knobs2(early, vst, cluster, legacy)
     return f, set_tuning
 
 
@@ -139,13 +139,18 @@ def main():
                                     ("non-persistent", {"persistent": 0})]
                         if d == 64:
                             variants.append(("2-consumer-wgs", {"wgs": 2}))
-                    else:  # session 3: default twice (noise), then the new knobs alone and together
+                    elif a.ab_set == "s3r1":  # session 3, run 1
                         variants = [("default", {}), ("early-rescale", {"early": 1}), ("v-3stages", {"vst": 3}),
                                     ("early+v3", {"early": 1, "vst": 3}), ("q-1buf", {"q_bufs": 1}),
                                     ("sched-dynamic", {"scheduler": 1}), ("default-again", {})]
                         if d >= 128 and not causal:
                             variants[1:1] = [("cluster2", {"cluster": 2}), ("cluster2+early", {"cluster": 2, "early": 1}),
                                              ("cluster2+early+v3", {"cluster": 2, "early": 1, "vst": 3})]
+                    else:  # session 3, final run: the descriptor change (default) against v5's, interleaved
+                        variants = [("default", {}), ("legacy-desc", {"legacy": 1}), ("early-rescale", {"early": 1}),
+                                    ("default-again", {}), ("legacy-desc-again", {"legacy": 1})]
+                        if d >= 128 and not causal:
+                            variants[3:3] = [("cluster2", {"cluster": 2})]
                     if a.ab_more:
                         variants += [("pingpong-off", {"pingpong": 0}), ("pingpong-on", {"pingpong": 1})]
                         if d == 128 and not causal:

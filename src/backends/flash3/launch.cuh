@@ -106,11 +106,12 @@ void launch_forward(const Params& p) {
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
-  const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 && !a.causal &&
-                       !dynamic && a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
+  const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
+                       !tuning().legacy_desc && !a.causal && !dynamic && a.num_m_blocks % 2 == 0 &&
+                       p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[8])(FwdArgs) = {
+  void (*kernels[9])(FwdArgs) = {
       fwd_kernel<D, BF16, BN, WGs, VS, 0>, fwd_kernel<D, BF16, BN, WGs, VS, 1>,
       fwd_kernel<D, BF16, BN, WGs, VS, 2>, fwd_kernel<D, BF16, BN, WGs, VS, 3>};
   if constexpr (kClusterCapable<D, BN, WGs>) {
@@ -119,11 +120,14 @@ void launch_forward(const Params& p) {
     kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
-  auto kernel = kernels[var];
+  // v5's per-wgmma descriptor rebuild (A/B only; alone, without the other variant bits).
+  kernels[8] = fwd_kernel<D, BF16, BN, WGs, VS, kVarLegacyDesc>;
+  const int slot = tuning().legacy_desc ? 8 : var;
+  auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[8][kMaxDevices] = {};
+  static std::atomic<int> attr_set[9][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];
@@ -137,7 +141,7 @@ void launch_forward(const Params& p) {
   cfg.stream = stream;
   cfg.attrs = cl_attr;
   cfg.numAttrs = 1;
-  int max_ctas = attr_set[var][dev].load(std::memory_order_acquire);
+  int max_ctas = attr_set[slot][dev].load(std::memory_order_acquire);
   if (max_ctas == 0) {
     ATTNKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
@@ -149,7 +153,7 @@ void launch_forward(const Params& p) {
       if (clusters < 1) throw Error(ErrorCode::kCudaError, "flash3: no 2-CTA cluster fits");
       max_ctas = 2 * clusters;
     }
-    attr_set[var][dev].store(max_ctas, std::memory_order_release);
+    attr_set[slot][dev].store(max_ctas, std::memory_order_release);
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;

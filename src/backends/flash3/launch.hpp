@@ -38,6 +38,10 @@ struct Tuning {
   // CTAs per cluster: 2 = K/V multicast between the CTAs of tiles (m, m+1) of one head (D >= 128
   // non-causal, even m-block count; cluster.cuh), 0/1 = off. A/B knob (session 3).
   int cluster = 0;
+  // v5's code generation (mainloop.cuh kVarLegacyDesc: wgmma descriptors rebuilt per
+  // instruction, row max as one dependent chain). A/B only; runs the plain kernel (no other
+  // variant knob).
+  bool legacy_desc = false;
   // Tile scheduler of persistent launches: -1 = auto (static: launch.cuh says why and what
   // dynamic would gain at D = 64),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),

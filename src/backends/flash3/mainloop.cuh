@@ -165,31 +165,53 @@ struct PingPong {
   }
 };
 
+/// Descriptor `d` moved `bytes` further in shared memory: only the 14-bit start-address field
+/// (bits 0-13, address >> 4) changes, and it cannot carry out since every shared address here
+/// is < 256 KB. Adding to the low word alone keeps the high word (strides, swizzle mode) a loop
+/// invariant: per wgmma one integer add instead of rebuilding the descriptor (5-6 vector
+/// instructions + 2 R2UR per wgmma in the SASS of v5; run 1 of session 3 counted 682 issued
+/// instructions per warp and K/V block at D = 128 vs cuDNN's 621).
+__device__ __forceinline__ uint64_t desc_add(uint64_t d, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(d) + (bytes >> 4);
+  return (d & 0xFFFFFFFF00000000ull) | lo;
+}
+
 /// S[64 x kBlockN] = Q_wg[64 x kD] K_s^T (issued, not waited). Q_wg = this warpgroup's 64 rows.
-template <class Tr, bool BF16>
+/// kLegacy: the descriptor rebuilt per wgmma (v5; A/B knob Tuning::legacy_desc).
+template <class Tr, bool BF16, bool kLegacy = false>
 __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
                                          uint32_t k_stage) {
   namespace ptx = attnkit::cuda::sm90;
+  const uint64_t da0 = ptx::Sw128Desc::make(q_wg, 16, 1024);
+  const uint64_t db0 = ptx::Sw128Desc::make(k_stage, 16, 1024);
 #pragma unroll
   for (int ks = 0; ks < Tr::kD / 16; ++ks) {
     const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
-    const uint64_t da = ptx::Sw128Desc::make(q_wg + (ks / 4) * Tr::kQChunkBytes + off, 16, 1024);
-    const uint64_t db =
-        ptx::Sw128Desc::make(k_stage + (ks / 4) * Tr::kKVChunkBytes + off, 16, 1024);
-    Wgmma<Tr::kBlockN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
+    if constexpr (kLegacy) {
+      const uint64_t da = ptx::Sw128Desc::make(q_wg + (ks / 4) * Tr::kQChunkBytes + off, 16, 1024);
+      const uint64_t db =
+          ptx::Sw128Desc::make(k_stage + (ks / 4) * Tr::kKVChunkBytes + off, 16, 1024);
+      Wgmma<Tr::kBlockN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
+    } else {
+      Wgmma<Tr::kBlockN, BF16>::ss(s, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
+                                   desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off),
+                                   ks > 0 ? 1 : 0);
+    }
   }
 }
 
 /// O[64 x kD] += P[64 x kBlockN] V_s[kBlockN x kD] (issued, not waited). V is MN-major in smem.
-template <class Tr, bool BF16>
+template <class Tr, bool BF16, bool kLegacy = false>
 __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
                                          const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage,
                                          uint32_t kk_stride = 16 * Tr::kChunkRowBytes,
                                          uint32_t chunk_stride = Tr::kKVChunkBytes) {
+  const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(v_stage, chunk_stride, 1024);
 #pragma unroll
   for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
     const uint64_t db =
-        attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024);
+        kLegacy ? attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024)
+                : desc_add(db0, kk * kk_stride);
     const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
     Wgmma<Tr::kD, BF16>::rs(o, a, db, 1);
   }
@@ -229,12 +251,8 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
 template <class Tr>
 __device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
   if (lane != 0) return;
-  if constexpr (Tr::kCluster == 2) {
-    cl::mbar_arrive_remote(bar, 0);
-    cl::mbar_arrive_remote(bar, 1);
-  } else {
-    attnkit::cuda::sm90::mbar_arrive(bar);
-  }
+  attnkit::cuda::sm90::mbar_arrive(bar);
+  if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
 }
 
 /// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
@@ -244,6 +262,9 @@ inline constexpr int kVarOrdered = 1;  // softmax_before_wait
 // FMULs (kD/2 per thread) leave the path wait(P V) -> convert(P) -> next turn and run while the
 // tensor cores work on this turn's Q K^T.
 inline constexpr int kVarEarlyRescale = 2;
+// v5's code generation, A/B only: wgmma descriptors rebuilt per instruction (instead of base +
+// offset, desc_add) and the row max as one dependent chain (instead of a tree, softmax.cuh).
+inline constexpr int kVarLegacyDesc = 8;
 
 /// O rows r = 0/1 of this thread *= f[r] (accumulator layout: o[4j + 2r + e]).
 template <int kD>
@@ -314,6 +335,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
   constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
+  constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   const int warp = tid / 32, lane = tid % 32;
   const int row0 = m_block * Tr::kBlockM + cwg * 64 + warp * 16 + lane / 4;
   const float sl2 = a.scale_log2;
@@ -357,7 +379,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + pipe.ks() * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + pipe.ks() * Tr::kKVBytes);
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
@@ -365,7 +387,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.step(s, sl2, factor);
+      sm_state.template step<!kLegacyDesc>(s, sl2, factor);
       convert_p<kBN, BF16>(s, p);
       pf[0] = factor[0], pf[1] = factor[1];
     }
@@ -377,12 +399,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
       ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
       if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
-      issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
+      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + sp * Tr::kKVBytes);
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<1>();  // S ready
@@ -390,7 +412,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       release_kv<Tr>(&sm.empty_k[st], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.step(s, sl2, factor);
+      sm_state.template step<!kLegacyDesc>(s, sl2, factor);
       softmax_before_wait<kOrdered>(sm_state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
@@ -412,7 +434,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
+      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + sp * Tr::kKVBytes);
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
@@ -448,6 +470,7 @@ struct Consumer {
   static constexpr int kBN = Tr::kBlockN;
   static constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
   static constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
+  static constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
   // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
   static constexpr bool kCanOverlap = Tr::kD != 256;
@@ -505,7 +528,7 @@ struct Consumer {
     const uint32_t chunk_stride = pending ? Tr::kKVChunkBytes : 16 * Tr::kChunkRowBytes;
     if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // O = 0 without a pending P V
     ptx::wgmma_fence();
-    issue_pv<Tr, BF16>(o, p, base, kk_stride, chunk_stride);
+    issue_pv<Tr, BF16, kLegacyDesc>(o, p, base, kk_stride, chunk_stride);
     ptx::wgmma_commit();
   }
   /// After that P V completed: finishes the pending tile (frees its V buffer, writes O and
@@ -616,7 +639,7 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
       if constexpr (kCanOverlap) issue_pending_pv();
       turn.pass_turn();
@@ -633,7 +656,7 @@ struct Consumer {
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.step(s, sl2, factor);  // factor = 0: O starts from zero
+      state.template step<!kLegacyDesc>(s, sl2, factor);  // factor = 0: O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
@@ -654,12 +677,12 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
       ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
       if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
-      issue_pv<Tr, BF16>(o, p, v_addr(sp));
+      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_addr(sp));
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<1>();  // S ready
@@ -667,7 +690,7 @@ struct Consumer {
       release_kv<Tr>(&sm.empty_k[st], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.step(s, sl2, factor);
+      state.template step<!kLegacyDesc>(s, sl2, factor);
       softmax_before_wait<kOrdered>(state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);

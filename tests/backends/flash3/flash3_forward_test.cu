@@ -290,6 +290,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().v_stages = c.tag == "v3" || c.tag == "early_v3" ? 3 : 2;
   // "cluster"/"cluster_early": 2-CTA clusters with K/V multicast (D >= 128 non-causal with an
   // even m-block count; elsewhere the knob is ignored and the plain kernel runs).
+  // "legacy_desc": v5's per-wgmma descriptor rebuild (A/B knob).
+  flash3::tuning().legacy_desc = c.tag == "legacy_desc";
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -388,7 +390,7 @@ std::vector<Cfg> cases() {
       if (d == 128) add({"wide", 2, 300, 517, 4, 2});
       for (const char* knob :
            {"pp_on", "pp_off", "nonpersist", "q1buf", "sched_static", "sched_dyn", "wgs2", "serial",
-            "ordered", "early", "v3", "early_v3"}) {
+            "ordered", "early", "v3", "early_v3", "legacy_desc"}) {
         if (std::string(knob) == "wgs2" && d != 64) continue;
         add({knob, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       }
