@@ -3,6 +3,9 @@
 # F3_SANITIZE=1, + the CMake test_flash3 when F3_CMAKE=1) -> ncu profile (flash3_prof_run.sh,
 # skipped when PROF_SHAPES is empty) -> flash3_vs_peers table with the session-3 A/B set.
 # Every phase has its own timeout; all logs end up in $OUT/logs.tgz, the ncu report beside it.
+# (F3_CMAKE is not passed on to flash3_gpu_run.sh: in the final run it was, and that script then
+# re-ran its own CMake block + unsharded test_flash3 until phase 1 timed out, after the tests and
+# the sanitizer had finished.)
 # Usage: OUT=... PROF_SHAPES=... PROF_VARS=... BENCH_ARGS="..." bench/gpu/flash3_s3_run.sh
 set -u
 OUT=${OUT:-/tmp/f3}; export OUT; mkdir -p $OUT
@@ -15,7 +18,7 @@ if [ "${F3_CMAKE:-0}" = 1 ]; then
     echo "cmake+ninja rc=$? ($(( $(date +%s) - t0 )) s)" >> $OUT/cmake.log ) &
   CM=$!
 fi
-F3_BENCH=0 F3_SASS_DUMP=0 F3_SANITIZE=${F3_SANITIZE:-0} timeout ${P1_TIMEOUT:-200} bash bench/gpu/flash3_gpu_run.sh > $OUT/phase1.log 2>&1
+F3_CMAKE=0 F3_BENCH=0 F3_SASS_DUMP=0 F3_SANITIZE=${F3_SANITIZE:-0} timeout ${P1_TIMEOUT:-200} bash bench/gpu/flash3_gpu_run.sh > $OUT/phase1.log 2>&1
 echo "phase1 rc=$? $(( $(date +%s) - t0 )) s"
 for o in build_f3/fwd_d*_bf16.o; do echo "== $o"; cuobjdump -sass $o | python3 bench/gpu/sass_count.py ELb1ELi0ELi2ELi2E; done > $OUT/sass_count.txt 2>&1
 if [ -n "${PROF_SHAPES:-}" ]; then
