@@ -69,3 +69,8 @@ extern "C" void flash3_set_knobs2(int early_rescale, int v_stages, int cluster, 
   attnkit::flash3::tuning().v_stages = v_stages;
   attnkit::flash3::tuning().cluster = cluster;
 }
+
+/// Round-2 A/B knob (flash3::Tuning): kv_tile_256 (0 = default 64-key tiles, 128).
+extern "C" void flash3_set_knobs3(int kv_tile_256) {
+  attnkit::flash3::tuning().kv_tile_256 = kv_tile_256;
+}

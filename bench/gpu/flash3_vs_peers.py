@@ -31,12 +31,17 @@ def load(lib_path):
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.flash3_set_knobs.argtypes = [ctypes.c_int] * 5
     lib.flash3_set_knobs2.argtypes = [ctypes.c_int] * 4
+    knobs3 = getattr(lib, "flash3_set_knobs3", None)  # round 2 (kv_tile_256)
+    if knobs3 is not None:
+        knobs3.argtypes = [ctypes.c_int]
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=0, early=0, vst=2, cluster=0, legacy=0):
+                   ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
+        if knobs3 is not None:
+            knobs3(kv256)
     return f, set_tuning
 
 
@@ -146,6 +151,12 @@ def main():
                         if d >= 128 and not causal:
                             variants[1:1] = [("cluster2", {"cluster": 2}), ("cluster2+early", {"cluster": 2, "early": 1}),
                                              ("cluster2+early+v3", {"cluster": 2, "early": 1, "vst": 3})]
+                    elif a.ab_set == "s3r2":  # round 2: D = 256 128-key tiles, interleaved with cuDNN
+                        variants = [("default", {}), ("kv128", {"kv256": 128}), ("cudnn", None),
+                                    ("default-again", {}), ("kv128-again", {"kv256": 128}),
+                                    ("cudnn-again", None)]
+                        if d != 256:
+                            variants = [v for v in variants if not v[0].startswith("kv128")]
                     else:  # session 3, final run: the descriptor change (default) against v5's, interleaved
                         variants = [("default", {}), ("legacy-desc", {"legacy": 1}), ("early-rescale", {"early": 1}),
                                     ("default-again", {}), ("legacy-desc-again", {"legacy": 1})]
@@ -156,7 +167,19 @@ def main():
                         if d == 128 and not causal:
                             variants.append(("wide-n", {"wide_n": 1}))
                     for name, kw in variants:
+                        if kw is None:  # a peer in the same interleaved sequence
+                            time.sleep(a.pause)
+                            m = time_it(impls["torch:cudnn"], a.reps)
+                            print(f"  A/B D={d} S={s} causal={int(causal)} {name} {flops / m / 1e9:6.1f} TFLOP/s",
+                                  flush=True)
+                            continue
                         set_tuning(**kw)
+                        if kw:  # a variant must agree with cuDNN too
+                            impls["attnkit:flash3"][0]()
+                            ref = impls["torch:cudnn"][0]().transpose(1, 2).float()
+                            rel = ((sets[0][3].float() - ref).norm() / ref.norm()).item()
+                            if not rel < 2e-2:
+                                print(f"  !! flash3[{name}] disagrees with cuDNN: rel {rel}")
                         time.sleep(a.pause)
                         m = time_it(impls["attnkit:flash3"], a.reps)
                         set_tuning()

@@ -142,9 +142,15 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL>::kThreads, 1)
         const int t = dynamic ? slot.get() : static_tile(args, k);
         if (t < 0) break;
         const Tile tile = decode_tile(args, t);
-        consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b,
-                                            num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
-                                            threadIdx.x % 128, turn);
+        if constexpr (Tr::kFused) {
+          consume_tile_fused<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
+                                       num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
+                                       threadIdx.x % 128, turn);
+        } else {
+          consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b,
+                                              num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
+                                              threadIdx.x % 128, turn);
+        }
       }
     }
     if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start

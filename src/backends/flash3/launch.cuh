@@ -111,17 +111,24 @@ void launch_forward(const Params& p) {
                        p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[9])(FwdArgs) = {
-      fwd_kernel<D, BF16, BN, WGs, VS, 0>, fwd_kernel<D, BF16, BN, WGs, VS, 1>,
-      fwd_kernel<D, BF16, BN, WGs, VS, 2>, fwd_kernel<D, BF16, BN, WGs, VS, 3>};
+  void (*kernels[9])(FwdArgs) = {};
+  if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
+    for (auto& k : kernels)
+      k = fwd_kernel<D, BF16, BN, WGs, VS, 0>;
+  } else {
+    kernels[0] = fwd_kernel<D, BF16, BN, WGs, VS, 0>;
+    kernels[1] = fwd_kernel<D, BF16, BN, WGs, VS, 1>;
+    kernels[2] = fwd_kernel<D, BF16, BN, WGs, VS, 2>;
+    kernels[3] = fwd_kernel<D, BF16, BN, WGs, VS, 3>;
+    // v5's per-wgmma descriptor rebuild (A/B only; alone, without the other variant bits).
+    kernels[8] = fwd_kernel<D, BF16, BN, WGs, VS, kVarLegacyDesc>;
+  }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
     kernels[5] = fwd_kernel<D, BF16, BN, WGs, VS, 1, 2>;
     kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
-  // v5's per-wgmma descriptor rebuild (A/B only; alone, without the other variant bits).
-  kernels[8] = fwd_kernel<D, BF16, BN, WGs, VS, kVarLegacyDesc>;
   const int slot = tuning().legacy_desc ? 8 : var;
   auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
@@ -215,6 +222,10 @@ void run_forward(const Params& p) {
   if constexpr (D == 128) {
     // (176-key tiles have no 3-V-stage variant: 32 + 5 x 44 KB does not fit in 227 KB.)
     if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176, 2>(p);
+  }
+  if constexpr (D == 256) {
+    // 128-key tiles (one K and one V stage, P packed into S: consume_tile_fused); A/B knob.
+    if (tuning().kv_tile_256 == 128) return launch_forward<D, BF16, 128, 2>(p);
   }
   if (tuning().v_stages == 3) return launch_forward<D, BF16, 0, 2, 3>(p);
   launch_forward<D, BF16, 0, 2>(p);

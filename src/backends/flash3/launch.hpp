@@ -47,6 +47,10 @@ struct Tuning {
   // variant knob). The new default measured +3.7 % (D = 64 S = 1k), +2-4 % (D = 128 S = 1k),
   // +0.5-1.5 % (D = 256) against it (session 3 final run, H200).
   bool legacy_desc = false;
+  // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
+  // one K and one V stage of 64 KB, P packed into the low half of S's registers,
+  // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.
+  int kv_tile_256 = 0;
   // Tile scheduler of persistent launches: -1 = auto (static: launch.cuh says why and what
   // dynamic would gain at D = 64),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),

@@ -448,6 +448,187 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);
 }
 
+/// P (16-bit pairs) packed in place into the low half of S's registers: s[i] = pack(s[2i],
+/// s[2i + 1]) for i < kBlockN/4, in increasing i (s[i] was read by an earlier i/2 <= i).
+template <int kBlockN, bool BF16>
+__device__ __forceinline__ void pack_p_in_s(float (&s)[kBlockN / 2]) {
+#pragma unroll
+  for (int i = 0; i < kBlockN / 4; ++i)
+    s[i] = __uint_as_float(pack2<BF16>(s[2 * i], s[2 * i + 1]));
+}
+
+/// O[64 x kD] += P V_s with P in the low half of s (pack_p_in_s).
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_pv_from_s(float (&o)[Tr::kD / 2],
+                                                const float (&s)[Tr::kBlockN / 2],
+                                                uint32_t v_stage) {
+  const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(v_stage, Tr::kKVChunkBytes, 1024);
+#pragma unroll
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+    const uint32_t a[4] = {__float_as_uint(s[4 * kk]), __float_as_uint(s[4 * kk + 1]),
+                           __float_as_uint(s[4 * kk + 2]), __float_as_uint(s[4 * kk + 3])};
+    Wgmma<Tr::kD, BF16>::rs(o, a, desc_add(db0, kk * 16 * Tr::kChunkRowBytes), 1);
+  }
+}
+
+/// Half h (keys 64h .. 64h + 63) of S = Q K_s^T at 128-key tiles: an m64n64 wgmma sequence into
+/// s[32h .. 32h + 31], which is exactly that half of the m64n128 accumulator layout.
+template <class Tr, bool BF16, int kHalf>
+__device__ __forceinline__ void issue_qk_half(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
+                                              uint32_t k_stage) {
+  static_assert(Tr::kBlockN == 128, "issue_qk_half: 128-key tiles");
+  namespace ptx = attnkit::cuda::sm90;
+  float(&d)[32] = *reinterpret_cast<float(*)[32]>(&s[32 * kHalf]);
+  const uint64_t da0 = ptx::Sw128Desc::make(q_wg, 16, 1024);
+  const uint64_t db0 = ptx::Sw128Desc::make(k_stage + kHalf * 64 * Tr::kChunkRowBytes, 16, 1024);
+#pragma unroll
+  for (int ks = 0; ks < Tr::kD / 16; ++ks) {
+    const uint32_t off = (ks % 4) * 32;
+    Wgmma<64, BF16>::ss(d, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
+                        desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off), ks > 0 ? 1 : 0);
+  }
+}
+
+/// D = 256 with 128-key tiles (FwdTraits::kFused, Tuning::kv_tile_256 = 128; cuDNN's
+/// 64x128x256 kernel). Registers: O 128 + S 64 per thread leave no room for a separate P (32),
+/// so P lives in the low half of S (cuDNN's SASS does the same): in each turn the P V that reads
+/// P is issued before the Q K^T that overwrites S, and both are waited for before the softmax.
+/// One K and one V stage (FwdTraits): K_it and V_it-1 are released after this turn's wgmmas,
+/// the producer refills them while the other warpgroup's turn runs.
+///   turn 0:      S = Q K_{n-1}^T; wait; softmax; P -> s[0 .. 31]
+///   turn it:     O += P V_{it-1}; S = Q K_it^T; wait both; O *= factor after the softmax
+///   last turn:   O += P V_0
+/// Same turn count (n + 1) and release order as consume_tile_simple (idle_tile_simple serves).
+/// mbarrier wait/arrive on a 32-bit shared address (consume_tile_fused keeps every address as
+/// one 32-bit base + constants: the 64-bit generic pointers of SmemLayout were what spilled).
+__device__ __forceinline__ void mbar_wait_u32(uint32_t addr, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(addr),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_u32(uint32_t addr) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
+}
+
+template <class Tr, bool BF16>
+__device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<Tr>& sm,
+                                                   int m_block, int h, int b, int n_blocks,
+                                                   PipeOf<Tr>& pipe, QIndex& qi, int cwg, int tid,
+                                                   const PingPong& turn) {
+  namespace ptx = attnkit::cuda::sm90;
+  static_assert(Tr::kStagesK == 1 && Tr::kStagesV == 1 && Tr::kQStages == 1 && Tr::kCluster == 1,
+                "consume_tile_fused: one Q, K and V stage, no cluster");
+  constexpr int kBN = Tr::kBlockN;
+  const int warp = tid / 32, lane = tid % 32;
+  const int first_row = m_block * Tr::kBlockM + cwg * 64;
+  const float sl2 = a.scale_log2;
+
+  if (n_blocks > 0 && first_row >= a.seqlen_q) {
+    idle_tile_simple<Tr>(sm, n_blocks, pipe, 0, lane, turn);
+    ++qi.count;
+    return;
+  }
+  float o[Tr::kD / 2];
+#pragma unroll
+  for (int i = 0; i < Tr::kD / 2; ++i)
+    o[i] = 0.f;
+  OnlineSoftmax<kBN> sm_state;
+  sm_state.init();
+  if (n_blocks > 0) {
+    // Every shared address as one base + compile-time offsets (SmemLayout's order).
+    const uint32_t base = ptx::smem_u32(sm.q);
+    constexpr uint32_t kK = Tr::kQBytes, kV = kK + Tr::kKVBytes;
+    constexpr uint32_t kBars = kV + Tr::kKVBytes + Tr::kZeroBytes;
+    constexpr uint32_t kFullQ = kBars, kEmptyQ = kBars + 8, kFullK = kBars + 16;
+    constexpr uint32_t kFullV = kBars + 24, kEmptyK = kBars + 32, kEmptyV = kBars + 40;
+    const uint32_t q_wg = base + cwg * 64 * Tr::kChunkRowBytes;
+    auto release_u32 = [&](uint32_t off) {
+      if (lane == 0) mbar_arrive_u32(base + off);
+    };
+    auto needs_mask = [&](int nb) {
+      return (nb + 1) * kBN > a.seqlen_k ||
+             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+    };
+    const int row0 = first_row + warp * 16 + lane / 4;
+    float s[kBN / 2];
+    float factor[2];
+    mbar_wait_u32(base + kFullQ, qi.phase(1));
+    ++qi.count;
+    {
+      const int nb = n_blocks - 1;
+      mbar_wait_u32(base + kFullK, pipe.kph());
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_qk<Tr, BF16>(s, q_wg, base + kK);
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();
+      fence_regs(s);
+      release_u32(kEmptyK);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      sm_state.template step<true>(s, sl2, factor);
+      pack_p_in_s<kBN, BF16>(s);
+    }
+    for (int it = 1; it < n_blocks; ++it) {
+      const int nb = n_blocks - 1 - it;
+      mbar_wait_u32(base + kFullV, pipe.vph(it - 1));
+      mbar_wait_u32(base + kFullK, pipe.kph(it));
+      fence_regs(o);
+      fence_regs(s);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_pv_from_s<Tr, BF16>(o, s, base + kV);  // reads P = s[0 .. 31]
+      ptx::wgmma_commit();
+      issue_qk_half<Tr, BF16, 1>(s, q_wg, base + kK);  // writes s[32 .. 63]
+      ptx::wgmma_commit();
+      // s[0 .. 31] may be overwritten only once the P V that reads it is complete: a wgmma
+      // writing a register that an in-flight wgmma reads makes ptxas serialise every wgmma of the
+      // kernel (C7511, checked). The tensor pipe still has this Q K^T half queued meanwhile.
+      ptx::wgmma_wait<1>();  // P V_{it-1} done: V free
+      fence_regs(o);
+      fence_regs(s);
+      release_u32(kEmptyV);
+      ptx::wgmma_fence();
+      issue_qk_half<Tr, BF16, 0>(s, q_wg, base + kK);  // writes s[0 .. 31]
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();  // S ready: K free
+      fence_regs(s);
+      release_u32(kEmptyK);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      sm_state.template step<true>(s, sl2, factor);
+      rescale_o<Tr::kD>(o, factor);
+      pack_p_in_s<kBN, BF16>(s);
+    }
+    release_u32(kEmptyQ);
+    {
+      mbar_wait_u32(base + kFullV, pipe.vph(n_blocks - 1));
+      fence_regs(o);
+      fence_regs(s);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_pv_from_s<Tr, BF16>(o, s, base + kV);
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();
+      fence_regs(o);
+      release_u32(kEmptyV);
+    }
+    pipe.count += n_blocks;
+  }
+  float inv[2], lse[2];
+  sm_state.finalize(a.scale, inv, lse);
+  store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, first_row + warp * 16 + lane / 4, lane);
+}
+
 /// One consumer warpgroup's whole stream of tiles, with the tiles overlapped (a.overlap):
 /// the last P V of tile t is issued in the same ping-pong turn as the first Q K^T of tile t+1,
 /// and tile t's epilogue (normalise, store O and lse) runs while the tensor cores work on that

@@ -38,9 +38,13 @@ struct FwdTraits {
   static_assert(WGs == 2 || WGs == 3, "flash3 forward: 2 or 3 consumer warpgroups");
   static constexpr int kBlockM = 64 * WGs;  // consumer warpgroups x 64 rows
   static constexpr int kBlockN = BN != 0 ? BN : (D == 256 ? 64 : 128);
-  static constexpr int kStagesK = 2;
+  // D = 256 with 128-key tiles (Tuning::kv_tile_256, cuDNN's 64x128x256): Q 64 KB + one K and
+  // one V stage of 64 KB each = 194 KB; a second stage of either does not fit in 227 KB.
+  // Its consumer (mainloop.cuh, consume_tile_fused) packs P into the low half of S's registers.
+  static constexpr bool kFused = D == 256 && kBlockN == 128;
+  static constexpr int kStagesK = kFused ? 1 : 2;
   static_assert(VS == 2 || VS == 3, "flash3 forward: 2 or 3 V stages");
-  static constexpr int kStagesV = VS;
+  static constexpr int kStagesV = kFused ? 1 : VS;
   static_assert(CL == 1 || (CL == 2 && D >= 128), "flash3 forward: cluster of 2 needs D >= 128");
   static constexpr int kCluster = CL;
   static constexpr int kConsumerWGs = WGs;
