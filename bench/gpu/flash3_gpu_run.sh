@@ -36,19 +36,26 @@ echo "== SASS: softmax before the P V wait? (bench/gpu/sass_softmax_order.py)"
 for o in $B/fwd_d*_bf16.o; do cuobjdump --dump-sass $o | python3 bench/gpu/sass_softmax_order.py; done
 [ "${F3_SASS_DUMP:-1}" = 1 ] && cuobjdump --dump-sass $B/fwd_d128_bf16.o > $OUT/sass_d128_bf16.txt 2>&1
 
-echo "== tests"
-timeout 200 $B/flash3_test --gtest_brief=1 > $OUT/test.log 2>&1
-echo "test rc=$?"
-grep -E "FAILED|PASSED|SKIPPED|Failure|error|Expected|Which is|relative|max abs|lse" $OUT/test.log | head -60
+echo "== tests (F3_TEST_SHARDS=${F3_TEST_SHARDS:-1} parallel gtest shards)"
+NS=${F3_TEST_SHARDS:-1}
+for i in $(seq 0 $((NS - 1))); do
+  GTEST_TOTAL_SHARDS=$NS GTEST_SHARD_INDEX=$i timeout ${F3_TEST_TIMEOUT:-200} $B/flash3_test \
+    --gtest_brief=1 > $OUT/test_$i.log 2>&1 &
+done
+wait
+cat $OUT/test_*.log > $OUT/test.log; rm -f $OUT/test_*.log
+echo "tests: $(grep -c '^\[       OK \]\|^\[  PASSED  \]' $OUT/test.log) lines; $(grep -E 'PASSED|FAILED' $OUT/test.log | tr '\n' ' ')"
+grep -E "FAILED|SKIPPED|Failure|error|Expected|Which is|relative|max abs|lse" $OUT/test.log | head -60
 
 if [ "${F3_SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer (subset)"
-  FILT='Cases/Flash3Forward.MatchesReference/persist_b3_sq700_sk300_h16x4_d128_bf16_br:Cases/Flash3Forward.MatchesReference/gqa2_b1_sq77_sk300_h4x2_d128_bf16_br:Cases/Flash3Forward.MatchesReference/sq_gt_sk_b1_sq300_sk77_h2x1_d64_f16_br:Cases/Flash3Forward.MatchesReference/square_b2_sq128_sk128_h2x2_d256_bf16_nc:Cases/Flash3Forward.MatchesReference/pp_on_b2_sq900_sk700_h8x2_d64_bf16_tl:Cases/Flash3Forward.MatchesReference/sched_dyn_b3_sq100_sk200_h48x4_d64_bf16_br:Cases/Flash3Forward.MatchesReference/sched_dyn_b3_sq100_sk200_h48x4_d128_f16_br:Cases/Flash3Forward.MatchesReference/wgs3_b4_sq700_sk200_h40x8_d64_bf16_br:Cases/Flash3Forward.MatchesReference/serial_b4_sq700_sk200_h40x8_d128_bf16_br'
-  for tool in memcheck racecheck; do
-    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $B/flash3_test --gtest_filter="$FILT" \
-      > $OUT/sanitizer_$tool.log 2>&1
-    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' $OUT/sanitizer_$tool.log | tr '\n' ' ')"
+  FILT='Cases/Flash3Forward.MatchesReference/persist_b3_sq700_sk300_h16x4_d128_bf16_br:Cases/Flash3Forward.MatchesReference/gqa2_b1_sq77_sk300_h4x2_d128_bf16_br:Cases/Flash3Forward.MatchesReference/sq_gt_sk_b1_sq300_sk77_h2x1_d64_f16_br:Cases/Flash3Forward.MatchesReference/square_b2_sq128_sk128_h2x2_d256_bf16_nc:Cases/Flash3Forward.MatchesReference/pp_on_b2_sq900_sk700_h8x2_d64_bf16_tl:Cases/Flash3Forward.MatchesReference/sched_dyn_b3_sq100_sk200_h48x4_d64_bf16_br:Cases/Flash3Forward.MatchesReference/sched_dyn_b3_sq100_sk200_h48x4_d128_f16_br:Cases/Flash3Forward.MatchesReference/wgs3_b4_sq700_sk200_h40x8_d64_bf16_br:Cases/Flash3Forward.MatchesReference/serial_b4_sq700_sk200_h40x8_d128_bf16_br:Cases/Flash3Forward.MatchesReference/early_v3_b2_sq700_sk200_h16x4_d128_bf16_br:Cases/Flash3Forward.MatchesReference/early_v3_b2_sq700_sk200_h16x4_d256_bf16_br:Cases/Flash3Forward.MatchesReference/early_v3_b2_sq700_sk200_h16x4_d64_bf16_br'
+  for tool in memcheck racecheck; do  # both at once (independent processes)
+    ( timeout ${F3_SAN_TIMEOUT:-120} compute-sanitizer --tool $tool --error-exitcode 9 $B/flash3_test \
+        --gtest_filter="$FILT" > $OUT/sanitizer_$tool.log 2>&1
+      echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' $OUT/sanitizer_$tool.log | tr '\n' ' ')" ) &
   done
+  wait
 fi
 
 if [ "${F3_BENCH:-1}" = 1 ]; then

@@ -60,3 +60,17 @@ extern "C" void flash3_set_knobs(int q_bufs, int scheduler, int consumer_wgs, in
   attnkit::flash3::tuning().scheduler = scheduler;
   attnkit::flash3::tuning().consumer_wgs = consumer_wgs;
 }
+
+/// Session-3 A/B knobs (flash3::Tuning): early_rescale (0/1), v_stages (2/3), cluster (0/2),
+/// legacy_desc (0/1).
+extern "C" void flash3_set_knobs2(int early_rescale, int v_stages, int cluster, int legacy_desc) {
+  attnkit::flash3::tuning().legacy_desc = legacy_desc != 0;
+  attnkit::flash3::tuning().early_rescale = early_rescale != 0;
+  attnkit::flash3::tuning().v_stages = v_stages;
+  attnkit::flash3::tuning().cluster = cluster;
+}
+
+/// Round-2 A/B knob (flash3::Tuning): kv_tile_256 (0 = default 64-key tiles, 128).
+extern "C" void flash3_set_knobs3(int kv_tile_256) {
+  attnkit::flash3::tuning().kv_tile_256 = kv_tile_256;
+}

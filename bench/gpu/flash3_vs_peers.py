@@ -30,11 +30,18 @@ def load(lib_path):
     f.restype = ctypes.c_int
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.flash3_set_knobs.argtypes = [ctypes.c_int] * 5
+    lib.flash3_set_knobs2.argtypes = [ctypes.c_int] * 4
+    knobs3 = getattr(lib, "flash3_set_knobs3", None)  # round 2 (kv_tile_256)
+    if knobs3 is not None:
+        knobs3.argtypes = [ctypes.c_int]
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=0):
+                   ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
+        lib.flash3_set_knobs2(early, vst, cluster, legacy)
+        if knobs3 is not None:
+            knobs3(kv256)
     return f, set_tuning
 
 
@@ -103,6 +110,8 @@ def main():
     ap.add_argument("--pause", type=float, default=0.3)
     ap.add_argument("--ab", default="", help="A/B flash3 variants on these D:S pairs, e.g. 128:1024,128:16384")
     ap.add_argument("--ab-more", action="store_true", help="also ping-pong and wide-tile variants")
+    ap.add_argument("--ab-set", default="s3", help="s3: session-3 variants (early rescale, 3 V stages, ...); "
+                    "v5: the session-2 list")
     a = ap.parse_args()
     fn, set_tuning = load(a.lib)
     ab = {tuple(int(x) for x in p.split(":")) for p in a.ab.split(",") if p}
@@ -128,18 +137,49 @@ def main():
                     "torch:flash": [make_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal) for q, k, v, _, _ in sets],
                 }
                 if (d, s) in ab:  # variants, same shape, same process (not in the JSON rows)
-                    variants = [("default", {}), ("ordered-softmax", {"ordered": 1}),
-                                ("no-overlap", {"overlap": 0}), ("q-1buf", {"q_bufs": 1}),
-                                ("sched-static", {"scheduler": 0}), ("sched-dynamic", {"scheduler": 1}),
-                                ("non-persistent", {"persistent": 0})]
-                    if d == 64:
-                        variants.append(("2-consumer-wgs", {"wgs": 2}))
+                    if a.ab_set == "v5":
+                        variants = [("default", {}), ("ordered-softmax", {"ordered": 1}),
+                                    ("no-overlap", {"overlap": 0}), ("q-1buf", {"q_bufs": 1}),
+                                    ("sched-static", {"scheduler": 0}), ("sched-dynamic", {"scheduler": 1}),
+                                    ("non-persistent", {"persistent": 0})]
+                        if d == 64:
+                            variants.append(("2-consumer-wgs", {"wgs": 2}))
+                    elif a.ab_set == "s3r1":  # session 3, run 1
+                        variants = [("default", {}), ("early-rescale", {"early": 1}), ("v-3stages", {"vst": 3}),
+                                    ("early+v3", {"early": 1, "vst": 3}), ("q-1buf", {"q_bufs": 1}),
+                                    ("sched-dynamic", {"scheduler": 1}), ("default-again", {})]
+                        if d >= 128 and not causal:
+                            variants[1:1] = [("cluster2", {"cluster": 2}), ("cluster2+early", {"cluster": 2, "early": 1}),
+                                             ("cluster2+early+v3", {"cluster": 2, "early": 1, "vst": 3})]
+                    elif a.ab_set == "s3r2":  # round 2: D = 256 128-key tiles, interleaved with cuDNN
+                        variants = [("default", {}), ("kv128", {"kv256": 128}), ("cudnn", None),
+                                    ("default-again", {}), ("kv128-again", {"kv256": 128}),
+                                    ("cudnn-again", None)]
+                        if d != 256:
+                            variants = [v for v in variants if not v[0].startswith("kv128")]
+                    else:  # session 3, final run: the descriptor change (default) against v5's, interleaved
+                        variants = [("default", {}), ("legacy-desc", {"legacy": 1}), ("early-rescale", {"early": 1}),
+                                    ("default-again", {}), ("legacy-desc-again", {"legacy": 1})]
+                        if d >= 128 and not causal:
+                            variants[3:3] = [("cluster2", {"cluster": 2})]
                     if a.ab_more:
                         variants += [("pingpong-off", {"pingpong": 0}), ("pingpong-on", {"pingpong": 1})]
                         if d == 128 and not causal:
                             variants.append(("wide-n", {"wide_n": 1}))
                     for name, kw in variants:
+                        if kw is None:  # a peer in the same interleaved sequence
+                            time.sleep(a.pause)
+                            m = time_it(impls["torch:cudnn"], a.reps)
+                            print(f"  A/B D={d} S={s} causal={int(causal)} {name} {flops / m / 1e9:6.1f} TFLOP/s",
+                                  flush=True)
+                            continue
                         set_tuning(**kw)
+                        if kw:  # a variant must agree with cuDNN too
+                            impls["attnkit:flash3"][0]()
+                            ref = impls["torch:cudnn"][0]().transpose(1, 2).float()
+                            rel = ((sets[0][3].float() - ref).norm() / ref.norm()).item()
+                            if not rel < 2e-2:
+                                print(f"  !! flash3[{name}] disagrees with cuDNN: rel {rel}")
                         time.sleep(a.pause)
                         m = time_it(impls["attnkit:flash3"], a.reps)
                         set_tuning()

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/mainloop.cuh"
@@ -37,11 +38,13 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   return n < total ? n : total;
 }
 
-template <int D, bool BF16, int BN, int WGs, bool kOrdered>
-__global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
+/// kVar: variant bits (mainloop.cuh: kVarOrdered, kVarEarlyRescale); VS: V ring stages;
+/// CL: CTAs per cluster (1, or 2 = K/V multicast, cluster.cuh).
+template <int D, bool BF16, int BN, int WGs, int VS, int kVar, int CL = 1>
+__global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL>::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = FwdTraits<D, BN, WGs>;
+  using Tr = FwdTraits<D, BN, WGs, VS, CL>;
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -52,17 +55,21 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
   const int wg = threadIdx.x / 128;
   const bool dynamic = args.tile_counter != nullptr;
   constexpr int kConsumerWarps = Tr::kConsumerWGs * 4;  // lane 0 of each arrives on "empty"
+  // K/V "empty": the consumer warps of every CTA of the cluster (cluster.cuh).
+  constexpr int kKVReleases = kConsumerWarps * Tr::kCluster;
 
   if (threadIdx.x == 0) {
     for (int i = 0; i < Tr::kQStages; ++i) {
       ptx::mbar_init(&sm.full_q[i], 1);
       ptx::mbar_init(&sm.empty_q[i], kConsumerWarps);
     }
-    for (int s = 0; s < Tr::kStages; ++s) {
+    for (int s = 0; s < Tr::kStagesK; ++s) {
       ptx::mbar_init(&sm.full_k[s], 1);
+      ptx::mbar_init(&sm.empty_k[s], kKVReleases);
+    }
+    for (int s = 0; s < Tr::kStagesV; ++s) {
       ptx::mbar_init(&sm.full_v[s], 1);
-      ptx::mbar_init(&sm.empty_k[s], kConsumerWarps);
-      ptx::mbar_init(&sm.empty_v[s], kConsumerWarps);
+      ptx::mbar_init(&sm.empty_v[s], kKVReleases);
     }
     ptx::fence_mbar_init();
   }
@@ -72,8 +79,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     reinterpret_cast<uint4*>(sm.zero)[i] = make_uint4(0, 0, 0, 0);
   ptx::fence_proxy_async_smem();
   __syncthreads();
+  if constexpr (Tr::kCluster > 1) cl::sync();  // the peer's barriers exist before any remote use
 
-  PipeIndex<Tr::kStages> pipe;
+  PipeOf<Tr> pipe;
   QIndex qi;
   const SchedSlot slot{sm.sched_tile, 32 + 128 * Tr::kConsumerWGs};
   if (wg == 0) {
@@ -88,7 +96,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
         ptx::tma_prefetch_map(&args.tma_v);
       }
       // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, taken when
-      // this tile's loads are all issued (about kStages K/V tiles before the consumers need
+      // this tile's loads are all issued (about kStagesK K/V tiles before the consumers need
       // the next one): a tile claimed earlier would sit reserved behind a long causal row
       // while other CTAs run out of work (measured: claiming at the start of the previous
       // tile cost 15 % at D = 256, S = 4k causal, run 5).
@@ -117,8 +125,8 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
     const int cwg = wg - 1;
     const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
-    if constexpr (Consumer<Tr, BF16, kOrdered>::kCanOverlap) {
-      Consumer<Tr, BF16, kOrdered> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
+    if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
+      Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       for (int k = 0;; ++k) {
         const int t = dynamic ? slot.get() : static_tile(args, k);
         const Tile tile = decode_tile(args, t < 0 ? 0 : t);
@@ -134,13 +142,22 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs>::kThreads, 1)
         const int t = dynamic ? slot.get() : static_tile(args, k);
         if (t < 0) break;
         const Tile tile = decode_tile(args, t);
-        consume_tile_simple<Tr, BF16, kOrdered>(args, sm, tile.m_block, tile.h, tile.b,
-                                                num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
-                                                threadIdx.x % 128, turn);
+        if constexpr (Tr::kFused) {
+          consume_tile_fused<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
+                                       num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
+                                       threadIdx.x % 128, turn);
+        } else {
+          consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b,
+                                              num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
+                                              threadIdx.x % 128, turn);
+        }
       }
     }
     if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start
   }
+  // No CTA leaves while its peer may still arrive on its barriers (every thread, incl. the
+  // producer warpgroup's idle warps).
+  if constexpr (Tr::kCluster > 1) cl::sync();
 #endif
 }
 

@@ -40,6 +40,11 @@ inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int
                                            what + " (CUresult " + std::to_string(r) + ")");
 }
 
+/// Kernels that have a 2-CTA-cluster variant (cluster.cuh): K/V blocks of >= 2 column chunks,
+/// the default tiles and 2 consumer warpgroups.
+template <int D, int BN, int WGs>
+inline constexpr bool kClusterCapable = D >= 128 && BN == 0 && WGs == 2;
+
 /// Causal launches use persistent CTAs only up to this many m blocks (see run_forward).
 inline constexpr int kCausalPersistentMaxMBlocks = 32;
 
@@ -64,9 +69,9 @@ inline int sm_count() {
   return n;
 }
 
-template <int D, bool BF16, int BN, int WGs>
+template <int D, bool BF16, int BN, int WGs, int VS = 2>
 void launch_forward(const Params& p) {
-  using Tr = FwdTraits<D, BN, WGs>;
+  using Tr = FwdTraits<D, BN, WGs, VS>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   FwdArgs a{};
   make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
@@ -97,16 +102,65 @@ void launch_forward(const Params& p) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  const bool ordered = tuning().ordered_softmax;
-  auto kernel = ordered ? fwd_kernel<D, BF16, BN, WGs, true> : fwd_kernel<D, BF16, BN, WGs, false>;
+  const bool dynamic = tuning().persistent && tuning().scheduler == 1;
+  // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
+  // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
+  // with m even: the static order is m fastest and the grid is even), at least one key.
+  const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
+                       !tuning().legacy_desc && !a.causal && !dynamic && a.num_m_blocks % 2 == 0 &&
+                       p.seqlen_k > 0;
+  const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
+                  (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
+  void (*kernels[9])(FwdArgs) = {};
+  if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
+    for (auto& k : kernels)
+      k = fwd_kernel<D, BF16, BN, WGs, VS, 0>;
+  } else {
+    kernels[0] = fwd_kernel<D, BF16, BN, WGs, VS, 0>;
+    kernels[1] = fwd_kernel<D, BF16, BN, WGs, VS, 1>;
+    kernels[2] = fwd_kernel<D, BF16, BN, WGs, VS, 2>;
+    kernels[3] = fwd_kernel<D, BF16, BN, WGs, VS, 3>;
+    // v5's per-wgmma descriptor rebuild (A/B only; alone, without the other variant bits).
+    kernels[8] = fwd_kernel<D, BF16, BN, WGs, VS, kVarLegacyDesc>;
+  }
+  if constexpr (kClusterCapable<D, BN, WGs>) {
+    kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
+    kernels[5] = fwd_kernel<D, BF16, BN, WGs, VS, 1, 2>;
+    kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
+    kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
+  }
+  const int slot = tuning().legacy_desc ? 8 : var;
+  auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
-  // meets (idempotent, so a race between two threads only repeats the call).
-  static std::atomic<bool> attr_set[2][kMaxDevices] = {};
+  // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
+  // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
+  static std::atomic<int> attr_set[9][kMaxDevices] = {};
   const int dev = current_device();
-  if (!attr_set[ordered][dev].load(std::memory_order_acquire)) {
+  const auto stream = static_cast<cudaStream_t>(p.stream);
+  cudaLaunchAttribute cl_attr[1];
+  cl_attr[0].id = cudaLaunchAttributeClusterDimension;
+  cl_attr[0].val.clusterDim.x = 2;
+  cl_attr[0].val.clusterDim.y = 1;
+  cl_attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.dynamicSmemBytes = Tr::kSmemBytes;
+  cfg.stream = stream;
+  cfg.attrs = cl_attr;
+  cfg.numAttrs = 1;
+  int max_ctas = attr_set[slot][dev].load(std::memory_order_acquire);
+  if (max_ctas == 0) {
     ATTNKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    attr_set[ordered][dev].store(true, std::memory_order_release);
+    max_ctas = sm_count();
+    if (cluster) {
+      int clusters = 0;
+      cfg.gridDim = dim3(2);
+      ATTNKIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+      if (clusters < 1) throw Error(ErrorCode::kCudaError, "flash3: no 2-CTA cluster fits");
+      max_ctas = 2 * clusters;
+    }
+    attr_set[slot][dev].store(max_ctas, std::memory_order_release);
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
@@ -127,15 +181,18 @@ void launch_forward(const Params& p) {
   // prove to be a false positive; the default path must be sanitizer-clean. Cost measured in
   // run 7 (3-warpgroup D = 64 kernel, static vs dynamic TFLOP/s): S = 1k 387 vs 408 non-causal,
   // 294 vs 288 causal; S = 8k 466 vs 490 non-causal, 442 vs 452 causal. scheduler = 1 opts in.
-  const bool dynamic = tuning().persistent && tuning().scheduler == 1;
   const bool persistent = tuning().persistent &&
                           (dynamic || !a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
-  const int ctas = (a.num_tiles < sm_count() || !persistent) ? a.num_tiles : sm_count();
-  const auto stream = static_cast<cudaStream_t>(p.stream);
+  const int ctas = (a.num_tiles < max_ctas || !persistent) ? a.num_tiles : max_ctas;
   a.tile_counter = nullptr;
   if (dynamic && ctas < a.num_tiles) {
     a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));
     ATTNKIT_CUDA_CHECK(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
+  }
+  if (cluster) {  // ctas is even: num_tiles is (even m blocks), and so is max_ctas
+    cfg.gridDim = dim3(ctas);
+    ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
+    return;
   }
   const dim3 grid(ctas);
   kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
@@ -157,11 +214,20 @@ void run_forward(const Params& p) {
     const bool three =
         tuning().consumer_wgs == 3 ||
         (tuning().consumer_wgs == 0 && !(p.causal != Causal::none && p.seqlen_q <= 1024));
-    if (three) return launch_forward<D, BF16, 0, 3>(p);
+    if (three) {
+      if (tuning().v_stages == 3) return launch_forward<D, BF16, 0, 3, 3>(p);
+      return launch_forward<D, BF16, 0, 3>(p);
+    }
   }
   if constexpr (D == 128) {
+    // (176-key tiles have no 3-V-stage variant: 32 + 5 x 44 KB does not fit in 227 KB.)
     if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176, 2>(p);
   }
+  if constexpr (D == 256) {
+    // 128-key tiles (one K and one V stage, P packed into S: consume_tile_fused); A/B knob.
+    if (tuning().kv_tile_256 == 128) return launch_forward<D, BF16, 128, 2>(p);
+  }
+  if (tuning().v_stages == 3) return launch_forward<D, BF16, 0, 2, 3>(p);
   launch_forward<D, BF16, 0, 2>(p);
 }
 

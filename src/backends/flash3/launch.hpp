@@ -29,6 +29,28 @@ struct Tuning {
   // otherwise undoes. Compiled and checked in the SASS only (after run 6): off until an A/B
   // on the GPU shows it (prediction in bench/notes/flash3.md).
   bool ordered_softmax = false;
+  // O *= factor between a turn's Q K^T and P V issues (FA3's RescaleOBeforeGemm) instead of after
+  // the previous P V's wait (mainloop.cuh, kVarEarlyRescale). Off: within +-2 % in both session-3
+  // runs (H200; D = 256 S = 4k +1 %, D = 128 S = 1k -1 %).
+  bool early_rescale = false;
+  // Stages of the V ring: 2, or 3 (one more iteration of lead for the V loads, which wait for
+  // both warpgroups' P V on the stage they overwrite; with one Q buffer at D = 128). 2: session 3
+  // run 1 measured 3 stages at -4 % (D = 128 S = 1k, one Q buffer) and +-2 % elsewhere.
+  int v_stages = 2;
+  // CTAs per cluster: 2 = K/V multicast between the CTAs of tiles (m, m+1) of one head (D >= 128
+  // non-causal, even m-block count; cluster.cuh), 0/1 = off. Off: equal to the plain kernel in the
+  // final session-3 run (D = 128 S = 1k 538 vs 537 TFLOP/s, D = 256 S = 4k 645 vs 639); L2 is at
+  // 28-36 % of its peak without it (ncu), so there is no bandwidth to win.
+  int cluster = 0;
+  // v5's code generation (mainloop.cuh kVarLegacyDesc: wgmma descriptors rebuilt per
+  // instruction, row max as one dependent chain). A/B only; runs the plain kernel (no other
+  // variant knob). The new default measured +3.7 % (D = 64 S = 1k), +2-4 % (D = 128 S = 1k),
+  // +0.5-1.5 % (D = 256) against it (session 3 final run, H200).
+  bool legacy_desc = false;
+  // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
+  // one K and one V stage of 64 KB, P packed into the low half of S's registers,
+  // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.
+  int kv_tile_256 = 0;
   // Tile scheduler of persistent launches: -1 = auto (static: launch.cuh says why and what
   // dynamic would gain at D = 64),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/softmax.cuh"
@@ -43,16 +44,16 @@ struct SmemLayout {
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
-    v = k + Tr::kStages * Tr::kKVBytes;
-    zero = v + Tr::kStages * Tr::kKVBytes;
+    v = k + Tr::kStagesK * Tr::kKVBytes;
+    zero = v + Tr::kStagesV * Tr::kKVBytes;
     uint64_t* bars = reinterpret_cast<uint64_t*>(zero + Tr::kZeroBytes);
     full_q = bars;
     empty_q = full_q + Tr::kQStages;
     full_k = empty_q + Tr::kQStages;
-    full_v = full_k + Tr::kStages;
-    empty_k = full_v + Tr::kStages;
-    empty_v = empty_k + Tr::kStages;
-    sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStages);
+    full_v = full_k + Tr::kStagesK;
+    empty_k = full_v + Tr::kStagesV;
+    empty_v = empty_k + Tr::kStagesK;
+    sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStagesV);
   }
 };
 
@@ -66,44 +67,65 @@ struct QIndex {
   }
 };
 
-/// Position in the K/V ring, counted over every tile this CTA has visited (producer and
-/// consumers advance it identically, so stage/phase agree without communication).
-template <int kStages>
+/// Position in the K/V rings (K blocks loaded = V blocks loaded), counted over every tile this
+/// CTA has visited (producer and consumers advance it identically, so stage/phase agree without
+/// communication). The K ring has KS stages, the V ring VS (FwdTraits::kStagesK/V).
+template <int KS, int VS>
 struct PipeIndex {
   int count = 0;
-  __device__ __forceinline__ int stage(int ahead = 0) const { return (count + ahead) % kStages; }
-  __device__ __forceinline__ uint32_t phase(int ahead = 0) const {
-    return ((count + ahead) / kStages) & 1;
+  __device__ __forceinline__ int ks(int ahead = 0) const { return (count + ahead) % KS; }
+  __device__ __forceinline__ uint32_t kph(int ahead = 0) const {
+    return ((count + ahead) / KS) & 1;
+  }
+  __device__ __forceinline__ int vs(int ahead = 0) const { return (count + ahead) % VS; }
+  __device__ __forceinline__ uint32_t vph(int ahead = 0) const {
+    return ((count + ahead) / VS) & 1;
   }
 };
+template <class Tr>
+using PipeOf = PipeIndex<Tr::kStagesK, Tr::kStagesV>;
 
 /// Producer (one thread): K/V tiles n-1 .. 0 of the tile, with its Q issued right after the
 /// first K (so the K/V stream never waits behind a Q buffer that is still being read).
 template <class Tr>
 __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
-                                             int h, int b, int n_blocks,
-                                             PipeIndex<Tr::kStages>& pipe, QIndex& qi) {
+                                             int h, int b, int n_blocks, PipeOf<Tr>& pipe,
+                                             QIndex& qi) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
   const int hkv = h / a.group;
-  const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+  const int rank = Tr::kCluster == 2 ? static_cast<int>(cl::ctarank()) : 0;
   auto load_k = [&](int nb) {
-    const int s = pipe.stage();
-    ptx::mbar_wait(&sm.empty_k[s], pipe.phase() ^ 1);
+    const int s = pipe.ks();
+    ptx::mbar_wait(&sm.empty_k[s], pipe.kph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
-                       c * 64, nb * Tr::kBlockN, hkv, b);
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      if constexpr (Tr::kCluster == 2) {  // this CTA's half of the chunks, into both CTAs
+        if (c % 2 == rank)
+          cl::tma_load_4d_multicast(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k,
+                                    &sm.full_k[s], c * 64, nb * Tr::kBlockN, hkv, b, 0x3);
+      } else {
+        ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
+                         c * 64, nb * Tr::kBlockN, hkv, b);
+      }
+    }
   };
   auto load_v = [&](int nb) {
-    const int s = pipe.stage();
-    ptx::mbar_wait(&sm.empty_v[s], pipe.phase() ^ 1);
+    const int s = pipe.vs();
+    ptx::mbar_wait(&sm.empty_v[s], pipe.vph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_v[s], Tr::kKVBytes);
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
-                       c * 64, nb * Tr::kBlockN, hkv, b);
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      if constexpr (Tr::kCluster == 2) {
+        if (c % 2 == rank)
+          cl::tma_load_4d_multicast(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v,
+                                    &sm.full_v[s], c * 64, nb * Tr::kBlockN, hkv, b, 0x3);
+      } else {
+        ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
+                         c * 64, nb * Tr::kBlockN, hkv, b);
+      }
+    }
   };
   load_k(n_blocks - 1);
   {
@@ -143,31 +165,53 @@ struct PingPong {
   }
 };
 
+/// Descriptor `d` moved `bytes` further in shared memory: only the 14-bit start-address field
+/// (bits 0-13, address >> 4) changes, and it cannot carry out since every shared address here
+/// is < 256 KB. Adding to the low word alone keeps the high word (strides, swizzle mode) a loop
+/// invariant: per wgmma one integer add instead of rebuilding the descriptor (5-6 vector
+/// instructions + 2 R2UR per wgmma in the SASS of v5; run 1 of session 3 counted 682 issued
+/// instructions per warp and K/V block at D = 128 vs cuDNN's 621).
+__device__ __forceinline__ uint64_t desc_add(uint64_t d, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(d) + (bytes >> 4);
+  return (d & 0xFFFFFFFF00000000ull) | lo;
+}
+
 /// S[64 x kBlockN] = Q_wg[64 x kD] K_s^T (issued, not waited). Q_wg = this warpgroup's 64 rows.
-template <class Tr, bool BF16>
+/// kLegacy: the descriptor rebuilt per wgmma (v5; A/B knob Tuning::legacy_desc).
+template <class Tr, bool BF16, bool kLegacy = false>
 __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
                                          uint32_t k_stage) {
   namespace ptx = attnkit::cuda::sm90;
+  const uint64_t da0 = ptx::Sw128Desc::make(q_wg, 16, 1024);
+  const uint64_t db0 = ptx::Sw128Desc::make(k_stage, 16, 1024);
 #pragma unroll
   for (int ks = 0; ks < Tr::kD / 16; ++ks) {
     const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
-    const uint64_t da = ptx::Sw128Desc::make(q_wg + (ks / 4) * Tr::kQChunkBytes + off, 16, 1024);
-    const uint64_t db =
-        ptx::Sw128Desc::make(k_stage + (ks / 4) * Tr::kKVChunkBytes + off, 16, 1024);
-    Wgmma<Tr::kBlockN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
+    if constexpr (kLegacy) {
+      const uint64_t da = ptx::Sw128Desc::make(q_wg + (ks / 4) * Tr::kQChunkBytes + off, 16, 1024);
+      const uint64_t db =
+          ptx::Sw128Desc::make(k_stage + (ks / 4) * Tr::kKVChunkBytes + off, 16, 1024);
+      Wgmma<Tr::kBlockN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
+    } else {
+      Wgmma<Tr::kBlockN, BF16>::ss(s, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
+                                   desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off),
+                                   ks > 0 ? 1 : 0);
+    }
   }
 }
 
 /// O[64 x kD] += P[64 x kBlockN] V_s[kBlockN x kD] (issued, not waited). V is MN-major in smem.
-template <class Tr, bool BF16>
+template <class Tr, bool BF16, bool kLegacy = false>
 __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
                                          const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage,
                                          uint32_t kk_stride = 16 * Tr::kChunkRowBytes,
                                          uint32_t chunk_stride = Tr::kKVChunkBytes) {
+  const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(v_stage, chunk_stride, 1024);
 #pragma unroll
   for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
     const uint64_t db =
-        attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024);
+        kLegacy ? attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024)
+                : desc_add(db0, kk * kk_stride);
     const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
     Wgmma<Tr::kD, BF16>::rs(o, a, db, 1);
   }
@@ -202,6 +246,37 @@ template <class Tr>
 __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
+/// A K or V stage is released: with a cluster of 2 on both CTAs' "empty" barriers (the peer's
+/// producer multicasts into this CTA's stage too; cluster.cuh).
+template <class Tr>
+__device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
+  if (lane != 0) return;
+  attnkit::cuda::sm90::mbar_arrive(bar);
+  if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
+}
+
+/// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
+inline constexpr int kVarOrdered = 1;  // softmax_before_wait
+// O *= factor issued right before the P V that adds P * V to it (between that turn's Q K^T and
+// P V issues, FA3's RescaleOBeforeGemm) instead of right after the previous P V's wait: the
+// FMULs (kD/2 per thread) leave the path wait(P V) -> convert(P) -> next turn and run while the
+// tensor cores work on this turn's Q K^T.
+inline constexpr int kVarEarlyRescale = 2;
+// v5's code generation, A/B only: wgmma descriptors rebuilt per instruction (instead of base +
+// offset, desc_add) and the row max as one dependent chain (instead of a tree, softmax.cuh).
+inline constexpr int kVarLegacyDesc = 8;
+
+/// O rows r = 0/1 of this thread *= f[r] (accumulator layout: o[4j + 2r + e]).
+template <int kD>
+__device__ __forceinline__ void rescale_o(float (&o)[kD / 2], const float (&f)[2]) {
+#pragma unroll
+  for (int j = 0; j < kD / 8; ++j) {
+    o[4 * j + 0] *= f[0];
+    o[4 * j + 1] *= f[0];
+    o[4 * j + 2] *= f[1];
+    o[4 * j + 3] *= f[1];
+  }
+}
 
 /// Keeps the softmax in front of the following P V wait in the machine code (kOn; Tuning::
 /// ordered_softmax). Without it ptxas hoists that wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) above
@@ -226,38 +301,41 @@ __device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
 /// phase). Nothing to write either: the epilogue skips rows >= seqlen_q.
 template <class Tr>
 __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n_blocks,
-                                                 PipeIndex<Tr::kStages>& pipe, int qb, int lane,
+                                                 PipeOf<Tr>& pipe, int qb, int lane,
                                                  const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
-  ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+  ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
   turn.wait_turn();
   turn.pass_turn();
-  release<Tr>(&sm.empty_k[pipe.stage()], lane);
+  release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
   for (int it = 1; it < n_blocks; ++it) {
-    const int st = pipe.stage(it), sp = pipe.stage(it - 1);
-    ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+    const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+    ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
     turn.wait_turn();
-    ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+    ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
     turn.pass_turn();
-    release<Tr>(&sm.empty_k[st], lane);
-    release<Tr>(&sm.empty_v[sp], lane);
+    release_kv<Tr>(&sm.empty_k[st], lane);
+    release_kv<Tr>(&sm.empty_v[sp], lane);
   }
   release<Tr>(&sm.empty_q[qb], lane);
-  const int sp = pipe.stage(n_blocks - 1);
-  ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));
+  const int sp = pipe.vs(n_blocks - 1);
+  ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_blocks - 1));
   turn.wait_turn();
   turn.pass_turn();
-  release<Tr>(&sm.empty_v[sp], lane);
+  release_kv<Tr>(&sm.empty_v[sp], lane);
   pipe.count += n_blocks;
 }
 
-template <class Tr, bool BF16, bool kOrdered>
+template <class Tr, bool BF16, int kVar>
 __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout<Tr>& sm,
                                                     int m_block, int h, int b, int n_blocks,
-                                                    PipeIndex<Tr::kStages>& pipe, QIndex& qi,
-                                                    int cwg, int tid, const PingPong& turn) {
+                                                    PipeOf<Tr>& pipe, QIndex& qi, int cwg, int tid,
+                                                    const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
+  constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
+  constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
+  constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   const int warp = tid / 32, lane = tid % 32;
   const int row0 = m_block * Tr::kBlockM + cwg * 64 + warp * 16 + lane / 4;
   const float sl2 = a.scale_log2;
@@ -291,84 +369,264 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     float s[kBN / 2];
     uint32_t p[kBN / 4];
     float factor[2];
+    float pf[2];  // kEarly: the factor that goes with P (applied to O before P's P V)
     ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
     ++qi.count;
 
     // it = 0: S = Q K_{n-1}^T only.
     {
       const int nb = n_blocks - 1;
-      ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+      ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + pipe.stage() * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + pipe.ks() * Tr::kKVBytes);
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
       fence_regs(s);
-      release<Tr>(&sm.empty_k[pipe.stage()], lane);
+      release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.step(s, sl2, factor);
+      sm_state.template step<!kLegacyDesc>(s, sl2, factor);
       convert_p<kBN, BF16>(s, p);
+      pf[0] = factor[0], pf[1] = factor[1];
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
-      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
-      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
+      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
-      issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
+      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + sp * Tr::kKVBytes);
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<1>();  // S ready
       fence_regs(s);
-      release<Tr>(&sm.empty_k[st], lane);
+      release_kv<Tr>(&sm.empty_k[st], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.step(s, sl2, factor);
+      sm_state.template step<!kLegacyDesc>(s, sl2, factor);
       softmax_before_wait<kOrdered>(sm_state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);
-      release<Tr>(&sm.empty_v[sp], lane);
-#pragma unroll
-      for (int j = 0; j < Tr::kD / 8; ++j) {
-        o[4 * j + 0] *= factor[0];
-        o[4 * j + 1] *= factor[0];
-        o[4 * j + 2] *= factor[1];
-        o[4 * j + 3] *= factor[1];
-      }
+      release_kv<Tr>(&sm.empty_v[sp], lane);
+      if constexpr (!kEarly) rescale_o<Tr::kD>(o, factor);
       // P is converted only now: writing its registers while P V_{it-1} still reads them makes
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
       convert_p<kBN, BF16>(s, p);
+      pf[0] = factor[0], pf[1] = factor[1];
     }
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
-      const int sp = pipe.stage(n_blocks - 1);
-      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(n_blocks - 1));
+      const int sp = pipe.vs(n_blocks - 1);
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_blocks - 1));
+      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_pv<Tr, BF16>(o, p, v_base + sp * Tr::kKVBytes);
+      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + sp * Tr::kKVBytes);
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
       fence_regs(o);
-      release<Tr>(&sm.empty_v[sp], lane);
+      release_kv<Tr>(&sm.empty_v[sp], lane);
     }
     pipe.count += n_blocks;
   }
   float inv[2], lse[2];
   sm_state.finalize(a.scale, inv, lse);
   store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);
+}
+
+/// P (16-bit pairs) packed in place into the low half of S's registers: s[i] = pack(s[2i],
+/// s[2i + 1]) for i < kBlockN/4, in increasing i (s[i] was read by an earlier i/2 <= i).
+template <int kBlockN, bool BF16>
+__device__ __forceinline__ void pack_p_in_s(float (&s)[kBlockN / 2]) {
+#pragma unroll
+  for (int i = 0; i < kBlockN / 4; ++i)
+    s[i] = __uint_as_float(pack2<BF16>(s[2 * i], s[2 * i + 1]));
+}
+
+/// O[64 x kD] += P V_s with P in the low half of s (pack_p_in_s).
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_pv_from_s(float (&o)[Tr::kD / 2],
+                                                const float (&s)[Tr::kBlockN / 2],
+                                                uint32_t v_stage) {
+  const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(v_stage, Tr::kKVChunkBytes, 1024);
+#pragma unroll
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+    const uint32_t a[4] = {__float_as_uint(s[4 * kk]), __float_as_uint(s[4 * kk + 1]),
+                           __float_as_uint(s[4 * kk + 2]), __float_as_uint(s[4 * kk + 3])};
+    Wgmma<Tr::kD, BF16>::rs(o, a, desc_add(db0, kk * 16 * Tr::kChunkRowBytes), 1);
+  }
+}
+
+/// Half h (keys 64h .. 64h + 63) of S = Q K_s^T at 128-key tiles: an m64n64 wgmma sequence into
+/// s[32h .. 32h + 31], which is exactly that half of the m64n128 accumulator layout.
+template <class Tr, bool BF16, int kHalf>
+__device__ __forceinline__ void issue_qk_half(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
+                                              uint32_t k_stage) {
+  static_assert(Tr::kBlockN == 128, "issue_qk_half: 128-key tiles");
+  namespace ptx = attnkit::cuda::sm90;
+  float(&d)[32] = *reinterpret_cast<float(*)[32]>(&s[32 * kHalf]);
+  const uint64_t da0 = ptx::Sw128Desc::make(q_wg, 16, 1024);
+  const uint64_t db0 = ptx::Sw128Desc::make(k_stage + kHalf * 64 * Tr::kChunkRowBytes, 16, 1024);
+#pragma unroll
+  for (int ks = 0; ks < Tr::kD / 16; ++ks) {
+    const uint32_t off = (ks % 4) * 32;
+    Wgmma<64, BF16>::ss(d, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
+                        desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off), ks > 0 ? 1 : 0);
+  }
+}
+
+/// D = 256 with 128-key tiles (FwdTraits::kFused, Tuning::kv_tile_256 = 128; cuDNN's
+/// 64x128x256 kernel). Registers: O 128 + S 64 per thread leave no room for a separate P (32),
+/// so P lives in the low half of S (cuDNN's SASS does the same): in each turn the P V that reads
+/// P is issued before the Q K^T that overwrites S, and both are waited for before the softmax.
+/// One K and one V stage (FwdTraits): K_it and V_it-1 are released after this turn's wgmmas,
+/// the producer refills them while the other warpgroup's turn runs.
+///   turn 0:      S = Q K_{n-1}^T; wait; softmax; P -> s[0 .. 31]
+///   turn it:     O += P V_{it-1}; S = Q K_it^T; wait both; O *= factor after the softmax
+///   last turn:   O += P V_0
+/// Same turn count (n + 1) and release order as consume_tile_simple (idle_tile_simple serves).
+/// mbarrier wait/arrive on a 32-bit shared address (consume_tile_fused keeps every address as
+/// one 32-bit base + constants: the 64-bit generic pointers of SmemLayout were what spilled).
+__device__ __forceinline__ void mbar_wait_u32(uint32_t addr, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(addr),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_u32(uint32_t addr) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
+}
+
+template <class Tr, bool BF16>
+__device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<Tr>& sm,
+                                                   int m_block, int h, int b, int n_blocks,
+                                                   PipeOf<Tr>& pipe, QIndex& qi, int cwg, int tid,
+                                                   const PingPong& turn) {
+  namespace ptx = attnkit::cuda::sm90;
+  static_assert(Tr::kStagesK == 1 && Tr::kStagesV == 1 && Tr::kQStages == 1 && Tr::kCluster == 1,
+                "consume_tile_fused: one Q, K and V stage, no cluster");
+  constexpr int kBN = Tr::kBlockN;
+  const int warp = tid / 32, lane = tid % 32;
+  const int first_row = m_block * Tr::kBlockM + cwg * 64;
+  const float sl2 = a.scale_log2;
+
+  if (n_blocks > 0 && first_row >= a.seqlen_q) {
+    idle_tile_simple<Tr>(sm, n_blocks, pipe, 0, lane, turn);
+    ++qi.count;
+    return;
+  }
+  float o[Tr::kD / 2];
+#pragma unroll
+  for (int i = 0; i < Tr::kD / 2; ++i)
+    o[i] = 0.f;
+  OnlineSoftmax<kBN> sm_state;
+  sm_state.init();
+  if (n_blocks > 0) {
+    // Every shared address as one base + compile-time offsets (SmemLayout's order).
+    const uint32_t base = ptx::smem_u32(sm.q);
+    constexpr uint32_t kK = Tr::kQBytes, kV = kK + Tr::kKVBytes;
+    constexpr uint32_t kBars = kV + Tr::kKVBytes + Tr::kZeroBytes;
+    constexpr uint32_t kFullQ = kBars, kEmptyQ = kBars + 8, kFullK = kBars + 16;
+    constexpr uint32_t kFullV = kBars + 24, kEmptyK = kBars + 32, kEmptyV = kBars + 40;
+    const uint32_t q_wg = base + cwg * 64 * Tr::kChunkRowBytes;
+    auto release_u32 = [&](uint32_t off) {
+      if (lane == 0) mbar_arrive_u32(base + off);
+    };
+    auto needs_mask = [&](int nb) {
+      return (nb + 1) * kBN > a.seqlen_k ||
+             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+    };
+    const int row0 = first_row + warp * 16 + lane / 4;
+    float s[kBN / 2];
+    float factor[2];
+    mbar_wait_u32(base + kFullQ, qi.phase(1));
+    ++qi.count;
+    {
+      const int nb = n_blocks - 1;
+      mbar_wait_u32(base + kFullK, pipe.kph());
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_qk<Tr, BF16>(s, q_wg, base + kK);
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();
+      fence_regs(s);
+      release_u32(kEmptyK);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      sm_state.template step<true>(s, sl2, factor);
+      pack_p_in_s<kBN, BF16>(s);
+    }
+    for (int it = 1; it < n_blocks; ++it) {
+      const int nb = n_blocks - 1 - it;
+      mbar_wait_u32(base + kFullV, pipe.vph(it - 1));
+      mbar_wait_u32(base + kFullK, pipe.kph(it));
+      fence_regs(o);
+      fence_regs(s);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_pv_from_s<Tr, BF16>(o, s, base + kV);  // reads P = s[0 .. 31]
+      ptx::wgmma_commit();
+      issue_qk_half<Tr, BF16, 1>(s, q_wg, base + kK);  // writes s[32 .. 63]
+      ptx::wgmma_commit();
+      // s[0 .. 31] may be overwritten only once the P V that reads it is complete: a wgmma
+      // writing a register that an in-flight wgmma reads makes ptxas serialise every wgmma of the
+      // kernel (C7511, checked). The tensor pipe still has this Q K^T half queued meanwhile.
+      ptx::wgmma_wait<1>();  // P V_{it-1} done: V free
+      fence_regs(o);
+      fence_regs(s);
+      release_u32(kEmptyV);
+      ptx::wgmma_fence();
+      issue_qk_half<Tr, BF16, 0>(s, q_wg, base + kK);  // writes s[0 .. 31]
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();  // S ready: K free
+      fence_regs(s);
+      release_u32(kEmptyK);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      sm_state.template step<true>(s, sl2, factor);
+      rescale_o<Tr::kD>(o, factor);
+      pack_p_in_s<kBN, BF16>(s);
+    }
+    release_u32(kEmptyQ);
+    {
+      mbar_wait_u32(base + kFullV, pipe.vph(n_blocks - 1));
+      fence_regs(o);
+      fence_regs(s);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_pv_from_s<Tr, BF16>(o, s, base + kV);
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();
+      fence_regs(o);
+      release_u32(kEmptyV);
+    }
+    pipe.count += n_blocks;
+  }
+  float inv[2], lse[2];
+  sm_state.finalize(a.scale, inv, lse);
+  store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, first_row + warp * 16 + lane / 4, lane);
 }
 
 /// One consumer warpgroup's whole stream of tiles, with the tiles overlapped (a.overlap):
@@ -388,28 +646,32 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
 /// launch, e.g. S = 1024: rows 960 .. 1151) takes its turns without computing and releases each
 /// K/V/Q buffer once its data has landed (waiting on "full" first keeps its arrivals in the
 /// right phase); the epilogue would write nothing for those rows anyway.
-template <class Tr, bool BF16, bool kOrdered>
+template <class Tr, bool BF16, int kVar>
 struct Consumer {
   static constexpr int kBN = Tr::kBlockN;
+  static constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
+  static constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
+  static constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
   // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
   static constexpr bool kCanOverlap = Tr::kD != 256;
   __device__ __forceinline__ bool overlap() const { return kCanOverlap && a.overlap != 0; }
   const FwdArgs& a;
   const SmemLayout<Tr>& sm;
-  PipeIndex<Tr::kStages>& pipe;
+  PipeOf<Tr>& pipe;
   QIndex& qi;
   const PingPong& turn;
   int cwg, warp, lane;
   float o[Tr::kD / 2];
   uint32_t p[kBN / 4];
   OnlineSoftmax<kBN> state;
-  bool pending = false;  // P V of the last block of tile (pb, ph, prow0) not issued yet
+  float pf[2] = {1.f, 1.f};  // kEarly: the factor that goes with P (O *= pf before P's P V)
+  bool pending = false;      // P V of the last block of tile (pb, ph, prow0) not issued yet
   int pb = 0, ph = 0, prow0 = 0;
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
-                                      PipeIndex<Tr::kStages>& pipe_, QIndex& qi_,
-                                      const PingPong& turn_, int cwg_, int tid)
+                                      PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
+                                      int cwg_, int tid)
       : a(a_),
         sm(sm_),
         pipe(pipe_),
@@ -441,12 +703,13 @@ struct Consumer {
   /// itself is never inside a data-dependent branch (ptxas would serialise every wgmma, C7518).
   __device__ __forceinline__ void issue_pending_pv() {
     namespace ptx = attnkit::cuda::sm90;
-    if (pending) ptx::mbar_wait(&sm.full_v[pipe.stage(-1)], pipe.phase(-1));
-    const uint32_t base = pending ? v_addr(pipe.stage(-1)) : ptx::smem_u32(sm.zero);
+    if (pending) ptx::mbar_wait(&sm.full_v[pipe.vs(-1)], pipe.vph(-1));
+    const uint32_t base = pending ? v_addr(pipe.vs(-1)) : ptx::smem_u32(sm.zero);
     const uint32_t kk_stride = pending ? 16 * Tr::kChunkRowBytes : 0;
     const uint32_t chunk_stride = pending ? Tr::kKVChunkBytes : 16 * Tr::kChunkRowBytes;
+    if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // O = 0 without a pending P V
     ptx::wgmma_fence();
-    issue_pv<Tr, BF16>(o, p, base, kk_stride, chunk_stride);
+    issue_pv<Tr, BF16, kLegacyDesc>(o, p, base, kk_stride, chunk_stride);
     ptx::wgmma_commit();
   }
   /// After that P V completed: finishes the pending tile (frees its V buffer, writes O and
@@ -454,7 +717,7 @@ struct Consumer {
   /// whose next P V may be a zero-block one).
   __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
     if (pending) {
-      release<Tr>(&sm.empty_v[pipe.stage(-1)], lane);
+      release_kv<Tr>(&sm.empty_v[pipe.vs(-1)], lane);
       store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
     }
     zero_o();
@@ -489,13 +752,13 @@ struct Consumer {
   /// n turns without computing (all rows of this warpgroup past seqlen_q).
   __device__ __forceinline__ void idle_tile(int n_blocks, int qb) {
     namespace ptx = attnkit::cuda::sm90;
-    ptx::mbar_wait(&sm.full_k[pipe.stage()], pipe.phase());
+    ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
     fence_regs(o);
     fence_regs(p);
     turn.wait_turn();
     if constexpr (kCanOverlap) issue_pending_pv();
     turn.pass_turn();
-    release<Tr>(&sm.empty_k[pipe.stage()], lane);
+    release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
     if constexpr (kCanOverlap) {
       ptx::wgmma_wait<0>();
       fence_regs(o);
@@ -506,17 +769,17 @@ struct Consumer {
       zero_p();
     }
     for (int it = 1; it < n_blocks; ++it) {
-      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
-      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
       turn.wait_turn();
-      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
       turn.pass_turn();
-      release<Tr>(&sm.empty_k[st], lane);
-      release<Tr>(&sm.empty_v[sp], lane);
+      release_kv<Tr>(&sm.empty_k[st], lane);
+      release_kv<Tr>(&sm.empty_v[sp], lane);
     }
     release<Tr>(&sm.empty_q[qb], lane);
-    ptx::mbar_wait(&sm.full_v[pipe.stage(n_blocks - 1)], pipe.phase(n_blocks - 1));
-    release<Tr>(&sm.empty_v[pipe.stage(n_blocks - 1)], lane);
+    ptx::mbar_wait(&sm.full_v[pipe.vs(n_blocks - 1)], pipe.vph(n_blocks - 1));
+    release_kv<Tr>(&sm.empty_v[pipe.vs(n_blocks - 1)], lane);
     pipe.count += n_blocks;
   }
 
@@ -551,13 +814,13 @@ struct Consumer {
     // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
     {
       const int nb = n_blocks - 1;
-      const int st = pipe.stage();
-      ptx::mbar_wait(&sm.full_k[st], pipe.phase());
+      const int st = pipe.ks();
+      ptx::mbar_wait(&sm.full_k[st], pipe.kph());
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
       if constexpr (kCanOverlap) issue_pending_pv();
       turn.pass_turn();
@@ -567,14 +830,14 @@ struct Consumer {
         ptx::wgmma_wait<0>();
       }
       fence_regs(s);
-      release<Tr>(&sm.empty_k[st], lane);
+      release_kv<Tr>(&sm.empty_k[st], lane);
       float inv[2], lse[2];
       if constexpr (kCanOverlap)
         state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.step(s, sl2, factor);  // factor = 0: O starts from zero
+      state.template step<!kLegacyDesc>(s, sl2, factor);  // factor = 0: O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
@@ -585,43 +848,40 @@ struct Consumer {
       } else {
         convert_p<kBN, BF16>(s, p);
       }
+      pf[0] = factor[0], pf[1] = factor[1];
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
-      const int st = pipe.stage(it), sp = pipe.stage(it - 1);
-      ptx::mbar_wait(&sm.full_k[st], pipe.phase(it));
+      const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
       ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.full_v[sp], pipe.phase(it - 1));
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
+      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
-      issue_pv<Tr, BF16>(o, p, v_addr(sp));
+      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_addr(sp));
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<1>();  // S ready
       fence_regs(s);
-      release<Tr>(&sm.empty_k[st], lane);
+      release_kv<Tr>(&sm.empty_k[st], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.step(s, sl2, factor);
+      state.template step<!kLegacyDesc>(s, sl2, factor);
       softmax_before_wait<kOrdered>(state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);
-      release<Tr>(&sm.empty_v[sp], lane);
-#pragma unroll
-      for (int j = 0; j < Tr::kD / 8; ++j) {
-        o[4 * j + 0] *= factor[0];
-        o[4 * j + 1] *= factor[0];
-        o[4 * j + 2] *= factor[1];
-        o[4 * j + 3] *= factor[1];
-      }
+      release_kv<Tr>(&sm.empty_v[sp], lane);
+      if constexpr (!kEarly) rescale_o<Tr::kD>(o, factor);
       // P is converted only now: writing its registers while P V_{it-1} still reads them makes
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
       convert_p<kBN, BF16>(s, p);
+      pf[0] = factor[0], pf[1] = factor[1];
     }
     // Every QK^T of this tile is done: the producer may load a later tile's Q here.
     release<Tr>(&sm.empty_q[qb], lane);

@@ -34,13 +34,33 @@ struct OnlineSoftmax {
 
   /// Replaces s by the unnormalised probabilities and returns, per row, the factor by which the
   /// output accumulated so far must be multiplied (0 before the first visible key).
+  /// kTree: the row max as a pairwise tree (depth log2(kBlockN/4) instead of a kBlockN/4-long
+  /// chain of dependent FMNMX: 61 back-to-back FMNMX in the v5 SASS at D = 128 between the S
+  /// wait and the first exp2, on every warpgroup's critical path). max is exact in any order
+  /// (fmaxf drops NaN operands either way), so results are bit-identical. false = v5 (A/B).
+  template <bool kTree = true>
   __device__ __forceinline__ void step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float mx = row_max[r];
+      if constexpr (kTree) {
+        constexpr int n = kBlockN / 8;
+        float m[n];
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j)
-        mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+        for (int j = 0; j < n; ++j)
+          m[j] = fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]);
+#pragma unroll
+        for (int w = 1; w < n; w *= 2) {
+#pragma unroll
+          for (int j = 0; j + w < n; j += 2 * w)
+            m[j] = fmaxf(m[j], m[j + w]);
+        }
+        mx = fmaxf(mx, m[0]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kBlockN / 8; ++j)
+          mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      }
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;

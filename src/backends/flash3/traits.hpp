@@ -9,8 +9,11 @@
 // rows with the 128B swizzle that TMA writes and wgmma reads):
 //   Q  [kQStages][kBlockM x kD]     one buffer per tile; two when they fit (D <= 128), so the
 //                                   producer loads tile t+1's Q while tile t still reads its own
-//   K  [kStages][kBlockN x kD]      ring, "full" barriers filled by TMA, "empty" by consumers
-//   V  [kStages][kBlockN x kD]      same, separate barriers so S = QK^T can start before V lands
+//   K  [kStagesK][kBlockN x kD]     ring, "full" barriers filled by TMA, "empty" by consumers
+//   V  [kStagesV][kBlockN x kD]     same, separate barriers so S = QK^T can start before V lands;
+//                                   VS = 3 (Tuning::v_stages, A/B) gives the V loads one more
+//                                   iteration of lead (a V stage is freed only after both
+//                                   warpgroups' P V on it, a K stage already after their Q K^T)
 // kBlockN per head dim keeps the consumers' registers under the 240 setmaxnreg budget:
 //   O accumulator 64 x kD fp32 = kD/2 regs/thread, S tile 64 x kBlockN fp32 = kBlockN/2,
 //   P (16-bit, packed after the PV wait so one copy is live) = kBlockN/4.
@@ -24,14 +27,26 @@
 
 namespace attnkit::flash3 {
 
-template <int D, int BN = 0, int WGs = 2>
+// CL = CTAs per cluster: 2 pairs the CTAs of tiles (m, h, b) and (m + 1, h, b), which read the
+// same K/V blocks: each CTA loads half of every K/V block's 64-column chunks and multicasts them
+// to both (cluster.cuh), halving the L2 -> SM traffic of K/V (FA3 does this for D >= 128
+// non-causal). Needs >= 2 chunks (D >= 128).
+template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1>
 struct FwdTraits {
   static_assert(D == 64 || D == 128 || D == 256, "flash3 forward: D in {64, 128, 256}");
   static constexpr int kD = D;
   static_assert(WGs == 2 || WGs == 3, "flash3 forward: 2 or 3 consumer warpgroups");
   static constexpr int kBlockM = 64 * WGs;  // consumer warpgroups x 64 rows
   static constexpr int kBlockN = BN != 0 ? BN : (D == 256 ? 64 : 128);
-  static constexpr int kStages = 2;
+  // D = 256 with 128-key tiles (Tuning::kv_tile_256, cuDNN's 64x128x256): Q 64 KB + one K and
+  // one V stage of 64 KB each = 194 KB; a second stage of either does not fit in 227 KB.
+  // Its consumer (mainloop.cuh, consume_tile_fused) packs P into the low half of S's registers.
+  static constexpr bool kFused = D == 256 && kBlockN == 128;
+  static constexpr int kStagesK = kFused ? 1 : 2;
+  static_assert(VS == 2 || VS == 3, "flash3 forward: 2 or 3 V stages");
+  static constexpr int kStagesV = kFused ? 1 : VS;
+  static_assert(CL == 1 || (CL == 2 && D >= 128), "flash3 forward: cluster of 2 needs D >= 128");
+  static constexpr int kCluster = CL;
   static constexpr int kConsumerWGs = WGs;
   static constexpr int kThreads = 128 * (1 + kConsumerWGs);
   static constexpr int kChunks = D / 64;  // 64-element (128-byte) column chunks
@@ -61,8 +76,10 @@ struct FwdTraits {
   // kZeroBytes: a zeroed 16-key V block [16][kD] (MN-major chunks of 16 x 128 B) that the
   // overlapped consumer's P V reads (with P = 0) in turns where it has no pending P V, so the
   // wgmma issue is not inside a data-dependent branch (ptxas serialises those: C7518).
-  static constexpr int kZeroBytes = 16 * D * 2;
-  static constexpr int kFixedBytes = 2 * kStages * kKVBytes + kZeroBytes + 1024 + 1024;
+  // D = 256 never overlaps tiles (Consumer::kCanOverlap), so it needs no zero block; that is
+  // what lets its 3-V-stage variant fit (64 + 5 x 32 + 2 KB = 226 KB).
+  static constexpr int kZeroBytes = D == 256 ? 0 : 16 * D * 2;
+  static constexpr int kFixedBytes = (kStagesK + kStagesV) * kKVBytes + kZeroBytes + 1024 + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");

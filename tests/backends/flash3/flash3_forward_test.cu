@@ -285,6 +285,19 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().overlap_tiles = c.tag != "serial";
   // "ordered": the softmax pinned in front of the P V wait (Tuning::ordered_softmax).
   flash3::tuning().ordered_softmax = c.tag == "ordered";
+  // "early"/"v3"/"early_v3": O rescaled before its P V issue; 3-stage V ring (session 3 knobs).
+  flash3::tuning().early_rescale = c.tag == "early" || c.tag == "early_v3";
+  flash3::tuning().v_stages = c.tag == "v3" || c.tag == "early_v3" ? 3 : 2;
+  // "cluster"/"cluster_early": 2-CTA clusters with K/V multicast (D >= 128 non-causal with an
+  // even m-block count; elsewhere the knob is ignored and the plain kernel runs).
+  // "legacy_desc": v5's per-wgmma descriptor rebuild (A/B knob).
+  flash3::tuning().legacy_desc = c.tag == "legacy_desc";
+  // "kv128": D = 256 with 128-key tiles (one K/V stage, P packed into S; elsewhere ignored).
+  flash3::tuning().kv_tile_256 = c.tag == "kv128" ? 128 : 0;
+  if (c.tag == "cluster" || c.tag == "cluster_early") {
+    flash3::tuning().cluster = 2;
+    flash3::tuning().early_rescale = c.tag == "cluster_early";
+  }
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -377,8 +390,9 @@ std::vector<Cfg> cases() {
         add({"padded", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
       }
       if (d == 128) add({"wide", 2, 300, 517, 4, 2});
-      for (const char* knob : {"pp_on", "pp_off", "nonpersist", "q1buf", "sched_static",
-                               "sched_dyn", "wgs2", "serial", "ordered"}) {
+      for (const char* knob :
+           {"pp_on", "pp_off", "nonpersist", "q1buf", "sched_static", "sched_dyn", "wgs2", "serial",
+            "ordered", "early", "v3", "early_v3", "legacy_desc"}) {
         if (std::string(knob) == "wgs2" && d != 64) continue;
         add({knob, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       }
@@ -391,6 +405,33 @@ std::vector<Cfg> cases() {
       add({"serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"ordered", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+      for (const char* knob : {"cluster", "cluster_early"}) {
+        add({knob, 1, 256, 300, 4, 2});  // 2 m blocks
+        add({knob, 2, 900, 700, 40, 8, 0, DType::bf16, Causal::none, false, false, true});
+        add({knob, 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+        add({knob, 1, 300, 77, 2, 1, 0, DType::bf16, Causal::none});  // odd: plain kernel
+      }
+      for (const char* knob : {"early", "v3", "early_v3"}) {
+        add({knob, 2, 700, 200, 16, 4, 0, DType::bf16, Causal::bottom_right});
+        add({knob, 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+        add({knob, 1, 77, 300, 4, 2, 0, DType::f16, Causal::top_left});
+      }
+      if (d == 256) {  // 128-key tiles (Tuning::kv_tile_256): both causal alignments,
+        // Sq != Sk, odd lengths (partial last K/V block), rows without keys, idle warpgroups
+        // (Sq = 77: the second warpgroup of the 128-row tile has none), GQA, persistent CTAs
+        // with several tiles each, one block only (sk <= 128), large vs the GPU reference.
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"kv128", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"kv128", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"kv128", 2, 700, 517, 16, 4, 0, DType::bf16, cz});
+        }
+        add({"kv128", 2, 128, 128, 2, 2});
+        add({"kv128", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"kv128", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+        add({"kv128", 1, 1500, 3001, 4, 1, 0, DType::bf16, Causal::bottom_right, true, false,
+             true});
+        add({"kv128", 1, 2048, 2048, 4, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+      }
       if (d == 64) {  // causal S_q <= 1024 runs 2 warpgroups by default: force 3 (idle ones)
         add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
         add({"wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});

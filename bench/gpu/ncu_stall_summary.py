@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Summarises an ncu source-page CSV (SASS, warp-stall sampling) of one kernel: the top
+instructions by stall samples with their dominant reasons, and the samples per opcode.
+usage: ncu --import r.ncu-rep --page source --csv --print-source sass ... | ncu_stall_summary.py"""
+import collections
+import csv
+import io
+import sys
+
+text = sys.stdin.read()
+lines = text.splitlines()
+start = next((i for i, l in enumerate(lines) if l.startswith('"#') or '"Address"' in l or '"Source"' in l), None)
+if start is None:
+    print("no CSV header found; first lines:\n" + "\n".join(lines[:5]))
+    sys.exit(0)
+rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+hdr = rows[0]
+print("columns:", "|".join(hdr[:40]))
+src = next((i for i, h in enumerate(hdr) if h.strip() == "Source"), None)
+allc = next((i for i, h in enumerate(hdr) if "Stall Sampling (All" in h), None)
+reason = [(i, h) for i, h in enumerate(hdr) if h.startswith("stall_") or "Stall Reason" in h]
+
+
+def num(x):
+    try:
+        return float(x.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+if src is None or allc is None:
+    print("missing Source / Warp Stall Sampling columns")
+    sys.exit(0)
+data = [r for r in rows[1:] if len(r) > allc]
+tot = sum(num(r[allc]) for r in data) or 1.0
+by_op = collections.Counter()
+for r in data:
+    op = r[src].strip().split()
+    op = [t for t in op if not t.startswith("@")]
+    by_op[op[0] if op else "?"] += num(r[allc])
+print(f"total samples {tot:.0f}")
+print("by opcode: " + ", ".join(f"{k} {100 * v / tot:.1f}%" for k, v in by_op.most_common(14)))
+for r in sorted(data, key=lambda r: -num(r[allc]))[:28]:
+    rs = sorted(((num(r[i]), h) for i, h in reason), reverse=True)[:3]
+    rtxt = " ".join(f"{h.replace('stall_', '')}={v:.0f}" for v, h in rs if v > 0)
+    print(f"{100 * num(r[allc]) / tot:5.1f}%  {r[0][:8]:>8}  {r[src].strip()[:70]:70s} {rtxt}")
