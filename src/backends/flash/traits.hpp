@@ -60,10 +60,10 @@
 //     every item for visibility with a division per item (0). ncu (run 8, D = 128, S = 4k): the
 //     fused kernel issued 1476 instructions per warp and item vs FA-2's 1016 for the same 320
 //     MMAs and 144 ldmatrix; ~250 of ours in the uniform datapath (per-item index math).
-//     1 measured +1-5 % (H200, S = 4k, run 9 A/B; correct vs torch there) but has not run the
-//     test suite: default candidate for the next GPU run.
+//     1 measured +1-5 % (H200, S = 4k, run 9 A/B; correct vs torch there); default since the
+//     lead's merged session-3 run (test_flash on it: bench/notes/flash.md).
 #ifndef ATTNKIT_FLASH_BWD_ITEM_RANGE
-#define ATTNKIT_FLASH_BWD_ITEM_RANGE 0
+#define ATTNKIT_FLASH_BWD_ITEM_RANGE 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
