@@ -40,14 +40,18 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
                "r"(bytes)
                : "memory");
 }
-/// One plain arrival.
+/// One plain arrival; `addr` is the barrier's 32-bit shared-memory address (kernels that keep
+/// every address as one 32-bit base + constants use this form: 64-bit pointers spill first).
+__device__ __forceinline__ void mbar_arrive(uint32_t addr) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
+}
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+  mbar_arrive(smem_u32(bar));
 }
 /// Blocks until the phase with parity `parity` (0/1) has completed. A fresh barrier counts its
 /// (virtual) previous phase, parity 1, as complete: producers start waiting on "empty" with 1.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = smem_u32(bar);
+/// `addr`: the barrier's 32-bit shared-memory address (see mbar_arrive).
+__device__ __forceinline__ void mbar_wait(uint32_t addr, uint32_t parity) {
   asm volatile(
       "{\n"
       ".reg .pred done;\n"
@@ -57,6 +61,9 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       "}\n" ::"r"(addr),
       "r"(parity)
       : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  mbar_wait(smem_u32(bar), parity);
 }
 
 // ---------------------------------------------------------------------------------------------

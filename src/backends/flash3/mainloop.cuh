@@ -499,23 +499,6 @@ __device__ __forceinline__ void issue_qk_half(float (&s)[Tr::kBlockN / 2], uint3
 ///   turn it:     O += P V_{it-1}; S = Q K_it^T; wait both; O *= factor after the softmax
 ///   last turn:   O += P V_0
 /// Same turn count (n + 1) and release order as consume_tile_simple (idle_tile_simple serves).
-/// mbarrier wait/arrive on a 32-bit shared address (consume_tile_fused keeps every address as
-/// one 32-bit base + constants: the 64-bit generic pointers of SmemLayout were what spilled).
-__device__ __forceinline__ void mbar_wait_u32(uint32_t addr, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(addr),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_u32(uint32_t addr) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
-}
-
 template <class Tr, bool BF16>
 __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<Tr>& sm,
                                                    int m_block, int h, int b, int n_blocks,
@@ -549,7 +532,7 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
     constexpr uint32_t kFullV = kBars + 24, kEmptyK = kBars + 32, kEmptyV = kBars + 40;
     const uint32_t q_wg = base + cwg * 64 * Tr::kChunkRowBytes;
     auto release_u32 = [&](uint32_t off) {
-      if (lane == 0) mbar_arrive_u32(base + off);
+      if (lane == 0) ptx::mbar_arrive(base + off);
     };
     auto needs_mask = [&](int nb) {
       return (nb + 1) * kBN > a.seqlen_k ||
@@ -558,11 +541,11 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
     const int row0 = first_row + warp * 16 + lane / 4;
     float s[kBN / 2];
     float factor[2];
-    mbar_wait_u32(base + kFullQ, qi.phase(1));
+    ptx::mbar_wait(base + kFullQ, qi.phase(1));
     ++qi.count;
     {
       const int nb = n_blocks - 1;
-      mbar_wait_u32(base + kFullK, pipe.kph());
+      ptx::mbar_wait(base + kFullK, pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
       issue_qk<Tr, BF16>(s, q_wg, base + kK);
@@ -578,8 +561,8 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
-      mbar_wait_u32(base + kFullV, pipe.vph(it - 1));
-      mbar_wait_u32(base + kFullK, pipe.kph(it));
+      ptx::mbar_wait(base + kFullV, pipe.vph(it - 1));
+      ptx::mbar_wait(base + kFullK, pipe.kph(it));
       fence_regs(o);
       fence_regs(s);
       turn.wait_turn();
@@ -610,7 +593,7 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
     }
     release_u32(kEmptyQ);
     {
-      mbar_wait_u32(base + kFullV, pipe.vph(n_blocks - 1));
+      ptx::mbar_wait(base + kFullV, pipe.vph(n_blocks - 1));
       fence_regs(o);
       fence_regs(s);
       turn.wait_turn();
