@@ -80,6 +80,19 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
     ptx::cp_async_commit();
   }
 
+  // Waits for V_n, then starts K_{n-1} into sK (free once every warp is past this barrier).
+  // Where it runs in the loop is Tr::kEarlyK's choice (before or after the softmax).
+  auto wait_v_load_next_k = [&](int n, int64_t n0) {
+    ptx::cp_async_wait<0>();
+    __syncthreads();  // V_n landed; every warp is done with K_n
+    if (n > n_begin) {
+      const int64_t n1 = n0 - kBN;
+      load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
+                                        static_cast<int>(sp.sk - n1), dq_valid);
+      ptx::cp_async_commit();
+    }
+  };
+
   for (int n = n_end - 1; n >= n_begin; --n) {
     const int64_t n0 = static_cast<int64_t>(n) * kBN;
     ptx::cp_async_wait<0>();
@@ -117,14 +130,7 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
     if constexpr (Tr::kEarlyK) {
       // FA-2's order: wait for V_n and start K_{n-1} before the softmax, so the K load overlaps
       // the softmax and P V instead of P V alone.
-      ptx::cp_async_wait<0>();
-      __syncthreads();  // V_n landed; every warp is done with K_n
-      if (n > n_begin) {
-        const int64_t n1 = n0 - kBN;
-        load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                          static_cast<int>(sp.sk - n1), dq_valid);
-        ptx::cp_async_commit();
-      }
+      wait_v_load_next_k(n, n0);
     }
     float corr[kMT][2];
     bool rescale = false;
@@ -186,14 +192,7 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
     }
 
     if constexpr (!Tr::kEarlyK) {
-      ptx::cp_async_wait<0>();
-      __syncthreads();  // V_n landed; every warp is done with K_n
-      if (n > n_begin) {
-        const int64_t n1 = n0 - kBN;
-        load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                          static_cast<int>(sp.sk - n1), dq_valid);
-        ptx::cp_async_commit();
-      }
+      wait_v_load_next_k(n, n0);
     }
     warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sV, 0);
   }
