@@ -3,8 +3,12 @@
 # sm_90a) of test_flash3 and libattnkit_c plus the standalone A/B tool, SASS facts, tests,
 # compute-sanitizer subset, A/B timings (dQ bulk reduce vs atomics), peer benchmark.
 # Usage: OUT=dir bench/gpu/flash3_bwd_gpu_run.sh ["peers.py args"]; at most 8 files under $OUT:
-# build.log test.log sanitizer.log ab.log bench.log bench.json bench.md summary.txt
-# Phase limits (s): F3B_BUILD_T (300) F3B_TEST_T (200) F3B_SAN_T (60 per tool) F3B_BENCH_T (150).
+# build.log test.log sanitizer.log ab.log bench.log bench.json bench.md summary.txt (+ ncu.log
+# inside the others' place when F3B_NCU=1: it replaces bench.log, which then goes to summary).
+# Phase limits (s): F3B_BUILD_T (300) F3B_TEST_T (200) F3B_SAN_T (60 per tool) F3B_BENCH_T (150);
+# F3B_DEADLINE (s from start, default 420): the bench and ncu phases only start while time is
+# left and are cut to it. The peers run uses the A/B's fastest tested variant per head dim
+# (env knobs of bwd_launch.cuh), printed in summary.txt.
 set -u
 OUT=${OUT:-/tmp/f3bwd_out}
 mkdir -p "$OUT"
@@ -28,10 +32,12 @@ timeout ${F3B_BUILD_T:-300} bash -c "cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYP
   -DATTNKIT_BUILD_CLI=OFF -DATTNKIT_BUILD_PYTHON=OFF && ninja -C $B -j16 test_flash3 attnkit_c" >> "$OUT/build.log" 2>&1
 echo "build rc=$? ($(( $(date +%s) - t0 )) s)" | tee -a "$S"
 wait $AB_PID; echo "ab tool build rc=$?" | tee -a "$S"; cat /tmp/ab_build.log >> "$OUT/build.log"
-grep -E "error" "$OUT/build.log" | head -10 | tee -a "$S"
-for o in $B/src/backends/flash3/CMakeFiles/attnkit_backend_flash3.dir/instantiations/bwd_*.o; do
+grep -E "error|warning.*(wgmma|serializ)" "$OUT/build.log" | head -10 | tee -a "$S"
+for o in $B/src/backends/flash3/CMakeFiles/attnkit_backend_flash3.dir/instantiations/bwd_*bf16*.o; do
   [ -f "$o" ] || continue
   echo "SASS $(basename $o): HGMMA $(cuobjdump --dump-sass $o | grep -c HGMMA), LDL/STL $(cuobjdump --dump-sass $o | grep -cE 'LDL|STL'), REDs $(cuobjdump --dump-sass $o | grep -cE 'RED|ATOM'), UBLKRED $(cuobjdump --dump-sass $o | grep -cE 'UBLKRED|BULK')" | tee -a "$S"
+  # Per kernel: registers / stack (spills) / shared.
+  cuobjdump -res-usage "$o" 2>/dev/null | grep -A1 "bwd_kernel" | grep -oE "bwd_kernelI[^ ]*|REG:[0-9]+|STACK:[0-9]+" | paste - - - | tee -a "$S"
 done
 
 if [ -x $B/tests/test_flash3 ]; then
@@ -46,7 +52,7 @@ if [ -x $B/tests/test_flash3 ]; then
     export ATTNKIT_FLASH3_BWD_COUPLED=1
     echo "default (decoupled) backward FAILED tests: benchmarking the coupled kernel" | tee -a "$S"
   fi
-  FILT='*Sm90BwdPtx*:*Flash3Backward.MatchesOracle/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleCoupled/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDqAtomics/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Hostile*bf16_bshd_b2_sq13_sk13_h2x1_d64_causalTL_bwd'
+  FILT='*Sm90BwdPtx*:*Flash3Backward.MatchesOracle/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleCoupled/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDqAtomics/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Hostile*bf16_bshd_b2_sq13_sk13_h2x1_d64_causalTL_bwd:*Flash3Backward.MatchesOracleCoupledDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleBm128/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleBm128DqFirstBulk/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Flash3Backward.MatchesOracleBm128DqFirstShfl/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDecoupledDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd'
   : > "$OUT/sanitizer.log"
   for tool in memcheck racecheck; do
     echo "==== $tool" >> "$OUT/sanitizer.log"
@@ -57,36 +63,70 @@ if [ -x $B/tests/test_flash3 ]; then
 fi
 
 if [ -x /tmp/flash3_bwd_ab ]; then
-  timeout ${F3B_AB_T:-90} /tmp/flash3_bwd_ab ${F3B_AB_CFGS:-} > "$OUT/ab.log" 2>&1
+  timeout ${F3B_AB_T:-120} /tmp/flash3_bwd_ab ${F3B_AB_CFGS:-} > "$OUT/ab.log" 2>&1
   echo "ab rc=$?" | tee -a "$S"; cat "$OUT/ab.log" >> "$S"
 fi
 
-# Per head dim, bench the faster of the two tested warpgroup variants (A/B medians, S = 4k and
-# 16k non-causal summed): coupled where it wins (unless already forced by a test failure).
-if [ -s "$OUT/ab.log" ] && [ -z "${ATTNKIT_FLASH3_BWD_COUPLED:-}" ]; then
-  CPL=$(python3 - "$OUT/ab.log" <<'PY'
+# Per head dim, bench the A/B's fastest variant (TFLOP/s summed over S = 4k and 16k, causal
+# both) among those whose test variant passed (any failed backward test: keep the defaults).
+if [ -s "$OUT/ab.log" ] && ! grep -qE "^\[  FAILED  \] .*(Backward|_bwd)" "$OUT/test.log" 2>/dev/null; then
+  ENVS=$(python3 - "$OUT/ab.log" <<'PY'
 import re, sys
 t = {}
 for line in open(sys.argv[1]):
-    m = re.match(r"S=\s*(\d+) D=\s*(\d+) causal=0 (\S+)\s+\S+ ms\s+(\S+) TFLOP", line)
+    m = re.match(r"S=\s*(\d+) D=\s*(\d+) causal=(\d) (\S+)\s+\S+ ms\s+(\S+) TFLOP", line)
     if m and int(m.group(1)) in (4096, 16384):
-        k = (int(m.group(2)), m.group(3))
-        t[k] = t.get(k, 0.0) + float(m.group(4))
-out = [str(d) for d in (64, 128)
-       if (d, "coupled+bulk") in t and (d, "decoupled+bulk") in t and t[(d, "coupled+bulk")] > t[(d, "decoupled+bulk")]]
-print(",".join(out))
+        k = (int(m.group(2)), m.group(4))
+        t[k] = t.get(k, 0.0) + float(m.group(5))
+env = {}
+for d in (64, 128):
+    cands = {v: x for (dd, v), x in t.items() if dd == d}
+    if not cands:
+        continue
+    best = max(cands, key=cands.get)
+    print(f"# D={d}: best {best} ({cands[best]:.0f} summed TFLOP/s)", file=sys.stderr)
+    parts = best.split("+")
+    knobs = []
+    if parts[0] == "m128": knobs.append("BM128")
+    if parts[0] == "coupled": knobs.append("COUPLED")
+    knobs.append("DQBULK" if "bulk" in parts else "DQATOMIC")
+    if "dqf" in parts: knobs.append("DQFIRST")
+    if "shfl" in parts: knobs.append("STATSHFL")
+    for k in knobs:
+        env.setdefault(k, []).append(str(d))
+print(" ".join(f"ATTNKIT_FLASH3_BWD_{k}={','.join(v)}" for k, v in env.items()))
 PY
 )
-  if [ -n "$CPL" ]; then export ATTNKIT_FLASH3_BWD_COUPLED=$CPL; fi
-  echo "bench variant: coupled for D in {${CPL}} (A/B), decoupled otherwise" | tee -a "$S"
+  if [ -n "$ENVS" ]; then export $ENVS; fi
+  echo "bench variant env: ${ENVS:-defaults}" | tee -a "$S"
 fi
+F3B_DEADLINE=${F3B_DEADLINE:-420}
+left() { echo $(( F3B_DEADLINE - ($(date +%s) - t0) )); }
 
-if [ -f $B/libattnkit_c.so ] && [ "${F3B_BENCH:-1}" = 1 ]; then
+if [ -f $B/libattnkit_c.so ] && [ "${F3B_BENCH:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
+  BT=${F3B_BENCH_T:-150}; [ "$BT" -gt "$(left)" ] && BT=$(left)
+  echo "bench (limit $BT s)" | tee -a "$S"
   # shellcheck disable=SC2086
-  PYTHONUNBUFFERED=1 timeout ${F3B_BENCH_T:-150} python3 bench/peers.py --lib $B/libattnkit_c.so \
+  PYTHONUNBUFFERED=1 timeout $BT python3 bench/peers.py --lib $B/libattnkit_c.so \
     --backends flash3 --peers cudnn,flash --json "$OUT/bench.json" --md "$OUT/bench.md" \
     --commit "${ATTNKIT_COMMIT:-}" $BENCH_ARGS > "$OUT/bench.log" 2>&1
   echo "bench rc=$?" | tee -a "$S"
   [ -s "$OUT/bench.json" ] && python3 bench/peers.py --summarize "$OUT/bench.json" 2>&1 | tail -40 | tee -a "$S"
+fi
+# Hardware counters of one main-kernel launch per listed A/B variant (S = 4k non-causal):
+# F3B_NCU="D:variant ..." (e.g. "64:decoupled+atomic 64:m128+atomic+dqf").
+if [ -n "${F3B_NCU:-}" ] && [ -x /tmp/flash3_bwd_ab ]; then
+  : > "$OUT/ncu.log"
+  for dv in $F3B_NCU; do
+    [ "$(left)" -gt 25 ] || { echo "ncu: no time left for $dv" | tee -a "$S"; break; }
+    d=${dv%%:*}; v=${dv#*:}
+    echo "==== ncu D=$d $v" >> "$OUT/ncu.log"
+    F3AB_ONLY=$v F3AB_REPS=1 timeout $(( $(left) - 5 )) ncu --clock-control none -k regex:bwd_kernel \
+      --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+      --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active,smsp__inst_executed.avg.per_cycle_active \
+      /tmp/flash3_bwd_ab 4096,$d,0 >> "$OUT/ncu.log" 2>&1
+    echo "ncu $dv rc=$?" | tee -a "$S"
+  done
+  grep -E "====|Duration|Compute \(SM\) Throughput|Memory Throughput|hmma|wavefronts_mem_shared|per_cycle_active|Stall|Warp Cycles Per Issued" "$OUT/ncu.log" | head -60 >> "$S"
 fi
 echo "total $(( $(date +%s) - t0 )) s" | tee -a "$S"

@@ -46,15 +46,31 @@ inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int
 
 inline constexpr int kMaxDevices = 64;
 
+/// Reads a measurement / fallback switch from the environment once per process: a comma list
+/// of head dims ("64,128"), "1" or "all" for every D; returns whether D is listed. Unset: false.
+inline bool env_lists_head_dim(const char* name, int d) {
+  const char* e = std::getenv(name);
+  if (e == nullptr) return false;
+  const std::string v(e);
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    const size_t end = v.find(',', pos) == std::string::npos ? v.size() : v.find(',', pos);
+    const std::string tok = v.substr(pos, end - pos);
+    if (tok == "1" || tok == "all" || tok == std::to_string(d)) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
 }  // namespace bwd
 
 namespace bwd {
-template <int D, bool BF16, bool kDecoupled>
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, bool kStatShfl = false>
 void launch_backward(const Params& p) {
-  using Tr = bwd::BwdTraits<D, kDecoupled>;
+  using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
-  // Query rows padded to whole 64-row blocks (at least one), so the kernel's lse2 / delta /
+  // Query rows padded to whole kBlockM-row blocks (at least one), so the kernel's lse2 / delta /
   // dQ-workspace accesses need no bounds checks.
   const int64_t m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM : 1;
   const int64_t sq_pad = m_blocks * Tr::kBlockM;
@@ -116,10 +132,13 @@ void launch_backward(const Params& p) {
     // 16k (staging 16 KB through smem costs smem bandwidth, which the m64n64 SS GEMMs already
     // saturate); D = 128 bulk 399 vs atomics 358 at 4k, 434 vs 356 at 16k (its decoupled dQ
     // tile is 64 x 128 per warpgroup: twice the atomics).
+    // Env ATTNKIT_FLASH3_BWD_DQBULK / _DQATOMIC (lists of D, read once) override the default.
+    static const bool env_bulk = bwd::env_lists_head_dim("ATTNKIT_FLASH3_BWD_DQBULK", D);
+    static const bool env_atomic = env_lists_head_dim("ATTNKIT_FLASH3_BWD_DQATOMIC", D);
     const int mode = bwd_tuning().dq_mode;
-    a.dq_bulk = mode >= 0 ? mode : (D >= 128 ? 1 : 0);
+    a.dq_bulk = mode >= 0 ? mode : env_bulk ? 1 : env_atomic ? 0 : (D >= 128 ? 1 : 0);
 
-    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled>;
+    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStatShfl>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -147,30 +166,51 @@ void launch_backward(const Params& p) {
 
 }  // namespace bwd
 
-/// Variant per call: decoupled warpgroups (default) or coupled (run 1's kernel), from
-/// bwd_tuning().decoupled, else env ATTNKIT_FLASH3_BWD_COUPLED (read once; a measurement and
-/// fallback switch): "1" or "all" = coupled for every D, or a comma list of head dims ("128").
+/// Variant per call, from bwd_tuning() where a knob is set (>= 0), else the environment (read
+/// once; measurement and fallback switches), else the measured default:
+///   block_m 128 (D = 64 only; always coupled): env ATTNKIT_FLASH3_BWD_BM128 lists D;
+///   decoupled warpgroups (default) or coupled (run 1's kernel): env ATTNKIT_FLASH3_BWD_COUPLED;
+///   dQ-first GEMM order (kDqFirst in bwd_kernel.cuh; not for decoupled D = 128): env
+///   ATTNKIT_FLASH3_BWD_DQFIRST; block_m 128: lse2 / delta by shuffles (kStatShfl): env
+///   ATTNKIT_FLASH3_BWD_STATSHFL.
 template <int D, bool BF16>
 void run_backward(const Params& p) {
-  static const bool env_coupled = [] {
-    const char* e = std::getenv("ATTNKIT_FLASH3_BWD_COUPLED");
-    if (e == nullptr) return false;
-    const std::string v(e);
-    size_t pos = 0;
-    while (pos <= v.size()) {
-      const size_t end = v.find(',', pos) == std::string::npos ? v.size() : v.find(',', pos);
-      const std::string tok = v.substr(pos, end - pos);
-      if (tok == "1" || tok == "all" || tok == std::to_string(D)) return true;
-      pos = end + 1;
+  static const bool env_coupled = bwd::env_lists_head_dim("ATTNKIT_FLASH3_BWD_COUPLED", D);
+  static const bool env_bm128 = bwd::env_lists_head_dim("ATTNKIT_FLASH3_BWD_BM128", D);
+  static const bool env_dq_first = bwd::env_lists_head_dim("ATTNKIT_FLASH3_BWD_DQFIRST", D);
+  static const bool env_stat_shfl = bwd::env_lists_head_dim("ATTNKIT_FLASH3_BWD_STATSHFL", D);
+  const BwdTuning& t = bwd_tuning();
+  const bool bm128 = D == 64 && (t.block_m > 0 ? t.block_m == 128 : env_bm128);
+  const bool decoupled = !bm128 && (t.decoupled >= 0 ? t.decoupled != 0 : !env_coupled);
+  const bool dq_first =
+      !(decoupled && D >= 128) && (t.dq_first >= 0 ? t.dq_first != 0 : env_dq_first);
+  if constexpr (D == 64) {
+    if (bm128) {
+      const bool shfl = t.stat_shfl >= 0 ? t.stat_shfl != 0 : env_stat_shfl;
+      if (dq_first && shfl)
+        bwd::launch_backward<D, BF16, false, 128, true, true>(p);
+      else if (dq_first)
+        bwd::launch_backward<D, BF16, false, 128, true, false>(p);
+      else if (shfl)
+        bwd::launch_backward<D, BF16, false, 128, false, true>(p);
+      else
+        bwd::launch_backward<D, BF16, false, 128, false, false>(p);
+      return;
     }
-    return false;
-  }();
-  const int knob = bwd_tuning().decoupled;
-  const bool decoupled = knob >= 0 ? knob != 0 : !env_coupled;
-  if (decoupled)
-    bwd::launch_backward<D, BF16, true>(p);
-  else
-    bwd::launch_backward<D, BF16, false>(p);
+  }
+  if (decoupled) {
+    if constexpr (D < 128) {
+      if (dq_first) {
+        bwd::launch_backward<D, BF16, true, 64, true>(p);
+        return;
+      }
+    }
+    bwd::launch_backward<D, BF16, true, 64, false>(p);
+  } else if (dq_first) {
+    bwd::launch_backward<D, BF16, false, 64, true>(p);
+  } else {
+    bwd::launch_backward<D, BF16, false, 64, false>(p);
+  }
 }
 
 }  // namespace attnkit::flash3

@@ -14,6 +14,15 @@ struct BwdTuning {
   // D = 128 splits dQ by columns), -1 = default (decoupled unless env
   // ATTNKIT_FLASH3_BWD_COUPLED=1).
   int decoupled = -1;
+  // Query rows per iteration: 128 (D = 64 only, implies coupled; bwd_traits.hpp), 64, or -1 =
+  // default (env ATTNKIT_FLASH3_BWD_BM128, else 64).
+  int block_m = -1;
+  // GEMM order after dS^T: 1 = dQ before dK (FA3 order, bwd_kernel.cuh kDqFirst), 0 = dV, dK
+  // then dQ, -1 = default (env ATTNKIT_FLASH3_BWD_DQFIRST, else 0). Ignored for decoupled D = 128.
+  int dq_first = -1;
+  // block_m 128: lse2 / delta per thread by warp shuffles (1) or staged through smem (0), -1 =
+  // default (env ATTNKIT_FLASH3_BWD_STATSHFL, else 0). bwd_kernel.cuh kStatShfl.
+  int stat_shfl = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;
@@ -23,7 +32,7 @@ inline BwdTuning& bwd_tuning() {
 /// Runs the backward for head dim D (64 or 128), bf16 (BF16 = true) or f16: dq, dk, dv from
 /// (dout, q, k, v, out, lse). Params must satisfy backend.cpp's capability table and
 /// extra_reasons (is_backward). Uses the stream-ordered workspace (cuda/workspace.hpp):
-/// B * Hq * ceil64(Sq) * (D + 2) * 4 bytes.
+/// B * Hq * Sq rounded up to the query block (64, or 128 for bm128) * (D + 2) * 4 bytes.
 template <int D, bool BF16>
 void run_backward(const Params& p);
 
