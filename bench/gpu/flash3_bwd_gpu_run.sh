@@ -103,16 +103,6 @@ fi
 F3B_DEADLINE=${F3B_DEADLINE:-420}
 left() { echo $(( F3B_DEADLINE - ($(date +%s) - t0) )); }
 
-if [ -f $B/libattnkit_c.so ] && [ "${F3B_BENCH:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
-  BT=${F3B_BENCH_T:-150}; [ "$BT" -gt "$(left)" ] && BT=$(left)
-  echo "bench (limit $BT s)" | tee -a "$S"
-  # shellcheck disable=SC2086
-  PYTHONUNBUFFERED=1 timeout $BT python3 bench/peers.py --lib $B/libattnkit_c.so \
-    --backends flash3 --peers cudnn,flash --json "$OUT/bench.json" --md "$OUT/bench.md" \
-    --commit "${ATTNKIT_COMMIT:-}" $BENCH_ARGS > "$OUT/bench.log" 2>&1
-  echo "bench rc=$?" | tee -a "$S"
-  [ -s "$OUT/bench.json" ] && python3 bench/peers.py --summarize "$OUT/bench.json" 2>&1 | tail -40 | tee -a "$S"
-fi
 # Hardware counters of one main-kernel launch per listed A/B variant (S = 4k non-causal):
 # F3B_NCU="D:variant ..." (e.g. "64:decoupled+atomic 64:m128+atomic+dqf").
 if [ -n "${F3B_NCU:-}" ] && [ -x /tmp/flash3_bwd_ab ]; then
@@ -128,5 +118,15 @@ if [ -n "${F3B_NCU:-}" ] && [ -x /tmp/flash3_bwd_ab ]; then
     echo "ncu $dv rc=$?" | tee -a "$S"
   done
   grep -E "====|Duration|Compute \(SM\) Throughput|Memory Throughput|hmma|wavefronts_mem_shared|per_cycle_active|Stall|Warp Cycles Per Issued" "$OUT/ncu.log" | head -60 >> "$S"
+fi
+if [ -f $B/libattnkit_c.so ] && [ "${F3B_BENCH:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
+  BT=${F3B_BENCH_T:-150}; [ "$BT" -gt "$(left)" ] && BT=$(left)
+  echo "bench (limit $BT s)" | tee -a "$S"
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 timeout $BT python3 bench/peers.py --lib $B/libattnkit_c.so \
+    --backends flash3 --peers cudnn,flash --json "$OUT/bench.json" --md "$OUT/bench.md" \
+    --commit "${ATTNKIT_COMMIT:-}" $BENCH_ARGS > "$OUT/bench.log" 2>&1
+  echo "bench rc=$?" | tee -a "$S"
+  [ -s "$OUT/bench.json" ] && python3 bench/peers.py --summarize "$OUT/bench.json" 2>&1 | tail -40 | tee -a "$S"
 fi
 echo "total $(( $(date +%s) - t0 )) s" | tee -a "$S"
