@@ -112,7 +112,7 @@ if [ -n "${F3B_NCU:-}" ] && [ -x /tmp/flash3_bwd_ab ]; then
     d=${dv%%:*}; v=${dv#*:}
     echo "==== ncu D=$d $v" >> "$OUT/ncu.log"
     F3AB_ONLY=$v F3AB_REPS=1 timeout $(( $(left) - 5 )) ncu --clock-control none -k regex:bwd_kernel \
-      --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+      --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats --print-details all \
       --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active,smsp__inst_executed.avg.per_cycle_active \
       /tmp/flash3_bwd_ab 4096,$d,0 >> "$OUT/ncu.log" 2>&1
     echo "ncu $dv rc=$?" | tee -a "$S"
