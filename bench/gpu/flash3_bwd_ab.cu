@@ -92,24 +92,25 @@ void run_one(int S, bool causal) {
   cudaEventCreate(&e1);
   struct Variant {
     const char* name;
-    int decoupled, dq_mode, block_m, dq_first, stat_shfl;
+    int decoupled, dq_mode, block_m, dq_first, stat_mode;
     bool d64_only;
   };
-  // Names: warpgroups (decoupled / coupled / m128 = 128-row query blocks, coupled), dQ path,
-  // +dqf = dQ-first GEMM order, +shfl = lse2/delta by shuffles (m128).
+  // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
+  // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
+  // shuffles (m128), +pf = lse2/delta loaded one item ahead. "default" = the library's choice.
   const Variant variants[] = {
+      {"default", -1, -1, -1, -1, -1, false},
       {"decoupled+bulk", 1, 1, 64, 0, 0, false},
       {"decoupled+atomic", 1, 0, 64, 0, 0, false},
-      {"decoupled+atomic+dqf", 1, 0, 64, 1, 0, true},
-      {"coupled+bulk", 0, 1, 64, 0, 0, false},
+      {"decoupled+atomic+pf", 1, 0, 64, 0, 2, false},
+      {"decoupled+bulk+pf", 1, 1, 64, 0, 2, false},
       {"coupled+bulk+dqf", 0, 1, 64, 1, 0, false},
       {"coupled+atomic+dqf", 0, 0, 64, 1, 0, false},
-      {"m128+atomic", 0, 0, 128, 0, 0, true},
-      {"m128+bulk", 0, 1, 128, 0, 0, true},
-      {"m128+atomic+dqf", 0, 0, 128, 1, 0, true},
+      {"coupled+atomic+dqf+pf", 0, 0, 64, 1, 2, false},
+      {"coupled+bulk+dqf+pf", 0, 1, 64, 1, 2, false},
       {"m128+bulk+dqf", 0, 1, 128, 1, 0, true},
-      {"m128+atomic+dqf+shfl", 0, 0, 128, 1, 1, true},
-      {"m128+bulk+dqf+shfl", 0, 1, 128, 1, 1, true},
+      {"m128+bulk+dqf+pf", 0, 1, 128, 1, 2, true},
+      {"m128+atomic+dqf+pf", 0, 0, 128, 1, 2, true},
   };
   // F3AB_ONLY=name (exact) runs one variant; F3AB_REPS=n timed runs (default 30).
   const char* only = std::getenv("F3AB_ONLY");
@@ -121,7 +122,7 @@ void run_one(int S, bool causal) {
     flash3::bwd_tuning().dq_mode = var.dq_mode;
     flash3::bwd_tuning().block_m = var.block_m;
     flash3::bwd_tuning().dq_first = var.dq_first;
-    flash3::bwd_tuning().stat_shfl = var.stat_shfl;
+    flash3::bwd_tuning().stat_mode = var.stat_mode;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;

@@ -7,8 +7,7 @@
 # inside the others' place when F3B_NCU=1: it replaces bench.log, which then goes to summary).
 # Phase limits (s): F3B_BUILD_T (300) F3B_TEST_T (200) F3B_SAN_T (60 per tool) F3B_BENCH_T (150);
 # F3B_DEADLINE (s from start, default 420): the bench and ncu phases only start while time is
-# left and are cut to it. The peers run uses the A/B's fastest tested variant per head dim
-# (env knobs of bwd_launch.cuh), printed in summary.txt.
+# left and are cut to it. summary.txt names the A/B's fastest variant per (D, causal).
 set -u
 OUT=${OUT:-/tmp/f3bwd_out}
 mkdir -p "$OUT"
@@ -46,13 +45,13 @@ if [ -x $B/tests/test_flash3 ]; then
   grep -E "^\[  (PASSED|FAILED) |tests ran" "$OUT/test.log" | tee -a "$S"
   echo "skipped: $(grep -c '\[  SKIPPED \]' "$OUT/test.log")" | tee -a "$S"
   grep -E "^\[  FAILED  \]" "$OUT/test.log" | sort -u | head -30 >> "$S"
-  # The default (decoupled) kernel failing while the coupled one passes: bench the coupled one.
+  # A default variant failing while run 2's decoupled kernel passes: bench that one.
   if grep -qE "^\[  FAILED  \] (Cases/Flash3Backward\.MatchesOracle/|.*Hostile.*_bwd)" "$OUT/test.log" &&
-     ! grep -qE "^\[  FAILED  \] Cases/Flash3Backward\.MatchesOracleCoupled/" "$OUT/test.log"; then
-    export ATTNKIT_FLASH3_BWD_COUPLED=1
-    echo "default (decoupled) backward FAILED tests: benchmarking the coupled kernel" | tee -a "$S"
+     ! grep -qE "^\[  FAILED  \] Cases/Flash3Backward\.MatchesOracleDecoupled/" "$OUT/test.log"; then
+    export ATTNKIT_FLASH3_BWD_VARIANT="64:decoupled+atomic;128:decoupled+bulk"
+    echo "default backward variant FAILED tests: benchmarking run 2's decoupled kernels" | tee -a "$S"
   fi
-  FILT='*Sm90BwdPtx*:*Flash3Backward.MatchesOracle/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleCoupled/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDqAtomics/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Hostile*bf16_bshd_b2_sq13_sk13_h2x1_d64_causalTL_bwd:*Flash3Backward.MatchesOracleCoupledDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleBm128/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleBm128DqFirstBulk/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Flash3Backward.MatchesOracleBm128DqFirstShfl/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDecoupledDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd'
+  FILT='*Sm90BwdPtx*:*Flash3Backward.MatchesOracle/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleCoupled/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDqAtomics/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Hostile*bf16_bshd_b2_sq13_sk13_h2x1_d64_causalTL_bwd:*Flash3Backward.MatchesOracleCoupledDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleBm128/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleBm128DqFirstBulk/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Flash3Backward.MatchesOracleBm128DqFirstShfl/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDecoupledDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd:*Flash3Backward.MatchesOracle/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd:*Flash3Backward.MatchesOraclePrefetch/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd:*Flash3Backward.MatchesOraclePrefetch/f16_bshd_b2_sq517_sk300_h2x1_d128_causalBR_bwd:*Flash3Backward.MatchesOracleDecoupledBulkPrefetch/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd'
   : > "$OUT/sanitizer.log"
   for tool in memcheck racecheck; do
     echo "==== $tool" >> "$OUT/sanitizer.log"
@@ -67,38 +66,38 @@ if [ -x /tmp/flash3_bwd_ab ]; then
   echo "ab rc=$?" | tee -a "$S"; cat "$OUT/ab.log" >> "$S"
 fi
 
-# Per head dim, bench the A/B's fastest variant (TFLOP/s summed over S = 4k and 16k, causal
-# both) among those whose test variant passed (any failed backward test: keep the defaults).
-if [ -s "$OUT/ab.log" ] && ! grep -qE "^\[  FAILED  \] .*(Backward|_bwd)" "$OUT/test.log" 2>/dev/null; then
-  ENVS=$(python3 - "$OUT/ab.log" <<'PY'
+# The A/B's fastest variant per (D, causal) (TFLOP/s summed over S = 4k and 16k), for the
+# record; the peers bench runs the library's defaults unless F3B_VARIANT_ENV=1, which exports
+# ATTNKIT_FLASH3_BWD_VARIANT with the best non-causal variant per D (only if no backward test
+# failed).
+if [ -s "$OUT/ab.log" ]; then
+  BEST=$(python3 - "$OUT/ab.log" <<'PY'
 import re, sys
 t = {}
 for line in open(sys.argv[1]):
     m = re.match(r"S=\s*(\d+) D=\s*(\d+) causal=(\d) (\S+)\s+\S+ ms\s+(\S+) TFLOP", line)
     if m and int(m.group(1)) in (4096, 16384):
-        k = (int(m.group(2)), m.group(4))
+        k = (int(m.group(2)), int(m.group(3)), m.group(4))
         t[k] = t.get(k, 0.0) + float(m.group(5))
-env = {}
+env = []
 for d in (64, 128):
-    cands = {v: x for (dd, v), x in t.items() if dd == d}
-    if not cands:
-        continue
-    best = max(cands, key=cands.get)
-    print(f"# D={d}: best {best} ({cands[best]:.0f} summed TFLOP/s)", file=sys.stderr)
-    parts = best.split("+")
-    knobs = []
-    if parts[0] == "m128": knobs.append("BM128")
-    if parts[0] == "coupled": knobs.append("COUPLED")
-    knobs.append("DQBULK" if "bulk" in parts else "DQATOMIC")
-    if "dqf" in parts: knobs.append("DQFIRST")
-    if "shfl" in parts: knobs.append("STATSHFL")
-    for k in knobs:
-        env.setdefault(k, []).append(str(d))
-print(" ".join(f"ATTNKIT_FLASH3_BWD_{k}={','.join(v)}" for k, v in env.items()))
+    for c in (0, 1):
+        cands = {v: x for (dd, cc, v), x in t.items() if dd == d and cc == c}
+        if not cands:
+            continue
+        best = max(cands, key=cands.get)
+        dflt = cands.get("default", 0.0)
+        print(f"# D={d} causal={c}: best {best} {cands[best]:.0f} vs default {dflt:.0f} (summed TFLOP/s)", file=sys.stderr)
+        if c == 0 and best != "default":
+            env.append(f"{d}:{best}")
+print(";".join(env))
 PY
 )
-  if [ -n "$ENVS" ]; then export $ENVS; fi
-  echo "bench variant env: ${ENVS:-defaults}" | tee -a "$S"
+  if [ "${F3B_VARIANT_ENV:-0}" = 1 ] && [ -n "$BEST" ] && \
+     ! grep -qE "^\[  FAILED  \] .*(Backward|_bwd)" "$OUT/test.log" 2>/dev/null; then
+    export ATTNKIT_FLASH3_BWD_VARIANT="$BEST"
+  fi
+  echo "bench variant: ${ATTNKIT_FLASH3_BWD_VARIANT:-library defaults}" | tee -a "$S"
 fi
 F3B_DEADLINE=${F3B_DEADLINE:-420}
 left() { echo $(( F3B_DEADLINE - ($(date +%s) - t0) )); }

@@ -21,6 +21,7 @@
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "core/params.hpp"
+#include "cuda/ptx_sm80.hpp"
 #include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3::bwd {
@@ -151,16 +152,26 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
 /// dQ hand-off (runs 1-2). Decoupled D = 128 cannot (64 dQ registers with dV / dK in flight,
 /// see below).
 ///
-/// kStatShfl (BM = 128 only): lse2 / delta of the 128 query rows held 4 per lane (rows lane + 32 t)
-/// and fetched by __shfl_sync where used (128 shuffles a thread per iteration, no spills) instead
-/// of staged through the WG's smem rows (ptxas: 28 bytes of spills, CUDA 13.0).
-template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, bool kStatShfl = false>
+/// kStat: where a thread's lse2 / delta values come from (session 3; ncu run 1 put "long
+/// scoreboard" — waiting for global loads — first among the stall reasons at D = 64):
+///   0 (direct): BM = 64 __ldg of the 2 x 16 values at the iteration's start; BM = 128 each
+///     thread loads one row's pair at the start, stages it through the WG's smem rows.
+///   1 (shuffle, BM = 128): rows lane + 32 t held 4 per lane, fetched by __shfl_sync where used
+///     (128 shuffles a thread per iteration; no spills where 0 spilled 28 B in one build).
+///   2 (prefetch): BM = 128's smem staging for both BM, but filled by cp.async for item it + 1
+///     during item it, so no L2 latency is waited for in the loop. (Register prefetch instead:
+///     ptxas spilled 96-116 bytes at BM = 128.)
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits<D, kDecoupled, BM>;
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
+  static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128), "lse2 / delta source");
+  constexpr bool kStatShfl = kStat == 1;
+  constexpr bool kStatPf = kStat == 2;
   namespace ptx = attnkit::cuda::sm90;
+  namespace sm80 = attnkit::ptx;  // cp.async (ptx_sm80.hpp)
   constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -245,6 +256,24 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   for (int i = 0; i < D / 2; ++i)
     dk[i] = dv[i] = 0.f;
 
+  // kStatPf: item it2's lse2 / delta rows -> this WG's staging buffer it2 % 2 by cp.async (no
+  // registers held across the iteration). BM = 128: thread tid copies rows m0 + tid of lse2 and
+  // delta; BM = 64: staging index tid = lse2 row tid for tid < 64, delta row tid - 64 otherwise.
+  const uint32_t stat_smem = ptx::smem_u32(smem + Tr::kOffStat) + w * 2 * 2 * kBM * 4;
+  auto prefetch_stats = [&](int it2) {
+    const Item y = item_of(a, g, it2, m_begin, m_count, kBM);
+    const int64_t r = (static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0;
+    const uint32_t dst = stat_smem + (it2 & 1) * 2 * kBM * 4 + tid * 4;
+    if constexpr (kBM == 128) {
+      sm80::cp_async_4(dst, a.lse2 + r + tid, true);
+      sm80::cp_async_4(dst + kBM * 4, a.delta + r + tid, true);
+    } else {
+      sm80::cp_async_4(dst, tid < 64 ? a.lse2 + r + tid : a.delta + r + tid - 64, true);
+    }
+    sm80::cp_async_commit();
+  };
+  if (kStatPf && items > 0) prefetch_stats(0);
+
   if (items > 0) ptx::mbar_wait(full_kv, 0);
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
@@ -256,7 +285,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // BM = 128: this thread's lse2 / delta row (query m0 + tid), staged through smem below, or
     // (kStatShfl) rows lane + 32 t of this warp's lanes.
     float my_l2[kStatShfl ? 4 : 1], my_dl[kStatShfl ? 4 : 1];
-    if constexpr (kBM == 128) {
+    if constexpr (kBM == 128 && !kStatPf) {
 #pragma unroll
       for (int t = 0; t < (kStatShfl ? 4 : 1); ++t) {
         const int r = kStatShfl ? lane + 32 * t : tid;
@@ -296,9 +325,18 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // one row's pair above (my_l2, my_dl), the WG stores them to its smem rows (double-buffered
     // by iteration parity: a WG barrier separates a buffer's reads from its rewrite two
     // iterations later) and reads them back as float2 broadcasts where they are used.
-    float l2[kBM == 64 ? 16 : 1], dl[kBM == 64 ? 16 : 1];
+    // kStat = 2: the staging of BM = 128 with values loaded one item ahead (see the template).
+    constexpr bool kDirect = kBM == 64 && !kStatPf;
+    float l2[kDirect ? 16 : 1], dl[kDirect ? 16 : 1];
     const float* stat = nullptr;
-    if constexpr (kBM == 64) {
+    if constexpr (kStatPf) {
+      // [lse2 kBM | delta kBM] of this WG, buffer it % 2: this thread's copies landed, the
+      // barrier makes every thread's visible (and orders the WG's reads of buffer (it + 1) % 2
+      // in item it - 1 before its refill for item it + 1, issued right after).
+      sm80::cp_async_wait<0>();
+      ptx::named_bar_sync(2 + w, 128);
+      stat = reinterpret_cast<const float*>(smem + Tr::kOffStat) + (2 * w + (it & 1)) * 2 * kBM;
+    } else if constexpr (kDirect) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const float2 lv = __ldg(reinterpret_cast<const float2*>(a.lse2 + row + 8 * j + qc));
@@ -317,7 +355,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     }
     // Query column 8j + qc + e = row 8 (j % 4) + qc + e + 32 (j / 4) of the block.
     auto lse2_of = [&](int j, int e) {
-      if constexpr (kBM == 64)
+      if constexpr (kDirect)
         return l2[2 * j + e];
       else if constexpr (kStatShfl)
         return __shfl_sync(0xffffffffu, my_l2[j / 4], 8 * (j % 4) + qc + e);
@@ -325,7 +363,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         return stat[8 * j + qc + e];
     };
     auto delta_of = [&](int j, int e) {
-      if constexpr (kBM == 64)
+      if constexpr (kDirect)
         return dl[2 * j + e];
       else if constexpr (kStatShfl)
         return __shfl_sync(0xffffffffu, my_dl[j / 4], 8 * (j % 4) + qc + e);
@@ -371,6 +409,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     for (int i = 0; i < kBM / 4; ++i) {
       pp[i] = pack_pair<BF16>(st[2 * i], st[2 * i + 1]);
       pds[i] = pack_pair<BF16>(dpt[2 * i], dpt[2 * i + 1]);
+    }
+    // kStatPf: refill the other staging buffer for item it + 1 (after this item's barrier; here,
+    // once S^T / dP^T are packed: issued next to the live accumulators ptxas spilled 92 bytes).
+    if constexpr (kStatPf) {
+      if (it + 1 < items) prefetch_stats(it + 1);
     }
     // dS^T -> smem [128 keys][kBM queries] as kBM / 64 chunks [128 keys][64 queries] (128B
     // swizzle: 16-byte chunk c of row R at c ^ (R%8)).

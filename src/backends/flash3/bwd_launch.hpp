@@ -8,21 +8,20 @@ namespace attnkit::flash3 {
 /// Measurement knobs of the backward (benchmarks and tests only; defaults are the tuned choice).
 struct BwdTuning {
   // dQ accumulation: 1 = per-warpgroup bulk TMA reduce-add of the smem-staged tile, 0 = float2
-  // atomics straight from registers, -1 = default (D = 128 bulk, D = 64 atomics: bwd_launch.cuh).
+  // atomics straight from registers, -1 = the variant's default (bwd_launch.cuh).
   int dq_mode = -1;
   // Warpgroup coupling (bwd_traits.hpp): 1 = decoupled (dQ split by keys), 0 = coupled (lockstep;
-  // D = 128 splits dQ by columns), -1 = default (decoupled unless env
-  // ATTNKIT_FLASH3_BWD_COUPLED=1).
+  // D = 128 splits dQ by columns), -1 = default.
   int decoupled = -1;
   // Query rows per iteration: 128 (D = 64 only, implies coupled; bwd_traits.hpp), 64, or -1 =
-  // default (env ATTNKIT_FLASH3_BWD_BM128, else 64).
+  // default.
   int block_m = -1;
   // GEMM order after dS^T: 1 = dQ before dK (FA3 order, bwd_kernel.cuh kDqFirst), 0 = dV, dK
-  // then dQ, -1 = default (env ATTNKIT_FLASH3_BWD_DQFIRST, else 0). Ignored for decoupled D = 128.
+  // then dQ, -1 = default. Ignored for decoupled D = 128.
   int dq_first = -1;
-  // block_m 128: lse2 / delta per thread by warp shuffles (1) or staged through smem (0), -1 =
-  // default (env ATTNKIT_FLASH3_BWD_STATSHFL, else 0). bwd_kernel.cuh kStatShfl.
-  int stat_shfl = -1;
+  // lse2 / delta source (bwd_kernel.cuh kStat): 0 direct, 1 shuffles (block_m 128), 2 loaded
+  // one item ahead and staged through smem; -1 = default.
+  int stat_mode = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

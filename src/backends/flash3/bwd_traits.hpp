@@ -99,9 +99,9 @@ struct BwdTraits {
   static constexpr int kOffDS = kOffDO + kStages * kQBytes;
   static constexpr int kDqPartBytes = 64 * kDqN * 4;  // one WG's dQ tile (fp32)
   static constexpr int kOffDQ = kOffDS + kDSBuffers * kDSBytes;
-  // BM = 128: lse2 / delta staged per WG, double-buffered by iteration parity:
-  // [2 WGs][2 buffers][lse2, delta][128] fp32.
-  static constexpr int kStatBytes = BM == 128 ? kConsumerWGs * 2 * 2 * kBlockM * 4 : 0;
+  // lse2 / delta staged per WG (BM = 128, or kStat = 2 prefetch), double-buffered by iteration
+  // parity: [2 WGs][2 buffers][lse2, delta][kBlockM] fp32 (2 KB at BM = 128, 1 KB at 64).
+  static constexpr int kStatBytes = kConsumerWGs * 2 * 2 * kBlockM * 4;
   static constexpr int kOffStat = kOffDQ + kConsumerWGs * kDqPartBytes;
   static constexpr int kOffBars = kOffStat + kStatBytes;
   static constexpr int kNumBars = 1 + 2 * kStages;                   // full_kv, full[s], empty[s]
