@@ -92,26 +92,26 @@ void run_one(int S, bool causal) {
   cudaEventCreate(&e1);
   struct Variant {
     const char* name;
-    int decoupled, dq_mode, block_m, dq_first, stat_mode;
+    int decoupled, dq_mode, block_m, dq_first, stat_mode, kv_regs;
     bool d64_only;
   };
   // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
   // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
-  // shuffles (m128), +pf = lse2/delta loaded one item ahead. "default" = the library's choice.
+  // shuffles (m128), +pf = lse2/delta loaded one item ahead, +kv = K/V as register A fragments.
+  // "default" = the library's choice. (Run 2 measured the +pf and +shfl variants: no gain.)
   const Variant variants[] = {
-      {"default", -1, -1, -1, -1, -1, false},
-      {"decoupled+bulk", 1, 1, 64, 0, 0, false},
-      {"decoupled+atomic", 1, 0, 64, 0, 0, false},
-      {"decoupled+atomic+pf", 1, 0, 64, 0, 2, false},
-      {"decoupled+bulk+pf", 1, 1, 64, 0, 2, false},
-      {"coupled+bulk+dqf", 0, 1, 64, 1, 0, false},
-      {"coupled+atomic+dqf", 0, 0, 64, 1, 0, false},
-      {"coupled+atomic+dqf+pf", 0, 0, 64, 1, 2, false},
-      {"coupled+bulk+dqf+pf", 0, 1, 64, 1, 2, false},
-      {"m128+bulk+dqf", 0, 1, 128, 1, 0, true},
-      {"m128+bulk+dqf+pf", 0, 1, 128, 1, 2, true},
-      {"m128+atomic+dqf+pf", 0, 0, 128, 1, 2, true},
+      {"default", -1, -1, -1, -1, -1, -1, false},
+      {"decoupled+atomic", 1, 0, 64, 0, 0, 0, false},
+      {"decoupled+atomic+kv", 1, 0, 64, 0, 0, 1, true},
+      {"decoupled+bulk+kv", 1, 1, 64, 0, 0, 1, true},
+      {"decoupled+atomic+dqf+kv", 1, 0, 64, 1, 0, 1, true},
+      {"decoupled+bulk+dqf+kv", 1, 1, 64, 1, 0, 1, true},
+      {"decoupled+bulk", 1, 1, 64, 0, 0, 0, false},
+      {"coupled+atomic+dqf", 0, 0, 64, 1, 0, 0, false},
+      {"coupled+bulk+dqf", 0, 1, 64, 1, 0, 0, false},
+      {"m128+bulk+dqf", 0, 1, 128, 1, 0, 0, true},
   };
+
   // F3AB_ONLY=name (exact) runs one variant; F3AB_REPS=n timed runs (default 30).
   const char* only = std::getenv("F3AB_ONLY");
   const int reps = std::getenv("F3AB_REPS") ? std::atoi(std::getenv("F3AB_REPS")) : 30;
@@ -123,6 +123,7 @@ void run_one(int S, bool causal) {
     flash3::bwd_tuning().block_m = var.block_m;
     flash3::bwd_tuning().dq_first = var.dq_first;
     flash3::bwd_tuning().stat_mode = var.stat_mode;
+    flash3::bwd_tuning().kv_regs = var.kv_regs;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;

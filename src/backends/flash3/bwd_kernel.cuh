@@ -161,11 +161,18 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
 ///   2 (prefetch): BM = 128's smem staging for both BM, but filled by cp.async for item it + 1
 ///     during item it, so no L2 latency is waited for in the loop. (Register prefetch instead:
 ///     ptxas spilled 96-116 bytes at BM = 128.)
-template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0>
+///
+/// kKVRegs (D = 64, BM = 64; session 3 run 3): this WG's K and V rows held as wgmma A fragments
+/// in registers (2 x 16) for the whole CTA, so S^T and dP^T are RS GEMMs: their smem operand
+/// traffic drops from 4 KB to 2 KB per m64n64k16 (A no longer read from smem), 16 of the ~68 KB
+/// a WG reads per item. FA3 has the same option for V (Mma_dP_is_RS / V_in_regs).
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
+          bool kKVRegs = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits<D, kDecoupled, BM>;
+  static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
   static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128), "lse2 / delta source");
   constexpr bool kStatShfl = kStat == 1;
@@ -275,6 +282,22 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   if (kStatPf && items > 0) prefetch_stats(0);
 
   if (items > 0) ptx::mbar_wait(full_kv, 0);
+  // kKVRegs: m64k16 A fragments of K_w / V_w for k-step ks: register 4 ks + i holds rows
+  // 64 w + 16 warp + lane / 4 (+ 8 for odd i), columns 16 ks + 2 (lane % 4) (+ 8 for i >= 2),
+  // read once from the 128B-swizzled tiles (16-byte chunk c of row R at c ^ (R % 8)).
+  uint32_t kf[kKVRegs ? 16 : 1], vf[kKVRegs ? 16 : 1];
+  if constexpr (kKVRegs) {
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = 64 * w + 16 * warp + lane / 4 + 8 * (i & 1);
+        const int c = 16 * ks + 8 * (i >> 1) + 2 * (lane % 4);
+        const int off = r * Tr::kRowBytes + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2;
+        kf[4 * ks + i] = *reinterpret_cast<const uint32_t*>(smem + Tr::kOffK + off);
+        vf[4 * ks + i] = *reinterpret_cast<const uint32_t*>(smem + Tr::kOffV + off);
+      }
+  }
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
@@ -302,16 +325,26 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     for (int ks = 0; ks < D / 16; ++ks) {
       const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
       const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-      WS::template ss<0, 0>(st, ptx::Sw128Desc::make(k_w + off, 16, 1024),
-                            ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      if constexpr (kKVRegs) {
+        const uint32_t af[4] = {kf[4 * ks], kf[4 * ks + 1], kf[4 * ks + 2], kf[4 * ks + 3]};
+        WS::template rs<0>(st, af, ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      } else {
+        WS::template ss<0, 0>(st, ptx::Sw128Desc::make(k_w + off, 16, 1024),
+                              ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      }
     }
     ptx::wgmma_commit();
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
       const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
       const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-      WS::template ss<0, 0>(dpt, ptx::Sw128Desc::make(v_w + off, 16, 1024),
-                            ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      if constexpr (kKVRegs) {
+        const uint32_t af[4] = {vf[4 * ks], vf[4 * ks + 1], vf[4 * ks + 2], vf[4 * ks + 3]};
+        WS::template rs<0>(dpt, af, ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      } else {
+        WS::template ss<0, 0>(dpt, ptx::Sw128Desc::make(v_w + off, 16, 1024),
+                              ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      }
     }
     ptx::wgmma_commit();
 

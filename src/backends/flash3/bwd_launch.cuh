@@ -50,7 +50,7 @@ inline constexpr int kMaxDevices = 64;
 }  // namespace bwd
 
 namespace bwd {
-template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat>
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false>
 void launch_backward(const Params& p, bool dq_bulk) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
@@ -114,7 +114,7 @@ void launch_backward(const Params& p, bool dq_bulk) {
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
     a.dq_bulk = dq_bulk ? 1 : 0;
 
-    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat>;
+    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -151,11 +151,12 @@ struct Variant {
   bool dq_bulk = false;   // dQ by bulk reduce-add (else float2 atomics)
   bool dq_first = false;  // FA3 GEMM order (kDqFirst)
   int stat = 0;           // lse2 / delta source (kStat)
+  bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
 };
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf]. Fills `v` for head dim d; false
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv]. Fills `v` for head dim d; false
 /// when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
@@ -191,6 +192,8 @@ inline bool env_variant(int d, Variant& v) {
         x.stat = 1;
       else if (i >= 2 && tok == "pf")
         x.stat = 2;
+      else if (i >= 2 && tok == "kv")
+        x.kv_regs = true;
       else
         return false;
     }
@@ -204,9 +207,9 @@ inline bool env_variant(int d, Variant& v) {
 /// 4k / 16k; bench/notes/flash3-bwd-s3.md):
 ///   D = 64 non-causal: 128-row blocks + bulk + dQ-first 236 / 297 / 316 vs the old default
 ///     (decoupled + atomics) 206 / 253 / 267;
-///   D = 64 causal: decoupled + atomics stays (274 / 326 at 4k / 16k; 128-row blocks 261 / 315:
-///     the coupled warpgroups wait for each other on diagonal blocks, and a 128 x 128 diagonal
-///     tile wastes more);
+///   D = 64 causal: decoupled + atomics (274 / 326 at 4k / 16k; 128-row blocks 261 / 315:
+///     the coupled warpgroups wait for each other on diagonal blocks), with K / V in registers
+///     (kKVRegs) since run 3 [set before run 3 measured it: see the notes];
 ///   D = 128: coupled + atomics + dQ-first 341 / 410 / 439, causal 351 / 432, vs decoupled +
 ///     bulk 305 / 383 / 404, causal 352 / 399.
 inline Variant default_variant(int d, bool causal) {
@@ -214,7 +217,7 @@ inline Variant default_variant(int d, bool causal) {
   if (d == 64 && !causal) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = true, v.dq_first = true;
   } else if (d == 64) {
-    v.decoupled = true, v.dq_bulk = false;
+    v.decoupled = true, v.dq_bulk = false, v.kv_regs = true;
   } else {
     v.decoupled = false, v.dq_bulk = false, v.dq_first = true;
   }
@@ -227,6 +230,9 @@ void launch_stat(const Params& p, const Variant& v) {
     if (v.stat == 1) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v.dq_bulk);
   }
   if (v.stat == 2) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v.dq_bulk);
+  if constexpr (D == 64 && BM == 64 && kDecoupled) {
+    if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v.dq_bulk);
+  }
   launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v.dq_bulk);
 }
 
@@ -236,7 +242,8 @@ void launch_stat(const Params& p, const Variant& v) {
 /// ATTNKIT_FLASH3_BWD_VARIANT (read once), then by the legacy env ATTNKIT_FLASH3_BWD_COUPLED
 /// ("1", "all" or a list of D: coupled warpgroups), then by each bwd_tuning() knob that is set.
 /// Combinations without a kernel fall back: block_m 128 only for D = 64 (it implies coupled);
-/// dQ-first not with decoupled D = 128; the shuffle source only with block_m 128.
+/// dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
+/// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise).
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
@@ -259,6 +266,7 @@ void run_backward(const Params& p) {
   if (t.dq_mode >= 0) v.dq_bulk = t.dq_mode != 0;
   if (t.dq_first >= 0) v.dq_first = t.dq_first != 0;
   if (t.stat_mode >= 0) v.stat = t.stat_mode;
+  if (t.kv_regs >= 0) v.kv_regs = t.kv_regs != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;

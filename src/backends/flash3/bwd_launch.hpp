@@ -22,6 +22,9 @@ struct BwdTuning {
   // lse2 / delta source (bwd_kernel.cuh kStat): 0 direct, 1 shuffles (block_m 128), 2 loaded
   // one item ahead and staged through smem; -1 = default.
   int stat_mode = -1;
+  // K / V rows as register A fragments for S^T / dP^T (RS instead of SS; bwd_kernel.cuh
+  // kKVRegs): 1 / 0 / -1 = default. Only decoupled D = 64 with 64-row blocks and stat_mode 0.
+  int kv_regs = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

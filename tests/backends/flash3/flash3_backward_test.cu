@@ -100,19 +100,22 @@ void expect_backward_passes(const check::Case& c) {
 /// Sets flash3::bwd_tuning() (every knob; -1 = the default variant's choice) for one scope.
 struct TuningScope {
   flash3::BwdTuning saved;
-  TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1)
+  TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
+              int kv_regs = -1)
       : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
     flash3::bwd_tuning().block_m = block_m;
     flash3::bwd_tuning().dq_first = dq_first;
     flash3::bwd_tuning().stat_mode = stat_mode;
+    flash3::bwd_tuning().kv_regs = kv_regs;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
 // Default variant per call (bwd_launch.cuh default_variant: D = 64 non-causal 128-row blocks +
-// bulk + dQ-first, D = 64 causal decoupled + atomics, D = 128 coupled + atomics + dQ-first).
+// bulk + dQ-first, D = 64 causal decoupled + atomics + K/V in registers, D = 128 coupled +
+// atomics + dQ-first).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
@@ -131,7 +134,7 @@ TEST_P(Flash3Backward, MatchesOracleDqBulk) {
   expect_backward_passes(GetParam());
 }
 TEST_P(Flash3Backward, MatchesOracleDecoupled) {
-  TuningScope t(-1, 1, 64, 0, 0);
+  TuningScope t(-1, 1, 64, 0, 0, 0);
   expect_backward_passes(GetParam());
 }
 TEST_P(Flash3Backward, MatchesOracleCoupled) {
@@ -164,6 +167,16 @@ TEST_P(Flash3Backward, MatchesOracleBm128DqFirstShfl) {
 }
 TEST_P(Flash3Backward, MatchesOraclePrefetch) {
   TuningScope t(-1, -1, -1, -1, 2);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleKVRegs) {
+  if (GetParam().d != 64) GTEST_SKIP() << "K / V in registers: D = 64 only";
+  TuningScope t(0, 1, 64, 0, 0, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleKVRegsBulkDqFirst) {
+  if (GetParam().d != 64) GTEST_SKIP() << "K / V in registers: D = 64 only";
+  TuningScope t(1, 1, 64, 1, 0, 1);
   expect_backward_passes(GetParam());
 }
 TEST_P(Flash3Backward, MatchesOracleDecoupledBulkPrefetch) {
