@@ -162,10 +162,11 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
 ///     during item it, so no L2 latency is waited for in the loop. (Register prefetch instead:
 ///     ptxas spilled 96-116 bytes at BM = 128.)
 ///
-/// kKVRegs (D = 64, BM = 64; session 3 run 3): this WG's K and V rows held as wgmma A fragments
-/// in registers (2 x 16) for the whole CTA, so S^T and dP^T are RS GEMMs: their smem operand
-/// traffic drops from 4 KB to 2 KB per m64n64k16 (A no longer read from smem), 16 of the ~68 KB
-/// a WG reads per item. FA3 has the same option for V (Mma_dP_is_RS / V_in_regs).
+/// kKVRegs (D = 64, BM = 64; written after session 3 run 2, NOT yet run on a GPU): this WG's K and
+/// V rows held as wgmma A fragments in registers (2 x 16) for the whole CTA, so S^T and dP^T are RS
+/// GEMMs: their smem operand traffic drops from 4 KB to 2 KB per m64n64k16 (A no longer read from
+/// smem), 16 of the ~68 KB a WG reads per item. FA3 has the same option for V (Mma_dP_is_RS /
+/// V_in_regs).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)

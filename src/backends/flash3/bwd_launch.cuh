@@ -207,9 +207,10 @@ inline bool env_variant(int d, Variant& v) {
 /// 4k / 16k; bench/notes/flash3-bwd-s3.md):
 ///   D = 64 non-causal: 128-row blocks + bulk + dQ-first 236 / 297 / 316 vs the old default
 ///     (decoupled + atomics) 206 / 253 / 267;
-///   D = 64 causal: decoupled + atomics (274 / 326 at 4k / 16k; 128-row blocks 261 / 315:
-///     the coupled warpgroups wait for each other on diagonal blocks), with K / V in registers
-///     (kKVRegs) since run 3 [set before run 3 measured it: see the notes];
+///   D = 64 causal: decoupled + atomics stays (274 / 326 at 4k / 16k; 128-row blocks 261 / 315:
+///     the coupled warpgroups wait for each other on diagonal blocks). Run 2 confirmed all three
+///     (same A/B: 297 / 316, 274 / 325, 395-429 / 432-447). K / V in registers (kKVRegs) is a
+///     knob only: written after run 2, never run on a GPU (no device time left).
 ///   D = 128: coupled + atomics + dQ-first 341 / 410 / 439, causal 351 / 432, vs decoupled +
 ///     bulk 305 / 383 / 404, causal 352 / 399.
 inline Variant default_variant(int d, bool causal) {
@@ -217,7 +218,7 @@ inline Variant default_variant(int d, bool causal) {
   if (d == 64 && !causal) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = true, v.dq_first = true;
   } else if (d == 64) {
-    v.decoupled = true, v.dq_bulk = false, v.kv_regs = true;
+    v.decoupled = true, v.dq_bulk = false;
   } else {
     v.decoupled = false, v.dq_bulk = false, v.dq_first = true;
   }

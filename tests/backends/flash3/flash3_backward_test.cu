@@ -114,8 +114,7 @@ struct TuningScope {
 };
 
 // Default variant per call (bwd_launch.cuh default_variant: D = 64 non-causal 128-row blocks +
-// bulk + dQ-first, D = 64 causal decoupled + atomics + K/V in registers, D = 128 coupled +
-// atomics + dQ-first).
+// bulk + dQ-first, D = 64 causal decoupled + atomics, D = 128 coupled + atomics + dQ-first).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
