@@ -1,7 +1,9 @@
 // A/B timing of the flash3 backward alone (no torch, no dispatcher): the three launches of
 // run_backward (preprocess, main kernel, dQ conversion) on BENCHMARKS.md shapes (16384 tokens,
 // hidden 2048, bf16, BSHD), CUDA events, median of 30 runs after 5 warm-ups, once per variant
-// of BwdTuning (decoupled / coupled warpgroups; dQ by bulk TMA reduce-add or float2 atomics).
+// of BwdTuning (decoupled / coupled warpgroups / 128-row query blocks; dQ by bulk TMA reduce-add
+// or float2 atomics; dQ-first GEMM order; lse2/delta by shuffles). Env F3AB_ONLY=<variant name>
+// runs one variant (for ncu), F3AB_REPS=n sets the timed runs.
 // lse is set to a plausible
 // log(Sk) + 1 (timing does not depend on it; correctness is the tests' job).
 // Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I include -I src \
@@ -90,17 +92,42 @@ void run_one(int S, bool causal) {
   cudaEventCreate(&e1);
   struct Variant {
     const char* name;
-    int decoupled, dq_mode;
+    int decoupled, dq_mode, block_m, dq_first, stat_mode, kv_regs;
+    bool d64_only;
   };
+  // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
+  // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
+  // shuffles (m128), +pf = lse2/delta loaded one item ahead, +kv = K/V as register A fragments.
+  // "default" = the library's choice. (Run 2 measured the +pf and +shfl variants: no gain.)
   const Variant variants[] = {
-      {"decoupled+bulk  ", 1, 1}, {"decoupled+atomic", 1, 0}, {"coupled+bulk    ", 0, 1}};
+      {"default", -1, -1, -1, -1, -1, -1, false},
+      {"decoupled+atomic", 1, 0, 64, 0, 0, 0, false},
+      {"decoupled+atomic+kv", 1, 0, 64, 0, 0, 1, true},
+      {"decoupled+bulk+kv", 1, 1, 64, 0, 0, 1, true},
+      {"decoupled+atomic+dqf+kv", 1, 0, 64, 1, 0, 1, true},
+      {"decoupled+bulk+dqf+kv", 1, 1, 64, 1, 0, 1, true},
+      {"decoupled+bulk", 1, 1, 64, 0, 0, 0, false},
+      {"coupled+atomic+dqf", 0, 0, 64, 1, 0, 0, false},
+      {"coupled+bulk+dqf", 0, 1, 64, 1, 0, 0, false},
+      {"m128+bulk+dqf", 0, 1, 128, 1, 0, 0, true},
+  };
+
+  // F3AB_ONLY=name (exact) runs one variant; F3AB_REPS=n timed runs (default 30).
+  const char* only = std::getenv("F3AB_ONLY");
+  const int reps = std::getenv("F3AB_REPS") ? std::atoi(std::getenv("F3AB_REPS")) : 30;
   for (const Variant& var : variants) {
+    if (var.d64_only && D != 64) continue;
+    if (only != nullptr && std::string(only) != var.name) continue;
     flash3::bwd_tuning().decoupled = var.decoupled;
     flash3::bwd_tuning().dq_mode = var.dq_mode;
+    flash3::bwd_tuning().block_m = var.block_m;
+    flash3::bwd_tuning().dq_first = var.dq_first;
+    flash3::bwd_tuning().stat_mode = var.stat_mode;
+    flash3::bwd_tuning().kv_regs = var.kv_regs;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;
-    for (int i = 0; i < 30; ++i) {
+    for (int i = 0; i < reps; ++i) {
       cudaEventRecord(e0);
       flash3::run_backward<D, true>(p);
       cudaEventRecord(e1);
@@ -111,11 +138,11 @@ void run_one(int S, bool causal) {
     }
     std::sort(ms.begin(), ms.end());
     const float med = ms[ms.size() / 2];
-    std::printf("S=%5d D=%3d causal=%d %s  %8.3f ms  %6.1f TFLOP/s\n", S, D, causal ? 1 : 0,
-                var.name, med, flops / (med * 1e-3) / 1e12);
+    std::printf("S=%5d D=%3d causal=%d %-22s %8.3f ms  %6.1f TFLOP/s  (min %8.3f ms %6.1f)\n", S, D,
+                causal ? 1 : 0, var.name, med, flops / (med * 1e-3) / 1e12, ms.front(),
+                flops / (ms.front() * 1e-3) / 1e12);
   }
-  flash3::bwd_tuning().decoupled = -1;
-  flash3::bwd_tuning().dq_mode = -1;
+  flash3::bwd_tuning() = flash3::BwdTuning{};
   for (auto* p : {q, k, v, o, dout, dq, dk, dv})
     cudaFree(p);
   cudaFree(lse);
@@ -126,8 +153,8 @@ void run_one(int S, bool causal) {
 int main(int argc, char** argv) {
   std::vector<std::string> cfgs(argv + 1, argv + argc);
   if (cfgs.empty())
-    cfgs = {"1024,64,0",  "1024,128,0", "4096,64,0",   "4096,64,1",  "4096,128,0",
-            "4096,128,1", "16384,64,0", "16384,128,0", "16384,128,1"};
+    cfgs = {"1024,64,0",  "1024,128,0", "4096,64,0",  "4096,64,1",   "4096,128,0",
+            "4096,128,1", "16384,64,0", "16384,64,1", "16384,128,0", "16384,128,1"};
   for (const auto& c : cfgs) {
     int S = 0, D = 0, cz = 0;
     if (std::sscanf(c.c_str(), "%d,%d,%d", &S, &D, &cz) != 3) continue;

@@ -3,8 +3,11 @@
 # sm_90a) of test_flash3 and libattnkit_c plus the standalone A/B tool, SASS facts, tests,
 # compute-sanitizer subset, A/B timings (dQ bulk reduce vs atomics), peer benchmark.
 # Usage: OUT=dir bench/gpu/flash3_bwd_gpu_run.sh ["peers.py args"]; at most 8 files under $OUT:
-# build.log test.log sanitizer.log ab.log bench.log bench.json bench.md summary.txt
-# Phase limits (s): F3B_BUILD_T (300) F3B_TEST_T (200) F3B_SAN_T (60 per tool) F3B_BENCH_T (150).
+# build.log test.log sanitizer.log ab.log bench.log bench.json bench.md summary.txt (+ ncu.log
+# inside the others' place when F3B_NCU=1: it replaces bench.log, which then goes to summary).
+# Phase limits (s): F3B_BUILD_T (300) F3B_TEST_T (200) F3B_SAN_T (60 per tool) F3B_BENCH_T (150);
+# F3B_DEADLINE (s from start, default 420): the bench and ncu phases only start while time is
+# left and are cut to it. summary.txt names the A/B's fastest variant per (D, causal).
 set -u
 OUT=${OUT:-/tmp/f3bwd_out}
 mkdir -p "$OUT"
@@ -28,10 +31,12 @@ timeout ${F3B_BUILD_T:-300} bash -c "cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYP
   -DATTNKIT_BUILD_CLI=OFF -DATTNKIT_BUILD_PYTHON=OFF && ninja -C $B -j16 test_flash3 attnkit_c" >> "$OUT/build.log" 2>&1
 echo "build rc=$? ($(( $(date +%s) - t0 )) s)" | tee -a "$S"
 wait $AB_PID; echo "ab tool build rc=$?" | tee -a "$S"; cat /tmp/ab_build.log >> "$OUT/build.log"
-grep -E "error" "$OUT/build.log" | head -10 | tee -a "$S"
-for o in $B/src/backends/flash3/CMakeFiles/attnkit_backend_flash3.dir/instantiations/bwd_*.o; do
+grep -E "error|warning.*(wgmma|serializ)" "$OUT/build.log" | head -10 | tee -a "$S"
+for o in $B/src/backends/flash3/CMakeFiles/attnkit_backend_flash3.dir/instantiations/bwd_*bf16*.o; do
   [ -f "$o" ] || continue
   echo "SASS $(basename $o): HGMMA $(cuobjdump --dump-sass $o | grep -c HGMMA), LDL/STL $(cuobjdump --dump-sass $o | grep -cE 'LDL|STL'), REDs $(cuobjdump --dump-sass $o | grep -cE 'RED|ATOM'), UBLKRED $(cuobjdump --dump-sass $o | grep -cE 'UBLKRED|BULK')" | tee -a "$S"
+  # Per kernel: registers / stack (spills) / shared.
+  cuobjdump -res-usage "$o" 2>/dev/null | grep -A1 "bwd_kernel" | grep -oE "bwd_kernelI[^ ]*|REG:[0-9]+|STACK:[0-9]+" | paste - - - | tee -a "$S"
 done
 
 if [ -x $B/tests/test_flash3 ]; then
@@ -40,13 +45,13 @@ if [ -x $B/tests/test_flash3 ]; then
   grep -E "^\[  (PASSED|FAILED) |tests ran" "$OUT/test.log" | tee -a "$S"
   echo "skipped: $(grep -c '\[  SKIPPED \]' "$OUT/test.log")" | tee -a "$S"
   grep -E "^\[  FAILED  \]" "$OUT/test.log" | sort -u | head -30 >> "$S"
-  # The default (decoupled) kernel failing while the coupled one passes: bench the coupled one.
+  # A default variant failing while run 2's decoupled kernel passes: bench that one.
   if grep -qE "^\[  FAILED  \] (Cases/Flash3Backward\.MatchesOracle/|.*Hostile.*_bwd)" "$OUT/test.log" &&
-     ! grep -qE "^\[  FAILED  \] Cases/Flash3Backward\.MatchesOracleCoupled/" "$OUT/test.log"; then
-    export ATTNKIT_FLASH3_BWD_COUPLED=1
-    echo "default (decoupled) backward FAILED tests: benchmarking the coupled kernel" | tee -a "$S"
+     ! grep -qE "^\[  FAILED  \] Cases/Flash3Backward\.MatchesOracleDecoupled/" "$OUT/test.log"; then
+    export ATTNKIT_FLASH3_BWD_VARIANT="64:decoupled+atomic;128:decoupled+bulk"
+    echo "default backward variant FAILED tests: benchmarking run 2's decoupled kernels" | tee -a "$S"
   fi
-  FILT='*Sm90BwdPtx*:*Flash3Backward.MatchesOracle/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleCoupled/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDqAtomics/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Hostile*bf16_bshd_b2_sq13_sk13_h2x1_d64_causalTL_bwd'
+  FILT='*Sm90BwdPtx*:*Flash3Backward.MatchesOracle/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleCoupled/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDqAtomics/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Hostile*bf16_bshd_b2_sq13_sk13_h2x1_d64_causalTL_bwd:*Flash3Backward.MatchesOracleCoupledDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d128_causalBR_bwd:*Flash3Backward.MatchesOracleBm128/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleBm128DqFirstBulk/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Flash3Backward.MatchesOracleBm128DqFirstShfl/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalBR_bwd:*Flash3Backward.MatchesOracleDecoupledDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd:*Flash3Backward.MatchesOracle/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd:*Flash3Backward.MatchesOraclePrefetch/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd:*Flash3Backward.MatchesOraclePrefetch/f16_bshd_b2_sq517_sk300_h2x1_d128_causalBR_bwd:*Flash3Backward.MatchesOracleDecoupledBulkPrefetch/bf16_bshd_b1_sq300_sk517_h4x2_d64_causalTL_bwd:*Flash3Backward.MatchesOracle/f16_bshd_b2_sq517_sk300_h2x1_d64_causalBR_bwd:*Flash3Backward.MatchesOracleKVRegsBulkDqFirst/bf16_bshd_b1_sq300_sk517_h4x2_d64_none_bwd'
   : > "$OUT/sanitizer.log"
   for tool in memcheck racecheck; do
     echo "==== $tool" >> "$OUT/sanitizer.log"
@@ -57,33 +62,67 @@ if [ -x $B/tests/test_flash3 ]; then
 fi
 
 if [ -x /tmp/flash3_bwd_ab ]; then
-  timeout ${F3B_AB_T:-90} /tmp/flash3_bwd_ab ${F3B_AB_CFGS:-} > "$OUT/ab.log" 2>&1
+  timeout ${F3B_AB_T:-120} /tmp/flash3_bwd_ab ${F3B_AB_CFGS:-} > "$OUT/ab.log" 2>&1
   echo "ab rc=$?" | tee -a "$S"; cat "$OUT/ab.log" >> "$S"
 fi
 
-# Per head dim, bench the faster of the two tested warpgroup variants (A/B medians, S = 4k and
-# 16k non-causal summed): coupled where it wins (unless already forced by a test failure).
-if [ -s "$OUT/ab.log" ] && [ -z "${ATTNKIT_FLASH3_BWD_COUPLED:-}" ]; then
-  CPL=$(python3 - "$OUT/ab.log" <<'PY'
+# The A/B's fastest variant per (D, causal) (TFLOP/s summed over S = 4k and 16k), for the
+# record; the peers bench runs the library's defaults unless F3B_VARIANT_ENV=1, which exports
+# ATTNKIT_FLASH3_BWD_VARIANT with the best non-causal variant per D (only if no backward test
+# failed).
+if [ -s "$OUT/ab.log" ]; then
+  BEST=$(python3 - "$OUT/ab.log" <<'PY'
 import re, sys
 t = {}
 for line in open(sys.argv[1]):
-    m = re.match(r"S=\s*(\d+) D=\s*(\d+) causal=0 (\S+)\s+\S+ ms\s+(\S+) TFLOP", line)
+    m = re.match(r"S=\s*(\d+) D=\s*(\d+) causal=(\d) (\S+)\s+\S+ ms\s+(\S+) TFLOP", line)
     if m and int(m.group(1)) in (4096, 16384):
-        k = (int(m.group(2)), m.group(3))
-        t[k] = t.get(k, 0.0) + float(m.group(4))
-out = [str(d) for d in (64, 128)
-       if (d, "coupled+bulk") in t and (d, "decoupled+bulk") in t and t[(d, "coupled+bulk")] > t[(d, "decoupled+bulk")]]
-print(",".join(out))
+        k = (int(m.group(2)), int(m.group(3)), m.group(4))
+        t[k] = t.get(k, 0.0) + float(m.group(5))
+env = []
+for d in (64, 128):
+    for c in (0, 1):
+        cands = {v: x for (dd, cc, v), x in t.items() if dd == d and cc == c}
+        if not cands:
+            continue
+        best = max(cands, key=cands.get)
+        dflt = cands.get("default", 0.0)
+        print(f"# D={d} causal={c}: best {best} {cands[best]:.0f} vs default {dflt:.0f} (summed TFLOP/s)", file=sys.stderr)
+        if c == 0 and best != "default":
+            env.append(f"{d}:{best}")
+print(";".join(env))
 PY
 )
-  if [ -n "$CPL" ]; then export ATTNKIT_FLASH3_BWD_COUPLED=$CPL; fi
-  echo "bench variant: coupled for D in {${CPL}} (A/B), decoupled otherwise" | tee -a "$S"
+  if [ "${F3B_VARIANT_ENV:-0}" = 1 ] && [ -n "$BEST" ] && \
+     ! grep -qE "^\[  FAILED  \] .*(Backward|_bwd)" "$OUT/test.log" 2>/dev/null; then
+    export ATTNKIT_FLASH3_BWD_VARIANT="$BEST"
+  fi
+  echo "bench variant: ${ATTNKIT_FLASH3_BWD_VARIANT:-library defaults}" | tee -a "$S"
 fi
+F3B_DEADLINE=${F3B_DEADLINE:-420}
+left() { echo $(( F3B_DEADLINE - ($(date +%s) - t0) )); }
 
-if [ -f $B/libattnkit_c.so ] && [ "${F3B_BENCH:-1}" = 1 ]; then
+# Hardware counters of one main-kernel launch per listed A/B variant (S = 4k non-causal):
+# F3B_NCU="D:variant ..." (e.g. "64:decoupled+atomic 64:m128+atomic+dqf").
+if [ -n "${F3B_NCU:-}" ] && [ -x /tmp/flash3_bwd_ab ]; then
+  : > "$OUT/ncu.log"
+  for dv in $F3B_NCU; do
+    [ "$(left)" -gt 25 ] || { echo "ncu: no time left for $dv" | tee -a "$S"; break; }
+    d=${dv%%:*}; v=${dv#*:}
+    echo "==== ncu D=$d $v" >> "$OUT/ncu.log"
+    F3AB_ONLY=$v F3AB_REPS=1 timeout $(( $(left) - 5 )) ncu --clock-control none -k regex:bwd_kernel \
+      --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats --print-details all \
+      --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active,smsp__inst_executed.avg.per_cycle_active \
+      /tmp/flash3_bwd_ab 4096,$d,0 >> "$OUT/ncu.log" 2>&1
+    echo "ncu $dv rc=$?" | tee -a "$S"
+  done
+  grep -E "====|Duration|Compute \(SM\) Throughput|Memory Throughput|hmma|wavefronts_mem_shared|per_cycle_active|Stall|Warp Cycles Per Issued" "$OUT/ncu.log" | head -60 >> "$S"
+fi
+if [ -f $B/libattnkit_c.so ] && [ "${F3B_BENCH:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
+  BT=${F3B_BENCH_T:-150}; [ "$BT" -gt "$(left)" ] && BT=$(left)
+  echo "bench (limit $BT s)" | tee -a "$S"
   # shellcheck disable=SC2086
-  PYTHONUNBUFFERED=1 timeout ${F3B_BENCH_T:-150} python3 bench/peers.py --lib $B/libattnkit_c.so \
+  PYTHONUNBUFFERED=1 timeout $BT python3 bench/peers.py --lib $B/libattnkit_c.so \
     --backends flash3 --peers cudnn,flash --json "$OUT/bench.json" --md "$OUT/bench.md" \
     --commit "${ATTNKIT_COMMIT:-}" $BENCH_ARGS > "$OUT/bench.log" 2>&1
   echo "bench rc=$?" | tee -a "$S"

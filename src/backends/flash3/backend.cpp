@@ -13,6 +13,7 @@
 #include "attnkit/error.hpp"
 #include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/launch.hpp"
+#include "cuda/device_guard.hpp"
 #include "dispatch/backend.hpp"
 
 namespace attnkit {
@@ -163,84 +164,64 @@ class Flash3Backend final : public Backend {
   }
 
   void forward(const Params& p) override {
-    std::vector<std::string> r = feature_reasons(p);
-    extra_reasons(p, r);
-    if (!r.empty()) {
-      std::string msg = "flash3 cannot run this call:";
-      for (const auto& s : r)
-        msg += " " + s + ";";
-      throw Error(ErrorCode::kUnsupported, msg);
-    }
+    throw_if_unsupported(p, {}, "flash3 cannot run this call:");
+    cuda::DeviceGuard device(p.device.index);
     const bool bf16 = p.dtype == DType::bf16;
-    int prev = -1;
-    cudaGetDevice(&prev);
-    if (prev != p.device.index) cudaSetDevice(p.device.index);
-    try {
-      switch (p.head_dim) {
+    switch (p.head_dim) {
 #if defined(ATTNKIT_FLASH3_D64)
-        case 64:
-          bf16 ? flash3::run_forward<64, true>(p) : flash3::run_forward<64, false>(p);
-          break;
+      case 64:
+        return bf16 ? flash3::run_forward<64, true>(p) : flash3::run_forward<64, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D128)
-        case 128:
-          bf16 ? flash3::run_forward<128, true>(p) : flash3::run_forward<128, false>(p);
-          break;
+      case 128:
+        return bf16 ? flash3::run_forward<128, true>(p) : flash3::run_forward<128, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D256)
-        case 256:
-          bf16 ? flash3::run_forward<256, true>(p) : flash3::run_forward<256, false>(p);
-          break;
+      case 256:
+        return bf16 ? flash3::run_forward<256, true>(p) : flash3::run_forward<256, false>(p);
 #endif
-        default:
-          throw Error(ErrorCode::kUnsupported,
-                      "flash3: head_dim " + std::to_string(p.head_dim) + " not built");
-      }
-    } catch (...) {
-      if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
-      throw;
+      default:
+        throw Error(ErrorCode::kUnsupported,
+                    "flash3: head_dim " + std::to_string(p.head_dim) + " not built");
     }
-    if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
   }
 
   void backward(const Params& p) override {
-    std::vector<std::string> r = feature_reasons(p);
-    extra_reasons(p, r);
+    std::vector<std::string> r;
     if (!p.is_backward) r.push_back("backward called with params.is_backward = false");
-    if (!r.empty()) {
-      std::string msg = "flash3 cannot run this backward call:";
-      for (const auto& s : r)
-        msg += " " + s + ";";
-      throw Error(ErrorCode::kUnsupported, msg);
-    }
+    throw_if_unsupported(p, std::move(r), "flash3 cannot run this backward call:");
+    cuda::DeviceGuard device(p.device.index);
     const bool bf16 = p.dtype == DType::bf16;
-    int prev = -1;
-    cudaGetDevice(&prev);
-    if (prev != p.device.index) cudaSetDevice(p.device.index);
-    try {
-      switch (p.head_dim) {
+    switch (p.head_dim) {
 #if defined(ATTNKIT_FLASH3_D64)
-        case 64:
-          bf16 ? flash3::run_backward<64, true>(p) : flash3::run_backward<64, false>(p);
-          break;
+      case 64:
+        return bf16 ? flash3::run_backward<64, true>(p) : flash3::run_backward<64, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D128)
-        case 128:
-          bf16 ? flash3::run_backward<128, true>(p) : flash3::run_backward<128, false>(p);
-          break;
+      case 128:
+        return bf16 ? flash3::run_backward<128, true>(p) : flash3::run_backward<128, false>(p);
 #endif
-        default:
-          throw Error(ErrorCode::kUnsupported,
-                      "flash3: backward head_dim " + std::to_string(p.head_dim) + " not built");
-      }
-    } catch (...) {
-      if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
-      throw;
+      default:
+        throw Error(ErrorCode::kUnsupported,
+                    "flash3: backward head_dim " + std::to_string(p.head_dim) + " not built");
     }
-    if (prev != p.device.index && prev >= 0) cudaSetDevice(prev);
   }
 
  private:
+  /// The dispatcher asked supports() already; a direct call still gets every reason (feature
+  /// table, extra_reasons, plus `more`) in one kUnsupported error before anything runs.
+  void throw_if_unsupported(const Params& p, std::vector<std::string> more,
+                            const char* what) const {
+    std::vector<std::string> r = feature_reasons(p);
+    extra_reasons(p, r);
+    r.insert(r.end(), more.begin(), more.end());
+    if (r.empty()) return;
+    std::string msg = what;
+    for (const auto& s : r)
+      msg += " " + s + ";";
+    throw Error(ErrorCode::kUnsupported, msg);
+  }
+
   BackendDescription desc_;
 };
 

@@ -21,6 +21,7 @@
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "core/params.hpp"
+#include "cuda/ptx_sm80.hpp"
 #include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3::bwd {
@@ -144,12 +145,41 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
   return x;
 }
 
-template <int D, bool BF16, bool kDecoupled>
-__global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
+/// kDqFirst (session 3): issue order of the three GEMMs after dS^T, as FlashAttention-3 does:
+///   dV (RS) | barrier | dQ (SS) | wait dV | dK (RS) | wait dQ | dQ -> workspace | wait dK
+/// so the tensor pipe always has a GEMM queued while a drain is waited for, and the dQ hand-off
+/// (smem staging or atomics) overlaps the dK GEMM. false: dV, dK | barrier | dQ | wait all |
+/// dQ hand-off (runs 1-2). Decoupled D = 128 cannot (64 dQ registers with dV / dK in flight,
+/// see below).
+///
+/// kStat: where a thread's lse2 / delta values come from (session 3; ncu run 1 put "long
+/// scoreboard" — waiting for global loads — first among the stall reasons at D = 64):
+///   0 (direct): BM = 64 __ldg of the 2 x 16 values at the iteration's start; BM = 128 each
+///     thread loads one row's pair at the start, stages it through the WG's smem rows.
+///   1 (shuffle, BM = 128): rows lane + 32 t held 4 per lane, fetched by __shfl_sync where used
+///     (128 shuffles a thread per iteration; no spills where 0 spilled 28 B in one build).
+///   2 (prefetch): BM = 128's smem staging for both BM, but filled by cp.async for item it + 1
+///     during item it, so no L2 latency is waited for in the loop. (Register prefetch instead:
+///     ptxas spilled 96-116 bytes at BM = 128.)
+///
+/// kKVRegs (D = 64, BM = 64; written after session 3 run 2, NOT yet run on a GPU): this WG's K and
+/// V rows held as wgmma A fragments in registers (2 x 16) for the whole CTA, so S^T and dP^T are RS
+/// GEMMs: their smem operand traffic drops from 4 KB to 2 KB per m64n64k16 (A no longer read from
+/// smem), 16 of the ~68 KB a WG reads per item. FA3 has the same option for V (Mma_dP_is_RS /
+/// V_in_regs).
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
+          bool kKVRegs = false>
+__global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = BwdTraits<D, kDecoupled>;
+  using Tr = BwdTraits<D, kDecoupled, BM>;
+  static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
+  static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
+  static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128), "lse2 / delta source");
+  constexpr bool kStatShfl = kStat == 1;
+  constexpr bool kStatPf = kStat == 2;
   namespace ptx = attnkit::cuda::sm90;
+  namespace sm80 = attnkit::ptx;  // cp.async (ptx_sm80.hpp)
   constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -216,7 +246,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
 
   // ---- consumers ------------------------------------------------------------------------------
   ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-  using W64 = BwdWgmma<64, BF16>;
+  using WS = BwdWgmma<kBM, BF16>;  // S^T, dP^T: [64 keys x kBM queries]
   using WD = BwdWgmma<D, BF16>;
   using WQ = BwdWgmma<Tr::kDqN, BF16>;
   const int w = wg - 1;  // consumer index: keys [64 w, 64 w + 64) of the block
@@ -234,52 +264,146 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
   for (int i = 0; i < D / 2; ++i)
     dk[i] = dv[i] = 0.f;
 
+  // kStatPf: item it2's lse2 / delta rows -> this WG's staging buffer it2 % 2 by cp.async (no
+  // registers held across the iteration). BM = 128: thread tid copies rows m0 + tid of lse2 and
+  // delta; BM = 64: staging index tid = lse2 row tid for tid < 64, delta row tid - 64 otherwise.
+  const uint32_t stat_smem = ptx::smem_u32(smem + Tr::kOffStat) + w * 2 * 2 * kBM * 4;
+  auto prefetch_stats = [&](int it2) {
+    const Item y = item_of(a, g, it2, m_begin, m_count, kBM);
+    const int64_t r = (static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0;
+    const uint32_t dst = stat_smem + (it2 & 1) * 2 * kBM * 4 + tid * 4;
+    if constexpr (kBM == 128) {
+      sm80::cp_async_4(dst, a.lse2 + r + tid, true);
+      sm80::cp_async_4(dst + kBM * 4, a.delta + r + tid, true);
+    } else {
+      sm80::cp_async_4(dst, tid < 64 ? a.lse2 + r + tid : a.delta + r + tid - 64, true);
+    }
+    sm80::cp_async_commit();
+  };
+  if (kStatPf && items > 0) prefetch_stats(0);
+
   if (items > 0) ptx::mbar_wait(full_kv, 0);
+  // kKVRegs: m64k16 A fragments of K_w / V_w for k-step ks: register 4 ks + i holds rows
+  // 64 w + 16 warp + lane / 4 (+ 8 for odd i), columns 16 ks + 2 (lane % 4) (+ 8 for i >= 2),
+  // read once from the 128B-swizzled tiles (16-byte chunk c of row R at c ^ (R % 8)).
+  uint32_t kf[kKVRegs ? 16 : 1], vf[kKVRegs ? 16 : 1];
+  if constexpr (kKVRegs) {
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = 64 * w + 16 * warp + lane / 4 + 8 * (i & 1);
+        const int c = 16 * ks + 8 * (i >> 1) + 2 * (lane % 4);
+        const int off = r * Tr::kRowBytes + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2;
+        kf[4 * ks + i] = *reinterpret_cast<const uint32_t*>(smem + Tr::kOffK + off);
+        vf[4 * ks + i] = *reinterpret_cast<const uint32_t*>(smem + Tr::kOffV + off);
+      }
+  }
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
     const Item x = item_of(a, g, it, m_begin, m_count, kBM);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
+    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+    // BM = 128: this thread's lse2 / delta row (query m0 + tid), staged through smem below, or
+    // (kStatShfl) rows lane + 32 t of this warp's lanes.
+    float my_l2[kStatShfl ? 4 : 1], my_dl[kStatShfl ? 4 : 1];
+    if constexpr (kBM == 128 && !kStatPf) {
+#pragma unroll
+      for (int t = 0; t < (kStatShfl ? 4 : 1); ++t) {
+        const int r = kStatShfl ? lane + 32 * t : tid;
+        my_l2[t] = __ldg(a.lse2 + row + r);
+        my_dl[t] = __ldg(a.delta + row + r);
+      }
+    }
     ptx::mbar_wait(&full[s], ph);
 
-    // S^T [64 keys x 64 queries] = K_w Q^T and dP^T = V_w dO^T: K-major A and B, K = D.
-    float st[32], dpt[32];
+    // S^T [64 keys x kBM queries] = K_w Q^T and dP^T = V_w dO^T: K-major A and B, K = D.
+    float st[kBM / 2], dpt[kBM / 2];
     ptx::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
       const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
       const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-      W64::template ss<0, 0>(st, ptx::Sw128Desc::make(k_w + off, 16, 1024),
-                             ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      if constexpr (kKVRegs) {
+        const uint32_t af[4] = {kf[4 * ks], kf[4 * ks + 1], kf[4 * ks + 2], kf[4 * ks + 3]};
+        WS::template rs<0>(st, af, ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      } else {
+        WS::template ss<0, 0>(st, ptx::Sw128Desc::make(k_w + off, 16, 1024),
+                              ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      }
     }
     ptx::wgmma_commit();
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
       const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
       const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-      W64::template ss<0, 0>(dpt, ptx::Sw128Desc::make(v_w + off, 16, 1024),
-                             ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      if constexpr (kKVRegs) {
+        const uint32_t af[4] = {vf[4 * ks], vf[4 * ks + 1], vf[4 * ks + 2], vf[4 * ks + 3]};
+        WS::template rs<0>(dpt, af, ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      } else {
+        WS::template ss<0, 0>(dpt, ptx::Sw128Desc::make(v_w + off, 16, 1024),
+                              ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      }
     }
     ptx::wgmma_commit();
 
-    // lse2 / delta of this thread's 16 query columns (8j + qc + e), index 2j + e, read straight
-    // from the padded fp32 workspace (in bounds, 8-byte aligned: sq_pad and qc are even) while
-    // the two GEMMs run. They used to be bulk-copied into the stage's shared memory, which
-    // compute-sanitizer racecheck reported as 14 hazards between the producer's async-proxy
-    // write and these generic reads (mbarrier-ordered, but not proven to it); 128 B per row
-    // block from L2 costs nothing next to the 5 GEMMs.
-    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
-    float l2[16], dl[16];
+    // lse2 / delta of this thread's kBM / 4 query columns (8j + qc + e), index 2j + e.
+    // BM = 64: read straight from the padded fp32 workspace (in bounds, 8-byte aligned: sq_pad
+    // and qc are even) while the two GEMMs run. They used to be bulk-copied into the stage's
+    // shared memory, which compute-sanitizer racecheck reported as 14 hazards between the
+    // producer's async-proxy write and these generic reads (mbarrier-ordered, but not proven to
+    // it); 128 B per row block from L2 costs nothing next to the 5 GEMMs.
+    // BM = 128: 64 more registers would not fit next to S^T / dP^T [64 x 128]; each thread loaded
+    // one row's pair above (my_l2, my_dl), the WG stores them to its smem rows (double-buffered
+    // by iteration parity: a WG barrier separates a buffer's reads from its rewrite two
+    // iterations later) and reads them back as float2 broadcasts where they are used.
+    // kStat = 2: the staging of BM = 128 with values loaded one item ahead (see the template).
+    constexpr bool kDirect = kBM == 64 && !kStatPf;
+    float l2[kDirect ? 16 : 1], dl[kDirect ? 16 : 1];
+    const float* stat = nullptr;
+    if constexpr (kStatPf) {
+      // [lse2 kBM | delta kBM] of this WG, buffer it % 2: this thread's copies landed, the
+      // barrier makes every thread's visible (and orders the WG's reads of buffer (it + 1) % 2
+      // in item it - 1 before its refill for item it + 1, issued right after).
+      sm80::cp_async_wait<0>();
+      ptx::named_bar_sync(2 + w, 128);
+      stat = reinterpret_cast<const float*>(smem + Tr::kOffStat) + (2 * w + (it & 1)) * 2 * kBM;
+    } else if constexpr (kDirect) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float2 lv = __ldg(reinterpret_cast<const float2*>(a.lse2 + row + 8 * j + qc));
-      const float2 dv2 = __ldg(reinterpret_cast<const float2*>(a.delta + row + 8 * j + qc));
-      l2[2 * j] = lv.x;
-      l2[2 * j + 1] = lv.y;
-      dl[2 * j] = dv2.x;
-      dl[2 * j + 1] = dv2.y;
+      for (int j = 0; j < 8; ++j) {
+        const float2 lv = __ldg(reinterpret_cast<const float2*>(a.lse2 + row + 8 * j + qc));
+        const float2 dv2 = __ldg(reinterpret_cast<const float2*>(a.delta + row + 8 * j + qc));
+        l2[2 * j] = lv.x;
+        l2[2 * j + 1] = lv.y;
+        dl[2 * j] = dv2.x;
+        dl[2 * j + 1] = dv2.y;
+      }
+    } else if constexpr (!kStatShfl) {
+      float* st_w = reinterpret_cast<float*>(smem + Tr::kOffStat) + (2 * w + (it & 1)) * 2 * kBM;
+      st_w[tid] = my_l2[0];
+      st_w[kBM + tid] = my_dl[0];
+      ptx::named_bar_sync(2 + w, 128);
+      stat = st_w;
     }
+    // Query column 8j + qc + e = row 8 (j % 4) + qc + e + 32 (j / 4) of the block.
+    auto lse2_of = [&](int j, int e) {
+      if constexpr (kDirect)
+        return l2[2 * j + e];
+      else if constexpr (kStatShfl)
+        return __shfl_sync(0xffffffffu, my_l2[j / 4], 8 * (j % 4) + qc + e);
+      else
+        return stat[8 * j + qc + e];
+    };
+    auto delta_of = [&](int j, int e) {
+      if constexpr (kDirect)
+        return dl[2 * j + e];
+      else if constexpr (kStatShfl)
+        return __shfl_sync(0xffffffffu, my_dl[j / 4], 8 * (j % 4) + qc + e);
+      else
+        return stat[kBM + 8 * j + qc + e];
+    };
 
     // P^T = exp2(S^T scale_log2 - lse2), masked where key >= Sk or (causal) key > row + offset.
     ptx::wgmma_wait<1>();
@@ -287,65 +411,80 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
     const bool need_mask =
         key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset);
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
       for (int r = 0; r < 2; ++r)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          float pv = exp2_approx(fmaf(st[4 * j + 2 * r + e], sl2, -l2[2 * j + e]));
+          float pv = exp2_approx(fmaf(st[4 * j + 2 * r + e], sl2, -lse2_of(j, e)));
           if (need_mask) {
             const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
             if (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset)) pv = 0.f;
           }
           st[4 * j + 2 * r + e] = pv;
         }
+    }
     // dS^T = P^T (dP^T - delta).
     ptx::wgmma_wait<0>();
     fence_regs(dpt);
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
       for (int r = 0; r < 2; ++r)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int idx = 4 * j + 2 * r + e;
-          dpt[idx] = st[idx] * (dpt[idx] - dl[2 * j + e]);
+          dpt[idx] = st[idx] * (dpt[idx] - delta_of(j, e));
         }
+    }
     // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
-    uint32_t pp[16], pds[16];
+    uint32_t pp[kBM / 4], pds[kBM / 4];
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < kBM / 4; ++i) {
       pp[i] = pack_pair<BF16>(st[2 * i], st[2 * i + 1]);
       pds[i] = pack_pair<BF16>(dpt[2 * i], dpt[2 * i + 1]);
     }
-    // dS^T -> smem [128 keys][64 queries] (128B swizzle: 16-byte chunk c of row R at c ^ (R%8)).
+    // kStatPf: refill the other staging buffer for item it + 1 (after this item's barrier; here,
+    // once S^T / dP^T are packed: issued next to the live accumulators ptxas spilled 92 bytes).
+    if constexpr (kStatPf) {
+      if (it + 1 < items) prefetch_stats(it + 1);
+    }
+    // dS^T -> smem [128 keys][kBM queries] as kBM / 64 chunks [128 keys][64 queries] (128B
+    // swizzle: 16-byte chunk c of row R at c ^ (R%8)).
     // pds[2j + r] = (key row 16 warp + lane/4 + 8r, query columns 8j + qc, +1).
     const int ds_buffer = Tr::kDSBuffers > 1 ? (it & 1) : 0;
     uint8_t* ds_buf = smem + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < kBM / 8; ++j)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int row = 64 * w + 16 * warp + lane / 4 + 8 * r;
-        *reinterpret_cast<uint32_t*>(ds_buf + row * 128 + ((j ^ (row & 7)) * 16) + 2 * qc) =
-            pds[2 * j + r];
+        const int kr = 64 * w + 16 * warp + lane / 4 + 8 * r;
+        *reinterpret_cast<uint32_t*>(ds_buf + (j / 8) * Tr::kDSChunkBytes + kr * 128 +
+                                     (((j % 8) ^ (kr & 7)) * 16) + 2 * qc) = pds[2 * j + r];
       }
     ptx::fence_proxy_async_smem();  // generic-proxy stores -> the other WG's wgmma reads
 
-    // dV_w += P^T dO, dK_w += dS^T Q: A from registers, B = dO / Q MN-major (K = 64 queries).
+    // dV_w += P^T dO, dK_w += dS^T Q: A from registers, B = dO / Q MN-major (K = kBM queries).
+    auto issue_dv = [&] {
+#pragma unroll
+      for (int kk = 0; kk < kBM / 16; ++kk) {
+        const uint32_t af[4] = {pp[4 * kk], pp[4 * kk + 1], pp[4 * kk + 2], pp[4 * kk + 3]};
+        WD::template rs<1>(
+            dv, af, ptx::Sw128Desc::make(do_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024),
+            1);
+      }
+    };
+    auto issue_dk = [&] {
+#pragma unroll
+      for (int kk = 0; kk < kBM / 16; ++kk) {
+        const uint32_t af[4] = {pds[4 * kk], pds[4 * kk + 1], pds[4 * kk + 2], pds[4 * kk + 3]};
+        WD::template rs<1>(
+            dk, af, ptx::Sw128Desc::make(q_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
+      }
+    };
     ptx::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBM / 16; ++kk) {
-      const uint32_t af[4] = {pp[4 * kk], pp[4 * kk + 1], pp[4 * kk + 2], pp[4 * kk + 3]};
-      WD::template rs<1>(
-          dv, af, ptx::Sw128Desc::make(do_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBM / 16; ++kk) {
-      const uint32_t af[4] = {pds[4 * kk], pds[4 * kk + 1], pds[4 * kk + 2], pds[4 * kk + 3]};
-      WD::template rs<1>(
-          dk, af, ptx::Sw128Desc::make(q_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
-    }
+    issue_dv();
+    if constexpr (!kDqFirst) issue_dk();
     ptx::wgmma_commit();
 
     // This WG's previous bulk reduce has finished reading its dQ stage (so after the barrier
@@ -369,33 +508,44 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
     }
 
     // dQ [64 queries x kDqN] = dS K: A = dS^T tile (MN-major: queries contiguous), B = K rows
-    // (MN-major: D contiguous), K = kDqKeys keys.
+    // (MN-major: D contiguous), K = kDqKeys keys. BM = 128: WG w's 64 queries are dS^T chunk w.
     float dq[Tr::kDqN / 2];
-    const uint32_t ds_u32 = base + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
-    const int key_off0 = Tr::kDqSplitD ? 0 : 64 * w;
+    const uint32_t ds_u32 =
+        base + Tr::kOffDS + ds_buffer * Tr::kDSBytes + (Tr::kDqSplitM ? w * Tr::kDSChunkBytes : 0);
+    const int key_off0 = (Tr::kDqSplitD || Tr::kDqSplitM) ? 0 : 64 * w;
     const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
       const uint32_t roff = (key_off0 + 16 * kk) * Tr::kRowBytes;
-      WQ::template ss<1, 1>(dq, ptx::Sw128Desc::make(ds_u32 + roff, Tr::kDSBytes, 1024),
+      WQ::template ss<1, 1>(dq, ptx::Sw128Desc::make(ds_u32 + roff, Tr::kDSChunkBytes, 1024),
                             ptx::Sw128Desc::make(k_cols + roff, Tr::kKChunkBytes, 1024),
                             kk > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
-    fence_regs(dq);
-    fence_regs(dk);
-    fence_regs(dv);
-    // Q and dO of stage s consumed (every wgmma reading them has completed: wait<0> above);
-    // the warp's lanes converge before lane 0's release-arrive hands the stage back.
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(&empty[s]);
+    if constexpr (kDqFirst) {
+      ptx::wgmma_wait<1>();  // dV done: P^T registers free, dK queued behind dQ
+      fence_regs(dv);
+      ptx::wgmma_fence();
+      issue_dk();
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<1>();  // dQ done; dK still running under the dQ hand-off below
+      fence_regs(dq);
+    } else {
+      ptx::wgmma_wait<0>();
+      fence_regs(dq);
+      fence_regs(dk);
+      fence_regs(dv);
+      // Q and dO of stage s consumed (every wgmma reading them has completed: wait<0> above);
+      // the warp's lanes converge before lane 0's release-arrive hands the stage back.
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(&empty[s]);
+    }
 
     // dQ partial sums -> this WG's part of the (bh, query block) workspace tile, thread-major
     // (bwd_traits.hpp): position ((2 j + r) * 128 + tid) * 2 holds dq[4 j + 2 r], dq[4 j + 2 r +
     // 1].
-    float* part = a.dq_acc + ((static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0) * D +
+    float* part = a.dq_acc + (row + (Tr::kDqSplitM ? 64 * w : 0)) * D +
                   (Tr::kDqSplitD ? w * 64 * Tr::kDqN : 0);
     if (a.dq_bulk) {
       float* sdq = reinterpret_cast<float*>(smem + Tr::kOffDQ + w * Tr::kDqPartBytes);
@@ -418,6 +568,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled>::kThreads, 1)
         for (int r = 0; r < 2; ++r)
           atomicAdd(reinterpret_cast<float2*>(part + ((2 * j + r) * 128 + tid) * 2),
                     make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
+    }
+    if constexpr (kDqFirst) {
+      ptx::wgmma_wait<0>();  // dK done: Q and dO of stage s consumed
+      fence_regs(dk);
+      fence_regs(dv);
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(&empty[s]);
     }
   }
   // Every reduce must have read its smem source before the CTA exits (and be complete).

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "attnkit/error.hpp"
 #include "backends/flash3/bwd_args.hpp"
@@ -49,12 +50,12 @@ inline constexpr int kMaxDevices = 64;
 }  // namespace bwd
 
 namespace bwd {
-template <int D, bool BF16, bool kDecoupled>
-void launch_backward(const Params& p) {
-  using Tr = bwd::BwdTraits<D, kDecoupled>;
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false>
+void launch_backward(const Params& p, bool dq_bulk) {
+  using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
-  // Query rows padded to whole 64-row blocks (at least one), so the kernel's lse2 / delta /
+  // Query rows padded to whole kBlockM-row blocks (at least one), so the kernel's lse2 / delta /
   // dQ-workspace accesses need no bounds checks.
   const int64_t m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM : 1;
   const int64_t sq_pad = m_blocks * Tr::kBlockM;
@@ -111,15 +112,9 @@ void launch_backward(const Params& p) {
     a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
-    // dQ path: bulk reduce-add for D = 128, float2 atomics for D = 64 (run 2, H200, same-process
-    // A/B, decoupled kernel): D = 64 atomics 274 vs bulk 254 TFLOP/s at S = 4k, 291 vs 271 at
-    // 16k (staging 16 KB through smem costs smem bandwidth, which the m64n64 SS GEMMs already
-    // saturate); D = 128 bulk 399 vs atomics 358 at 4k, 434 vs 356 at 16k (its decoupled dQ
-    // tile is 64 x 128 per warpgroup: twice the atomics).
-    const int mode = bwd_tuning().dq_mode;
-    a.dq_bulk = mode >= 0 ? mode : (D >= 128 ? 1 : 0);
+    a.dq_bulk = dq_bulk ? 1 : 0;
 
-    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled>;
+    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -147,30 +142,146 @@ void launch_backward(const Params& p) {
 
 }  // namespace bwd
 
-/// Variant per call: decoupled warpgroups (default) or coupled (run 1's kernel), from
-/// bwd_tuning().decoupled, else env ATTNKIT_FLASH3_BWD_COUPLED (read once; a measurement and
-/// fallback switch): "1" or "all" = coupled for every D, or a comma list of head dims ("128").
+namespace bwd {
+
+/// One backward kernel variant (BwdTuning's knobs resolved).
+struct Variant {
+  bool decoupled = true;  // warpgroups split dQ by keys (bwd_traits.hpp)
+  int block_m = 64;       // 128: D = 64 only, coupled
+  bool dq_bulk = false;   // dQ by bulk reduce-add (else float2 atomics)
+  bool dq_first = false;  // FA3 GEMM order (kDqFirst)
+  int stat = 0;           // lse2 / delta source (kStat)
+  bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
+};
+
+/// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
+/// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv]. Fills `v` for head dim d; false
+/// when d is not listed (or the name does not parse).
+inline bool env_variant(int d, Variant& v) {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  if (e == nullptr) return false;
+  const std::string all(e);
+  const std::string key = std::to_string(d) + ":";
+  size_t pos = 0;
+  while (pos < all.size()) {
+    const size_t end = all.find_first_of("; ", pos) == std::string::npos
+                           ? all.size()
+                           : all.find_first_of("; ", pos);
+    const std::string ent = all.substr(pos, end - pos);
+    pos = end + 1;
+    if (ent.rfind(key, 0) != 0) continue;
+    Variant x;
+    std::string name = ent.substr(key.size()) + "+";
+    size_t p0 = 0;
+    for (int i = 0; p0 < name.size(); ++i) {
+      const size_t p1 = name.find('+', p0);
+      const std::string tok = name.substr(p0, p1 - p0);
+      p0 = p1 + 1;
+      if (i == 0 && tok == "decoupled")
+        x.decoupled = true;
+      else if (i == 0 && tok == "coupled")
+        x.decoupled = false;
+      else if (i == 0 && tok == "m128")
+        x.decoupled = false, x.block_m = 128;
+      else if (i == 1 && (tok == "bulk" || tok == "atomic"))
+        x.dq_bulk = tok == "bulk";
+      else if (i >= 2 && tok == "dqf")
+        x.dq_first = true;
+      else if (i >= 2 && tok == "shfl")
+        x.stat = 1;
+      else if (i >= 2 && tok == "pf")
+        x.stat = 2;
+      else if (i >= 2 && tok == "kv")
+        x.kv_regs = true;
+      else
+        return false;
+    }
+    v = x;
+    return true;
+  }
+  return false;
+}
+
+/// The measured default per call (session 3 run 1, H200, same-run A/B medians, TFLOP/s, S 1k /
+/// 4k / 16k; bench/notes/flash3-bwd-s3.md):
+///   D = 64 non-causal: 128-row blocks + bulk + dQ-first 236 / 297 / 316 vs the old default
+///     (decoupled + atomics) 206 / 253 / 267;
+///   D = 64 causal: decoupled + atomics stays (274 / 326 at 4k / 16k; 128-row blocks 261 / 315:
+///     the coupled warpgroups wait for each other on diagonal blocks). Run 2 confirmed all three
+///     (same A/B: 297 / 316, 274 / 325, 395-429 / 432-447). K / V in registers (kKVRegs) is a
+///     knob only: written after run 2, never run on a GPU (no device time left).
+///   D = 128: coupled + atomics + dQ-first 341 / 410 / 439, causal 351 / 432, vs decoupled +
+///     bulk 305 / 383 / 404, causal 352 / 399.
+inline Variant default_variant(int d, bool causal) {
+  Variant v;
+  if (d == 64 && !causal) {
+    v.decoupled = false, v.block_m = 128, v.dq_bulk = true, v.dq_first = true;
+  } else if (d == 64) {
+    v.decoupled = true, v.dq_bulk = false;
+  } else {
+    v.decoupled = false, v.dq_bulk = false, v.dq_first = true;
+  }
+  return v;
+}
+
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst>
+void launch_stat(const Params& p, const Variant& v) {
+  if constexpr (BM == 128) {
+    if (v.stat == 1) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v.dq_bulk);
+  }
+  if (v.stat == 2) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v.dq_bulk);
+  if constexpr (D == 64 && BM == 64 && kDecoupled) {
+    if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v.dq_bulk);
+  }
+  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v.dq_bulk);
+}
+
+}  // namespace bwd
+
+/// Variant per call: the measured default (bwd::default_variant), overridden by env
+/// ATTNKIT_FLASH3_BWD_VARIANT (read once), then by the legacy env ATTNKIT_FLASH3_BWD_COUPLED
+/// ("1", "all" or a list of D: coupled warpgroups), then by each bwd_tuning() knob that is set.
+/// Combinations without a kernel fall back: block_m 128 only for D = 64 (it implies coupled);
+/// dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
+/// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise).
 template <int D, bool BF16>
 void run_backward(const Params& p) {
+  static const std::pair<bool, bwd::Variant> env = [] {
+    bwd::Variant v;
+    const bool set = bwd::env_variant(D, v);
+    return std::make_pair(set, v);
+  }();
   static const bool env_coupled = [] {
     const char* e = std::getenv("ATTNKIT_FLASH3_BWD_COUPLED");
     if (e == nullptr) return false;
-    const std::string v(e);
-    size_t pos = 0;
-    while (pos <= v.size()) {
-      const size_t end = v.find(',', pos) == std::string::npos ? v.size() : v.find(',', pos);
-      const std::string tok = v.substr(pos, end - pos);
-      if (tok == "1" || tok == "all" || tok == std::to_string(D)) return true;
-      pos = end + 1;
-    }
-    return false;
+    const std::string s = std::string(",") + e + ",";
+    return s.find(",1,") != std::string::npos || s.find(",all,") != std::string::npos ||
+           s.find("," + std::to_string(D) + ",") != std::string::npos;
   }();
-  const int knob = bwd_tuning().decoupled;
-  const bool decoupled = knob >= 0 ? knob != 0 : !env_coupled;
-  if (decoupled)
-    bwd::launch_backward<D, BF16, true>(p);
-  else
-    bwd::launch_backward<D, BF16, false>(p);
+  bwd::Variant v = env.first ? env.second : bwd::default_variant(D, p.causal != Causal::none);
+  if (env_coupled) v.decoupled = false, v.block_m = 64;
+  const BwdTuning& t = bwd_tuning();
+  if (t.decoupled >= 0) v.decoupled = t.decoupled != 0;
+  if (t.block_m > 0) v.block_m = t.block_m;
+  if (t.dq_mode >= 0) v.dq_bulk = t.dq_mode != 0;
+  if (t.dq_first >= 0) v.dq_first = t.dq_first != 0;
+  if (t.stat_mode >= 0) v.stat = t.stat_mode;
+  if (t.kv_regs >= 0) v.kv_regs = t.kv_regs != 0;
+  if (D != 64) v.block_m = 64;
+  if (v.block_m == 128) v.decoupled = false;
+  if (v.decoupled && D >= 128) v.dq_first = false;
+  if (v.block_m != 128 && v.stat == 1) v.stat = 0;
+  if constexpr (D == 64) {
+    if (v.block_m == 128) {
+      if (v.dq_first) return bwd::launch_stat<D, BF16, false, 128, true>(p, v);
+      return bwd::launch_stat<D, BF16, false, 128, false>(p, v);
+    }
+    if (v.decoupled && v.dq_first) return bwd::launch_stat<D, BF16, true, 64, true>(p, v);
+  }
+  if (v.decoupled) return bwd::launch_stat<D, BF16, true, 64, false>(p, v);
+  if (v.dq_first) return bwd::launch_stat<D, BF16, false, 64, true>(p, v);
+  bwd::launch_stat<D, BF16, false, 64, false>(p, v);
 }
 
 }  // namespace attnkit::flash3

@@ -8,12 +8,23 @@ namespace attnkit::flash3 {
 /// Measurement knobs of the backward (benchmarks and tests only; defaults are the tuned choice).
 struct BwdTuning {
   // dQ accumulation: 1 = per-warpgroup bulk TMA reduce-add of the smem-staged tile, 0 = float2
-  // atomics straight from registers, -1 = default (D = 128 bulk, D = 64 atomics: bwd_launch.cuh).
+  // atomics straight from registers, -1 = the variant's default (bwd_launch.cuh).
   int dq_mode = -1;
   // Warpgroup coupling (bwd_traits.hpp): 1 = decoupled (dQ split by keys), 0 = coupled (lockstep;
-  // D = 128 splits dQ by columns), -1 = default (decoupled unless env
-  // ATTNKIT_FLASH3_BWD_COUPLED=1).
+  // D = 128 splits dQ by columns), -1 = default.
   int decoupled = -1;
+  // Query rows per iteration: 128 (D = 64 only, implies coupled; bwd_traits.hpp), 64, or -1 =
+  // default.
+  int block_m = -1;
+  // GEMM order after dS^T: 1 = dQ before dK (FA3 order, bwd_kernel.cuh kDqFirst), 0 = dV, dK
+  // then dQ, -1 = default. Ignored for decoupled D = 128.
+  int dq_first = -1;
+  // lse2 / delta source (bwd_kernel.cuh kStat): 0 direct, 1 shuffles (block_m 128), 2 loaded
+  // one item ahead and staged through smem; -1 = default.
+  int stat_mode = -1;
+  // K / V rows as register A fragments for S^T / dP^T (RS instead of SS; bwd_kernel.cuh
+  // kKVRegs): 1 / 0 / -1 = default. Only decoupled D = 64 with 64-row blocks and stat_mode 0.
+  int kv_regs = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;
@@ -23,7 +34,7 @@ inline BwdTuning& bwd_tuning() {
 /// Runs the backward for head dim D (64 or 128), bf16 (BF16 = true) or f16: dq, dk, dv from
 /// (dout, q, k, v, out, lse). Params must satisfy backend.cpp's capability table and
 /// extra_reasons (is_backward). Uses the stream-ordered workspace (cuda/workspace.hpp):
-/// B * Hq * ceil64(Sq) * (D + 2) * 4 bytes.
+/// B * Hq * Sq rounded up to the query block (64, or 128 for bm128) * (D + 2) * 4 bytes.
 template <int D, bool BF16>
 void run_backward(const Params& p);
 

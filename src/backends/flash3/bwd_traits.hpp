@@ -33,6 +33,17 @@
 //   lse2,delta[kStages][kBlockM] fp32
 //   D = 128 decoupled: 32 + 32 + 2*2*16 + 16 + 2*32 + 1 KB = 209 KB (coupled 193 KB); D = 64:
 //   16 + 16 + 2*2*8 + 16 + 2*16 + 1 = 113 KB.
+// 128-row query blocks (BM = 128, D = 64 only, always coupled; session 3): S^T and dP^T become
+// m64n128 SS GEMMs (K = 64): 6 KB of operands per 64 clk = 96 B/clk instead of the m64n64 SS
+// shape's 128 B/clk, and every per-iteration cost (two stage barriers, the WG barrier, three wgmma
+// drains, the lse2/delta loads, the dQ hand-off) is paid once per 128 queries instead of 64. dQ
+// [128q x 64] is split by query rows: WG w computes rows [64 w, 64 w + 64) over all 128 keys (both
+// WGs' dS^T: the 256-thread barrier, dS^T double-buffered) and adds them into the workspace tile
+// of query block (m0 + 64 w) / 64, so the workspace layout and dQ conversion are unchanged.
+// Registers: S^T, dP^T 64 each + dK, dV 32 each = 192; lse2 / delta (32 query columns a thread)
+// do not fit as registers too: each WG stages them through its own smem rows (ld.global by
+// thread tid = query row tid, st.shared, WG barrier, ld.shared.v2 broadcasts).
+//   Smem: 16 + 16 + 2*16 + 2*16 + 2*32 (dS^T) + 2*16 (dQ stages) + 2 KB stats = 194 KB.
 // dQ workspace layout (fp32): per (b*Hq + h, query block) a contiguous 64 x D tile at
 // (bh * sq_pad + m0) * D, made of D / kDqN parts of 64 x kDqN (part = column block), each stored
 // thread-major as the wgmma accumulator lies in registers: element (row, col) of a part at
@@ -45,31 +56,37 @@
 
 namespace attnkit::flash3::bwd {
 
-template <int D, bool kDecoupledWGs = true>
+template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
   static_assert(D == 64 || D == 128, "flash3 backward: D in {64, 128}");
+  static_assert(BM == 64 || (BM == 128 && D == 64 && !kDecoupledWGs),
+                "flash3 backward: 128-row query blocks only for D = 64, coupled");
   static constexpr int kD = D;
   static constexpr int kBlockN = 128;  // keys per CTA: 2 consumer warpgroups x 64
-  static constexpr int kBlockM = 64;   // query rows per iteration
+  static constexpr int kBlockM = BM;   // query rows per iteration
   static constexpr int kStages = 2;
   static constexpr int kConsumerWGs = 2;
   static constexpr int kThreads = 128 * (1 + kConsumerWGs);
   static constexpr int kChunks = D / 64;
   static constexpr int kRowBytes = 128;                     // one swizzle row: 64 x 16 bit
-  static constexpr int kQChunkBytes = kBlockM * kRowBytes;  // [64 rows][64] chunk of Q / dO
+  static constexpr int kQChunkBytes = kBlockM * kRowBytes;  // [kBlockM rows][64] chunk of Q / dO
   static constexpr int kQBytes = kBlockM * D * 2;           // one Q (or dO) stage
   static constexpr int kKChunkBytes = kBlockN * kRowBytes;  // [128 rows][64] chunk of K / V
   static constexpr int kKBytes = kBlockN * D * 2;
-  static constexpr int kDSBytes = kBlockN * kBlockM * 2;  // dS^T [128 keys][64 queries]: 1 chunk
+  // dS^T [128 keys][kBlockM queries]: kBlockM / 64 chunks of [128 keys][64 queries].
+  static constexpr int kDSChunkBytes = kBlockN * kRowBytes;
+  static constexpr int kDSBytes = kBlockN * kBlockM * 2;
   // dQ split between the consumers (see above).
   static constexpr bool kDecoupled = kDecoupledWGs;
   // Coupled D = 64 keeps the split by keys (N = 32 column halves would need another wgmma
   // shape) and only adds the lockstep barrier: that is run 1's kernel, kept as the fallback.
-  static constexpr bool kDqSplitD = !kDecoupled && D >= 128;
+  static constexpr bool kDqSplitD = !kDecoupled && D >= 128 && BM == 64;
+  // BM = 128: dQ split by query rows (WG w: rows 64 w .. 64 w + 63, all 128 keys).
+  static constexpr bool kDqSplitM = BM == 128;
   // Decoupled: a WG rewrites its dS^T rows only after its own dQ GEMM read them (waited).
   static constexpr int kDSBuffers = kDecoupled ? 1 : 2;
-  static constexpr int kDqN = kDqSplitD ? D / 2 : D;        // dQ columns per consumer
-  static constexpr int kDqKeys = kDqSplitD ? kBlockN : 64;  // keys summed per consumer
+  static constexpr int kDqN = kDqSplitD ? D / 2 : D;                       // dQ columns per WG
+  static constexpr int kDqKeys = (kDqSplitD || kDqSplitM) ? kBlockN : 64;  // keys summed per WG
   // 24*128 + 240*256 = 64512 <= 65536 registers per SM. Consumers at 232 spill 56 bytes
   // (D = 128, ptxas -v); 240 spills nothing.
   static constexpr int kProducerRegs = 24;
@@ -82,7 +99,11 @@ struct BwdTraits {
   static constexpr int kOffDS = kOffDO + kStages * kQBytes;
   static constexpr int kDqPartBytes = 64 * kDqN * 4;  // one WG's dQ tile (fp32)
   static constexpr int kOffDQ = kOffDS + kDSBuffers * kDSBytes;
-  static constexpr int kOffBars = kOffDQ + kConsumerWGs * kDqPartBytes;
+  // lse2 / delta staged per WG (BM = 128, or kStat = 2 prefetch), double-buffered by iteration
+  // parity: [2 WGs][2 buffers][lse2, delta][kBlockM] fp32 (2 KB at BM = 128, 1 KB at 64).
+  static constexpr int kStatBytes = kConsumerWGs * 2 * 2 * kBlockM * 4;
+  static constexpr int kOffStat = kOffDQ + kConsumerWGs * kDqPartBytes;
+  static constexpr int kOffBars = kOffStat + kStatBytes;
   static constexpr int kNumBars = 1 + 2 * kStages;                   // full_kv, full[s], empty[s]
   static constexpr int kSmemBytes = kOffBars + kNumBars * 8 + 1024;  // + 1 KB base alignment
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");

@@ -97,24 +97,33 @@ void expect_backward_passes(const check::Case& c) {
         << g << " missing from the report";
 }
 
-/// Sets flash3::bwd_tuning() (dq_mode, decoupled) for one scope.
+/// Sets flash3::bwd_tuning() (every knob; -1 = the default variant's choice) for one scope.
 struct TuningScope {
   flash3::BwdTuning saved;
-  TuningScope(int dq_mode, int decoupled) : saved(flash3::bwd_tuning()) {
+  TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
+              int kv_regs = -1)
+      : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
+    flash3::bwd_tuning().block_m = block_m;
+    flash3::bwd_tuning().dq_first = dq_first;
+    flash3::bwd_tuning().stat_mode = stat_mode;
+    flash3::bwd_tuning().kv_regs = kv_regs;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
-// Default: decoupled warpgroups; dQ by float2 atomics (D = 64) or bulk reduce-add (D = 128).
+// Default variant per call (bwd_launch.cuh default_variant: D = 64 non-causal 128-row blocks +
+// bulk + dQ-first, D = 64 causal decoupled + atomics, D = 128 coupled + atomics + dQ-first).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
 }
 
-// The alternatives kept for A/B measurements and as fallbacks, on the same cases: each dQ path
-// forced for both head dims, and the coupled (lockstep) warpgroups.
+// The alternatives kept for A/B measurements and as fallbacks, on the same cases (a knob set
+// here overrides that field of the default variant): each dQ path, the decoupled and coupled
+// warpgroups with either GEMM order, the 128-row query blocks (D = 64 only: skipped for D = 128)
+// with each dQ path and lse2 / delta source, and the prefetched lse2 / delta.
 TEST_P(Flash3Backward, MatchesOracleDqAtomics) {
   TuningScope t(0, -1);
   expect_backward_passes(GetParam());
@@ -123,8 +132,54 @@ TEST_P(Flash3Backward, MatchesOracleDqBulk) {
   TuningScope t(1, -1);
   expect_backward_passes(GetParam());
 }
+TEST_P(Flash3Backward, MatchesOracleDecoupled) {
+  TuningScope t(-1, 1, 64, 0, 0, 0);
+  expect_backward_passes(GetParam());
+}
 TEST_P(Flash3Backward, MatchesOracleCoupled) {
-  TuningScope t(-1, 0);
+  TuningScope t(-1, 0, 64, 0, 0);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleCoupledDqFirst) {
+  TuningScope t(1, 0, 64, 1, 0);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleDecoupledDqFirst) {
+  if (GetParam().d != 64) GTEST_SKIP() << "dQ-first with decoupled warpgroups: D = 64 only";
+  TuningScope t(0, 1, 64, 1, 0);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleBm128) {
+  if (GetParam().d != 64) GTEST_SKIP() << "128-row query blocks: D = 64 only";
+  TuningScope t(0, -1, 128, 0, 0);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleBm128DqFirstBulk) {
+  if (GetParam().d != 64) GTEST_SKIP() << "128-row query blocks: D = 64 only";
+  TuningScope t(1, -1, 128, 1, 0);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleBm128DqFirstShfl) {
+  if (GetParam().d != 64) GTEST_SKIP() << "128-row query blocks: D = 64 only";
+  TuningScope t(0, -1, 128, 1, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOraclePrefetch) {
+  TuningScope t(-1, -1, -1, -1, 2);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleKVRegs) {
+  if (GetParam().d != 64) GTEST_SKIP() << "K / V in registers: D = 64 only";
+  TuningScope t(0, 1, 64, 0, 0, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleKVRegsBulkDqFirst) {
+  if (GetParam().d != 64) GTEST_SKIP() << "K / V in registers: D = 64 only";
+  TuningScope t(1, 1, 64, 1, 0, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleDecoupledBulkPrefetch) {
+  TuningScope t(1, 1, 64, 0, 2);
   expect_backward_passes(GetParam());
 }
 
