@@ -14,9 +14,11 @@ const std::vector<KnownBackend>& known_backends() {
   // skipped by auto unless the caller allows them. Exact references come last.
   // cudnn before flash3: on the H100 of 2026-11-21 (session 2,
   // bench/results/2026-11-21-h100-baseline-cudnn-flash3.md) cuDNN's forward was faster at most
-  // shapes (flash3/cudnn 0.80-1.04), and flash3's backward (H200, -flash3-bwd-run2.md) reached
-  // 0.58-0.84 of cuDNN's; flash3 before flash (flash3/FA2 1.38-2.04 fwd, 0.87-1.37 bwd).
-  // Revisit when flash3 beats cuDNN on a shape class.
+  // shapes (flash3/cudnn 0.80-1.04); on the H200 of 2026-11-22 (session 3,
+  // bench/results/2026-11-22-h200-flash3-{fwd,bwd}-merged.md) flash3/cudnn was 0.84-1.07 forward
+  // (above 1.0 only at D 64 S >= 4k and some 16k causal shapes, by 1-7 %: inside the lent
+  // machine's per-call noise) and 0.65-0.83 backward. flash3 before flash (flash3/FA2 1.39-2.20
+  // fwd, 0.93-1.42 bwd). Revisit when flash3 beats cuDNN on a shape class by more than the noise.
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
       {"flash3",
