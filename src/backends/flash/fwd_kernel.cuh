@@ -18,6 +18,42 @@
 
 namespace attnkit::flash {
 
+/// cp.async.wait_group with a count known only after unrolling (0..4).
+__device__ __forceinline__ void cp_async_wait_upto(int n) {
+  switch (n) {
+    case 0:
+      ptx::cp_async_wait<0>();
+      break;
+    case 1:
+      ptx::cp_async_wait<1>();
+      break;
+    case 2:
+      ptx::cp_async_wait<2>();
+      break;
+    case 3:
+      ptx::cp_async_wait<3>();
+      break;
+    default:
+      ptx::cp_async_wait<4>();
+      break;
+  }
+}
+
+/// One tile's cp.async: TileLoader's precomputed addresses when every row and column is valid
+/// (and Tr::kFastLoad), else load_tile_async's per-chunk bounds checks.
+template <typename L, int kThreads, bool kFast, typename T>
+__device__ __forceinline__ void fwd_load_tile(T* smem, const T* gmem, int64_t stride,
+                                              int valid_rows, int valid_cols,
+                                              const TileLoader<L, kThreads>& ld) {
+  if constexpr (kFast && TileLoader<L, kThreads>::kSupported) {
+    if (valid_rows >= L::kRows && valid_cols >= L::kCols) {
+      ld.load_full(smem, gmem);
+      return;
+    }
+  }
+  load_tile_async<L, kThreads>(smem, gmem, stride, valid_rows, valid_cols);
+}
+
 template <int D, typename T, bool kGeneral>
 __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Params p) {
   using Tr = FwdTraits<D>;
@@ -70,14 +106,29 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
     return static_cast<int>(m0) + warp * 16 * kMT + mt * 16 + qr + r * 8;
   };
 
+  // The first Q / K tiles as kPanels column panels (one cp.async group each); a 64-wide panel
+  // of an (R, D) tile is an (R, 64) SmemLayout tile at element offset panel * R * 64.
+  constexpr int kPanels = Tr::kProloguePanels, kPW = D / kPanels;
+  static_assert(kPanels == 1 || kPW == 64, "prologue panels are 64 columns wide");
+  using LQp = SmemLayout<kBM, kPW>;
+  using LKp = SmemLayout<kBN, kPW>;
+  constexpr bool kFast = Tr::kFastLoad && !kGeneral;  // the general path keeps its registers
+  const TileLoader<LK, Tr::kThreads> ldk(p.k_st.s), ldv(p.v_st.s);
   if (n_end > n_begin) {
-    load_tile_async<LQ, Tr::kThreads>(sQ, q_ptr, p.q_st.s, rows, dq_valid);
-    {
-      const int64_t n0 = static_cast<int64_t>(n_end - 1) * kBN;
-      load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n0 * p.k_st.s, p.k_st.s,
-                                        static_cast<int>(sp.sk - n0), dq_valid);
+    const int64_t n0 = static_cast<int64_t>(n_end - 1) * kBN;
+    const int k_rows = static_cast<int>(sp.sk - n0);
+    const TileLoader<LQp, Tr::kThreads> ldq(p.q_st.s);
+    const TileLoader<LKp, Tr::kThreads> ldk0(p.k_st.s);
+#pragma unroll
+    for (int pp = 0; pp < kPanels; ++pp) {
+      const int vc = dq_valid - pp * kPW;  // <= 0: the panel is zero-filled from the row start
+      const int64_t c0 = vc > 0 ? pp * kPW : 0;
+      fwd_load_tile<LQp, Tr::kThreads, kFast>(sQ + pp * kBM * kPW, q_ptr + c0, p.q_st.s, rows, vc,
+                                              ldq);
+      fwd_load_tile<LKp, Tr::kThreads, kFast>(sK + pp * kBN * kPW, k_ptr + n0 * p.k_st.s + c0,
+                                              p.k_st.s, k_rows, vc, ldk0);
+      ptx::cp_async_commit();
     }
-    ptx::cp_async_commit();
   }
 
   // Waits for V_n, then starts K_{n-1} into sK (free once every warp is past this barrier).
@@ -87,23 +138,41 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
     __syncthreads();  // V_n landed; every warp is done with K_n
     if (n > n_begin) {
       const int64_t n1 = n0 - kBN;
-      load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                        static_cast<int>(sp.sk - n1), dq_valid);
+      fwd_load_tile<LK, Tr::kThreads, kFast>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
+                                             static_cast<int>(sp.sk - n1), dq_valid, ldk);
       ptx::cp_async_commit();
     }
   };
 
   for (int n = n_end - 1; n >= n_begin; --n) {
     const int64_t n0 = static_cast<int64_t>(n) * kBN;
-    ptx::cp_async_wait<0>();
+    const bool first_blk = kPanels > 1 && n == n_end - 1;
+    if (first_blk) {
+      cp_async_wait_upto(kPanels - 1);  // panel 0 of Q and K landed
+    } else {
+      ptx::cp_async_wait<0>();
+    }
     __syncthreads();  // K_n landed; every warp is done with V_{n+1}
-    load_tile_async<LK, Tr::kThreads>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
-                                      static_cast<int>(sp.sk - n0), dv_valid);
+    fwd_load_tile<LK, Tr::kThreads, kFast>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
+                                           static_cast<int>(sp.sk - n0), dv_valid, ldv);
     ptx::cp_async_commit();
 
     float s[kMT][kNT][4];  // (16*kMT, kBN) scores of this warp
     zero(s);
-    warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, warp * 16 * kMT, 0);
+    if (first_blk) {
+      // In flight after V's commit: panels pp + 1 .. kPanels - 1, then V.
+#pragma unroll
+      for (int pp = 0; pp < kPanels; ++pp) {
+        if (pp > 0) {
+          cp_async_wait_upto(kPanels - pp);  // panel pp landed
+          __syncthreads();
+        }
+        warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, Tr::kKUnroll>(
+            s, sQ + pp * kBM * kPW, sK + pp * kBN * kPW, warp * 16 * kMT, 0);
+      }
+    } else {
+      warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, warp * 16 * kMT, 0);
+    }
 
     // Element rule only where the block straddles a band edge or the sequence end; the
     // general path (softcap / ALiBi / mask / dropout) transforms every element. Kept as a

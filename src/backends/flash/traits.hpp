@@ -86,6 +86,23 @@
 #ifndef ATTNKIT_FLASH_FWD_BM_256
 #define ATTNKIT_FLASH_FWD_BM_256 128
 #endif
+//   ATTNKIT_FLASH_FWD_FAST_LOAD: the forward's full K / V / Q tiles go through TileLoader
+//     (smem_layout.hpp: per-thread addresses computed once per CTA, no predicates) instead of
+//     load_tile_async (per-chunk 64-bit row offset, swizzle and bounds predicate on every call:
+//     ~18 SASS instructions per 16-byte chunk in the key loop, 16 chunks per thread per key
+//     block at D = 256, 32 with 64-row blocks). Partial tiles (sequence end, head_dim < D) keep
+//     load_tile_async. Session 3 round 2 (bench/notes/flash.md).
+//   ATTNKIT_FLASH_FWD_PANEL_PROLOGUE: at D = 256 the CTA's first Q and K tiles load as four
+//     64-column panels (one cp.async group each) and the first S GEMM starts on panel 0 while
+//     panels 1-3 land (3 extra barriers in the first key block only), instead of waiting for the
+//     whole 96 KiB. One CTA per SM at D = 256: nothing else hides that load (short S: 8 key
+//     blocks per CTA at S = 512).
+#ifndef ATTNKIT_FLASH_FWD_FAST_LOAD
+#define ATTNKIT_FLASH_FWD_FAST_LOAD 1
+#endif
+#ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE
+#define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE 1
+#endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
@@ -114,6 +131,10 @@ struct FwdTraits {
   static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: ATTNKIT_FLASH_FWD_BM_256)
   static constexpr int kThreads = kWarps * 32;
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
+  static constexpr bool kFastLoad = ATTNKIT_FLASH_FWD_FAST_LOAD != 0;
+  // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256 only).
+  static constexpr int kProloguePanels =
+      (ATTNKIT_FLASH_FWD_PANEL_PROLOGUE != 0 && D == 256) ? 4 : 1;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
 };
