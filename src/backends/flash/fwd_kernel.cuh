@@ -54,22 +54,37 @@ __device__ __forceinline__ void fwd_load_tile(T* smem, const T* gmem, int64_t st
   load_tile_async<L, kThreads>(smem, gmem, stride, valid_rows, valid_cols);
 }
 
+/// A query tile (m block, q head, batch) in the launch order of the 3-D grid: m blocks fastest,
+/// heavy causal blocks (the last) first.
+struct FwdTile {
+  int64_t b, h;
+  int m_block;
+};
+__device__ __forceinline__ FwdTile fwd_tile_of(int64_t t, int num_m, int64_t heads) {
+  const int64_t bh = t / num_m;
+  return FwdTile{bh / heads, bh % heads, num_m - 1 - static_cast<int>(t - bh * num_m)};
+}
+
+/// One query tile. `pre`: its first Q and K tiles were already issued (one cp.async group) by the
+/// previous tile of this CTA; `nxt`: the CTA's next tile where has_next. Returns true when it
+/// issued nxt's first Q and K (persistent launches, Tr::kPersist): after the last key block's S
+/// GEMM sQ and sK are free, so the next tile's loads overlap this one's last softmax, P V and
+/// epilogue instead of stalling the next tile's start.
 template <int D, typename T, bool kGeneral>
-__global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Params p) {
+__device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, const FwdTile tile,
+                                         const FwdTile nxt, bool has_next, bool pre) {
   using Tr = FwdTraits<D>;
   using LQ = SmemLayout<Tr::kBM, D>;
   using LK = SmemLayout<Tr::kBN, D>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kMT = Tr::kMT, kNT = kBN / 8, kDT = D / 8;
-  extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // (kBM, D)
   T* sK = sQ + LQ::kSize;                  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
 
-  const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int m_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // heavy causal blocks first
+  const int64_t b = tile.b, h = tile.h;
   const SeqSpan sp = seq_span(p, b);
-  const int64_t m0 = static_cast<int64_t>(m_block) * kBM;
-  if (m0 >= sp.sq) return;
+  const int64_t m0 = static_cast<int64_t>(tile.m_block) * kBM;
+  if (m0 >= sp.sq) return false;
   const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
   const int64_t g = h / p.group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -114,7 +129,7 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
   using LKp = SmemLayout<kBN, kPW>;
   constexpr bool kFast = Tr::kFastLoad && !kGeneral;  // the general path keeps its registers
   const TileLoader<LK, Tr::kThreads> ldk(p.k_st.s), ldv(p.v_st.s);
-  if (n_end > n_begin) {
+  if (n_end > n_begin && !pre) {
     const int64_t n0 = static_cast<int64_t>(n_end - 1) * kBN;
     const int k_rows = static_cast<int>(sp.sk - n0);
     const TileLoader<LQp, Tr::kThreads> ldq(p.q_st.s);
@@ -133,20 +148,45 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
 
   // Waits for V_n, then starts K_{n-1} into sK (free once every warp is past this barrier).
   // Where it runs in the loop is Tr::kEarlyK's choice (before or after the softmax).
+  // After the last key block's S GEMM: nxt's first Q and K tiles (one group), if it has any key.
+  bool issued_next = false;
+  auto load_next_tile = [&]() {
+    const SeqSpan sp2 = seq_span(p, nxt.b);
+    const int64_t m2 = static_cast<int64_t>(nxt.m_block) * kBM;
+    if (m2 >= sp2.sq) return;
+    const int rows2 = static_cast<int>(sp2.sq - m2 < kBM ? sp2.sq - m2 : kBM);
+    const Range32 f2 = row_range(p, m2, sp2.sq, sp2.sk);
+    const Range32 l2 = row_range(p, m2 + rows2 - 1, sp2.sq, sp2.sk);
+    if (l2.hi < f2.lo) return;  // no visible key: that tile runs no key loop
+    const int64_t n2 = static_cast<int64_t>(l2.hi / kBN) * kBN;
+    const int64_t g2 = nxt.h / p.group;
+    const T* q2 = static_cast<const T*>(p.q) + nxt.b * p.q_st.b + (sp2.q_start + m2) * p.q_st.s +
+                  nxt.h * p.q_st.h;
+    const T* k2 = static_cast<const T*>(p.k) + nxt.b * p.k_st.b + (sp2.k_start + n2) * p.k_st.s +
+                  g2 * p.k_st.h;
+    const TileLoader<LQ, Tr::kThreads> ldq2(p.q_st.s);
+    fwd_load_tile<LQ, Tr::kThreads, kFast>(sQ, q2, p.q_st.s, rows2, dq_valid, ldq2);
+    fwd_load_tile<LK, Tr::kThreads, kFast>(sK, k2, p.k_st.s, static_cast<int>(sp2.sk - n2),
+                                           dq_valid, ldk);
+    ptx::cp_async_commit();
+    issued_next = true;
+  };
   auto wait_v_load_next_k = [&](int n, int64_t n0) {
     ptx::cp_async_wait<0>();
-    __syncthreads();  // V_n landed; every warp is done with K_n
+    __syncthreads();  // V_n landed; every warp is done with K_n (and Q)
     if (n > n_begin) {
       const int64_t n1 = n0 - kBN;
       fwd_load_tile<LK, Tr::kThreads, kFast>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
                                              static_cast<int>(sp.sk - n1), dq_valid, ldk);
       ptx::cp_async_commit();
+    } else if (Tr::kPersist && has_next) {
+      load_next_tile();
     }
   };
 
   for (int n = n_end - 1; n >= n_begin; --n) {
     const int64_t n0 = static_cast<int64_t>(n) * kBN;
-    const bool first_blk = kPanels > 1 && n == n_end - 1;
+    const bool first_blk = kPanels > 1 && !pre && n == n_end - 1;
     if (first_blk) {
       cp_async_wait_upto(kPanels - 1);  // panel 0 of Q and K landed
     } else {
@@ -293,6 +333,33 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
       }
     }
   }
+  return issued_next;
+}
+
+/// Forward kernel. 3-D grid (m blocks, q heads, batch): one tile per CTA. Tr::kPersist (fast path):
+/// 1-D grid, each CTA looping over tiles t = blockIdx.x + k * gridDim.x in the 3-D grid's order;
+/// the launcher gives resident CTAs only where every tile has the same work, else one CTA per
+/// tile (causal / window / varlen tiles balance better under the hardware's dispatch than under
+/// a fixed stride).
+template <int D, typename T, bool kGeneral>
+__global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Params p) {
+  using Tr = FwdTraits<D>;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  if constexpr (Tr::kPersist && !kGeneral) {  // 1-D grid (the launcher's)
+    const int num_m = static_cast<int>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM);
+    const int64_t total = static_cast<int64_t>(num_m) * p.heads_q * p.batch;
+    bool pre = false;
+    for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+      const bool has_next = t + gridDim.x < total;
+      pre = fwd_tile<D, T, kGeneral>(p, smem_raw, fwd_tile_of(t, num_m, p.heads_q),
+                                     fwd_tile_of(has_next ? t + gridDim.x : t, num_m, p.heads_q),
+                                     has_next, pre);
+    }
+    return;
+  }
+  const FwdTile tile{static_cast<int64_t>(blockIdx.z), static_cast<int64_t>(blockIdx.y),
+                     static_cast<int>(gridDim.x - 1 - blockIdx.x)};  // heavy causal blocks first
+  fwd_tile<D, T, kGeneral>(p, smem_raw, tile, tile, false, false);
 }
 
 }  // namespace attnkit::flash

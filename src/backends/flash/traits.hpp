@@ -97,6 +97,15 @@
 //     panels 1-3 land (3 extra barriers in the first key block only), instead of waiting for the
 //     whole 96 KiB. One CTA per SM at D = 256: nothing else hides that load (short S: 8 key
 //     blocks per CTA at S = 512).
+//   ATTNKIT_FLASH_FWD_PERSIST: D = 256 forward as a persistent kernel (one CTA per SM looping
+//     over query tiles) where every tile has the same work (no causal / window / varlen /
+//     general path); the next tile's Q and first K load during the last key block's softmax,
+//     P V and the epilogue (one CTA per SM at D = 256: nothing else hides them). Causal /
+//     window / varlen / general inputs keep one CTA per tile. Default 1 since session 3
+//     round 2 (its A/B: bench/notes/flash.md).
+#ifndef ATTNKIT_FLASH_FWD_PERSIST
+#define ATTNKIT_FLASH_FWD_PERSIST 1
+#endif
 #ifndef ATTNKIT_FLASH_FWD_FAST_LOAD
 #define ATTNKIT_FLASH_FWD_FAST_LOAD 1
 #endif
@@ -132,6 +141,7 @@ struct FwdTraits {
   static constexpr int kThreads = kWarps * 32;
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   static constexpr bool kFastLoad = ATTNKIT_FLASH_FWD_FAST_LOAD != 0;
+  static constexpr bool kPersist = ATTNKIT_FLASH_FWD_PERSIST != 0 && D == 256;
   // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256 only).
   static constexpr int kProloguePanels =
       (ATTNKIT_FLASH_FWD_PANEL_PROLOGUE != 0 && D == 256) ? 4 : 1;
