@@ -337,23 +337,34 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
 }
 
 /// Forward kernel. 3-D grid (m blocks, q heads, batch): one tile per CTA. Tr::kPersist (fast path):
-/// 1-D grid, each CTA looping over tiles t = blockIdx.x + k * gridDim.x in the 3-D grid's order;
-/// the launcher gives resident CTAs only where every tile has the same work, else one CTA per
-/// tile (causal / window / varlen tiles balance better under the hardware's dispatch than under
-/// a fixed stride).
+/// a 1-D grid of resident CTAs, each running tiles in the 3-D grid's order (m blocks fastest,
+/// heavy causal blocks first): tile blockIdx.x, then blockIdx.x + gridDim.x, then tiles taken
+/// from `tile_ctr` (zeroed by the launcher: tile 2 * gridDim.x + its count), one ahead, so the
+/// next tile is known when the current one's last key block prefetches its Q and K, and the
+/// atomic's latency hides behind a whole tile. Dynamic like the hardware's dispatch, so uneven
+/// (causal, window, varlen) tiles balance as before.
 template <int D, typename T, bool kGeneral>
-__global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Params p) {
+__global__ void __launch_bounds__(FwdTraits<D>::kThreads)
+    fwd_kernel(const Params p, int* tile_ctr) {
   using Tr = FwdTraits<D>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
-  if constexpr (Tr::kPersist && !kGeneral) {  // 1-D grid (the launcher's)
+  if constexpr (Tr::kPersist && !kGeneral) {
+    __shared__ int next_slot[2];
     const int num_m = static_cast<int>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM);
     const int64_t total = static_cast<int64_t>(num_m) * p.heads_q * p.batch;
+    int64_t cur = blockIdx.x, nxt = static_cast<int64_t>(blockIdx.x) + gridDim.x;
     bool pre = false;
-    for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
-      const bool has_next = t + gridDim.x < total;
-      pre = fwd_tile<D, T, kGeneral>(p, smem_raw, fwd_tile_of(t, num_m, p.heads_q),
-                                     fwd_tile_of(has_next ? t + gridDim.x : t, num_m, p.heads_q),
-                                     has_next, pre);
+    for (int k = 0; cur < total; ++k) {
+      if (threadIdx.x == 0)
+        next_slot[k & 1] =
+            static_cast<int>(2 * static_cast<int64_t>(gridDim.x) + atomicAdd(tile_ctr, 1));
+      const bool has_next = nxt < total;
+      pre = fwd_tile<D, T, kGeneral>(p, smem_raw, fwd_tile_of(cur, num_m, p.heads_q),
+                                     fwd_tile_of(has_next ? nxt : cur, num_m, p.heads_q), has_next,
+                                     pre);
+      __syncthreads();  // next_slot[k & 1] visible; slot k & 1 is rewritten after the next one
+      cur = nxt;
+      nxt = next_slot[k & 1];
     }
     return;
   }

@@ -97,12 +97,11 @@
 //     panels 1-3 land (3 extra barriers in the first key block only), instead of waiting for the
 //     whole 96 KiB. One CTA per SM at D = 256: nothing else hides that load (short S: 8 key
 //     blocks per CTA at S = 512).
-//   ATTNKIT_FLASH_FWD_PERSIST: D = 256 forward as a persistent kernel (one CTA per SM looping
-//     over query tiles) where every tile has the same work (no causal / window / varlen /
-//     general path); the next tile's Q and first K load during the last key block's softmax,
-//     P V and the epilogue (one CTA per SM at D = 256: nothing else hides them). Causal /
-//     window / varlen / general inputs keep one CTA per tile. Default 1 since session 3
-//     round 2 (its A/B: bench/notes/flash.md).
+//   ATTNKIT_FLASH_FWD_PERSIST: D = 256 forward (fast path) as a persistent kernel: resident
+//     CTAs (one per SM) run query tiles in the 3-D grid's order, taken one ahead from an atomic
+//     counter, and the next tile's Q and first K load during the last key block's softmax, P V
+//     and epilogue (one CTA per SM at D = 256: nothing else hides them). Default 1 since session
+//     3 round 2 (its A/B: bench/notes/flash.md).
 #ifndef ATTNKIT_FLASH_FWD_PERSIST
 #define ATTNKIT_FLASH_FWD_PERSIST 1
 #endif
