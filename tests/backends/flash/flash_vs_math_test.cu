@@ -385,7 +385,7 @@ std::vector<Cfg> cases() {
           }
         }
   // D = 256 forward with more query tiles (160) than an H100 / H200 has SMs: the
-  // persistent launch (ATTNKIT_FLASH_FWD_PERSIST) gives CTAs two tiles or more, the next one's Q
+  // persistent launch (ATTNKIT_FLASH_FWD_PERSIST=1) gives CTAs two tiles or more, the next one's Q
   // and first K prefetched during the first one's last key block (a partial last query block too).
   if (std::find(std::begin(flash::kBuiltHeadDims), std::end(flash::kBuiltHeadDims), 256) !=
       std::end(flash::kBuiltHeadDims)) {
