@@ -150,6 +150,29 @@ __device__ __forceinline__ void store_c_smem(T* s, const float (&c)[MT][NT][4], 
             ptx::pack2<T>(c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
 }
 
+/// store_c_smem from one per-thread offset: a lane's (m0 + qr, n0 + qc) element offset o;
+/// column n0 + qc + 8 nt is chunk ((n0 & 63) / 8 + nt) ^ (row & 7) of the same 64-wide panel
+/// (n0 a multiple of 8 NT, 8 NT <= 64: nt only sets chunk bits that n0 leaves clear), i.e.
+/// o ^ (nt << 3); rows R (a multiple of 8) later keep row & 7, i.e. + R * 64. Exactly off().
+template <typename L, typename T, int MT, int NT>
+__device__ __forceinline__ void store_c_smem_split(T* s, const float (&c)[MT][NT][4], int m0,
+                                                   int n0) {
+  static_assert(!L::kHasHalfPanel && (NT & (NT - 1)) == 0 && 8 * NT <= 64,
+                "64-wide panels, power-of-two n8 count inside one panel");
+  const int lane = threadIdx.x % 32;
+  const int o = L::off(m0 + lane / 4, n0 + (lane % 4) * 2);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    T* sn = s + (o ^ (nt << 3));
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        *reinterpret_cast<uint32_t*>(sn + (mt * 16 + r * 8) * 64) =
+            ptx::pack2<T>(c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+  }
+}
+
 /// Stores a warp's C-layout tile (rows row0.., cols col0..) scaled by `mul` to global rows
 /// < valid_rows, columns < valid_cols.
 template <typename T, int MT, int NT>
@@ -183,6 +206,37 @@ __device__ __forceinline__ void red_add2(float* dst, float a, float b) {
   atomicAdd(dst, a);
   atomicAdd(dst + 1, b);
 #endif
+}
+
+/// red_c_global with the leading dimension LD known: one per-thread address (32-bit offset from
+/// g), rows and columns as immediate offsets; the row test only where the warp tile reaches
+/// past valid_rows (one uniform branch on full tiles instead of one per row).
+template <int LD, int MT, int NT>
+__device__ __forceinline__ void red_c_global_split(float* g, const float (&c)[MT][NT][4], int row0,
+                                                   int col0, int valid_rows) {
+  const int lane = threadIdx.x % 32;
+  const int qr = lane / 4;
+  float* gt = g + ((row0 + qr) * LD + col0 + (lane % 4) * 2);
+  if (valid_rows - row0 >= MT * 16) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+          red_add2(gt + (mt * 16 + r * 8) * LD + nt * 8, c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+    return;
+  }
+  const int left = valid_rows - row0 - qr;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (mt * 16 + r * 8 >= left) continue;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        red_add2(gt + (mt * 16 + r * 8) * LD + nt * 8, c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+    }
 }
 
 /// Adds a warp's C-layout tile (rows row0.., cols col0..) into an fp32 (rows, ld) array; rows
@@ -231,6 +285,13 @@ struct BwdKeyBlock {
   // both ends non-decreasing in i, so "last row's hi >= n0" turns true and "first row's lo <=
   // n_last" turns false once as mb grows. Same items in the same order as the walk below.
   int shift, mb_lo, mb_hi;
+#if ATTNKIT_FLASH_BWD_HOIST
+  // Query blocks whose every row sees every key of [n0, n0 + kBN) (no element check): the
+  // per-item test "first row's hi >= n0 + kBN - 1 && last row's lo <= n0" of the loop below,
+  // monotone in mb for the same reason (false -> true, true -> false), so one range
+  // [full_lo, full_hi], found by bisection once per CTA.
+  int full_lo, full_hi;
+#endif
 #endif
 
   __device__ __forceinline__ BwdKeyBlock(const Params& prm, int64_t b_, int64_t g_, int64_t n0_)
@@ -250,6 +311,31 @@ struct BwdKeyBlock {
       while (mb_hi >= mb_lo && !visible_block(mb_hi))
         --mb_hi;
     }
+#if ATTNKIT_FLASH_BWD_HOIST
+    {
+      int lo = mb_lo, hi = mb_hi + 1;  // first mb in [mb_lo, mb_hi] with first.hi >= n0 + kBN - 1
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        const int64_t m0 = static_cast<int64_t>(mid) * kBM;
+        if (row_range(p, m0, sp.sq, sp.sk).hi >= n0 + kBN - 1)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      full_lo = lo;
+      lo = mb_lo - 1;  // last mb in [mb_lo, mb_hi] with last.lo <= n0
+      hi = mb_hi;
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        const int64_t m0 = static_cast<int64_t>(mid) * kBM;
+        if (row_range(p, m0 + block_rows(mid) - 1, sp.sq, sp.sk).lo <= n0)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      full_hi = lo;
+    }
+#endif
 #else
     items = static_cast<int>(p.group) * m_blocks;
 #endif
@@ -282,6 +368,13 @@ struct BwdKeyBlock {
   __device__ __forceinline__ int block_of(int t) const {
     return t & ((1 << shift) - 1);
   }
+#if ATTNKIT_FLASH_BWD_HOIST
+  /// Item t's query block needs the element check (as `check` in the kernels' old form).
+  __device__ __forceinline__ bool needs_check(int t) const {
+    const int mb = block_of(t);
+    return mb < full_lo || mb > full_hi;
+  }
+#endif
   __device__ __forceinline__ int64_t head(int t) const {
     return g * p.group + (t >> shift);
   }
@@ -323,6 +416,38 @@ struct BwdKeyBlock {
         static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + q0) * p.q_st.s + h * p.q_st.h;
     const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
                       (sp.q_start + q0) * p.dout_st.s + h * p.dout_st.h;
+#if ATTNKIT_FLASH_BWD_HOIST
+    constexpr int kCpr = D / 8;  // 16-byte chunks per row
+    if constexpr (kThreads % kCpr == 0 && !LQ::kHasHalfPanel) {
+      // load_tile_async with the thread's chunk fixed: row r0 + it * kR, column c0; smem rows
+      // kR apart are kR * 64 elements apart in a 64-wide panel (kR % 8 == 0 keeps the swizzle).
+      constexpr int kR = kThreads / kCpr;
+      constexpr int kIts = kBM / kR;
+      static_assert(kBM % kR == 0 && kR % 8 == 0, "whole rows per pass");
+      const int tid = static_cast<int>(threadIdx.x);
+      const int r0 = tid / kCpr, c0 = (tid % kCpr) * 8;
+      const int left = c0 < dvalid ? r - r0 : 0;  // rows of this thread's column still inside
+      const uint32_t s0 = ptx::smem_addr(sq + LQ::off(r0, c0));
+      // Byte addresses: row steps of kR rows are one 64-bit add each (no shift per chunk).
+      const char* qt = reinterpret_cast<const char*>(q_ptr + (r0 * p.q_st.s + c0));
+      const char* dt = reinterpret_cast<const char*>(do_ptr + (r0 * p.dout_st.s + c0));
+      const int64_t qstep = kR * p.q_st.s * static_cast<int64_t>(sizeof(T));
+      const int64_t dstep = kR * p.dout_st.s * static_cast<int64_t>(sizeof(T));
+#pragma unroll
+      for (int it = 0; it < kIts; ++it) {
+        const bool ok = it * kR < left;
+        ptx::cp_async_16(s0 + it * kR * 64 * 2,
+                         ok ? qt + it * qstep : reinterpret_cast<const char*>(q_ptr), ok);
+      }
+#pragma unroll
+      for (int it = 0; it < kIts; ++it) {
+        const bool ok = it * kR < left;
+        ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2,
+                         ok ? dt + it * dstep : reinterpret_cast<const char*>(do_ptr), ok);
+      }
+      return;
+    }
+#endif
     load_tile_async<LQ, kThreads>(sq, q_ptr, p.q_st.s, r, dvalid);
     load_tile_async<LQ, kThreads>(sq + LQ::kSize, do_ptr, p.dout_st.s, r, dvalid);
   }
@@ -402,8 +527,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       ScoreCtx ctx;
       ctx.init(p, b, h, sp.sq, sp.sk);
       const float* delta_bh = delta + (b * p.heads_q + h) * p.seqlen_q;
+#if !(ATTNKIT_FLASH_BWD_HOIST && ATTNKIT_FLASH_BWD_ITEM_RANGE)
       const Range32 first = row_range(p, m0, sp.sq, sp.sk);
       const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+#endif
       float s[Tr::kSMT][Tr::kSNT][4], dp[Tr::kSMT][Tr::kSNT][4];  // (kBM, kBN) over 8 warps
       zero(s);
       zero(dp);
@@ -411,13 +538,22 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
                                                                                  s_n0);
       warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(dp, sdO, sV, s_m0,
                                                                                  s_n0);
+#if ATTNKIT_FLASH_BWD_HOIST && ATTNKIT_FLASH_BWD_ITEM_RANGE
+      const bool check = kb.needs_check(t);
+#else
       const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+#endif
       const float* s_lse = sL0 + stage * 2 * kBM;
       bwd_p_ds<kGeneral, Tr::kStatsSmem>(p, ctx, s, dp, static_cast<int>(m0) + s_m0,
                                          static_cast<int>(n0) + s_n0, delta_bh, sp.q_start, check,
                                          s_lse, s_lse + kBM, static_cast<int>(m0));
+#if ATTNKIT_FLASH_BWD_HOIST
+      store_c_smem_split<LP>(sP, s, s_m0, s_n0);
+      store_c_smem_split<LP>(sdS, dp, s_m0, s_n0);
+#else
       store_c_smem<LP>(sP, s, s_m0, s_n0);
       store_c_smem<LP>(sdS, dp, s_m0, s_n0);
+#endif
     }
     __syncthreads();
     // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
@@ -434,7 +570,11 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       zero(dq);
       warp_gemm_ss<Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK, q_m0,
                                                                                c0);
+#if ATTNKIT_FLASH_BWD_HOIST
+      red_c_global_split<D>(dqa, dq, q_m0, c0, static_cast<int>(rows));
+#else
       red_c_global(dqa, D, dq, q_m0, c0, static_cast<int>(rows));
+#endif
     }
     if (kStages == 1 && tn < items) {
       __syncthreads();  // single stage: reload only after every warp is done with it
