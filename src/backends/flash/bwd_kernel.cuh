@@ -68,7 +68,11 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 /// at n0 + col0 of sequence coordinates. kStatsSmem: lse and delta of row i are read from
 /// shared memory, s_lse[i - stats_row0] (raw, natural-log lse) and s_delta[i - stats_row0],
 /// staged with the query block's tiles; else from global memory (lse, delta_bh).
-template <bool kGeneral, bool kStatsSmem = false, int MT, int NT>
+/// kStatsFilled (with kStatsSmem): rows past the sequence hold lse = +inf and delta = 0 in
+/// shared memory, so no row test is needed; lse = -inf (a row with no visible key) can only
+/// occur where the element check runs (or on the general path), so only there is it mapped to
+/// +inf.
+template <bool kGeneral, bool kStatsSmem = false, bool kStatsFilled = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
                                          float (&s)[MT][NT][4], float (&dp)[MT][NT][4], int row0,
                                          int col0, const float* delta_bh, int64_t q_start,
@@ -102,7 +106,11 @@ __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
     for (int r = 0; r < 2; ++r) {
       const int i = row0 + mt * 16 + qr + r * 8;
       float lse2, dl;
-      if constexpr (kStatsSmem) {
+      if constexpr (kStatsSmem && kStatsFilled) {
+        const float l = s_lse[i - stats_row0];
+        lse2 = ((kGeneral || check) && l == -INFINITY) ? INFINITY : l * kLog2e;
+        dl = s_delta[i - stats_row0];
+      } else if constexpr (kStatsSmem) {
         const float l = s_lse[i - stats_row0];
         lse2 = (i >= ctx.sq || l == -INFINITY) ? INFINITY : l * kLog2e;  // as lse_log2()
         dl = i < ctx.sq ? s_delta[i - stats_row0] : 0.f;
@@ -279,6 +287,12 @@ struct BwdKeyBlock {
   SeqSpan sp;
   int64_t b, g, n0, n_last;
   int keys, m_blocks, items, dvalid;
+#if ATTNKIT_FLASH_BWD_HOIST
+  // Q / dO at (batch b, first q head of the group, the sequence's first row): an item adds
+  // its relative head and first row only.
+  const T* q_b;
+  const T* do_b;
+#endif
 #if ATTNKIT_FLASH_BWD_ITEM_RANGE
   // Item t = (hh << shift) | mb (no division per item); the visible query blocks are one range
   // [mb_lo, mb_hi] for every head: a row's key range [lo(i), hi(i)] (core/score_policy.hpp) has
@@ -300,6 +314,14 @@ struct BwdKeyBlock {
     n_last = n0 + keys - 1;
     m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
     dvalid = static_cast<int>(p.head_dim);
+#if ATTNKIT_FLASH_BWD_HOIST
+    {
+      const int64_t h0 = g * p.group;
+      q_b = static_cast<const T*>(p.q) + b * p.q_st.b + sp.q_start * p.q_st.s + h0 * p.q_st.h;
+      do_b = static_cast<const T*>(p.dout) + b * p.dout_st.b + sp.q_start * p.dout_st.s +
+             h0 * p.dout_st.h;
+    }
+#endif
 #if ATTNKIT_FLASH_BWD_ITEM_RANGE
     shift = m_blocks > 1 ? 32 - __clz(m_blocks - 1) : 0;
     items = static_cast<int>(p.group) << shift;
@@ -378,6 +400,10 @@ struct BwdKeyBlock {
   __device__ __forceinline__ int64_t head(int t) const {
     return g * p.group + (t >> shift);
   }
+  /// Item t's q head relative to the group's first.
+  __device__ __forceinline__ int rel_head(int t) const {
+    return t >> shift;
+  }
   /// The next visible item after t (items when none is left); next(-1) is the first.
   __device__ __forceinline__ int next(int t) const {
     if (mb_lo > mb_hi) return items;
@@ -392,6 +418,9 @@ struct BwdKeyBlock {
   }
   __device__ __forceinline__ int64_t head(int t) const {
     return g * p.group + t / m_blocks;
+  }
+  __device__ __forceinline__ int rel_head(int t) const {
+    return t / m_blocks;
   }
   /// The next visible item after t (items when none is left); next(-1) is the first.
   __device__ __forceinline__ int next(int t) const {
@@ -410,12 +439,19 @@ struct BwdKeyBlock {
   }
   /// cp.async of item t's Q and dO (kBM, D) into sq and sq + LQ::kSize (not committed).
   __device__ __forceinline__ void load_q_do(int t, T* sq) const {
-    const int64_t h = head(t), q0 = m0(t);
+    const int64_t q0 = m0(t);
     const int r = static_cast<int>(rows(t));
+#if ATTNKIT_FLASH_BWD_HOIST
+    const int64_t hh = rel_head(t);
+    const T* q_ptr = q_b + q0 * p.q_st.s + hh * p.q_st.h;
+    const T* do_ptr = do_b + q0 * p.dout_st.s + hh * p.dout_st.h;
+#else
+    const int64_t h = head(t);
     const T* q_ptr =
         static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + q0) * p.q_st.s + h * p.q_st.h;
     const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
                       (sp.q_start + q0) * p.dout_st.s + h * p.dout_st.h;
+#endif
 #if ATTNKIT_FLASH_BWD_HOIST
     constexpr int kCpr = D / 8;  // 16-byte chunks per row
     if constexpr (kThreads % kCpr == 0 && !LQ::kHasHalfPanel) {
@@ -484,8 +520,36 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
 
   kb.load_kv(sK, sV);
   auto next_item = [&](int t) { return kb.next(t); };
+#if ATTNKIT_FLASH_BWD_HOIST
+  // Per-CTA bases: this thread's lse (threads < kBM) or delta (< 2 kBM) row of the group's
+  // first head, and dQ_accum of that head; an item adds its relative head and first row.
+  const int64_t h0 = g * p.group;
+  const int st_r = static_cast<int>(threadIdx.x) % kBM;
+  const float* st_t =
+      static_cast<int>(threadIdx.x) < kBM
+          ? p.lse + b * p.lse_st.b + h0 * p.lse_st.h + (sp.q_start + st_r) * p.lse_st.s
+          : delta + (b * p.heads_q + h0) * p.seqlen_q + st_r;
+  float* const dq_b = dq_accum_ptr<D>(dq_accum, p, b, h0);
+#endif
   auto load_item = [&](int t, int stage) {
     kb.load_q_do(t, sQ0 + stage * 2 * LQ::kSize);
+#if ATTNKIT_FLASH_BWD_HOIST
+    if constexpr (Tr::kStatsSmem) {
+      const int tid = static_cast<int>(threadIdx.x);
+      if (tid < 2 * kBM) {
+        const int64_t hh = kb.rel_head(t), m0 = kb.m0(t);
+        const bool ok = st_r < kb.rows(t);
+        const float* src =
+            tid < kBM ? st_t + hh * p.lse_st.h + m0 * p.lse_st.s : st_t + (hh * p.seqlen_q + m0);
+        float* dst = sL0 + stage * 2 * kBM + tid;
+        // Rows past the sequence: lse = +inf (P = 0 there), delta = 0 (cp.async zero fill).
+        if (!ok && tid < kBM)
+          *dst = INFINITY;
+        else
+          ptx::cp_async_4(ptx::smem_addr(dst), ok ? src : delta, ok);
+      }
+    }
+#else
     if constexpr (Tr::kStatsSmem) {
       const int64_t h = kb.head(t), m0 = kb.m0(t);
       const int rows = static_cast<int>(kb.rows(t));
@@ -501,6 +565,7 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
         ptx::cp_async_4(ptx::smem_addr(sL0 + stage * 2 * kBM + tid), ok ? src : delta, ok);
       }
     }
+#endif
   };
 
   float dk[Tr::kKMT][Tr::kKNT][4], dv[Tr::kKMT][Tr::kKNT][4];  // (kBN, D) over 8 warps
@@ -544,9 +609,9 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
 #endif
       const float* s_lse = sL0 + stage * 2 * kBM;
-      bwd_p_ds<kGeneral, Tr::kStatsSmem>(p, ctx, s, dp, static_cast<int>(m0) + s_m0,
-                                         static_cast<int>(n0) + s_n0, delta_bh, sp.q_start, check,
-                                         s_lse, s_lse + kBM, static_cast<int>(m0));
+      bwd_p_ds<kGeneral, Tr::kStatsSmem, ATTNKIT_FLASH_BWD_HOIST != 0>(
+          p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0, delta_bh,
+          sp.q_start, check, s_lse, s_lse + kBM, static_cast<int>(m0));
 #if ATTNKIT_FLASH_BWD_HOIST
       store_c_smem_split<LP>(sP, s, s_m0, s_n0);
       store_c_smem_split<LP>(sdS, dp, s_m0, s_n0);
@@ -562,7 +627,11 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ, k_m0,
                                                                             k_n0);
     // dQ (kBM, D) += dS (kBM, kBN) K (kBN, D), in kDqChunks column chunks, into the workspace.
+#if ATTNKIT_FLASH_BWD_HOIST
+    float* dqa = dq_b + (kb.rel_head(t) * p.seqlen_q + m0) * D;
+#else
     float* dqa = dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
+#endif
 #pragma unroll
     for (int ch = 0; ch < Tr::kDqChunks; ++ch) {
       const int c0 = ch * (D / Tr::kDqChunks) + q_n0;
