@@ -289,7 +289,9 @@ struct BwdKeyBlock {
   int keys, m_blocks, items, dvalid;
 #if ATTNKIT_FLASH_BWD_HOIST
   // Q / dO at (batch b, first q head of the group, the sequence's first row): an item adds
-  // its relative head and first row only.
+  // its relative head and first row only. D <= 128 only: at D = 256 the bases kept live
+  // across the loop made ptxas spill (16 B) and added ~90 instructions per item.
+  static constexpr bool kBases = D <= 128;
   const T* q_b;
   const T* do_b;
 #endif
@@ -442,9 +444,19 @@ struct BwdKeyBlock {
     const int64_t q0 = m0(t);
     const int r = static_cast<int>(rows(t));
 #if ATTNKIT_FLASH_BWD_HOIST
-    const int64_t hh = rel_head(t);
-    const T* q_ptr = q_b + q0 * p.q_st.s + hh * p.q_st.h;
-    const T* do_ptr = do_b + q0 * p.dout_st.s + hh * p.dout_st.h;
+    const T* q_ptr;
+    const T* do_ptr;
+    if constexpr (kBases) {
+      const int64_t hh = rel_head(t);
+      q_ptr = q_b + q0 * p.q_st.s + hh * p.q_st.h;
+      do_ptr = do_b + q0 * p.dout_st.s + hh * p.dout_st.h;
+    } else {
+      const int64_t h = head(t);
+      q_ptr =
+          static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + q0) * p.q_st.s + h * p.q_st.h;
+      do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b + (sp.q_start + q0) * p.dout_st.s +
+               h * p.dout_st.h;
+    }
 #else
     const int64_t h = head(t);
     const T* q_ptr =
@@ -497,6 +509,9 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   using LK = SmemLayout<Tr::kBN, D>;
   using LP = SmemLayout<Tr::kBM, Tr::kBN>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kStages = Tr::kStages;
+  // Warp origins folded into the GEMMs' lane addresses (warp_gemm_ss_wo): D <= 128 only; at
+  // D = 192 / 256 ptxas then spills 24 / 68 B (0 without).
+  constexpr bool kWo = ATTNKIT_FLASH_BWD_HOIST && D <= 128;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
@@ -539,8 +554,16 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       if (tid < 2 * kBM) {
         const int64_t hh = kb.rel_head(t), m0 = kb.m0(t);
         const bool ok = st_r < kb.rows(t);
-        const float* src =
-            tid < kBM ? st_t + hh * p.lse_st.h + m0 * p.lse_st.s : st_t + (hh * p.seqlen_q + m0);
+        const float* src;
+        if constexpr (decltype(kb)::kBases) {
+          src =
+              tid < kBM ? st_t + hh * p.lse_st.h + m0 * p.lse_st.s : st_t + (hh * p.seqlen_q + m0);
+        } else {
+          const int64_t h = h0 + hh;
+          src = tid < kBM ? p.lse + b * p.lse_st.b + h * p.lse_st.h +
+                                (sp.q_start + m0 + st_r) * p.lse_st.s
+                          : delta + (b * p.heads_q + h) * p.seqlen_q + m0 + st_r;
+        }
         float* dst = sL0 + stage * 2 * kBM + tid;
         // Rows past the sequence: lse = +inf (P = 0 there), delta = 0 (cp.async zero fill).
         if (!ok && tid < kBM)
@@ -599,10 +622,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       float s[Tr::kSMT][Tr::kSNT][4], dp[Tr::kSMT][Tr::kSNT][4];  // (kBM, kBN) over 8 warps
       zero(s);
       zero(dp);
-      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(s, sQ, sK, s_m0,
-                                                                                 s_n0);
-      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(dp, sdO, sV, s_m0,
-                                                                                 s_n0);
+      warp_gemm_ss_wo<kWo, Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(
+          s, sQ, sK, s_m0, s_n0);
+      warp_gemm_ss_wo<kWo, Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(
+          dp, sdO, sV, s_m0, s_n0);
 #if ATTNKIT_FLASH_BWD_HOIST && ATTNKIT_FLASH_BWD_ITEM_RANGE
       const bool check = kb.needs_check(t);
 #else
@@ -622,13 +645,14 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     }
     __syncthreads();
     // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
-    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO, k_m0,
-                                                                            k_n0);
-    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ, k_m0,
-                                                                            k_n0);
+    warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO,
+                                                                                    k_m0, k_n0);
+    warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ,
+                                                                                    k_m0, k_n0);
     // dQ (kBM, D) += dS (kBM, kBN) K (kBN, D), in kDqChunks column chunks, into the workspace.
 #if ATTNKIT_FLASH_BWD_HOIST
-    float* dqa = dq_b + (kb.rel_head(t) * p.seqlen_q + m0) * D;
+    float* dqa = decltype(kb)::kBases ? dq_b + (kb.rel_head(t) * p.seqlen_q + m0) * D
+                                      : dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
 #else
     float* dqa = dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
 #endif
@@ -637,8 +661,8 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       const int c0 = ch * (D / Tr::kDqChunks) + q_n0;
       float dq[Tr::kQMT][Tr::kQNT][4];
       zero(dq);
-      warp_gemm_ss<Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK, q_m0,
-                                                                               c0);
+      warp_gemm_ss_wo<kWo, Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK,
+                                                                                       q_m0, c0);
 #if ATTNKIT_FLASH_BWD_HOIST
       red_c_global_split<D>(dqa, dq, q_m0, c0, static_cast<int>(rows));
 #else

@@ -76,7 +76,40 @@ int64_t check_hoisted() {
   return bad;
 }
 
+// WarpFragAddr (warp_mma.cuh): (2 off(r + Rw, c + Cw) ^ xor_of(C)) + add_of(R, C) ==
+// 2 off(r + Rw + R, c + Cw + C) for lane positions r, c < 16, warp rows Rw % 16 == 0, rows
+// R % 8 == 0, and columns either Cw == 0 with any C % 16 == 0 (the k direction), or Cw a multiple
+// of a power-of-two extent E <= 64 with C % 16 == 0, C < E (the warp's own columns).
+template <int ROWS, int COLS>
+int64_t check_warp_origin(int E) {
+  using L = SmemLayout<ROWS, COLS>;
+  int64_t bad = 0;
+  const int cw_step = E >= COLS ? COLS : E;
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      for (int Rw = 0; r + Rw < ROWS; Rw += 16)
+        for (int Cw = 0; Cw < COLS; Cw += cw_step)
+          for (int R = 0; r + Rw + R < ROWS; R += 8)
+            for (int C = 0; C < E && c + Cw + C < COLS; C += 16) {
+              const uint32_t base = static_cast<uint32_t>(2 * L::off(r + Rw, c + Cw));
+              const uint32_t split = (base ^ L::xor_of(C)) + L::add_of(R, C);
+              const uint32_t plain = static_cast<uint32_t>(2 * L::off(r + Rw + R, c + Cw + C));
+              if (split != plain && bad++ < 5)
+                ADD_FAILURE() << "warp origin (" << ROWS << ", " << COLS << ") E " << E << " r "
+                              << r << " c " << c << " Rw " << Rw << " Cw " << Cw << " R " << R
+                              << " C " << C;
+            }
+  return bad;
+}
+
 TEST(FlashSmemLayout, BackwardHoistedAddresses) {
+  for (int E : {16, 32, 64, 1 << 20}) {  // 1 << 20: the k direction (Cw == 0)
+    EXPECT_EQ((check_warp_origin<64, 64>(E)), 0);
+    EXPECT_EQ((check_warp_origin<64, 128>(E)), 0);
+    EXPECT_EQ((check_warp_origin<64, 256>(E)), 0);
+    EXPECT_EQ((check_warp_origin<128, 64>(E)), 0);
+    EXPECT_EQ((check_warp_origin<128, 128>(E)), 0);
+  }
   EXPECT_EQ((check_hoisted<64, 128, 4>()), 0);   // P / dS, D <= 128 (kBM 64): 32 x 32 warp tiles
   EXPECT_EQ((check_hoisted<128, 128, 8>()), 0);  // D = 64 (kBM 128): 32 x 64
   EXPECT_EQ((check_hoisted<64, 64, 4>()), 0);    // D > 128: (64, 64)
