@@ -72,8 +72,10 @@
 //     rows by a constant stride; D = 64 / 128 / 256), P / dS smem stores and the dQ atomics
 //     from one per-thread address plus immediates, the atomics predicated instead of branched.
 //     Same arithmetic, same results; static SASS in bench/notes/flash.md (helper flashbwd5).
+//     Off by default: never run on a GPU (the round-2 device call measured main's tree, the
+//     carry having been left out); turn on after one flash_bwd_run.sh with tests + sanitizer.
 #ifndef ATTNKIT_FLASH_BWD_HOIST
-#define ATTNKIT_FLASH_BWD_HOIST 1
+#define ATTNKIT_FLASH_BWD_HOIST 0
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
