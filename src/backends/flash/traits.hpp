@@ -65,6 +65,18 @@
 #ifndef ATTNKIT_FLASH_BWD_ITEM_RANGE
 #define ATTNKIT_FLASH_BWD_ITEM_RANGE 1
 #endif
+//   ATTNKIT_FLASH_BWD_HOIST: per-item address and range math of the dK / dV kernels taken out
+//     of the item loop (1) or as before (0): the element-check flag from a precomputed range of
+//     full query blocks (no 64-bit row ranges per item; needs ITEM_RANGE), Q / dO cp.async
+//     from a per-thread row / chunk fixed per CTA (row steps as immediate smem offsets, global
+//     rows by a constant stride; D = 64 / 128 / 256), P / dS smem stores and the dQ atomics
+//     from one per-thread address plus immediates, the atomics predicated instead of branched.
+//     Same arithmetic, same results; static SASS in bench/notes/flash.md (helper flashbwd5).
+//     Off by default: never run on a GPU (the round-2 device call measured main's tree, the
+//     carry having been left out); turn on after one flash_bwd_run.sh with tests + sanitizer.
+#ifndef ATTNKIT_FLASH_BWD_HOIST
+#define ATTNKIT_FLASH_BWD_HOIST 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
