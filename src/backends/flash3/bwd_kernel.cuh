@@ -20,6 +20,7 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "backends/flash3/reg_ops.cuh"
 #include "core/params.hpp"
 #include "cuda/ptx_sm80.hpp"
 #include "cuda/ptx_sm90.hpp"
@@ -101,35 +102,11 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
 // ---------------------------------------------------------------------------------------------
 // 2. Main kernel helpers
 // ---------------------------------------------------------------------------------------------
-template <bool BF16>
-__device__ __forceinline__ uint32_t pack_pair(float a, float b) {
-  if constexpr (BF16) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<uint32_t*>(&v);
-  } else {
-    __half2 v = __floats2half2_rn(a, b);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
-}
 
 __device__ __forceinline__ float exp2_approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-
-/// Ties registers written asynchronously by wgmma to this point in program order.
-template <int N>
-__device__ __forceinline__ void fence_regs(float (&x)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    attnkit::cuda::sm90::reg_fence(x[i]);
-}
-template <int N>
-__device__ __forceinline__ void fence_regs(uint32_t (&x)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    attnkit::cuda::sm90::reg_fence(x[i]);
 }
 
 /// Work item it of a CTA -> (q head, query block): q heads of the group outermost, then the
@@ -441,8 +418,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     uint32_t pp[kBM / 4], pds[kBM / 4];
 #pragma unroll
     for (int i = 0; i < kBM / 4; ++i) {
-      pp[i] = pack_pair<BF16>(st[2 * i], st[2 * i + 1]);
-      pds[i] = pack_pair<BF16>(dpt[2 * i], dpt[2 * i + 1]);
+      pp[i] = pack2<BF16>(st[2 * i], st[2 * i + 1]);
+      pds[i] = pack2<BF16>(dpt[2 * i], dpt[2 * i + 1]);
     }
     // kStatPf: refill the other staging buffer for item it + 1 (after this item's barrier; here,
     // once S^T / dP^T are packed: issued next to the live accumulators ptxas spilled 92 bytes).
@@ -592,9 +569,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
       *reinterpret_cast<uint32_t*>(dk_row + 8 * j) =
-          pack_pair<BF16>(dk[4 * j + 2 * r] * a.scale, dk[4 * j + 2 * r + 1] * a.scale);
+          pack2<BF16>(dk[4 * j + 2 * r] * a.scale, dk[4 * j + 2 * r + 1] * a.scale);
       *reinterpret_cast<uint32_t*>(dv_row + 8 * j) =
-          pack_pair<BF16>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+          pack2<BF16>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
     }
   }
 #endif

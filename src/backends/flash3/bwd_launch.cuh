@@ -17,6 +17,7 @@
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/bwd_traits.hpp"
+#include "backends/flash3/tensor_map.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/ptx_sm90.hpp"
@@ -24,26 +25,6 @@
 
 namespace attnkit::flash3 {
 namespace bwd {
-
-/// Tensor map over a logical [B, S, H, D] 16-bit tensor with element strides st (d-stride 1),
-/// box (64, box_rows, 1, 1), 128B swizzle. Size-1 dims get a harmless valid stride (TMA rejects
-/// 0 and non-multiples of 16 bytes). Same encoding as the forward's maps.
-inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int64_t b, int64_t s,
-                     int64_t h, int64_t d, uint32_t box_rows, bool bf16, const char* what) {
-  const uint64_t dims[4] = {static_cast<uint64_t>(d), static_cast<uint64_t>(s < 1 ? 1 : s),
-                            static_cast<uint64_t>(h), static_cast<uint64_t>(b)};
-  const int64_t raw[3] = {st.s, st.h, st.b};
-  uint64_t bytes[3];
-  for (int i = 0; i < 3; ++i)
-    bytes[i] =
-        dims[i + 1] == 1 ? static_cast<uint64_t>(d) * 2 * 16 : static_cast<uint64_t>(raw[i]) * 2;
-  const uint32_t box[4] = {64, box_rows, 1, 1};
-  const int r = cuda::sm90::encode_tensor_map_4d_16bit(map, base, dims, bytes, box, bf16);
-  if (r != 0)
-    throw Error(ErrorCode::kCudaError,
-                std::string("flash3 backward: cuTensorMapEncodeTiled failed for ") + what +
-                    " (CUresult " + std::to_string(r) + ")");
-}
 
 inline constexpr int kMaxDevices = 64;
 
@@ -80,16 +61,16 @@ void launch_backward(const Params& p, bool dq_bulk) {
     bwd::BwdArgs a{};
     // Sq = 0: the Q/dO maps are never read (no CTA has an item) but must be encodable.
     const bool has_q = p.seqlen_q > 0;
-    bwd::make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, p.batch,
-                  has_q ? p.seqlen_q : p.seqlen_k, has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM,
-                  BF16, "q");
-    bwd::make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, p.batch,
-                  has_q ? p.seqlen_q : p.seqlen_k, has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM,
-                  BF16, "dout");
-    bwd::make_map(&a.tma_k, p.k, p.k_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16,
-                  "k");
-    bwd::make_map(&a.tma_v, p.v, p.v_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16,
-                  "v");
+    make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, p.batch,
+             has_q ? p.seqlen_q : p.seqlen_k, has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16,
+             "q", "flash3 backward");
+    make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, p.batch,
+             has_q ? p.seqlen_q : p.seqlen_k, has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16,
+             "dout", "flash3 backward");
+    make_map(&a.tma_k, p.k, p.k_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "k",
+             "flash3 backward");
+    make_map(&a.tma_v, p.v, p.v_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "v",
+             "flash3 backward");
     a.lse2 = lse2;
     a.delta = delta;
     a.dq_acc = dq_acc;

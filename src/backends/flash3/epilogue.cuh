@@ -10,19 +10,9 @@
 #include <cstdint>
 
 #include "backends/flash3/fwd_args.hpp"
+#include "backends/flash3/reg_ops.cuh"
 
 namespace attnkit::flash3 {
-
-template <bool BF16>
-__device__ __forceinline__ uint32_t pack2(float a, float b) {
-  if constexpr (BF16) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<uint32_t*>(&v);
-  } else {
-    __half2 v = __floats2half2_rn(a, b);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
-}
 
 /// o: 64 x kD accumulator (kD/2 registers), row0 = global query row of this thread's r = 0.
 template <int kD, bool BF16>

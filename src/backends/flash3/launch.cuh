@@ -14,6 +14,7 @@
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/kernel.cuh"
 #include "backends/flash3/launch.hpp"
+#include "backends/flash3/tensor_map.hpp"
 #include "backends/flash3/traits.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
@@ -21,24 +22,6 @@
 #include "cuda/workspace.hpp"
 
 namespace attnkit::flash3 {
-
-/// Tensor map over a logical [B, S, H, D] 16-bit tensor with element strides st (d-stride 1).
-/// Size-1 dims get a harmless valid stride (TMA rejects 0 and non-multiples of 16 bytes).
-inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int64_t b, int64_t s,
-                     int64_t h, int64_t d, uint32_t box_rows, bool bf16, const char* what) {
-  const uint64_t dims[4] = {static_cast<uint64_t>(d), static_cast<uint64_t>(s < 1 ? 1 : s),
-                            static_cast<uint64_t>(h), static_cast<uint64_t>(b)};
-  const int64_t raw[3] = {st.s, st.h, st.b};
-  uint64_t bytes[3];
-  for (int i = 0; i < 3; ++i)
-    bytes[i] =
-        dims[i + 1] == 1 ? static_cast<uint64_t>(d) * 2 * 16 : static_cast<uint64_t>(raw[i]) * 2;
-  const uint32_t box[4] = {64, box_rows, 1, 1};
-  const int r = cuda::sm90::encode_tensor_map_4d_16bit(map, base, dims, bytes, box, bf16);
-  if (r != 0)
-    throw Error(ErrorCode::kCudaError, std::string("flash3: cuTensorMapEncodeTiled failed for ") +
-                                           what + " (CUresult " + std::to_string(r) + ")");
-}
 
 /// Kernels that have a 2-CTA-cluster variant (cluster.cuh): K/V blocks of >= 2 column chunks,
 /// the default tiles and 2 consumer warpgroups.

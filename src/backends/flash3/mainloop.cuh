@@ -227,21 +227,6 @@ __device__ __forceinline__ void convert_p(const float (&s)[kBlockN / 2],
     p[i] = pack2<BF16>(s[2 * i], s[2 * i + 1]);
 }
 
-/// Ties registers written asynchronously by wgmma to this point in program order, so the
-/// compiler cannot hoist their reads above a wgmma_wait (or sink writes below an issue).
-template <int N>
-__device__ __forceinline__ void fence_regs(float (&x)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    attnkit::cuda::sm90::reg_fence(x[i]);
-}
-template <int N>
-__device__ __forceinline__ void fence_regs(uint32_t (&x)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    attnkit::cuda::sm90::reg_fence(x[i]);
-}
-
 template <class Tr>
 __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
