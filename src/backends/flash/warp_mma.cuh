@@ -66,6 +66,39 @@ __device__ __forceinline__ int lane_c_kn() {
   return (lane_id() >> 4) << 3;
 }  // load_b_kn
 
+/// acc[MT][NT] += a (k-slice kk of the A fragments, one per m-tile) * B k-slice kk, columns
+/// n0 .. n0 + 8 NT: the B half of warp_gemm_ss / warp_gemm_rs. fb: B's FragAddr
+/// (ATTNKIT_FLASH_SPLIT_ADDR; otherwise unused, sb's full swizzle per load).
+template <int MT, int NT, bool B_KN, typename LB, typename T, typename FB>
+__device__ __forceinline__ void mma_b_slice(float (&acc)[MT][NT][4], const uint32_t (&a)[MT][4],
+                                            const FB& fb, const T* sb, int kk, int n0) {
+#pragma unroll
+  for (int np = 0; np < NT / 2; ++np) {
+    uint32_t b[4];
+#if ATTNKIT_FLASH_SPLIT_ADDR
+    (void)sb;
+    if constexpr (B_KN) {
+      ptx::ldmatrix_x4_trans(b, fb.at(kk * 16, n0 + np * 16));
+    } else {
+      ptx::ldmatrix_x4(b, fb.at(n0 + np * 16, kk * 16));
+    }
+#else
+    (void)fb;
+    if constexpr (B_KN) {
+      load_b_kn<LB>(b, sb, n0 + np * 16, kk * 16);
+    } else {
+      load_b_nk<LB>(b, sb, n0 + np * 16, kk * 16);
+    }
+#endif
+    const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      ptx::mma_m16n8k16<T>(acc[mt][2 * np], a[mt], b0);
+      ptx::mma_m16n8k16<T>(acc[mt][2 * np + 1], a[mt], b1);
+    }
+  }
+}
+
 /// acc[MT][NT] (warp tile (16*MT, 8*NT) at rows m0, cols n0) += A (m0.., 0..K) * B (0..K, n0..).
 /// A_T: tile stores A as [k][m]; B_KN: tile stores B as [k][n] (else [n][k]). UNROLL: unroll
 /// of the k loop (traits' kKUnroll). Addresses: each operand's lane offset is computed once
@@ -79,6 +112,8 @@ __device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* s
 #if ATTNKIT_FLASH_SPLIT_ADDR
   const FragAddr<LA> fa(sa, A_T ? lane_r_t() : lane_r_a(), A_T ? lane_c_t() : lane_c_a());
   const FragAddr<LB> fb(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
+#else
+  const int fb = 0;  // mma_b_slice loads through sb
 #endif
 #pragma unroll UNROLL
   for (int kk = 0; kk < K / 16; ++kk) {
@@ -99,29 +134,7 @@ __device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* s
       }
 #endif
     }
-#pragma unroll
-    for (int np = 0; np < NT / 2; ++np) {
-      uint32_t b[4];
-#if ATTNKIT_FLASH_SPLIT_ADDR
-      if constexpr (B_KN) {
-        ptx::ldmatrix_x4_trans(b, fb.at(kk * 16, n0 + np * 16));
-      } else {
-        ptx::ldmatrix_x4(b, fb.at(n0 + np * 16, kk * 16));
-      }
-#else
-      if constexpr (B_KN) {
-        load_b_kn<LB>(b, sb, n0 + np * 16, kk * 16);
-      } else {
-        load_b_nk<LB>(b, sb, n0 + np * 16, kk * 16);
-      }
-#endif
-      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        ptx::mma_m16n8k16<T>(acc[mt][2 * np], a[mt], b0);
-        ptx::mma_m16n8k16<T>(acc[mt][2 * np + 1], a[mt], b1);
-      }
-    }
+    mma_b_slice<MT, NT, B_KN, LB>(acc, a, fb, sb, kk, n0);
   }
 }
 
@@ -142,6 +155,8 @@ __device__ __forceinline__ void warp_gemm_rs(float (&acc)[MT][NT][4],
                                              int n0) {
 #if ATTNKIT_FLASH_SPLIT_ADDR
   const FragAddr<LB> fb(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
+#else
+  const int fb = 0;  // mma_b_slice loads through sb
 #endif
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
@@ -149,29 +164,7 @@ __device__ __forceinline__ void warp_gemm_rs(float (&acc)[MT][NT][4],
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
       c_to_a<T, K / 8>(a[mt], a_c[mt], kk);
-#pragma unroll
-    for (int np = 0; np < NT / 2; ++np) {
-      uint32_t b[4];
-#if ATTNKIT_FLASH_SPLIT_ADDR
-      if constexpr (B_KN) {
-        ptx::ldmatrix_x4_trans(b, fb.at(kk * 16, n0 + np * 16));
-      } else {
-        ptx::ldmatrix_x4(b, fb.at(n0 + np * 16, kk * 16));
-      }
-#else
-      if constexpr (B_KN) {
-        load_b_kn<LB>(b, sb, n0 + np * 16, kk * 16);
-      } else {
-        load_b_nk<LB>(b, sb, n0 + np * 16, kk * 16);
-      }
-#endif
-      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        ptx::mma_m16n8k16<T>(acc[mt][2 * np], a[mt], b0);
-        ptx::mma_m16n8k16<T>(acc[mt][2 * np + 1], a[mt], b1);
-      }
-    }
+    mma_b_slice<MT, NT, B_KN, LB>(acc, a, fb, sb, kk, n0);
   }
 }
 
