@@ -68,7 +68,11 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 /// at n0 + col0 of sequence coordinates. kStatsSmem: lse and delta of row i are read from
 /// shared memory, s_lse[i - stats_row0] (raw, natural-log lse) and s_delta[i - stats_row0],
 /// staged with the query block's tiles; else from global memory (lse, delta_bh).
-template <bool kGeneral, bool kStatsSmem = false, int MT, int NT>
+/// kStatsFilled (with kStatsSmem): rows past the sequence hold lse = +inf and delta = 0 in
+/// shared memory, so no row test is needed; lse = -inf (a row with no visible key) can only
+/// occur where the element check runs (or on the general path), so only there is it mapped to
+/// +inf.
+template <bool kGeneral, bool kStatsSmem = false, bool kStatsFilled = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
                                          float (&s)[MT][NT][4], float (&dp)[MT][NT][4], int row0,
                                          int col0, const float* delta_bh, int64_t q_start,
@@ -102,7 +106,11 @@ __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
     for (int r = 0; r < 2; ++r) {
       const int i = row0 + mt * 16 + qr + r * 8;
       float lse2, dl;
-      if constexpr (kStatsSmem) {
+      if constexpr (kStatsSmem && kStatsFilled) {
+        const float l = s_lse[i - stats_row0];
+        lse2 = ((kGeneral || check) && l == -INFINITY) ? INFINITY : l * kLog2e;
+        dl = s_delta[i - stats_row0];
+      } else if constexpr (kStatsSmem) {
         const float l = s_lse[i - stats_row0];
         lse2 = (i >= ctx.sq || l == -INFINITY) ? INFINITY : l * kLog2e;  // as lse_log2()
         dl = i < ctx.sq ? s_delta[i - stats_row0] : 0.f;
@@ -150,6 +158,29 @@ __device__ __forceinline__ void store_c_smem(T* s, const float (&c)[MT][NT][4], 
             ptx::pack2<T>(c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
 }
 
+/// store_c_smem from one per-thread offset: a lane's (m0 + qr, n0 + qc) element offset o;
+/// column n0 + qc + 8 nt is chunk ((n0 & 63) / 8 + nt) ^ (row & 7) of the same 64-wide panel
+/// (n0 a multiple of 8 NT, 8 NT <= 64: nt only sets chunk bits that n0 leaves clear), i.e.
+/// o ^ (nt << 3); rows R (a multiple of 8) later keep row & 7, i.e. + R * 64. Exactly off().
+template <typename L, typename T, int MT, int NT>
+__device__ __forceinline__ void store_c_smem_split(T* s, const float (&c)[MT][NT][4], int m0,
+                                                   int n0) {
+  static_assert(!L::kHasHalfPanel && (NT & (NT - 1)) == 0 && 8 * NT <= 64,
+                "64-wide panels, power-of-two n8 count inside one panel");
+  const int lane = threadIdx.x % 32;
+  const int o = L::off(m0 + lane / 4, n0 + (lane % 4) * 2);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    T* sn = s + (o ^ (nt << 3));
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        *reinterpret_cast<uint32_t*>(sn + (mt * 16 + r * 8) * 64) =
+            ptx::pack2<T>(c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+  }
+}
+
 /// Stores a warp's C-layout tile (rows row0.., cols col0..) scaled by `mul` to global rows
 /// < valid_rows, columns < valid_cols.
 template <typename T, int MT, int NT>
@@ -183,6 +214,37 @@ __device__ __forceinline__ void red_add2(float* dst, float a, float b) {
   atomicAdd(dst, a);
   atomicAdd(dst + 1, b);
 #endif
+}
+
+/// red_c_global with the leading dimension LD known: one per-thread address (32-bit offset from
+/// g), rows and columns as immediate offsets; the row test only where the warp tile reaches
+/// past valid_rows (one uniform branch on full tiles instead of one per row).
+template <int LD, int MT, int NT>
+__device__ __forceinline__ void red_c_global_split(float* g, const float (&c)[MT][NT][4], int row0,
+                                                   int col0, int valid_rows) {
+  const int lane = threadIdx.x % 32;
+  const int qr = lane / 4;
+  float* gt = g + ((row0 + qr) * LD + col0 + (lane % 4) * 2);
+  if (valid_rows - row0 >= MT * 16) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+          red_add2(gt + (mt * 16 + r * 8) * LD + nt * 8, c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+    return;
+  }
+  const int left = valid_rows - row0 - qr;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (mt * 16 + r * 8 >= left) continue;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        red_add2(gt + (mt * 16 + r * 8) * LD + nt * 8, c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+    }
 }
 
 /// Adds a warp's C-layout tile (rows row0.., cols col0..) into an fp32 (rows, ld) array; rows
@@ -225,12 +287,27 @@ struct BwdKeyBlock {
   SeqSpan sp;
   int64_t b, g, n0, n_last;
   int keys, m_blocks, items, dvalid;
+#if ATTNKIT_FLASH_BWD_HOIST
+  // Q / dO at (batch b, first q head of the group, the sequence's first row): an item adds
+  // its relative head and first row only. D <= 128 only: at D = 256 the bases kept live
+  // across the loop made ptxas spill (16 B) and added ~90 instructions per item.
+  static constexpr bool kBases = D <= 128;
+  const T* q_b;
+  const T* do_b;
+#endif
 #if ATTNKIT_FLASH_BWD_ITEM_RANGE
   // Item t = (hh << shift) | mb (no division per item); the visible query blocks are one range
   // [mb_lo, mb_hi] for every head: a row's key range [lo(i), hi(i)] (core/score_policy.hpp) has
   // both ends non-decreasing in i, so "last row's hi >= n0" turns true and "first row's lo <=
   // n_last" turns false once as mb grows. Same items in the same order as the walk below.
   int shift, mb_lo, mb_hi;
+#if ATTNKIT_FLASH_BWD_HOIST
+  // Query blocks whose every row sees every key of [n0, n0 + kBN) (no element check): the
+  // per-item test "first row's hi >= n0 + kBN - 1 && last row's lo <= n0" of the loop below,
+  // monotone in mb for the same reason (false -> true, true -> false), so one range
+  // [full_lo, full_hi], found by bisection once per CTA.
+  int full_lo, full_hi;
+#endif
 #endif
 
   __device__ __forceinline__ BwdKeyBlock(const Params& prm, int64_t b_, int64_t g_, int64_t n0_)
@@ -239,6 +316,14 @@ struct BwdKeyBlock {
     n_last = n0 + keys - 1;
     m_blocks = static_cast<int>((sp.sq + kBM - 1) / kBM);
     dvalid = static_cast<int>(p.head_dim);
+#if ATTNKIT_FLASH_BWD_HOIST
+    {
+      const int64_t h0 = g * p.group;
+      q_b = static_cast<const T*>(p.q) + b * p.q_st.b + sp.q_start * p.q_st.s + h0 * p.q_st.h;
+      do_b = static_cast<const T*>(p.dout) + b * p.dout_st.b + sp.q_start * p.dout_st.s +
+             h0 * p.dout_st.h;
+    }
+#endif
 #if ATTNKIT_FLASH_BWD_ITEM_RANGE
     shift = m_blocks > 1 ? 32 - __clz(m_blocks - 1) : 0;
     items = static_cast<int>(p.group) << shift;
@@ -250,6 +335,31 @@ struct BwdKeyBlock {
       while (mb_hi >= mb_lo && !visible_block(mb_hi))
         --mb_hi;
     }
+#if ATTNKIT_FLASH_BWD_HOIST
+    {
+      int lo = mb_lo, hi = mb_hi + 1;  // first mb in [mb_lo, mb_hi] with first.hi >= n0 + kBN - 1
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        const int64_t m0 = static_cast<int64_t>(mid) * kBM;
+        if (row_range(p, m0, sp.sq, sp.sk).hi >= n0 + kBN - 1)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      full_lo = lo;
+      lo = mb_lo - 1;  // last mb in [mb_lo, mb_hi] with last.lo <= n0
+      hi = mb_hi;
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        const int64_t m0 = static_cast<int64_t>(mid) * kBM;
+        if (row_range(p, m0 + block_rows(mid) - 1, sp.sq, sp.sk).lo <= n0)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      full_hi = lo;
+    }
+#endif
 #else
     items = static_cast<int>(p.group) * m_blocks;
 #endif
@@ -282,8 +392,19 @@ struct BwdKeyBlock {
   __device__ __forceinline__ int block_of(int t) const {
     return t & ((1 << shift) - 1);
   }
+#if ATTNKIT_FLASH_BWD_HOIST
+  /// Item t's query block needs the element check (as `check` in the kernels' old form).
+  __device__ __forceinline__ bool needs_check(int t) const {
+    const int mb = block_of(t);
+    return mb < full_lo || mb > full_hi;
+  }
+#endif
   __device__ __forceinline__ int64_t head(int t) const {
     return g * p.group + (t >> shift);
+  }
+  /// Item t's q head relative to the group's first.
+  __device__ __forceinline__ int rel_head(int t) const {
+    return t >> shift;
   }
   /// The next visible item after t (items when none is left); next(-1) is the first.
   __device__ __forceinline__ int next(int t) const {
@@ -299,6 +420,9 @@ struct BwdKeyBlock {
   }
   __device__ __forceinline__ int64_t head(int t) const {
     return g * p.group + t / m_blocks;
+  }
+  __device__ __forceinline__ int rel_head(int t) const {
+    return t / m_blocks;
   }
   /// The next visible item after t (items when none is left); next(-1) is the first.
   __device__ __forceinline__ int next(int t) const {
@@ -317,12 +441,61 @@ struct BwdKeyBlock {
   }
   /// cp.async of item t's Q and dO (kBM, D) into sq and sq + LQ::kSize (not committed).
   __device__ __forceinline__ void load_q_do(int t, T* sq) const {
-    const int64_t h = head(t), q0 = m0(t);
+    const int64_t q0 = m0(t);
     const int r = static_cast<int>(rows(t));
+#if ATTNKIT_FLASH_BWD_HOIST
+    const T* q_ptr;
+    const T* do_ptr;
+    if constexpr (kBases) {
+      const int64_t hh = rel_head(t);
+      q_ptr = q_b + q0 * p.q_st.s + hh * p.q_st.h;
+      do_ptr = do_b + q0 * p.dout_st.s + hh * p.dout_st.h;
+    } else {
+      const int64_t h = head(t);
+      q_ptr =
+          static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + q0) * p.q_st.s + h * p.q_st.h;
+      do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b + (sp.q_start + q0) * p.dout_st.s +
+               h * p.dout_st.h;
+    }
+#else
+    const int64_t h = head(t);
     const T* q_ptr =
         static_cast<const T*>(p.q) + b * p.q_st.b + (sp.q_start + q0) * p.q_st.s + h * p.q_st.h;
     const T* do_ptr = static_cast<const T*>(p.dout) + b * p.dout_st.b +
                       (sp.q_start + q0) * p.dout_st.s + h * p.dout_st.h;
+#endif
+#if ATTNKIT_FLASH_BWD_HOIST
+    constexpr int kCpr = D / 8;  // 16-byte chunks per row
+    if constexpr (kThreads % kCpr == 0 && !LQ::kHasHalfPanel) {
+      // load_tile_async with the thread's chunk fixed: row r0 + it * kR, column c0; smem rows
+      // kR apart are kR * 64 elements apart in a 64-wide panel (kR % 8 == 0 keeps the swizzle).
+      constexpr int kR = kThreads / kCpr;
+      constexpr int kIts = kBM / kR;
+      static_assert(kBM % kR == 0 && kR % 8 == 0, "whole rows per pass");
+      const int tid = static_cast<int>(threadIdx.x);
+      const int r0 = tid / kCpr, c0 = (tid % kCpr) * 8;
+      const int left = c0 < dvalid ? r - r0 : 0;  // rows of this thread's column still inside
+      const uint32_t s0 = ptx::smem_addr(sq + LQ::off(r0, c0));
+      // Byte addresses: row steps of kR rows are one 64-bit add each (no shift per chunk).
+      const char* qt = reinterpret_cast<const char*>(q_ptr + (r0 * p.q_st.s + c0));
+      const char* dt = reinterpret_cast<const char*>(do_ptr + (r0 * p.dout_st.s + c0));
+      const int64_t qstep = kR * p.q_st.s * static_cast<int64_t>(sizeof(T));
+      const int64_t dstep = kR * p.dout_st.s * static_cast<int64_t>(sizeof(T));
+#pragma unroll
+      for (int it = 0; it < kIts; ++it) {
+        const bool ok = it * kR < left;
+        ptx::cp_async_16(s0 + it * kR * 64 * 2,
+                         ok ? qt + it * qstep : reinterpret_cast<const char*>(q_ptr), ok);
+      }
+#pragma unroll
+      for (int it = 0; it < kIts; ++it) {
+        const bool ok = it * kR < left;
+        ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2,
+                         ok ? dt + it * dstep : reinterpret_cast<const char*>(do_ptr), ok);
+      }
+      return;
+    }
+#endif
     load_tile_async<LQ, kThreads>(sq, q_ptr, p.q_st.s, r, dvalid);
     load_tile_async<LQ, kThreads>(sq + LQ::kSize, do_ptr, p.dout_st.s, r, dvalid);
   }
@@ -336,6 +509,9 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   using LK = SmemLayout<Tr::kBN, D>;
   using LP = SmemLayout<Tr::kBM, Tr::kBN>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kStages = Tr::kStages;
+  // Warp origins folded into the GEMMs' lane addresses (warp_gemm_ss_wo): D <= 128 only; at
+  // D = 192 / 256 ptxas then spills 24 / 68 B (0 without).
+  constexpr bool kWo = ATTNKIT_FLASH_BWD_HOIST && D <= 128;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
@@ -359,8 +535,44 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
 
   kb.load_kv(sK, sV);
   auto next_item = [&](int t) { return kb.next(t); };
+#if ATTNKIT_FLASH_BWD_HOIST
+  // Per-CTA bases: this thread's lse (threads < kBM) or delta (< 2 kBM) row of the group's
+  // first head, and dQ_accum of that head; an item adds its relative head and first row.
+  const int64_t h0 = g * p.group;
+  const int st_r = static_cast<int>(threadIdx.x) % kBM;
+  const float* st_t =
+      static_cast<int>(threadIdx.x) < kBM
+          ? p.lse + b * p.lse_st.b + h0 * p.lse_st.h + (sp.q_start + st_r) * p.lse_st.s
+          : delta + (b * p.heads_q + h0) * p.seqlen_q + st_r;
+  float* const dq_b = dq_accum_ptr<D>(dq_accum, p, b, h0);
+#endif
   auto load_item = [&](int t, int stage) {
     kb.load_q_do(t, sQ0 + stage * 2 * LQ::kSize);
+#if ATTNKIT_FLASH_BWD_HOIST
+    if constexpr (Tr::kStatsSmem) {
+      const int tid = static_cast<int>(threadIdx.x);
+      if (tid < 2 * kBM) {
+        const int64_t hh = kb.rel_head(t), m0 = kb.m0(t);
+        const bool ok = st_r < kb.rows(t);
+        const float* src;
+        if constexpr (decltype(kb)::kBases) {
+          src =
+              tid < kBM ? st_t + hh * p.lse_st.h + m0 * p.lse_st.s : st_t + (hh * p.seqlen_q + m0);
+        } else {
+          const int64_t h = h0 + hh;
+          src = tid < kBM ? p.lse + b * p.lse_st.b + h * p.lse_st.h +
+                                (sp.q_start + m0 + st_r) * p.lse_st.s
+                          : delta + (b * p.heads_q + h) * p.seqlen_q + m0 + st_r;
+        }
+        float* dst = sL0 + stage * 2 * kBM + tid;
+        // Rows past the sequence: lse = +inf (P = 0 there), delta = 0 (cp.async zero fill).
+        if (!ok && tid < kBM)
+          *dst = INFINITY;
+        else
+          ptx::cp_async_4(ptx::smem_addr(dst), ok ? src : delta, ok);
+      }
+    }
+#else
     if constexpr (Tr::kStatsSmem) {
       const int64_t h = kb.head(t), m0 = kb.m0(t);
       const int rows = static_cast<int>(kb.rows(t));
@@ -376,6 +588,7 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
         ptx::cp_async_4(ptx::smem_addr(sL0 + stage * 2 * kBM + tid), ok ? src : delta, ok);
       }
     }
+#endif
   };
 
   float dk[Tr::kKMT][Tr::kKNT][4], dv[Tr::kKMT][Tr::kKNT][4];  // (kBN, D) over 8 warps
@@ -402,39 +615,59 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       ScoreCtx ctx;
       ctx.init(p, b, h, sp.sq, sp.sk);
       const float* delta_bh = delta + (b * p.heads_q + h) * p.seqlen_q;
+#if !(ATTNKIT_FLASH_BWD_HOIST && ATTNKIT_FLASH_BWD_ITEM_RANGE)
       const Range32 first = row_range(p, m0, sp.sq, sp.sk);
       const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
+#endif
       float s[Tr::kSMT][Tr::kSNT][4], dp[Tr::kSMT][Tr::kSNT][4];  // (kBM, kBN) over 8 warps
       zero(s);
       zero(dp);
-      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(s, sQ, sK, s_m0,
-                                                                                 s_n0);
-      warp_gemm_ss<Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(dp, sdO, sV, s_m0,
-                                                                                 s_n0);
+      warp_gemm_ss_wo<kWo, Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(
+          s, sQ, sK, s_m0, s_n0);
+      warp_gemm_ss_wo<kWo, Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(
+          dp, sdO, sV, s_m0, s_n0);
+#if ATTNKIT_FLASH_BWD_HOIST && ATTNKIT_FLASH_BWD_ITEM_RANGE
+      const bool check = kb.needs_check(t);
+#else
       const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+#endif
       const float* s_lse = sL0 + stage * 2 * kBM;
-      bwd_p_ds<kGeneral, Tr::kStatsSmem>(p, ctx, s, dp, static_cast<int>(m0) + s_m0,
-                                         static_cast<int>(n0) + s_n0, delta_bh, sp.q_start, check,
-                                         s_lse, s_lse + kBM, static_cast<int>(m0));
+      bwd_p_ds<kGeneral, Tr::kStatsSmem, ATTNKIT_FLASH_BWD_HOIST != 0>(
+          p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0, delta_bh,
+          sp.q_start, check, s_lse, s_lse + kBM, static_cast<int>(m0));
+#if ATTNKIT_FLASH_BWD_HOIST
+      store_c_smem_split<LP>(sP, s, s_m0, s_n0);
+      store_c_smem_split<LP>(sdS, dp, s_m0, s_n0);
+#else
       store_c_smem<LP>(sP, s, s_m0, s_n0);
       store_c_smem<LP>(sdS, dp, s_m0, s_n0);
+#endif
     }
     __syncthreads();
     // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
-    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO, k_m0,
-                                                                            k_n0);
-    warp_gemm_ss<Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ, k_m0,
-                                                                            k_n0);
+    warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO,
+                                                                                    k_m0, k_n0);
+    warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ,
+                                                                                    k_m0, k_n0);
     // dQ (kBM, D) += dS (kBM, kBN) K (kBN, D), in kDqChunks column chunks, into the workspace.
+#if ATTNKIT_FLASH_BWD_HOIST
+    float* dqa = decltype(kb)::kBases ? dq_b + (kb.rel_head(t) * p.seqlen_q + m0) * D
+                                      : dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
+#else
     float* dqa = dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
+#endif
 #pragma unroll
     for (int ch = 0; ch < Tr::kDqChunks; ++ch) {
       const int c0 = ch * (D / Tr::kDqChunks) + q_n0;
       float dq[Tr::kQMT][Tr::kQNT][4];
       zero(dq);
-      warp_gemm_ss<Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK, q_m0,
-                                                                               c0);
+      warp_gemm_ss_wo<kWo, Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK,
+                                                                                       q_m0, c0);
+#if ATTNKIT_FLASH_BWD_HOIST
+      red_c_global_split<D>(dqa, dq, q_m0, c0, static_cast<int>(rows));
+#else
       red_c_global(dqa, D, dq, q_m0, c0, static_cast<int>(rows));
+#endif
     }
     if (kStages == 1 && tn < items) {
       __syncthreads();  // single stage: reload only after every warp is done with it

@@ -18,22 +18,73 @@
 
 namespace attnkit::flash {
 
+/// cp.async.wait_group with a count known only after unrolling (0..4).
+__device__ __forceinline__ void cp_async_wait_upto(int n) {
+  switch (n) {
+    case 0:
+      ptx::cp_async_wait<0>();
+      break;
+    case 1:
+      ptx::cp_async_wait<1>();
+      break;
+    case 2:
+      ptx::cp_async_wait<2>();
+      break;
+    case 3:
+      ptx::cp_async_wait<3>();
+      break;
+    default:
+      ptx::cp_async_wait<4>();
+      break;
+  }
+}
+
+/// One tile's cp.async: TileLoader's precomputed addresses when every row and column is valid
+/// (and Tr::kFastLoad), else load_tile_async's per-chunk bounds checks.
+template <typename L, int kThreads, bool kFast, typename T>
+__device__ __forceinline__ void fwd_load_tile(T* smem, const T* gmem, int64_t stride,
+                                              int valid_rows, int valid_cols,
+                                              const TileLoader<L, kThreads>& ld) {
+  if constexpr (kFast && TileLoader<L, kThreads>::kSupported) {
+    if (valid_rows >= L::kRows && valid_cols >= L::kCols) {
+      ld.load_full(smem, gmem);
+      return;
+    }
+  }
+  load_tile_async<L, kThreads>(smem, gmem, stride, valid_rows, valid_cols);
+}
+
+/// A query tile (m block, q head, batch) in the launch order of the 3-D grid: m blocks fastest,
+/// heavy causal blocks (the last) first.
+struct FwdTile {
+  int64_t b, h;
+  int m_block;
+};
+__device__ __forceinline__ FwdTile fwd_tile_of(int64_t t, int num_m, int64_t heads) {
+  const int64_t bh = t / num_m;
+  return FwdTile{bh / heads, bh % heads, num_m - 1 - static_cast<int>(t - bh * num_m)};
+}
+
+/// One query tile. `pre`: its first Q and K tiles were already issued (one cp.async group) by the
+/// previous tile of this CTA; `nxt`: the CTA's next tile where has_next. Returns true when it
+/// issued nxt's first Q and K (persistent launches, Tr::kPersist): after the last key block's S
+/// GEMM sQ and sK are free, so the next tile's loads overlap this one's last softmax, P V and
+/// epilogue instead of stalling the next tile's start.
 template <int D, typename T, bool kGeneral>
-__global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Params p) {
+__device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, const FwdTile tile,
+                                         const FwdTile nxt, bool has_next, bool pre) {
   using Tr = FwdTraits<D>;
   using LQ = SmemLayout<Tr::kBM, D>;
   using LK = SmemLayout<Tr::kBN, D>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kMT = Tr::kMT, kNT = kBN / 8, kDT = D / 8;
-  extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // (kBM, D)
   T* sK = sQ + LQ::kSize;                  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
 
-  const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int m_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // heavy causal blocks first
+  const int64_t b = tile.b, h = tile.h;
   const SeqSpan sp = seq_span(p, b);
-  const int64_t m0 = static_cast<int64_t>(m_block) * kBM;
-  if (m0 >= sp.sq) return;
+  const int64_t m0 = static_cast<int64_t>(tile.m_block) * kBM;
+  if (m0 >= sp.sq) return false;
   const int rows = static_cast<int>(sp.sq - m0 < kBM ? sp.sq - m0 : kBM);
   const int64_t g = h / p.group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -70,40 +121,98 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
     return static_cast<int>(m0) + warp * 16 * kMT + mt * 16 + qr + r * 8;
   };
 
-  if (n_end > n_begin) {
-    load_tile_async<LQ, Tr::kThreads>(sQ, q_ptr, p.q_st.s, rows, dq_valid);
-    {
-      const int64_t n0 = static_cast<int64_t>(n_end - 1) * kBN;
-      load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n0 * p.k_st.s, p.k_st.s,
-                                        static_cast<int>(sp.sk - n0), dq_valid);
+  // The first Q / K tiles as kPanels column panels (one cp.async group each); a 64-wide panel
+  // of an (R, D) tile is an (R, 64) SmemLayout tile at element offset panel * R * 64.
+  constexpr int kPanels = Tr::kProloguePanels, kPW = D / kPanels;
+  static_assert(kPanels == 1 || kPW == 64, "prologue panels are 64 columns wide");
+  using LQp = SmemLayout<kBM, kPW>;
+  using LKp = SmemLayout<kBN, kPW>;
+  constexpr bool kFast = Tr::kFastLoad && !kGeneral;  // the general path keeps its registers
+  const TileLoader<LK, Tr::kThreads> ldk(p.k_st.s), ldv(p.v_st.s);
+  if (n_end > n_begin && !pre) {
+    const int64_t n0 = static_cast<int64_t>(n_end - 1) * kBN;
+    const int k_rows = static_cast<int>(sp.sk - n0);
+    const TileLoader<LQp, Tr::kThreads> ldq(p.q_st.s);
+    const TileLoader<LKp, Tr::kThreads> ldk0(p.k_st.s);
+#pragma unroll
+    for (int pp = 0; pp < kPanels; ++pp) {
+      const int vc = dq_valid - pp * kPW;  // <= 0: the panel is zero-filled from the row start
+      const int64_t c0 = vc > 0 ? pp * kPW : 0;
+      fwd_load_tile<LQp, Tr::kThreads, kFast>(sQ + pp * kBM * kPW, q_ptr + c0, p.q_st.s, rows, vc,
+                                              ldq);
+      fwd_load_tile<LKp, Tr::kThreads, kFast>(sK + pp * kBN * kPW, k_ptr + n0 * p.k_st.s + c0,
+                                              p.k_st.s, k_rows, vc, ldk0);
+      ptx::cp_async_commit();
     }
-    ptx::cp_async_commit();
   }
 
   // Waits for V_n, then starts K_{n-1} into sK (free once every warp is past this barrier).
   // Where it runs in the loop is Tr::kEarlyK's choice (before or after the softmax).
+  // After the last key block's S GEMM: nxt's first Q and K tiles (one group), if it has any key.
+  bool issued_next = false;
+  auto load_next_tile = [&]() {
+    const SeqSpan sp2 = seq_span(p, nxt.b);
+    const int64_t m2 = static_cast<int64_t>(nxt.m_block) * kBM;
+    if (m2 >= sp2.sq) return;
+    const int rows2 = static_cast<int>(sp2.sq - m2 < kBM ? sp2.sq - m2 : kBM);
+    const Range32 f2 = row_range(p, m2, sp2.sq, sp2.sk);
+    const Range32 l2 = row_range(p, m2 + rows2 - 1, sp2.sq, sp2.sk);
+    if (l2.hi < f2.lo) return;  // no visible key: that tile runs no key loop
+    const int64_t n2 = static_cast<int64_t>(l2.hi / kBN) * kBN;
+    const int64_t g2 = nxt.h / p.group;
+    const T* q2 = static_cast<const T*>(p.q) + nxt.b * p.q_st.b + (sp2.q_start + m2) * p.q_st.s +
+                  nxt.h * p.q_st.h;
+    const T* k2 = static_cast<const T*>(p.k) + nxt.b * p.k_st.b + (sp2.k_start + n2) * p.k_st.s +
+                  g2 * p.k_st.h;
+    const TileLoader<LQ, Tr::kThreads> ldq2(p.q_st.s);
+    fwd_load_tile<LQ, Tr::kThreads, kFast>(sQ, q2, p.q_st.s, rows2, dq_valid, ldq2);
+    fwd_load_tile<LK, Tr::kThreads, kFast>(sK, k2, p.k_st.s, static_cast<int>(sp2.sk - n2),
+                                           dq_valid, ldk);
+    ptx::cp_async_commit();
+    issued_next = true;
+  };
   auto wait_v_load_next_k = [&](int n, int64_t n0) {
     ptx::cp_async_wait<0>();
-    __syncthreads();  // V_n landed; every warp is done with K_n
+    __syncthreads();  // V_n landed; every warp is done with K_n (and Q)
     if (n > n_begin) {
       const int64_t n1 = n0 - kBN;
-      load_tile_async<LK, Tr::kThreads>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                        static_cast<int>(sp.sk - n1), dq_valid);
+      fwd_load_tile<LK, Tr::kThreads, kFast>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
+                                             static_cast<int>(sp.sk - n1), dq_valid, ldk);
       ptx::cp_async_commit();
+    } else if (Tr::kPersist && has_next) {
+      load_next_tile();
     }
   };
 
   for (int n = n_end - 1; n >= n_begin; --n) {
     const int64_t n0 = static_cast<int64_t>(n) * kBN;
-    ptx::cp_async_wait<0>();
+    const bool first_blk = kPanels > 1 && !pre && n == n_end - 1;
+    if (first_blk) {
+      cp_async_wait_upto(kPanels - 1);  // panel 0 of Q and K landed
+    } else {
+      ptx::cp_async_wait<0>();
+    }
     __syncthreads();  // K_n landed; every warp is done with V_{n+1}
-    load_tile_async<LK, Tr::kThreads>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
-                                      static_cast<int>(sp.sk - n0), dv_valid);
+    fwd_load_tile<LK, Tr::kThreads, kFast>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
+                                           static_cast<int>(sp.sk - n0), dv_valid, ldv);
     ptx::cp_async_commit();
 
     float s[kMT][kNT][4];  // (16*kMT, kBN) scores of this warp
     zero(s);
-    warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, warp * 16 * kMT, 0);
+    if (first_blk) {
+      // In flight after V's commit: panels pp + 1 .. kPanels - 1, then V.
+#pragma unroll
+      for (int pp = 0; pp < kPanels; ++pp) {
+        if (pp > 0) {
+          cp_async_wait_upto(kPanels - pp);  // panel pp landed
+          __syncthreads();
+        }
+        warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, Tr::kKUnroll>(
+            s, sQ + pp * kBM * kPW, sK + pp * kBN * kPW, warp * 16 * kMT, 0);
+      }
+    } else {
+      warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, warp * 16 * kMT, 0);
+    }
 
     // Element rule only where the block straddles a band edge or the sequence end; the
     // general path (softcap / ALiBi / mask / dropout) transforms every element. Kept as a
@@ -224,6 +333,44 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads) fwd_kernel(const Param
       }
     }
   }
+  return issued_next;
+}
+
+/// Forward kernel. 3-D grid (m blocks, q heads, batch): one tile per CTA. Tr::kPersist (fast path):
+/// a 1-D grid of resident CTAs, each running tiles in the 3-D grid's order (m blocks fastest,
+/// heavy causal blocks first): tile blockIdx.x, then blockIdx.x + gridDim.x, then tiles taken
+/// from `tile_ctr` (zeroed by the launcher: tile 2 * gridDim.x + its count), one ahead, so the
+/// next tile is known when the current one's last key block prefetches its Q and K, and the
+/// atomic's latency hides behind a whole tile. Dynamic like the hardware's dispatch, so uneven
+/// (causal, window, varlen) tiles balance as before.
+template <int D, typename T, bool kGeneral>
+__global__ void __launch_bounds__(FwdTraits<D>::kThreads)
+    fwd_kernel(const Params p, int* tile_ctr) {
+  using Tr = FwdTraits<D>;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  if constexpr (Tr::kPersist && !kGeneral) {
+    __shared__ int next_slot[2];
+    const int num_m = static_cast<int>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM);
+    const int64_t total = static_cast<int64_t>(num_m) * p.heads_q * p.batch;
+    int64_t cur = blockIdx.x, nxt = static_cast<int64_t>(blockIdx.x) + gridDim.x;
+    bool pre = false;
+    for (int k = 0; cur < total; ++k) {
+      if (threadIdx.x == 0)
+        next_slot[k & 1] =
+            static_cast<int>(2 * static_cast<int64_t>(gridDim.x) + atomicAdd(tile_ctr, 1));
+      const bool has_next = nxt < total;
+      pre = fwd_tile<D, T, kGeneral>(p, smem_raw, fwd_tile_of(cur, num_m, p.heads_q),
+                                     fwd_tile_of(has_next ? nxt : cur, num_m, p.heads_q), has_next,
+                                     pre);
+      __syncthreads();  // next_slot[k & 1] visible; slot k & 1 is rewritten after the next one
+      cur = nxt;
+      nxt = next_slot[k & 1];
+    }
+    return;
+  }
+  const FwdTile tile{static_cast<int64_t>(blockIdx.z), static_cast<int64_t>(blockIdx.y),
+                     static_cast<int>(gridDim.x - 1 - blockIdx.x)};  // heavy causal blocks first
+  fwd_tile<D, T, kGeneral>(p, smem_raw, tile, tile, false, false);
 }
 
 }  // namespace attnkit::flash

@@ -36,11 +36,33 @@ void launch_fwd(const Params& p) {
   using Tr = FwdTraits<D>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   cuda::DeviceGuard guard(p.device.index);
-  const dim3 grid(static_cast<unsigned>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM),
-                  static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+  const int64_t num_m = (p.seqlen_q + Tr::kBM - 1) / Tr::kBM;
+  dim3 grid(static_cast<unsigned>(num_m), static_cast<unsigned>(p.heads_q),
+            static_cast<unsigned>(p.batch));
   auto kernel = needs_general(p) ? fwd_kernel<D, T, true> : fwd_kernel<D, T, false>;
   set_smem(kernel, Tr::kSmemBytes);
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p);
+  int* tile_ctr = nullptr;
+  if constexpr (Tr::kPersist) {
+    // Fast path: 1-D grid of resident CTAs taking tiles from a zeroed counter (fwd_kernel).
+    if (!needs_general(p)) {
+      static int per_sm_cache[64] = {};  // per device index; 0 = not asked yet
+      const int dev = p.device.index;
+      int per_sm = dev >= 0 && dev < 64 ? per_sm_cache[dev] : 0;
+      if (per_sm == 0) {
+        ATTNKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
+        if (dev >= 0 && dev < 64) per_sm_cache[dev] = per_sm;
+      }
+      const int64_t total = num_m * p.heads_q * p.batch;
+      const int64_t resident =
+          static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * cuda::device_info(dev).sm_count;
+      grid = dim3(static_cast<unsigned>(total < resident ? total : resident));
+      auto stream = static_cast<cudaStream_t>(p.stream);
+      tile_ctr = static_cast<int*>(cuda::workspace(sizeof(int), dev, stream));
+      ATTNKIT_CUDA_CHECK(cudaMemsetAsync(tile_ctr, 0, sizeof(int), stream));
+    }
+  }
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, tile_ctr);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 

@@ -96,4 +96,50 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* gmem, int64_t 
   }
 }
 
+/// cp.async addresses of a thread's chunks of full (ROWS, COLS) tiles, computed once per CTA
+/// (ATTNKIT_FLASH_FWD_FAST_LOAD): load_tile_async recomputes every chunk's 64-bit row offset,
+/// swizzle and bounds predicate per call (~18 SASS instructions per 16-byte chunk in the
+/// forward's key loop, re-materialized there under register pressure); here a full tile costs
+/// one 64-bit add per chunk and no predicate. Thread t's chunk `it` is row r0 + it * kRowStep,
+/// column c (the same chunks load_tile_async assigns). Only where kThreads is a multiple of the
+/// chunks per row (every D but 96 at 128 threads).
+template <typename Layout, int kThreads>
+struct TileLoader {
+  static constexpr int kChunksPerRow = Layout::kCols / 8;
+  static constexpr bool kSupported = kThreads % kChunksPerRow == 0;
+  static constexpr int kRowStep = kSupported ? kThreads / kChunksPerRow : 1;
+  static constexpr int kIters = Layout::kRows * kChunksPerRow / kThreads;
+  // Rows r and r + 8 share their swizzle (chunk ^ r % 8, or ^ (r / 2) % 4 in the 32-wide
+  // panel), so chunk `it`'s shared offset is that of chunk it % kPhases plus whole row groups.
+  static constexpr int kPhases = kRowStep % 8 == 0 ? 1 : (kRowStep % 4 == 0 ? 2 : 8);
+  int64_t g;               // element offset of chunk 0 in the global tile: r0 * stride + c
+  int64_t step;            // kRowStep * stride (elements)
+  uint32_t s_ph[kPhases];  // byte offsets in the tile of chunks 0 .. kPhases - 1
+  uint32_t row_bytes;      // bytes per row of this thread's panel (128, or 64 in the 32-wide one)
+  __device__ __forceinline__ explicit TileLoader(int64_t stride) {
+    const int r0 = static_cast<int>(threadIdx.x) / kChunksPerRow;
+    const int c = (static_cast<int>(threadIdx.x) % kChunksPerRow) * 8;
+    g = r0 * stride + c;
+    step = kRowStep * stride;
+#pragma unroll
+    for (int ph = 0; ph < kPhases; ++ph)
+      s_ph[ph] = 2u * static_cast<uint32_t>(Layout::off(r0 + ph * kRowStep, c));
+    row_bytes = Layout::in_half(c) ? 64u : 128u;
+  }
+  /// Rows [0, ROWS) x cols [0, COLS) of the tile at gmem (every row and column valid).
+  template <typename T>
+  __device__ __forceinline__ void load_full(T* smem, const T* gmem) const {
+    static_assert(kSupported, "TileLoader: threads must cover whole rows");
+    const uint32_t s = ptx::smem_addr(smem);
+    const T* src = gmem + g;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const uint32_t rows = static_cast<uint32_t>((it / kPhases) * kPhases * kRowStep);
+      const uint32_t dst =
+          s + s_ph[it % kPhases] + rows * (Layout::kHasHalfPanel ? row_bytes : 128u);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src + it * step));
+    }
+  }
+};
+
 }  // namespace attnkit::flash

@@ -65,6 +65,18 @@
 #ifndef ATTNKIT_FLASH_BWD_ITEM_RANGE
 #define ATTNKIT_FLASH_BWD_ITEM_RANGE 1
 #endif
+//   ATTNKIT_FLASH_BWD_HOIST: per-item address and range math of the dK / dV kernels taken out
+//     of the item loop (1) or as before (0): the element-check flag from a precomputed range of
+//     full query blocks (no 64-bit row ranges per item; needs ITEM_RANGE), Q / dO cp.async
+//     from a per-thread row / chunk fixed per CTA (row steps as immediate smem offsets, global
+//     rows by a constant stride; D = 64 / 128 / 256), P / dS smem stores and the dQ atomics
+//     from one per-thread address plus immediates, the atomics predicated instead of branched.
+//     Same arithmetic, same results; static SASS in bench/notes/flash.md (helper flashbwd5).
+//     Off by default: never run on a GPU (the round-2 device call measured main's tree, the
+//     carry having been left out); turn on after one flash_bwd_run.sh with tests + sanitizer.
+#ifndef ATTNKIT_FLASH_BWD_HOIST
+#define ATTNKIT_FLASH_BWD_HOIST 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
@@ -85,6 +97,34 @@
 //     128 (8 warps, one CTA per SM; the default before run 8).
 #ifndef ATTNKIT_FLASH_FWD_BM_256
 #define ATTNKIT_FLASH_FWD_BM_256 128
+#endif
+//   ATTNKIT_FLASH_FWD_FAST_LOAD: the forward's full K / V / Q tiles go through TileLoader
+//     (smem_layout.hpp: per-thread addresses computed once per CTA, no predicates) instead of
+//     load_tile_async (per-chunk 64-bit row offset, swizzle and bounds predicate on every call:
+//     ~18 SASS instructions per 16-byte chunk in the key loop, 16 chunks per thread per key
+//     block at D = 256, 32 with 64-row blocks). Partial tiles (sequence end, head_dim < D) keep
+//     load_tile_async. 0 off, 1 every D, 2 (default) D > 128 only: with the panel prologue
+//     +4-5 % at D = 256, S = 512-4k (H200, session 3 round 2 A/B); at D = 128 it ran in that
+//     run's tested default only, 1-2 % below run 9 (between runs, no same-run A/B).
+//   ATTNKIT_FLASH_FWD_PANEL_PROLOGUE: at D = 256 the CTA's first Q and K tiles load as four
+//     64-column panels (one cp.async group each) and the first S GEMM starts on panel 0 while
+//     panels 1-3 land (3 extra barriers in the first key block only), instead of waiting for the
+//     whole 96 KiB. One CTA per SM at D = 256: nothing else hides that load (short S: 8 key
+//     blocks per CTA at S = 512).
+//   ATTNKIT_FLASH_FWD_PERSIST: D = 256 forward (fast path) as a persistent kernel: resident
+//     CTAs (one per SM) run query tiles in the 3-D grid's order, the first two per CTA static,
+//     then one ahead from an atomic counter, and the next tile's Q and first K load during the
+//     last key block's softmax, P V and epilogue. Measured slower (H200, session 3 round 2, on
+//     top of FAST_LOAD + PANEL_PROLOGUE): -5 / -7 / -7 % non-causal, -13 / -16 / -18 % causal at
+//     S = 512 / 1k / 4k (16k causal 228 TFLOP/s vs run 9's 295): 0 by default (notes).
+#ifndef ATTNKIT_FLASH_FWD_PERSIST
+#define ATTNKIT_FLASH_FWD_PERSIST 0
+#endif
+#ifndef ATTNKIT_FLASH_FWD_FAST_LOAD
+#define ATTNKIT_FLASH_FWD_FAST_LOAD 2
+#endif
+#ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE
+#define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE 1
 #endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
@@ -114,6 +154,12 @@ struct FwdTraits {
   static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: ATTNKIT_FLASH_FWD_BM_256)
   static constexpr int kThreads = kWarps * 32;
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
+  static constexpr bool kFastLoad =
+      ATTNKIT_FLASH_FWD_FAST_LOAD == 1 || (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128);
+  static constexpr bool kPersist = ATTNKIT_FLASH_FWD_PERSIST != 0 && D == 256;
+  // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256 only).
+  static constexpr int kProloguePanels =
+      (ATTNKIT_FLASH_FWD_PANEL_PROLOGUE != 0 && D == 256) ? 4 : 1;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
 };

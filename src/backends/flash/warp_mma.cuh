@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/flash/smem_layout.hpp"
 #include "backends/flash/traits.hpp"
@@ -135,6 +136,75 @@ __device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* s
 #endif
     }
     mma_b_slice<MT, NT, B_KN, LB>(acc, a, fb, sb, kk, n0);
+  }
+}
+
+/// A lane's fragment addresses from the warp tile's origin (Rw, Cw) folded in once: base =
+/// shared address of element (r + Rw, c + Cw); at(R, C) = (base ^ xor_of(C)) + add_of(R, C) for
+/// compile-time R % 8 == 0, C % 16 == 0. Exact (== 2 * off(r + Rw + R, c + Cw + C) + tile) for
+/// 64-wide panels when C's chunk bits and those of (c + Cw) % 64 are disjoint and C stays in
+/// the panel or Cw == 0 (warp_gemm_ss_wo's conditions), and the tile address has no bits 4..6
+/// (tiles are multiples of 512 bytes from a 128-byte-aligned base). Host test:
+/// tests/backends/flash/smem_layout_test.cu (BackwardHoistedAddresses).
+template <typename L>
+struct WarpFragAddr {
+  uint32_t base;
+  __device__ __forceinline__ WarpFragAddr(const void* s, int r, int c)
+      : base(ptx::smem_addr(s) + 2u * static_cast<uint32_t>(L::off(r, c))) {}
+  __device__ __forceinline__ uint32_t at(int R, int C) const {
+    return (base ^ L::xor_of(C)) + L::add_of(R, C);
+  }
+};
+
+/// warp_gemm_ss with each operand's warp origin folded into its lane address once
+/// (WarpFragAddr), so that every ldmatrix of the unrolled k loop is one XOR per k-slice phase
+/// plus an immediate (the backward's fused kernel; ATTNKIT_FLASH_BWD_HOIST). An operand falls
+/// back to FragAddr where its tile has a 32-wide panel or where the warp's offset along the
+/// tile's columns (m0 for A_T, n0 for B_KN) is not a multiple of a power-of-two extent <= 64
+/// (the caller's warp origins are multiples of the warp tile: 16 MT rows, 8 NT columns).
+/// kEnable false: both operands through FragAddr, i.e. warp_gemm_ss's split-address form.
+template <bool kEnable, int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB,
+          int UNROLL, typename T>
+__device__ __forceinline__ void warp_gemm_ss_wo(float (&acc)[MT][NT][4], const T* sa, const T* sb,
+                                                int m0, int n0) {
+  static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
+  constexpr bool kPow2M = (MT & (MT - 1)) == 0 && 16 * MT <= 64;
+  constexpr bool kPow2N = ((NT / 2) & (NT / 2 - 1)) == 0 && 8 * NT <= 64;
+  constexpr bool kWoA = kEnable && !LA::kHasHalfPanel && (!A_T || kPow2M);
+  constexpr bool kWoB = kEnable && !LB::kHasHalfPanel && (!B_KN || kPow2N);
+  const int ra = A_T ? lane_r_t() : lane_r_a(), ca = A_T ? lane_c_t() : lane_c_a();
+  const int rb = B_KN ? lane_r_kn() : lane_r_t(), cb = B_KN ? lane_c_kn() : lane_c_t();
+  using FA = std::conditional_t<kWoA, WarpFragAddr<LA>, FragAddr<LA>>;
+  using FB = std::conditional_t<kWoB, WarpFragAddr<LB>, FragAddr<LB>>;
+  const FA fa = kWoA ? FA(sa, ra + (A_T ? 0 : m0), ca + (A_T ? m0 : 0)) : FA(sa, ra, ca);
+  const FB fb = kWoB ? FB(sb, rb + (B_KN ? 0 : n0), cb + (B_KN ? n0 : 0)) : FB(sb, rb, cb);
+  const int am = kWoA ? 0 : m0, bn = kWoB ? 0 : n0;  // what at() still adds
+#pragma unroll UNROLL
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      if constexpr (A_T) {
+        ptx::ldmatrix_x4_trans(a[mt], fa.at(kk * 16, am + mt * 16));
+      } else {
+        ptx::ldmatrix_x4(a[mt], fa.at(am + mt * 16, kk * 16));
+      }
+    }
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      uint32_t b[4];
+      if constexpr (B_KN) {
+        ptx::ldmatrix_x4_trans(b, fb.at(kk * 16, bn + np * 16));
+      } else {
+        ptx::ldmatrix_x4(b, fb.at(bn + np * 16, kk * 16));
+      }
+      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        ptx::mma_m16n8k16<T>(acc[mt][2 * np], a[mt], b0);
+        ptx::mma_m16n8k16<T>(acc[mt][2 * np + 1], a[mt], b1);
+      }
+    }
   }
 }
 

@@ -384,6 +384,24 @@ std::vector<Cfg> cases() {
             all.push_back(c);
           }
         }
+  // D = 256 forward with more query tiles (160) than an H100 / H200 has SMs: the
+  // persistent launch (ATTNKIT_FLASH_FWD_PERSIST=1) gives CTAs two tiles or more, the next one's Q
+  // and first K prefetched during the first one's last key block (a partial last query block too).
+  if (std::find(std::begin(flash::kBuiltHeadDims), std::end(flash::kBuiltHeadDims), 256) !=
+      std::end(flash::kBuiltHeadDims)) {
+    Cfg c;
+    c.tag = "many_tiles";
+    c.b = 2;
+    c.sq = 520;
+    c.sk = 520;
+    c.hq = 16;
+    c.hkv = 4;
+    c.d = 256;
+    all.push_back(c);
+    c.tag = "many_tiles_causal";  // uneven tiles, taken from the counter in the grid's order
+    c.causal = Causal::bottom_right;
+    all.push_back(c);
+  }
   return all;
 }
 
