@@ -77,6 +77,25 @@
 #ifndef ATTNKIT_FLASH_BWD_HOIST
 #define ATTNKIT_FLASH_BWD_HOIST 0
 #endif
+//   ATTNKIT_FLASH_BWD_TRIM: session 3 round 3's per-item trims of the fused backward (helper
+//     flashbwd6), each also its own knob (default = TRIM) for bisection; same results. Off by
+//     default: compiled only, not yet run on a GPU (static SASS in bench/notes/flash.md).
+//   ATTNKIT_FLASH_BWD_CHECK_LIMITS: the element check on diagonal / partial items of the fast
+//     path (no score mod) from three per-lane limits of one band of diagonals (DiagBand,
+//     bwd_kernel.cuh: two compares with immediates and a select per element) instead of a
+//     64-bit row_range per row and two compares per element.
+//   ATTNKIT_FLASH_BWD_FULL_LOADS (with HOIST): an item whose query block lies inside the
+//     sequence, at head_dim == D, loads Q / dO / lse / delta with no per-chunk row test, select
+//     or zero fill (one uniform branch per item).
+#ifndef ATTNKIT_FLASH_BWD_TRIM
+#define ATTNKIT_FLASH_BWD_TRIM 0
+#endif
+#ifndef ATTNKIT_FLASH_BWD_CHECK_LIMITS
+#define ATTNKIT_FLASH_BWD_CHECK_LIMITS ATTNKIT_FLASH_BWD_TRIM
+#endif
+#ifndef ATTNKIT_FLASH_BWD_FULL_LOADS
+#define ATTNKIT_FLASH_BWD_FULL_LOADS ATTNKIT_FLASH_BWD_TRIM
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
