@@ -552,6 +552,29 @@ struct BwdKeyBlock {
       const char* dt = reinterpret_cast<const char*>(do_ptr + (r0 * p.dout_st.s + c0));
       const int64_t qstep = kR * p.q_st.s * static_cast<int64_t>(sizeof(T));
       const int64_t dstep = kR * p.dout_st.s * static_cast<int64_t>(sizeof(T));
+#if ATTNKIT_FLASH_BWD_LOAD_CHAIN
+      {
+        // One running byte pointer per tensor (one 64-bit add per chunk instead of a row
+        // offset from the item's pointer); chunks past the sequence read 0 bytes from the
+        // tensor's base pointer (a kernel parameter, valid whatever the item) instead of the
+        // item's pointer. Written as a select of the item's pointer, or as qt + it * qstep,
+        // ptxas rebuilt each address from 64-bit row products (static SASS +20-60).
+        const char* qz = static_cast<const char*>(p.q);
+        const char* dz = static_cast<const char*>(p.dout);
+#pragma unroll
+        for (int it = 0; it < kIts; ++it) {
+          const bool ok = it * kR < left;
+          ptx::cp_async_16(s0 + it * kR * 64 * 2, ok ? qt : qz, ok);
+          qt += qstep;
+        }
+#pragma unroll
+        for (int it = 0; it < kIts; ++it) {
+          const bool ok = it * kR < left;
+          ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2, ok ? dt : dz, ok);
+          dt += dstep;
+        }
+      }
+#else
 #pragma unroll
       for (int it = 0; it < kIts; ++it) {
         const bool ok = it * kR < left;
@@ -564,6 +587,7 @@ struct BwdKeyBlock {
         ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2,
                          ok ? dt + it * dstep : reinterpret_cast<const char*>(do_ptr), ok);
       }
+#endif
       return;
     }
 #endif

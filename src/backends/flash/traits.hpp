@@ -84,17 +84,18 @@
 //     path (no score mod) from three per-lane limits of one band of diagonals (DiagBand,
 //     bwd_kernel.cuh: two compares with immediates and a select per element) instead of a
 //     64-bit row_range per row and two compares per element.
-//   ATTNKIT_FLASH_BWD_FULL_LOADS (with HOIST): an item whose query block lies inside the
-//     sequence, at head_dim == D, loads Q / dO / lse / delta with no per-chunk row test, select
-//     or zero fill (one uniform branch per item).
+//   ATTNKIT_FLASH_BWD_LOAD_CHAIN (with HOIST, D = 64 / 128 / 256): the Q / dO cp.async of an
+//     item from one running byte pointer per tensor, chunks past the sequence zero-filled
+//     from the tensor's base pointer (a one-select form; ptxas kept the old form's per-chunk
+//     64-bit row products).
 #ifndef ATTNKIT_FLASH_BWD_TRIM
 #define ATTNKIT_FLASH_BWD_TRIM 0
 #endif
 #ifndef ATTNKIT_FLASH_BWD_CHECK_LIMITS
 #define ATTNKIT_FLASH_BWD_CHECK_LIMITS ATTNKIT_FLASH_BWD_TRIM
 #endif
-#ifndef ATTNKIT_FLASH_BWD_FULL_LOADS
-#define ATTNKIT_FLASH_BWD_FULL_LOADS ATTNKIT_FLASH_BWD_TRIM
+#ifndef ATTNKIT_FLASH_BWD_LOAD_CHAIN
+#define ATTNKIT_FLASH_BWD_LOAD_CHAIN ATTNKIT_FLASH_BWD_TRIM
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
