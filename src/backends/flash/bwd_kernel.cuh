@@ -72,17 +72,21 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 /// shared memory, so no row test is needed; lse = -inf (a row with no visible key) can only
 /// occur where the element check runs (or on the general path), so only there is it mapped to
 /// +inf.
-template <bool kGeneral, bool kStatsSmem = false, bool kStatsFilled = false, int MT, int NT>
+/// kCheckPass false (fast path only): the caller has applied the element check already
+/// (mask_band); `check` then only maps lse = -inf to +inf.
+template <bool kGeneral, bool kStatsSmem = false, bool kStatsFilled = false, bool kCheckPass = true,
+          int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
                                          float (&s)[MT][NT][4], float (&dp)[MT][NT][4], int row0,
                                          int col0, const float* delta_bh, int64_t q_start,
                                          bool check, const float* s_lse = nullptr,
                                          const float* s_delta = nullptr, int stats_row0 = 0) {
+  static_assert(kCheckPass || !kGeneral, "the general path's logits pass is not optional");
   const int lane = threadIdx.x % 32;
   const int qr = lane / 4, qc = (lane % 4) * 2;
   // Logits: a separate pass, only where needed (see the forward kernel).
   float dcap[MT][NT][4];
-  if (kGeneral || check) {
+  if (kGeneral || (kCheckPass && check)) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -141,6 +145,73 @@ __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
       }
     }
   }
+}
+
+/// The structural rules (core/score_policy.hpp) as one band of diagonals: with d = sk - sq,
+/// row i sees key j >= 0 iff j <= sk - 1 and lo <= j - i <= hi, hi = min(0 [top-left causal],
+/// d [bottom-right causal], d + window_right), lo = d - window_left (row_range's clipping of
+/// [lo(i), hi(i)] to [0, sk - 1] is j >= 0, always true, and j <= sk - 1). An unbounded side,
+/// or a window of 2^40 or more (no |j - i| < 2^31 reaches it), is +-2^40.
+struct DiagBand {
+  int64_t lo, hi;
+};
+__host__ __device__ __forceinline__ DiagBand diag_band(const Params& p, int64_t sq, int64_t sk) {
+  constexpr int64_t kFar = int64_t{1} << 40;
+  const int64_t d = sk - sq;
+  DiagBand band{-kFar, kFar};
+  if (p.causal == Causal::top_left) band.hi = 0;
+  if (p.causal == Causal::bottom_right && d < band.hi) band.hi = d;
+  if (p.window_right >= 0 && p.window_right < kFar && d + p.window_right < band.hi)
+    band.hi = d + p.window_right;
+  if (p.window_left >= 0 && p.window_left < kFar) band.lo = d - p.window_left;
+  return band;
+}
+
+/// One lane's limits for the element check of a tile at query row m0, key n0: the lane's element
+/// (R, C) (row m0 + io + R, key n0 + jo + C) is visible iff x0 + C - R >= 0 (j - i >= lo) and
+/// min(y0 + R, c0) - C >= 0 (j - i <= hi, j <= sk - 1). x0 and y0 are clamped to +-2^20, which
+/// keeps every sign for |C - R| < 2^20; c0 is exact (n0 < sk).
+struct BandLimits {
+  int x0, y0, c0;
+};
+__host__ __device__ __forceinline__ BandLimits band_limits(const DiagBand& band, int64_t m0,
+                                                           int64_t n0, int64_t sk, int io, int jo) {
+  constexpr int64_t kClamp = int64_t{1} << 20;
+  const int64_t e = n0 - m0;
+  int64_t x = e - band.lo, y = band.hi - e;
+  x = x < -kClamp ? -kClamp : (x > kClamp ? kClamp : x);
+  y = y < -kClamp ? -kClamp : (y > kClamp ? kClamp : y);
+  return BandLimits{static_cast<int>(x) + (jo - io), static_cast<int>(y) - (jo - io),
+                    static_cast<int>(sk - 1 - n0) - jo};
+}
+__host__ __device__ __forceinline__ bool band_visible(const BandLimits& l, int R, int C) {
+  const int yr = l.y0 + R < l.c0 ? l.y0 + R : l.c0;
+  return l.x0 + C - R >= 0 && yr - C >= 0;
+}
+
+/// threadIdx.x from a volatile read: computed where it is used (a branch taken on few items)
+/// instead of CSE'd with the kernel's threadIdx.x and kept live across a loop.
+__device__ __forceinline__ int tid_volatile() {
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+  return t;
+}
+
+/// The fast path's element check of a warp's C-layout S tile from band_limits (lane element
+/// offsets R = 16 mt + 8 r, C = 8 nt + e): invisible logits to -inf, as bwd_p_ds's check pass
+/// (ATTNKIT_FLASH_BWD_CHECK_LIMITS). Per element two compares with immediates and a select
+/// (the per-row min is shared by a row's elements).
+template <int MT, int NT>
+__device__ __forceinline__ void mask_band(float (&s)[MT][NT][4], const BandLimits& l) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (!band_visible(l, mt * 16 + r * 8, nt * 8 + e)) s[mt][nt][r * 2 + e] = -INFINITY;
 }
 
 /// Stores a warp's C-layout tile (rows m0.., cols n0..) into a swizzled shared tile as T.
@@ -481,6 +552,29 @@ struct BwdKeyBlock {
       const char* dt = reinterpret_cast<const char*>(do_ptr + (r0 * p.dout_st.s + c0));
       const int64_t qstep = kR * p.q_st.s * static_cast<int64_t>(sizeof(T));
       const int64_t dstep = kR * p.dout_st.s * static_cast<int64_t>(sizeof(T));
+#if ATTNKIT_FLASH_BWD_LOAD_CHAIN
+      {
+        // One running byte pointer per tensor (one 64-bit add per chunk instead of a row
+        // offset from the item's pointer); chunks past the sequence read 0 bytes from the
+        // tensor's base pointer (a kernel parameter, valid whatever the item) instead of the
+        // item's pointer. Written as a select of the item's pointer, or as qt + it * qstep,
+        // ptxas rebuilt each address from 64-bit row products (static SASS +20-60).
+        const char* qz = static_cast<const char*>(p.q);
+        const char* dz = static_cast<const char*>(p.dout);
+#pragma unroll
+        for (int it = 0; it < kIts; ++it) {
+          const bool ok = it * kR < left;
+          ptx::cp_async_16(s0 + it * kR * 64 * 2, ok ? qt : qz, ok);
+          qt += qstep;
+        }
+#pragma unroll
+        for (int it = 0; it < kIts; ++it) {
+          const bool ok = it * kR < left;
+          ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2, ok ? dt : dz, ok);
+          dt += dstep;
+        }
+      }
+#else
 #pragma unroll
       for (int it = 0; it < kIts; ++it) {
         const bool ok = it * kR < left;
@@ -493,6 +587,7 @@ struct BwdKeyBlock {
         ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2,
                          ok ? dt + it * dstep : reinterpret_cast<const char*>(do_ptr), ok);
       }
+#endif
       return;
     }
 #endif
@@ -512,6 +607,9 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   // Warp origins folded into the GEMMs' lane addresses (warp_gemm_ss_wo): D <= 128 only; at
   // D = 192 / 256 ptxas then spills 24 / 68 B (0 without).
   constexpr bool kWo = ATTNKIT_FLASH_BWD_HOIST && D <= 128;
+  // The fast path's element check from one band of diagonals (mask_band) instead of bwd_p_ds's
+  // per-row ranges.
+  constexpr bool kBand = ATTNKIT_FLASH_BWD_CHECK_LIMITS && !kGeneral;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
@@ -632,7 +730,17 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
 #endif
       const float* s_lse = sL0 + stage * 2 * kBM;
-      bwd_p_ds<kGeneral, Tr::kStatsSmem, ATTNKIT_FLASH_BWD_HOIST != 0>(
+      if constexpr (kBand) {
+        if (check) {
+          // The lane's offsets from a thread index read here (tid_volatile), not hoisted: kept
+          // live across the item loop they made ptxas spill (40 B at D = 128).
+          const int tid = tid_volatile(), w = tid / 32;
+          const int io = (w / Tr::kSdpWC) * 16 * Tr::kSMT + (tid % 32) / 4;
+          const int jo = (w % Tr::kSdpWC) * 8 * Tr::kSNT + (tid % 4) * 2;
+          mask_band(s, band_limits(diag_band(p, sp.sq, sp.sk), m0, n0, sp.sk, io, jo));
+        }
+      }
+      bwd_p_ds<kGeneral, Tr::kStatsSmem, ATTNKIT_FLASH_BWD_HOIST != 0, !kBand>(
           p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0, delta_bh,
           sp.q_start, check, s_lse, s_lse + kBM, static_cast<int>(m0));
 #if ATTNKIT_FLASH_BWD_HOIST

@@ -75,7 +75,27 @@
 //     Off by default: never run on a GPU (the round-2 device call measured main's tree, the
 //     carry having been left out); turn on after one flash_bwd_run.sh with tests + sanitizer.
 #ifndef ATTNKIT_FLASH_BWD_HOIST
-#define ATTNKIT_FLASH_BWD_HOIST 0
+#define ATTNKIT_FLASH_BWD_HOIST 1
+#endif
+//   ATTNKIT_FLASH_BWD_TRIM: session 3 round 3's per-item trims of the fused backward (helper
+//     flashbwd6), each also its own knob (default = TRIM) for bisection; same results. Off by
+//     default: compiled only, not yet run on a GPU (static SASS in bench/notes/flash.md).
+//   ATTNKIT_FLASH_BWD_CHECK_LIMITS: the element check on diagonal / partial items of the fast
+//     path (no score mod) from three per-lane limits of one band of diagonals (DiagBand,
+//     bwd_kernel.cuh: two compares with immediates and a select per element) instead of a
+//     64-bit row_range per row and two compares per element.
+//   ATTNKIT_FLASH_BWD_LOAD_CHAIN (with HOIST, D = 64 / 128 / 256): the Q / dO cp.async of an
+//     item from one running byte pointer per tensor, chunks past the sequence zero-filled
+//     from the tensor's base pointer (a one-select form; ptxas kept the old form's per-chunk
+//     64-bit row products).
+#ifndef ATTNKIT_FLASH_BWD_TRIM
+#define ATTNKIT_FLASH_BWD_TRIM 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_CHECK_LIMITS
+#define ATTNKIT_FLASH_BWD_CHECK_LIMITS ATTNKIT_FLASH_BWD_TRIM
+#endif
+#ifndef ATTNKIT_FLASH_BWD_LOAD_CHAIN
+#define ATTNKIT_FLASH_BWD_LOAD_CHAIN ATTNKIT_FLASH_BWD_TRIM
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
