@@ -89,12 +89,23 @@ using PipeOf = PipeIndex<Tr::kStagesK, (Tr::kStagesV > 0 ? Tr::kStagesV : 1)>;
 /// K(c) = chunks 8c .. 8c+3, V(c) = 8c+4 .. 8c+7 (c = PipeIndex::count, blocks over all tiles of
 /// the CTA); chunk position p lives in slot p % RS, in that slot's use (p / RS), so its "full"
 /// barrier completes phase parity (p / RS) & 1 and its "empty" one the same.
+/// x (the same in every lane) through REDUX, whose result is a uniform register: ptxas then
+/// keeps what is derived from it (ring slot addresses, wgmma descriptors) in the uniform
+/// datapath instead of rebuilding each descriptor in vector registers and moving it with R2UR
+/// per wgmma (its own analysis does not prove loop-carried ring positions uniform). All 32 lanes
+/// must be active.
+__device__ __forceinline__ int warp_uniform(int x) {
+  return static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(x)));
+}
+
 template <int RS>
 struct RingPos {
   int slot;
   uint32_t parity;
   __device__ __forceinline__ explicit RingPos(int p) : slot(p % RS), parity((p / RS) & 1) {}
   __device__ __forceinline__ RingPos(int s, uint32_t ph) : slot(s), parity(ph) {}
+  /// The same position with its slot in a uniform register (warp_uniform).
+  __device__ __forceinline__ RingPos uniform() const { return RingPos(warp_uniform(slot), parity); }
   /// The chunk j positions later (j < RS).
   __device__ __forceinline__ RingPos next(int j) const {
     return slot + j >= RS ? RingPos(slot + j - RS, parity ^ 1u) : RingPos(slot + j, parity);
@@ -809,7 +820,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
   OnlineSoftmax<kBN> sm_state;
   sm_state.init();
   if (n_blocks > 0) {
-    const uint32_t q_wg = base + cwg * 64 * Tr::kChunkRowBytes;
+    const uint32_t q_wg = base + warp_uniform(cwg * 64 * Tr::kChunkRowBytes);
     auto needs_mask = [&](int nb) {
       return (nb + 1) * kBN > a.seqlen_k ||
              (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
@@ -821,7 +832,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
     ++qi.count;
     {
       const int nb = n_blocks - 1;
-      const RingPos<RS> rk(8 * pipe.count);
+      const RingPos<RS> rk = RingPos<RS>(8 * pipe.count).uniform();
       wait4(rk);
       turn.wait_turn();
       ptx::wgmma_fence();
@@ -839,8 +850,8 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
-      const RingPos<RS> rk(8 * (pipe.count + it));
-      const RingPos<RS> rv(8 * (pipe.count + it) - 4);  // V of the previous block
+      const RingPos<RS> rk = RingPos<RS>(8 * (pipe.count + it)).uniform();
+      const RingPos<RS> rv = RingPos<RS>(8 * (pipe.count + it) - 4).uniform();  // previous V
       const uint32_t v[4] = {chunk(rv), chunk(rv.next(1)), chunk(rv.next(2)), chunk(rv.next(3))};
       wait4(rv);
       fence_regs(o);
@@ -877,7 +888,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
     }
     if (lane == 0) ptx::mbar_arrive(base + kEmptyQ);
     {
-      const RingPos<RS> rv(8 * (pipe.count + n_blocks) - 4);
+      const RingPos<RS> rv = RingPos<RS>(8 * (pipe.count + n_blocks) - 4).uniform();
       const uint32_t v[4] = {chunk(rv), chunk(rv.next(1)), chunk(rv.next(2)), chunk(rv.next(3))};
       wait4(rv);
       fence_regs(o);
