@@ -74,3 +74,9 @@ extern "C" void flash3_set_knobs2(int early_rescale, int v_stages, int cluster, 
 extern "C" void flash3_set_knobs3(int kv_tile_256) {
   attnkit::flash3::tuning().kv_tile_256 = kv_tile_256;
 }
+
+/// Round-3 A/B knob (flash3::Tuning): kv_ring_256 (0 = off, 1 = D = 256 128-key tiles with the
+/// K/V chunk ring).
+extern "C" void flash3_set_knobs4(int kv_ring_256) {
+  attnkit::flash3::tuning().kv_ring_256 = kv_ring_256;
+}

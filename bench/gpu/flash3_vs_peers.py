@@ -34,14 +34,19 @@ def load(lib_path):
     knobs3 = getattr(lib, "flash3_set_knobs3", None)  # round 2 (kv_tile_256)
     if knobs3 is not None:
         knobs3.argtypes = [ctypes.c_int]
+    knobs4 = getattr(lib, "flash3_set_knobs4", None)  # round 3 (kv_ring_256)
+    if knobs4 is not None:
+        knobs4.argtypes = [ctypes.c_int]
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0):
+                   ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
         if knobs3 is not None:
             knobs3(kv256)
+        if knobs4 is not None:
+            knobs4(ring)
     return f, set_tuning
 
 
@@ -155,6 +160,12 @@ def main():
                         variants = [("default", {}), ("kv128", {"kv256": 128}), ("cudnn", None),
                                     ("default-again", {}), ("kv128-again", {"kv256": 128}),
                                     ("cudnn-again", None)]
+                        if d != 256:
+                            variants = [v for v in variants if not v[0].startswith("kv128")]
+                    elif a.ab_set == "s3r3":  # round 3: + the K/V chunk ring, interleaved with cuDNN
+                        variants = [("default", {}), ("kv128", {"kv256": 128}), ("kv128-ring", {"ring": 1}),
+                                    ("cudnn", None), ("default-again", {}), ("kv128-again", {"kv256": 128}),
+                                    ("kv128-ring-again", {"ring": 1}), ("cudnn-again", None)]
                         if d != 256:
                             variants = [v for v in variants if not v[0].startswith("kv128")]
                     else:  # session 3, final run: the descriptor change (default) against v5's, interleaved

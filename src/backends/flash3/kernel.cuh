@@ -39,12 +39,13 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
 }
 
 /// kVar: variant bits (mainloop.cuh: kVarOrdered, kVarEarlyRescale); VS: V ring stages;
-/// CL: CTAs per cluster (1, or 2 = K/V multicast, cluster.cuh).
-template <int D, bool BF16, int BN, int WGs, int VS, int kVar, int CL = 1>
-__global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL>::kThreads, 1)
+/// CL: CTAs per cluster (1, or 2 = K/V multicast, cluster.cuh); RS: K/V ring slots (0, or 10 =
+/// the D = 256 128-key chunk ring, FwdTraits::kRing).
+template <int D, bool BF16, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
+__global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = FwdTraits<D, BN, WGs, VS, CL>;
+  using Tr = FwdTraits<D, BN, WGs, VS, CL, RS>;
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -142,7 +143,11 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL>::kThreads, 1)
         const int t = dynamic ? slot.get() : static_tile(args, k);
         if (t < 0) break;
         const Tile tile = decode_tile(args, t);
-        if constexpr (Tr::kFused) {
+        if constexpr (Tr::kRing) {
+          consume_tile_ring<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
+                                      num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
+                                      threadIdx.x % 128, turn);
+        } else if constexpr (Tr::kFused) {
           consume_tile_fused<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
                                        num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
                                        threadIdx.x % 128, turn);

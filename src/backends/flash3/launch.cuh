@@ -52,17 +52,17 @@ inline int sm_count() {
   return n;
 }
 
-template <int D, bool BF16, int BN, int WGs, int VS = 2>
+template <int D, bool BF16, int BN, int WGs, int VS = 2, int RS = 0>
 void launch_forward(const Params& p) {
-  using Tr = FwdTraits<D, BN, WGs, VS>;
+  using Tr = FwdTraits<D, BN, WGs, VS, 1, RS>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   FwdArgs a{};
   make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
   // Sk = 0: the maps are never read (every CTA visits 0 tiles) but must still be encodable.
   make_map(&a.tma_k, p.seqlen_k > 0 ? p.k : p.q, p.seqlen_k > 0 ? p.k_st : p.q_st, p.batch,
-           p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "k");
+           p.seqlen_k, p.heads_kv, D, Tr::kKBoxRows, BF16, "k");
   make_map(&a.tma_v, p.seqlen_k > 0 ? p.v : p.q, p.seqlen_k > 0 ? p.v_st : p.q_st, p.batch,
-           p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "v");
+           p.seqlen_k, p.heads_kv, D, Tr::kVBoxRows, BF16, "v");
   a.out = p.out;
   a.out_sb = p.out_st.b;
   a.out_ss = p.out_st.s;
@@ -97,7 +97,7 @@ void launch_forward(const Params& p) {
   void (*kernels[9])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
-      k = fwd_kernel<D, BF16, BN, WGs, VS, 0>;
+      k = fwd_kernel<D, BF16, BN, WGs, VS, 0, 1, RS>;
   } else {
     kernels[0] = fwd_kernel<D, BF16, BN, WGs, VS, 0>;
     kernels[1] = fwd_kernel<D, BF16, BN, WGs, VS, 1>;
@@ -207,7 +207,9 @@ void run_forward(const Params& p) {
     if (p.causal == Causal::none && tuning().wide_n) return launch_forward<D, BF16, 176, 2>(p);
   }
   if constexpr (D == 256) {
-    // 128-key tiles (one K and one V stage, P packed into S: consume_tile_fused); A/B knob.
+    // 128-key tiles (one K and one V stage, P packed into S: consume_tile_fused), or the same
+    // tiles with K/V streamed through the 16 KB chunk ring (consume_tile_ring); A/B knobs.
+    if (tuning().kv_ring_256 != 0) return launch_forward<D, BF16, 128, 2, 2, 10>(p);
     if (tuning().kv_tile_256 == 128) return launch_forward<D, BF16, 128, 2>(p);
   }
   if (tuning().v_stages == 3) return launch_forward<D, BF16, 0, 2, 3>(p);

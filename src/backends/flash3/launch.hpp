@@ -51,6 +51,12 @@ struct Tuning {
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.
   int kv_tile_256 = 0;
+  // D = 256, 128-key tiles with K and V streamed through a ring of 10 chunk slots of 16 KB, each
+  // with its own full/empty barrier (FwdTraits::kRing, mainloop.cuh consume_tile_ring): the
+  // producer refills a chunk as soon as both warpgroups released it, so the next block's loads
+  // overlap this block's GEMMs. 0 = off; nonzero selects it (kv_tile_256 is then ignored).
+  // Compiled only (round 3, helper f3fwd6): A/B only until a GPU run shows a gain.
+  int kv_ring_256 = 0;
   // Tile scheduler of persistent launches: -1 = auto (static: launch.cuh says why and what
   // dynamic would gain at D = 64),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),

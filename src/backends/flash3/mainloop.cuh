@@ -44,8 +44,8 @@ struct SmemLayout {
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
-    v = k + Tr::kStagesK * Tr::kKVBytes;
-    zero = v + Tr::kStagesV * Tr::kKVBytes;
+    v = k + (Tr::kRing ? 0 : Tr::kStagesK * Tr::kKVBytes);  // the ring: k = v = its slot 0
+    zero = k + Tr::kKVRegionBytes;
     uint64_t* bars = reinterpret_cast<uint64_t*>(zero + Tr::kZeroBytes);
     full_q = bars;
     empty_q = full_q + Tr::kQStages;
@@ -82,8 +82,98 @@ struct PipeIndex {
     return ((count + ahead) / VS) & 1;
   }
 };
+template <class Tr>  // (the chunk ring has no V stages: RingPos indexes it)
+using PipeOf = PipeIndex<Tr::kStagesK, (Tr::kStagesV > 0 ? Tr::kStagesV : 1)>;
+
+/// Position of chunk j of K/V block c in the K/V chunk ring (FwdTraits::kRing): the stream is
+/// K(c) = chunks 8c .. 8c+3, V(c) = 8c+4 .. 8c+7 (c = PipeIndex::count, blocks over all tiles of
+/// the CTA); chunk position p lives in slot p % RS, in that slot's use (p / RS), so its "full"
+/// barrier completes phase parity (p / RS) & 1 and its "empty" one the same.
+/// x (the same in every lane) through REDUX, whose result is a uniform register: ptxas then
+/// keeps what is derived from it (ring slot addresses, wgmma descriptors) in the uniform
+/// datapath instead of rebuilding each descriptor in vector registers and moving it with R2UR
+/// per wgmma (its own analysis does not prove loop-carried ring positions uniform). All 32 lanes
+/// must be active.
+__device__ __forceinline__ int warp_uniform(int x) {
+  return static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(x)));
+}
+
+template <int RS>
+struct RingPos {
+  int slot;
+  uint32_t parity;
+  __device__ __forceinline__ explicit RingPos(int p) : slot(p % RS), parity((p / RS) & 1) {}
+  __device__ __forceinline__ RingPos(int s, uint32_t ph) : slot(s), parity(ph) {}
+  /// The same position with its slot in a uniform register (warp_uniform).
+  __device__ __forceinline__ RingPos uniform() const { return RingPos(warp_uniform(slot), parity); }
+  /// The chunk j positions later (j < RS).
+  __device__ __forceinline__ RingPos next(int j) const {
+    return slot + j >= RS ? RingPos(slot + j - RS, parity ^ 1u) : RingPos(slot + j, parity);
+  }
+};
+
+/// Producer of the ring variant (one thread; FwdTraits::kRing). Per K/V block, in the order
+/// the consumers read and release them:
+///   K chunk j = 0..3: keys 64 * (j < 2) .. + 63, columns 128 * (j % 2) .. + 127: two TMA boxes
+///                     [64 keys][64 columns] (8 KB each, K-major, 128B swizzle);
+///   V chunk j = 0..3: keys 32 j .. 32 j + 31, all 256 columns: four boxes [32 keys][64 columns]
+///                     (4 KB each; wgmma reads V MN-major, box c at +4096 c).
+/// Each chunk waits for its slot's "empty" (both consumer warpgroups released the chunk RS
+/// positions earlier), then arms its "full" with 16 KB.
 template <class Tr>
-using PipeOf = PipeIndex<Tr::kStagesK, Tr::kStagesV>;
+__device__ __forceinline__ void produce_tile_ring(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
+                                                  int h, int b, int n_blocks, PipeOf<Tr>& pipe,
+                                                  QIndex& qi) {
+  namespace ptx = attnkit::cuda::sm90;
+  constexpr int RS = Tr::kRingSlots;
+  const int hkv = h / a.group;
+  auto arm = [&](RingPos<RS> r) {
+    ptx::mbar_wait(&sm.empty_k[r.slot], r.parity ^ 1u);
+    ptx::mbar_arrive_expect_tx(&sm.full_k[r.slot], Tr::kRingChunkBytes);
+    return sm.k + r.slot * Tr::kRingChunkBytes;
+  };
+  auto load_k = [&](int nb) {
+    const RingPos<RS> r0(8 * pipe.count);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const RingPos<RS> r = r0.next(j);
+      uint8_t* dst = arm(r);
+      const int key0 = nb * Tr::kBlockN + (j < 2 ? 64 : 0);
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        ptx::tma_load_4d(dst + e * 8192, &a.tma_k, &sm.full_k[r.slot], (2 * (j % 2) + e) * 64, key0,
+                         hkv, b);
+    }
+  };
+  auto load_v = [&](int nb) {
+    const RingPos<RS> r0(8 * pipe.count + 4);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const RingPos<RS> r = r0.next(j);
+      uint8_t* dst = arm(r);
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        ptx::tma_load_4d(dst + c * 4096, &a.tma_v, &sm.full_k[r.slot], c * 64,
+                         nb * Tr::kBlockN + 32 * j, hkv, b);
+    }
+  };
+  load_k(n_blocks - 1);
+  {
+    ptx::mbar_wait(&sm.empty_q[0], qi.phase(1) ^ 1);
+    ptx::mbar_arrive_expect_tx(&sm.full_q[0], Tr::kQBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_4d(sm.q + c * Tr::kQChunkBytes, &a.tma_q, &sm.full_q[0], c * 64,
+                       m_block * Tr::kBlockM, h, b);
+    ++qi.count;
+  }
+  load_v(n_blocks - 1);
+  ++pipe.count;
+  for (int nb = n_blocks - 2; nb >= 0; --nb, ++pipe.count) {
+    load_k(nb);
+    load_v(nb);
+  }
+}
 
 /// Producer (one thread): K/V tiles n-1 .. 0 of the tile, with its Q issued right after the
 /// first K (so the K/V stream never waits behind a Q buffer that is still being read).
@@ -93,6 +183,10 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
                                              QIndex& qi) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
+  if constexpr (Tr::kRing) {
+    produce_tile_ring<Tr>(a, sm, m_block, h, b, n_blocks, pipe, qi);
+    return;
+  }
   const int hkv = h / a.group;
   const int rank = Tr::kCluster == 2 ? static_cast<int>(cl::ctarank()) : 0;
   auto load_k = [&](int nb) {
@@ -589,6 +683,209 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
       ptx::wgmma_wait<0>();
       fence_regs(o);
       release_u32(kEmptyV);
+    }
+    pipe.count += n_blocks;
+  }
+  float inv[2], lse[2];
+  sm_state.finalize(a.scale, inv, lse);
+  store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, first_row + warp * 16 + lane / 4, lane);
+}
+
+/// Half kHalf (keys 64 kHalf .. + 63) of S = Q K^T from two ring chunks (FwdTraits::kRing):
+/// k_a holds columns 0-127, k_b columns 128-255 of those 64 keys, each as two [64][64] boxes.
+template <class Tr, bool BF16, int kHalf>
+__device__ __forceinline__ void issue_qk_half_ring(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
+                                                   uint32_t k_a, uint32_t k_b) {
+  namespace ptx = attnkit::cuda::sm90;
+  float(&d)[32] = *reinterpret_cast<float(*)[32]>(&s[32 * kHalf]);
+  const uint64_t da0 = ptx::Sw128Desc::make(q_wg, 16, 1024);
+  const uint64_t dba = ptx::Sw128Desc::make(k_a, 16, 1024);
+  const uint64_t dbb = ptx::Sw128Desc::make(k_b, 16, 1024);
+#pragma unroll
+  for (int ks = 0; ks < Tr::kD / 16; ++ks) {
+    const uint32_t off = (ks % 4) * 32;
+    const int c = ks / 4;  // 64-column chunk of D
+    Wgmma<64, BF16>::ss(d, desc_add(da0, c * Tr::kQChunkBytes + off),
+                        desc_add(c < 2 ? dba : dbb, (c % 2) * 8192 + off), ks > 0 ? 1 : 0);
+  }
+}
+
+/// O[64 x kD] += P V with P in the low half of s and V in four ring chunks of 32 keys
+/// (FwdTraits::kRing): chunk j = keys 32 j .. + 31, its 64-column boxes 4096 bytes apart.
+/// (All four chunks are waited for before the first wgmma: an mbarrier wait between the P V
+/// wgmmas, to start on chunks 0-1 while 2-3 land, made ptxas serialise every wgmma, C7511.)
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_pv_ring(float (&o)[Tr::kD / 2],
+                                              const float (&s)[Tr::kBlockN / 2],
+                                              const uint32_t (&v)[4]) {
+#pragma unroll
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+    const uint64_t db = attnkit::cuda::sm90::Sw128Desc::make(
+        v[kk / 2] + (kk % 2) * 16 * Tr::kChunkRowBytes, 4096, 1024);
+    const uint32_t a[4] = {__float_as_uint(s[4 * kk]), __float_as_uint(s[4 * kk + 1]),
+                           __float_as_uint(s[4 * kk + 2]), __float_as_uint(s[4 * kk + 3])};
+    Wgmma<Tr::kD, BF16>::rs(o, a, db, 1);
+  }
+}
+
+/// consume_tile_fused with K and V streamed through the chunk ring (FwdTraits::kRing;
+/// Tuning::kv_ring_256). Same turns (n + 1, the ping-pong protocol unchanged) and the same
+/// register plan (P packed into s[0 .. 31]); what changes is when each 16 KB chunk is waited for
+/// and released (chunk positions: RingPos):
+///   turn 0:   wait K(c) 0-3; S = Q K^T (both halves); wait; release K(c) 0-3; softmax, pack P
+///   turn it:  wait V(c-1) 0-3; O += P V (8 wgmmas) | wait K 0,1; S_hi = Q K_hi^T |
+///             wait K 2,3; wait<1> (P V done): release V 0-3 | S_lo = Q K_lo^T; pass turn;
+///             wait<0>: release K 0-3; softmax, O *= factor, pack P
+///   last:     wait V 0-3; O += P V; wait; release V 0-3
+/// so P V starts as soon as V has landed, while K_hi and K_lo may still be in flight.
+/// A warpgroup without rows (first_row >= seqlen_q) takes the same turns and releases every
+/// chunk once it has landed.
+template <class Tr, bool BF16>
+__device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
+                                                  int h, int b, int n_blocks, PipeOf<Tr>& pipe,
+                                                  QIndex& qi, int cwg, int tid,
+                                                  const PingPong& turn) {
+  namespace ptx = attnkit::cuda::sm90;
+  static_assert(Tr::kRing && Tr::kQStages == 1, "consume_tile_ring: the ring variant");
+  constexpr int kBN = Tr::kBlockN;
+  constexpr int RS = Tr::kRingSlots;
+  const int warp = tid / 32, lane = tid % 32;
+  const int first_row = m_block * Tr::kBlockM + cwg * 64;
+  const float sl2 = a.scale_log2;
+  // Every shared address as one base + offsets (SmemLayout's order: Q | ring | barriers).
+  const uint32_t base = ptx::smem_u32(sm.q);
+  constexpr uint32_t kRingOff = Tr::kQBytes;
+  constexpr uint32_t kBars = kRingOff + Tr::kKVRegionBytes + Tr::kZeroBytes;
+  constexpr uint32_t kFullQ = kBars, kEmptyQ = kBars + 8, kFull = kBars + 16;
+  constexpr uint32_t kEmpty = kFull + 8 * RS;
+  auto chunk = [&](RingPos<RS> r) { return base + kRingOff + r.slot * Tr::kRingChunkBytes; };
+  auto wait_full = [&](RingPos<RS> r) { ptx::mbar_wait(base + kFull + 8 * r.slot, r.parity); };
+  auto release4 = [&](RingPos<RS> r0) {
+    if (lane == 0) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        ptx::mbar_arrive(base + kEmpty + 8 * r0.next(j).slot);
+    }
+  };
+  auto wait4 = [&](RingPos<RS> r0) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      wait_full(r0.next(j));
+  };
+
+  if (n_blocks > 0 && first_row >= a.seqlen_q) {  // idle warpgroup: same turns and releases
+    const int c0 = pipe.count;
+    wait4(RingPos<RS>(8 * c0));
+    turn.wait_turn();
+    turn.pass_turn();
+    release4(RingPos<RS>(8 * c0));
+    for (int it = 1; it < n_blocks; ++it) {
+      const RingPos<RS> rv(8 * (c0 + it) - 4), rk(8 * (c0 + it));
+      wait4(rv);
+      wait4(rk);
+      turn.wait_turn();
+      turn.pass_turn();
+      release4(rv);
+      release4(rk);
+    }
+    if (lane == 0) ptx::mbar_arrive(base + kEmptyQ);
+    const RingPos<RS> rv(8 * (c0 + n_blocks) - 4);
+    wait4(rv);
+    turn.wait_turn();
+    turn.pass_turn();
+    release4(rv);
+    pipe.count += n_blocks;
+    ++qi.count;
+    return;
+  }
+  float o[Tr::kD / 2];
+#pragma unroll
+  for (int i = 0; i < Tr::kD / 2; ++i)
+    o[i] = 0.f;
+  OnlineSoftmax<kBN> sm_state;
+  sm_state.init();
+  if (n_blocks > 0) {
+    const uint32_t q_wg = base + warp_uniform(cwg * 64 * Tr::kChunkRowBytes);
+    auto needs_mask = [&](int nb) {
+      return (nb + 1) * kBN > a.seqlen_k ||
+             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+    };
+    const int row0 = first_row + warp * 16 + lane / 4;
+    float s[kBN / 2];
+    float factor[2];
+    ptx::mbar_wait(base + kFullQ, qi.phase(1));
+    ++qi.count;
+    {
+      const int nb = n_blocks - 1;
+      const RingPos<RS> rk = RingPos<RS>(8 * pipe.count).uniform();
+      wait4(rk);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_qk_half_ring<Tr, BF16, 1>(s, q_wg, chunk(rk), chunk(rk.next(1)));
+      issue_qk_half_ring<Tr, BF16, 0>(s, q_wg, chunk(rk.next(2)), chunk(rk.next(3)));
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();
+      fence_regs(s);
+      release4(rk);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      sm_state.template step<true>(s, sl2, factor);
+      pack_p_in_s<kBN, BF16>(s);
+    }
+    for (int it = 1; it < n_blocks; ++it) {
+      const int nb = n_blocks - 1 - it;
+      const RingPos<RS> rk = RingPos<RS>(8 * (pipe.count + it)).uniform();
+      const RingPos<RS> rv = RingPos<RS>(8 * (pipe.count + it) - 4).uniform();  // previous V
+      const uint32_t v[4] = {chunk(rv), chunk(rv.next(1)), chunk(rv.next(2)), chunk(rv.next(3))};
+      wait4(rv);
+      fence_regs(o);
+      fence_regs(s);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_pv_ring<Tr, BF16>(o, s, v);  // reads P = s[0 .. 31]
+      ptx::wgmma_commit();
+      wait_full(rk);
+      wait_full(rk.next(1));
+      ptx::wgmma_fence();  // the K waits are branches: re-establish register ordering
+      issue_qk_half_ring<Tr, BF16, 1>(s, q_wg, chunk(rk), chunk(rk.next(1)));  // s[32 .. 63]
+      ptx::wgmma_commit();
+      wait_full(rk.next(2));
+      wait_full(rk.next(3));
+      // As in consume_tile_fused: s[0 .. 31] is overwritten only after the P V reading it is
+      // complete (C7511 otherwise).
+      ptx::wgmma_wait<1>();  // P V done: V(c-1) free
+      fence_regs(o);
+      fence_regs(s);
+      release4(rv);
+      ptx::wgmma_fence();
+      issue_qk_half_ring<Tr, BF16, 0>(s, q_wg, chunk(rk.next(2)), chunk(rk.next(3)));
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();  // S ready: K(c) free
+      fence_regs(s);
+      release4(rk);
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      sm_state.template step<true>(s, sl2, factor);
+      rescale_o<Tr::kD>(o, factor);
+      pack_p_in_s<kBN, BF16>(s);
+    }
+    if (lane == 0) ptx::mbar_arrive(base + kEmptyQ);
+    {
+      const RingPos<RS> rv = RingPos<RS>(8 * (pipe.count + n_blocks) - 4).uniform();
+      const uint32_t v[4] = {chunk(rv), chunk(rv.next(1)), chunk(rv.next(2)), chunk(rv.next(3))};
+      wait4(rv);
+      fence_regs(o);
+      fence_regs(s);
+      turn.wait_turn();
+      ptx::wgmma_fence();
+      issue_pv_ring<Tr, BF16>(o, s, v);
+      ptx::wgmma_commit();
+      turn.pass_turn();
+      ptx::wgmma_wait<0>();
+      fence_regs(o);
+      release4(rv);
     }
     pipe.count += n_blocks;
   }

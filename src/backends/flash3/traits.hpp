@@ -31,7 +31,9 @@ namespace attnkit::flash3 {
 // same K/V blocks: each CTA loads half of every K/V block's 64-column chunks and multicasts them
 // to both (cluster.cuh), halving the L2 -> SM traffic of K/V (FA3 does this for D >= 128
 // non-causal). Needs >= 2 chunks (D >= 128).
-template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1>
+// RS = K/V ring slots (0 = stage buffers): D = 256 with 128-key tiles only, RS = 10 slots of
+// 16 KB through which K and V stream in consumption order (Tuning::kv_ring_256; see below).
+template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1, int RS = 0>
 struct FwdTraits {
   static_assert(D == 64 || D == 128 || D == 256, "flash3 forward: D in {64, 128, 256}");
   static constexpr int kD = D;
@@ -42,9 +44,26 @@ struct FwdTraits {
   // one V stage of 64 KB each = 194 KB; a second stage of either does not fit in 227 KB.
   // Its consumer (mainloop.cuh, consume_tile_fused) packs P into the low half of S's registers.
   static constexpr bool kFused = D == 256 && kBlockN == 128;
-  static constexpr int kStagesK = kFused ? 1 : 2;
+  // kRing (RS = 10, Tuning::kv_ring_256): the same 128-key tiles, but K and V go through one ring
+  // of RS 16 KB chunk slots, each with its own full/empty barrier (bench/notes/flash3-fwd-s3.md,
+  // round 3): a K tile = 4 chunks [64 keys x 128 columns] (keys 64-127 first: the Q K^T half
+  // issued first), a V tile = 4 chunks [32 keys x 256 columns]; the stream K(n-1), V(n-1),
+  // K(n-2), ... is the consumers' order, so the producer refills a slot as soon as both
+  // warpgroups are done with it, and 2 slots (32 KB) of the next tile load ahead.
+  // Q 64 KB + 10 x 16 KB + barriers = 226 KB. The barrier arrays: full_k/empty_k[RS], no V ones.
+  static constexpr bool kRing = RS != 0;
+  static_assert(RS == 0 || (kFused && RS == 10 && CL == 1),
+                "flash3 forward: the K/V chunk ring is D = 256, 128-key tiles, 10 slots");
+  static constexpr int kRingSlots = RS;
+  static constexpr int kRingChunkBytes = 16 * 1024;
+  static constexpr int kKBoxRows = kRing ? 64 : kBlockN;  // TMA box rows of the K / V maps
+  static constexpr int kVBoxRows = kRing ? 32 : kBlockN;
+  static constexpr int kStagesK = kRing ? RS : kFused ? 1 : 2;
   static_assert(VS == 2 || VS == 3, "flash3 forward: 2 or 3 V stages");
-  static constexpr int kStagesV = kFused ? 1 : VS;
+  static constexpr int kStagesV = kRing ? 0 : kFused ? 1 : VS;
+  // Bytes of the K/V region (stage buffers, or the ring).
+  static constexpr int kKVRegionBytes =
+      kRing ? RS * kRingChunkBytes : (kStagesK + kStagesV) * kBlockN * D * 2;
   static_assert(CL == 1 || (CL == 2 && D >= 128), "flash3 forward: cluster of 2 needs D >= 128");
   static constexpr int kCluster = CL;
   static constexpr int kConsumerWGs = WGs;
@@ -79,7 +98,7 @@ struct FwdTraits {
   // D = 256 never overlaps tiles (Consumer::kCanOverlap), so it needs no zero block; that is
   // what lets its 3-V-stage variant fit (64 + 5 x 32 + 2 KB = 226 KB).
   static constexpr int kZeroBytes = D == 256 ? 0 : 16 * D * 2;
-  static constexpr int kFixedBytes = (kStagesK + kStagesV) * kKVBytes + kZeroBytes + 1024 + 1024;
+  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + 1024 + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");

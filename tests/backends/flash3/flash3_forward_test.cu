@@ -294,6 +294,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().legacy_desc = c.tag == "legacy_desc";
   // "kv128": D = 256 with 128-key tiles (one K/V stage, P packed into S; elsewhere ignored).
   flash3::tuning().kv_tile_256 = c.tag == "kv128" ? 128 : 0;
+  // "kv128r": the same tiles with K/V streamed through the 16 KB chunk ring (Tuning::kv_ring_256).
+  flash3::tuning().kv_ring_256 = c.tag == "kv128r" ? 1 : 0;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -431,6 +433,21 @@ std::vector<Cfg> cases() {
         add({"kv128", 1, 1500, 3001, 4, 1, 0, DType::bf16, Causal::bottom_right, true, false,
              true});
         add({"kv128", 1, 2048, 2048, 4, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        // The chunk ring (Tuning::kv_ring_256): the kv128 cases again, plus ring wrap-around
+        // within one tile and across tiles (10 slots, 8 chunks per K/V block: slot positions
+        // cycle over 5 blocks) and a one-block tile (sk <= 128) right after a long one.
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"kv128r", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"kv128r", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"kv128r", 2, 700, 517, 16, 4, 0, DType::bf16, cz});
+        }
+        add({"kv128r", 2, 128, 128, 2, 2});
+        add({"kv128r", 1, 129, 1111, 2, 1, 0, DType::bf16, Causal::none});
+        add({"kv128r", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"kv128r", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+        add({"kv128r", 1, 1500, 3001, 4, 1, 0, DType::bf16, Causal::bottom_right, true, false,
+             true});
+        add({"kv128r", 1, 2048, 2048, 4, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       }
       if (d == 64) {  // causal S_q <= 1024 runs 2 warpgroups by default: force 3 (idle ones)
         add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
