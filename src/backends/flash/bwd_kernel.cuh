@@ -537,6 +537,10 @@ struct BwdKeyBlock {
 #endif
 #if ATTNKIT_FLASH_BWD_HOIST
     constexpr int kCpr = D / 8;  // 16-byte chunks per row
+    // LOAD_CHAIN 2 (default): not at D = 128, where ptxas kept the running pointers in local
+    // memory (16 B spill, 3 LDL per item) and the session-4 A/B measured it 1-2 % slower.
+    constexpr bool kLoadChain =
+        ATTNKIT_FLASH_BWD_LOAD_CHAIN == 1 || (ATTNKIT_FLASH_BWD_LOAD_CHAIN == 2 && D != 128);
     if constexpr (kThreads % kCpr == 0 && !LQ::kHasHalfPanel) {
       // load_tile_async with the thread's chunk fixed: row r0 + it * kR, column c0; smem rows
       // kR apart are kR * 64 elements apart in a 64-wide panel (kR % 8 == 0 keeps the swizzle).
@@ -552,8 +556,7 @@ struct BwdKeyBlock {
       const char* dt = reinterpret_cast<const char*>(do_ptr + (r0 * p.dout_st.s + c0));
       const int64_t qstep = kR * p.q_st.s * static_cast<int64_t>(sizeof(T));
       const int64_t dstep = kR * p.dout_st.s * static_cast<int64_t>(sizeof(T));
-#if ATTNKIT_FLASH_BWD_LOAD_CHAIN
-      {
+      if constexpr (kLoadChain) {
         // One running byte pointer per tensor (one 64-bit add per chunk instead of a row
         // offset from the item's pointer); chunks past the sequence read 0 bytes from the
         // tensor's base pointer (a kernel parameter, valid whatever the item) instead of the
@@ -573,21 +576,20 @@ struct BwdKeyBlock {
           ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2, ok ? dt : dz, ok);
           dt += dstep;
         }
-      }
-#else
+      } else {
 #pragma unroll
-      for (int it = 0; it < kIts; ++it) {
-        const bool ok = it * kR < left;
-        ptx::cp_async_16(s0 + it * kR * 64 * 2,
-                         ok ? qt + it * qstep : reinterpret_cast<const char*>(q_ptr), ok);
-      }
+        for (int it = 0; it < kIts; ++it) {
+          const bool ok = it * kR < left;
+          ptx::cp_async_16(s0 + it * kR * 64 * 2,
+                           ok ? qt + it * qstep : reinterpret_cast<const char*>(q_ptr), ok);
+        }
 #pragma unroll
-      for (int it = 0; it < kIts; ++it) {
-        const bool ok = it * kR < left;
-        ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2,
-                         ok ? dt + it * dstep : reinterpret_cast<const char*>(do_ptr), ok);
+        for (int it = 0; it < kIts; ++it) {
+          const bool ok = it * kR < left;
+          ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2,
+                           ok ? dt + it * dstep : reinterpret_cast<const char*>(do_ptr), ok);
+        }
       }
-#endif
       return;
     }
 #endif

@@ -72,14 +72,15 @@
 //     rows by a constant stride; D = 64 / 128 / 256), P / dS smem stores and the dQ atomics
 //     from one per-thread address plus immediates, the atomics predicated instead of branched.
 //     Same arithmetic, same results; static SASS in bench/notes/flash.md (helper flashbwd5).
-//     Off by default: never run on a GPU (the round-2 device call measured main's tree, the
-//     carry having been left out); turn on after one flash_bwd_run.sh with tests + sanitizer.
+//     Measured (session 4, H200, same-run A/B builds, TRIM off in both): +1-4 % at D = 64,
+//     +4-7 % at D = 128, +5-8 % at D = 256; test_flash + sanitizer passed with it on.
 #ifndef ATTNKIT_FLASH_BWD_HOIST
 #define ATTNKIT_FLASH_BWD_HOIST 1
 #endif
 //   ATTNKIT_FLASH_BWD_TRIM: session 3 round 3's per-item trims of the fused backward (helper
-//     flashbwd6), each also its own knob (default = TRIM) for bisection; same results. Off by
-//     default: compiled only, not yet run on a GPU (static SASS in bench/notes/flash.md).
+//     flashbwd6), each also its own knob for bisection; same results. Session 4 (H200, on top
+//     of HOIST, main build vs A/B build): +3 % at D = 64, +2-3 % at D = 256, -1 to -2 % at
+//     D = 128 (LOAD_CHAIN's 16 B spill there), hence LOAD_CHAIN 2 by default.
 //   ATTNKIT_FLASH_BWD_CHECK_LIMITS: the element check on diagonal / partial items of the fast
 //     path (no score mod) from three per-lane limits of one band of diagonals (DiagBand,
 //     bwd_kernel.cuh: two compares with immediates and a select per element) instead of a
@@ -87,7 +88,7 @@
 //   ATTNKIT_FLASH_BWD_LOAD_CHAIN (with HOIST, D = 64 / 128 / 256): the Q / dO cp.async of an
 //     item from one running byte pointer per tensor, chunks past the sequence zero-filled
 //     from the tensor's base pointer (a one-select form; ptxas kept the old form's per-chunk
-//     64-bit row products).
+//     64-bit row products). 1 = every such D, 2 = all but D = 128, 0 = off.
 #ifndef ATTNKIT_FLASH_BWD_TRIM
 #define ATTNKIT_FLASH_BWD_TRIM 1
 #endif
@@ -95,7 +96,7 @@
 #define ATTNKIT_FLASH_BWD_CHECK_LIMITS ATTNKIT_FLASH_BWD_TRIM
 #endif
 #ifndef ATTNKIT_FLASH_BWD_LOAD_CHAIN
-#define ATTNKIT_FLASH_BWD_LOAD_CHAIN ATTNKIT_FLASH_BWD_TRIM
+#define ATTNKIT_FLASH_BWD_LOAD_CHAIN (ATTNKIT_FLASH_BWD_TRIM ? 2 : 0)
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
