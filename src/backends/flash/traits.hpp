@@ -147,6 +147,21 @@
 #ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE
 #define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE 1
 #endif
+//   ATTNKIT_FLASH_FWD_SMEM_EPILOGUE (session 4, helper flashfwd6): the forward's O tile leaves
+//     through shared memory (each warp's own rows of sQ, free after its last S GEMM) as 16-byte
+//     coalesced row chunks (1), instead of one 4-byte store per element pair straight from the
+//     accumulator fragments (0: each warp store touches 8 rows, 16 B each). O is 16-64 KiB per
+//     CTA, stored once per CTA: a fixed per-CTA cost, which is what short S pays for (notes:
+//     "Session 4: forward"). Not with PERSIST (the next tile's Q prefetch lands in sQ).
+//   ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128: PANEL_PROLOGUE's split at D = 128 (two 64-column
+//     panels of the first Q and K tiles, one cp.async group each; 20 instead of 40 KiB before
+//     the first MMA).
+#ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
+#define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
+#endif
+#ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128
+#define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 1
+#endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
@@ -178,9 +193,13 @@ struct FwdTraits {
   static constexpr bool kFastLoad =
       ATTNKIT_FLASH_FWD_FAST_LOAD == 1 || (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128);
   static constexpr bool kPersist = ATTNKIT_FLASH_FWD_PERSIST != 0 && D == 256;
-  // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256 only).
+  // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256; D = 128 by knob).
   static constexpr int kProloguePanels =
-      (ATTNKIT_FLASH_FWD_PANEL_PROLOGUE != 0 && D == 256) ? 4 : 1;
+      (ATTNKIT_FLASH_FWD_PANEL_PROLOGUE != 0 && D == 256)
+          ? 4
+          : ((ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 != 0 && D == 128) ? 2 : 1);
+  // O through shared memory (sQ) in the epilogue; the persistent kernel prefetches into sQ.
+  static constexpr bool kSmemEpilogue = ATTNKIT_FLASH_FWD_SMEM_EPILOGUE != 0 && !kPersist;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
 };
