@@ -70,10 +70,10 @@ __device__ __forceinline__ FwdTile fwd_tile_of(int64_t t, int num_m, int64_t hea
 /// issued nxt's first Q and K (persistent launches, Tr::kPersist): after the last key block's S
 /// GEMM sQ and sK are free, so the next tile's loads overlap this one's last softmax, P V and
 /// epilogue instead of stalling the next tile's start.
-template <int D, typename T, bool kGeneral>
+template <int D, typename T, bool kGeneral, int kBM256>
 __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, const FwdTile tile,
                                          const FwdTile nxt, bool has_next, bool pre) {
-  using Tr = FwdTraits<D>;
+  using Tr = FwdTraits<D, kBM256>;
   using LQ = SmemLayout<Tr::kBM, D>;
   using LK = SmemLayout<Tr::kBN, D>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kMT = Tr::kMT, kNT = kBN / 8, kDT = D / 8;
@@ -372,10 +372,11 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
 /// next tile is known when the current one's last key block prefetches its Q and K, and the
 /// atomic's latency hides behind a whole tile. Dynamic like the hardware's dispatch, so uneven
 /// (causal, window, varlen) tiles balance as before.
-template <int D, typename T, bool kGeneral>
-__global__ void __launch_bounds__(FwdTraits<D>::kThreads)
+/// kBM256: the query block at D = 256 (FwdTraits; 64 for causal launches, launch_fwd).
+template <int D, typename T, bool kGeneral, int kBM256 = ATTNKIT_FLASH_FWD_BM_256>
+__global__ void __launch_bounds__(FwdTraits<D, kBM256>::kThreads)
     fwd_kernel(const Params p, int* tile_ctr) {
-  using Tr = FwdTraits<D>;
+  using Tr = FwdTraits<D, kBM256>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   if constexpr (Tr::kPersist && !kGeneral) {
     __shared__ int next_slot[2];
@@ -388,9 +389,9 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
         next_slot[k & 1] =
             static_cast<int>(2 * static_cast<int64_t>(gridDim.x) + atomicAdd(tile_ctr, 1));
       const bool has_next = nxt < total;
-      pre = fwd_tile<D, T, kGeneral>(p, smem_raw, fwd_tile_of(cur, num_m, p.heads_q),
-                                     fwd_tile_of(has_next ? nxt : cur, num_m, p.heads_q), has_next,
-                                     pre);
+      pre = fwd_tile<D, T, kGeneral, kBM256>(p, smem_raw, fwd_tile_of(cur, num_m, p.heads_q),
+                                             fwd_tile_of(has_next ? nxt : cur, num_m, p.heads_q),
+                                             has_next, pre);
       __syncthreads();  // next_slot[k & 1] visible; slot k & 1 is rewritten after the next one
       cur = nxt;
       nxt = next_slot[k & 1];
@@ -399,7 +400,7 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
   }
   const FwdTile tile{static_cast<int64_t>(blockIdx.z), static_cast<int64_t>(blockIdx.y),
                      static_cast<int>(gridDim.x - 1 - blockIdx.x)};  // heavy causal blocks first
-  fwd_tile<D, T, kGeneral>(p, smem_raw, tile, tile, false, false);
+  fwd_tile<D, T, kGeneral, kBM256>(p, smem_raw, tile, tile, false, false);
 }
 
 }  // namespace attnkit::flash

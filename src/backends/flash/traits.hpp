@@ -153,14 +153,26 @@
 //     accumulator fragments (0: each warp store touches 8 rows, 16 B each). O is 16-64 KiB per
 //     CTA, stored once per CTA: a fixed per-CTA cost, which is what short S pays for (notes:
 //     "Session 4: forward"). Not with PERSIST (the next tile's Q prefetch lands in sQ).
+//     Measured (H200, session 4, same-run A/B): D = 256 +7 / +3 / +0.5 % non-causal, +9 / +4 /
+//     +0.5 % causal at S = 512 / 1k / 4k; D = 128 +1-3 % (non-causal), +3-3.5 % (causal);
+//     D = 64 -2 / +1 / +0 % non-causal, +0 / +1 / +2 % causal. Tests + sanitizer ran with it on.
 //   ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128: PANEL_PROLOGUE's split at D = 128 (two 64-column
 //     panels of the first Q and K tiles, one cp.async group each; 20 instead of 40 KiB before
-//     the first MMA).
+//     the first MMA). Measured -4 to -5 % at S = 512-4k, causal and not (H200, session 4,
+//     same-run A/B with SMEM_EPILOGUE on; predicted 0 to +1 %): 0 by default.
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
 #endif
 #ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128
-#define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 1
+#define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 0
+#endif
+//   ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S: D = 256 causal forward (fast path) with seqlen_q <= this
+//     runs 64-row query blocks (4 warps, two CTAs per SM; FwdTraits<256, 64>), everything else
+//     the 128-row default; 0 = never. Session 4 (H200, same-run A/B, with SMEM_EPILOGUE): 64 rows
+//     +7.5 / +5.2 / +0.9 % causal at S = 512 / 1k / 4k, but -2 / -2 / -4 % non-causal (half the
+//     wasted diagonal work and finer causal tiles vs the 72 B spill in its key loop).
+#ifndef ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S
+#define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 4096
 #endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
@@ -172,7 +184,9 @@
 namespace attnkit::flash {
 
 /// Forward: CTA tile (kBM query rows, kBN keys), kWarps warps each owning 16 * kMT rows.
-template <int D>
+/// BM256: the query block at D > 192 (64 or 128); launch_fwd picks 64 for causal launches up to
+/// kCausalBm64MaxS query rows (ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S).
+template <int D, int BM256 = ATTNKIT_FLASH_FWD_BM_256>
 struct FwdTraits {
   static constexpr int kHeadDim = D;
   static constexpr int kKUnroll =
@@ -185,7 +199,7 @@ struct FwdTraits {
   // so two CTAs share an SM and one's loads and barriers hide behind the other's MMAs; with
   // kBM 128 (128 KiB, 256 threads) one CTA per SM, 0.68-0.86x FA-2 in run 7). FA-2 picks the
   // same 64 x 64 x 4 warps at D = 256 on H100 for that reason (flash_fwd_launch_template.h).
-  static constexpr int kWarps = D <= 128 ? 4 : (D > 192 && ATTNKIT_FLASH_FWD_BM_256 == 64 ? 4 : 8);
+  static constexpr int kWarps = D <= 128 ? 4 : (D > 192 && BM256 == 64 ? 4 : 8);
   static constexpr int kMT = D <= 128 ? 2 : 1;
   static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: ATTNKIT_FLASH_FWD_BM_256)
   static constexpr int kThreads = kWarps * 32;
@@ -200,6 +214,10 @@ struct FwdTraits {
           : ((ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 != 0 && D == 128) ? 2 : 1);
   // O through shared memory (sQ) in the epilogue; the persistent kernel prefetches into sQ.
   static constexpr bool kSmemEpilogue = ATTNKIT_FLASH_FWD_SMEM_EPILOGUE != 0 && !kPersist;
+  // Causal fast-path launches with seqlen_q <= this run FwdTraits<D, 64> (0: never; only where
+  // this is the 128-row, non-persistent D = 256 kernel).
+  static constexpr int kCausalBm64MaxS =
+      (D == 256 && kBM == 128 && !kPersist) ? ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S : 0;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
 };
