@@ -154,8 +154,9 @@
 //     CTA, stored once per CTA: a fixed per-CTA cost, which is what short S pays for (notes:
 //     "Session 4: forward"). Not with PERSIST (the next tile's Q prefetch lands in sQ).
 //     Measured (H200, session 4, same-run A/B): D = 256 +7 / +3 / +0.5 % non-causal, +9 / +4 /
-//     +0.5 % causal at S = 512 / 1k / 4k; D = 128 +1-3 % (non-causal), +3-3.5 % (causal);
-//     D = 64 -2 / +1 / +0 % non-causal, +0 / +1 / +2 % causal. Tests + sanitizer ran with it on.
+//     +0.5 % causal at S = 512 / 1k / 4k; D = 128 +1.2 / +1.4 / -0.7 % non-causal, +3.4 / +1.9 /
+//     +0.9 % causal; D = 64 -2 / +1 / +2 % non-causal (the -2 % at 512 in both calls), +0 / +1 /
+//     +2 % causal. Tests + sanitizer ran with it on.
 //   ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128: PANEL_PROLOGUE's split at D = 128 (two 64-column
 //     panels of the first Q and K tiles, one cp.async group each; 20 instead of 40 KiB before
 //     the first MMA). Measured -4 to -5 % at S = 512-4k, causal and not (H200, session 4,
@@ -169,8 +170,10 @@
 //   ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S: D = 256 causal forward (fast path) with seqlen_q <= this
 //     runs 64-row query blocks (4 warps, two CTAs per SM; FwdTraits<256, 64>), everything else
 //     the 128-row default; 0 = never. Session 4 (H200, same-run A/B, with SMEM_EPILOGUE): 64 rows
-//     +7.5 / +5.2 / +0.9 % causal at S = 512 / 1k / 4k, but -2 / -2 / -4 % non-causal (half the
-//     wasted diagonal work and finer causal tiles vs the 72 B spill in its key loop).
+//     +8.6 / +4.4 / +1.1 / +0.9 % causal at S = 512 / 1k / 2k / 4k, -0.8 % at 8k, -5.8 % at 16k,
+//     hence 4096; non-causal -2 / -2 / -4 % at 512 / 1k / 4k, so never there (half the wasted
+//     diagonal work and finer causal tiles vs the 72 B spill in its key loop). Tests + sanitizer
+//     ran with 4096 (every causal D = 256 fast-path test case takes the 64-row kernel).
 #ifndef ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S
 #define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 4096
 #endif
