@@ -198,13 +198,13 @@ struct FwdTraits {
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
   // D > 128: 16 rows per warp, to keep the (16*kMT, D) fp32 output accumulator in registers:
-  // D = 192 8 warps (kBM 128); D = 256 4 warps (kBM 64: 96 KiB smem and 128 x 255 registers,
-  // so two CTAs share an SM and one's loads and barriers hide behind the other's MMAs; with
-  // kBM 128 (128 KiB, 256 threads) one CTA per SM, 0.68-0.86x FA-2 in run 7). FA-2 picks the
-  // same 64 x 64 x 4 warps at D = 256 on H100 for that reason (flash_fwd_launch_template.h).
+  // D = 192 8 warps (kBM 128); D = 256 8 warps (kBM 128, 128 KiB smem, one CTA per SM) or, with
+  // BM256 = 64, 4 warps (96 KiB and 128 x 255 registers: two CTAs per SM, FA-2's choice on H100,
+  // flash_fwd_launch_template.h), which spills 72 B and measured 2-4 % slower non-causal but up
+  // to 8.6 % faster causal at S <= 4k (session 4): causal launches pick it (kCausalBm64MaxS).
   static constexpr int kWarps = D <= 128 ? 4 : (D > 192 && BM256 == 64 ? 4 : 8);
   static constexpr int kMT = D <= 128 ? 2 : 1;
-  static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: ATTNKIT_FLASH_FWD_BM_256)
+  static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: BM256)
   static constexpr int kThreads = kWarps * 32;
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   static constexpr bool kFastLoad =
