@@ -32,7 +32,7 @@ inline constexpr int kMaxDevices = 64;
 
 namespace bwd {
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false>
-void launch_backward(const Params& p, bool dq_bulk) {
+void launch_backward(const Params& p, bool dq_bulk, bool dq_vec4, bool item_rot) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
@@ -94,6 +94,8 @@ void launch_backward(const Params& p, bool dq_bulk) {
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
     a.dq_bulk = dq_bulk ? 1 : 0;
+    a.dq_vec4 = dq_vec4 ? 1 : 0;
+    a.item_rot = item_rot ? 1 : 0;
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
@@ -116,7 +118,7 @@ void launch_backward(const Params& p, bool dq_bulk) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd::bwd_dq_convert_kernel<D, Tr::kDqN, BF16>
-        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, dq_vec4 ? 1 : 0);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 }
@@ -133,12 +135,14 @@ struct Variant {
   bool dq_first = false;  // FA3 GEMM order (kDqFirst)
   int stat = 0;           // lse2 / delta source (kStat)
   bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
+  bool dq_vec4 = false;   // float4 dQ workspace layout: float4 atomics / smem stores (kDqVec4)
+  bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
 };
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv]. Fills `v` for head dim d; false
-/// when d is not listed (or the name does not parse).
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv][+v4][+rot]. Fills `v` for head dim
+/// d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   if (e == nullptr) return false;
@@ -175,6 +179,10 @@ inline bool env_variant(int d, Variant& v) {
         x.stat = 2;
       else if (i >= 2 && tok == "kv")
         x.kv_regs = true;
+      else if (i >= 2 && tok == "v4")
+        x.dq_vec4 = true;
+      else if (i >= 2 && tok == "rot")
+        x.item_rot = true;
       else
         return false;
     }
@@ -203,19 +211,27 @@ inline Variant default_variant(int d, bool causal) {
   } else {
     v.decoupled = false, v.dq_bulk = false, v.dq_first = true;
   }
+  v.dq_vec4 = kDqVec4;
+  v.item_rot = causal ? kItemRotateCausal : kItemRotate;
   return v;
 }
 
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst>
 void launch_stat(const Params& p, const Variant& v) {
   if constexpr (BM == 128) {
-    if (v.stat == 1) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v.dq_bulk);
+    if (v.stat == 1)
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v.dq_bulk, v.dq_vec4,
+                                                                   v.item_rot);
   }
-  if (v.stat == 2) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v.dq_bulk);
+  if (v.stat == 2)
+    return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v.dq_bulk, v.dq_vec4,
+                                                                 v.item_rot);
   if constexpr (D == 64 && BM == 64 && kDecoupled) {
-    if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v.dq_bulk);
+    if (v.kv_regs)
+      return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v.dq_bulk, v.dq_vec4,
+                                                                   v.item_rot);
   }
-  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v.dq_bulk);
+  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v.dq_bulk, v.dq_vec4, v.item_rot);
 }
 
 }  // namespace bwd
@@ -249,6 +265,8 @@ void run_backward(const Params& p) {
   if (t.dq_first >= 0) v.dq_first = t.dq_first != 0;
   if (t.stat_mode >= 0) v.stat = t.stat_mode;
   if (t.kv_regs >= 0) v.kv_regs = t.kv_regs != 0;
+  if (t.dq_vec4 >= 0) v.dq_vec4 = t.dq_vec4 != 0;
+  if (t.item_rot >= 0) v.item_rot = t.item_rot != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;

@@ -56,6 +56,21 @@
 
 namespace attnkit::flash3::bwd {
 
+// Session-4 knobs (defaults of bwd_launch.cuh default_variant; each overridable per call by
+// BwdTuning / env ATTNKIT_FLASH3_BWD_VARIANT "+v4" / "+rot"):
+// kDqVec4: dQ workspace tiles in float4 runs (thread tid's dq[4 j .. 4 j + 3] at (j * 128 + tid)
+//   * 4 of its part) instead of float2 runs, so the atomics are float4 (RED.E.ADD.F32x4: half the
+//   instructions; ncu run 1 had "LG throttle" at 0.47 cycles per instruction with atomics) and
+//   the bulk path's smem staging is st.shared.v4. Same bytes. On for session 4's GPU run (its
+//   prediction); the run's same-process A/B decides whether it stays.
+inline constexpr bool kDqVec4 = true;
+// kItemRotate / kItemRotateCausal: CTA x starts its item loop at x * items / gridDim.x (see
+//   bwd_kernel.cuh), spreading the key blocks of a head over different dQ tiles. Non-causal on for
+//   session 4's GPU run (its prediction); causal off (causal CTAs already start staggered), the
+//   A/B measures both.
+inline constexpr bool kItemRotate = true;
+inline constexpr bool kItemRotateCausal = false;
+
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
   static_assert(D == 64 || D == 128, "flash3 backward: D in {64, 128}");
