@@ -31,11 +31,24 @@ t0=$(date +%s)
     src/backends/flash3/instantiations/bwd_d64_bf16.cu src/backends/flash3/instantiations/bwd_d128_bf16.cu \
     -o /tmp/flash3_bwd_ab > /tmp/ab_build.log 2>&1 ) &
 AB_PID=$!
+# F3B_AB_OLD_DEFS (e.g. "-DATTNKIT_FLASH3_BWD_SHARED_BASE=0"): a second A/B binary built with
+# these defines; the A/B then runs both per config, back to back (names suffixed "@old").
+if [ -n "${F3B_AB_OLD_DEFS:-}" ]; then
+  ( nvcc -std=c++20 -O3 -lineinfo $F3B_AB_OLD_DEFS -gencode=arch=compute_90a,code=sm_90a -I include -I src \
+      bench/gpu/flash3_bwd_ab.cu src/cuda/workspace.cpp \
+      src/backends/flash3/instantiations/bwd_d64_bf16.cu src/backends/flash3/instantiations/bwd_d128_bf16.cu \
+      -o /tmp/flash3_bwd_ab_old > /tmp/ab_old_build.log 2>&1 ) &
+  AB_OLD_PID=$!
+fi
 timeout ${F3B_BUILD_T:-300} bash -c "cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
   -DATTNKIT_CUDA_ARCHS=90a -DATTNKIT_HEAD_DIMS='64;128' -DATTNKIT_BACKENDS='math;flash3' \
   -DATTNKIT_BUILD_CLI=OFF -DATTNKIT_BUILD_PYTHON=OFF && ninja -C $B -j16 test_flash3 attnkit_c" >> "$OUT/build.log" 2>&1
 echo "build rc=$? ($(( $(date +%s) - t0 )) s)" | tee -a "$S"
 wait $AB_PID; echo "ab tool build rc=$?" | tee -a "$S"; cat /tmp/ab_build.log >> "$OUT/build.log"
+if [ -n "${F3B_AB_OLD_DEFS:-}" ]; then
+  wait $AB_OLD_PID; echo "ab tool (old: $F3B_AB_OLD_DEFS) build rc=$?" | tee -a "$S"
+  cat /tmp/ab_old_build.log >> "$OUT/build.log"
+fi
 grep -E "error|warning.*(wgmma|serializ)" "$OUT/build.log" | head -10 | tee -a "$S"
 for o in $B/src/backends/flash3/CMakeFiles/attnkit_backend_flash3.dir/instantiations/bwd_*bf16*.o; do
   [ -f "$o" ] || continue
@@ -67,8 +80,21 @@ if [ -x $B/tests/test_flash3 ]; then
 fi
 
 if [ -x /tmp/flash3_bwd_ab ]; then
-  timeout ${F3B_AB_T:-120} /tmp/flash3_bwd_ab ${F3B_AB_CFGS:-} > "$OUT/ab.log" 2>&1
-  echo "ab rc=$?" | tee -a "$S"; cat "$OUT/ab.log" >> "$S"
+  if [ -x /tmp/flash3_bwd_ab_old ]; then
+    CFGS=${F3B_AB_CFGS:-"1024,64,0 1024,128,0 4096,64,0 4096,64,1 4096,128,0 4096,128,1 16384,64,0 16384,64,1 16384,128,0 16384,128,1"}
+    : > "$OUT/ab.log"
+    abt0=$(date +%s)
+    for c in $CFGS; do
+      [ $(( $(date +%s) - abt0 )) -lt ${F3B_AB_T:-120} ] || { echo "ab: out of time at $c" >> "$OUT/ab.log"; break; }
+      timeout 60 /tmp/flash3_bwd_ab $c >> "$OUT/ab.log" 2>&1
+      F3AB_SUFFIX=@old timeout 60 /tmp/flash3_bwd_ab_old $c >> "$OUT/ab.log" 2>&1
+    done
+    echo "ab (new, @old) done" | tee -a "$S"
+  else
+    timeout ${F3B_AB_T:-120} /tmp/flash3_bwd_ab ${F3B_AB_CFGS:-} > "$OUT/ab.log" 2>&1
+    echo "ab rc=$?" | tee -a "$S"
+  fi
+  cat "$OUT/ab.log" >> "$S"
 fi
 
 # The A/B's fastest variant per (D, causal) (TFLOP/s summed over S = 4k and 16k), for the

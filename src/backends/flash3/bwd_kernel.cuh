@@ -166,8 +166,19 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
-  uint8_t* smem =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  // kSharedBase (session 4): the aligned base is smem_raw + a byte offset, so the compiler still
+  // knows every pointer derived from it is shared memory and emits STS / LDS. The integer
+  // round-trip (kSharedBase = false, sessions 1-3) made them generic ST.E / LD.E: the session-4
+  // ncu source view showed the dS^T stores, the lse2 / delta staging and the dQ staging as ST.E /
+  // LD.E.64 (33-36 M executed per launch at D 64, S 4k) with their consumers and the
+  // fence.proxy.async after them stalled on the long scoreboard; cuDNN's kernel uses STS / LDS.
+  uint8_t* smem;
+  if constexpr (kSharedBase) {
+    smem = smem_raw + ((1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u);
+  } else {
+    smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
+                                      ~uintptr_t{1023});
+  }
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Tr::kOffBars);
   uint64_t* full_kv = bars;              // K and V landed (TMA bytes)
   uint64_t* full = bars + 1;             // [kStages] Q and dO (TMA bytes)
