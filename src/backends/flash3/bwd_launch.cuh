@@ -202,14 +202,25 @@ inline bool env_variant(int d, Variant& v) {
 ///     knob only: written after run 2, never run on a GPU (no device time left).
 ///   D = 128: coupled + atomics + dQ-first 341 / 410 / 439, causal 351 / 432, vs decoupled +
 ///     bulk 305 / 383 / 404, causal 352 / 399.
+/// Session 4 run 2 (H200, kSharedBase on, same-process A/B, S 1k / 4k / 16k, causal 4k / 16k;
+/// bench/results/2026-11-22-h200-flash3-bwd-s4-run2.md), each change also up in run 1 or the
+/// merged run:
+///   D = 64 non-causal: atomics instead of the bulk reduce: 253.1 / 318.0 / 340.4 vs 249.7 /
+///     313.8 / 338.1 (run 1 with +rot: +0.7 to +1.9 %);
+///   D = 64 causal: + K / V in registers (kKVRegs): 286.3 / 340.4 vs 279.4 / 335.8 (run 1 +2.8 /
+///     +1.4 %, merged run +2.4 / +1.9 %);
+///   D = 128: + lse2 / delta prefetched into smem (kStat = 2; its reads are LDS since kSharedBase):
+///     347.1 / 429.4 / 451.2, causal 380.3 / 452.7 vs the same kernel without 335.7 / 414.4 /
+///     448.2, causal 364.6 / 435.9 (ncu: the FFMA S*scale - lse2 waited on the lse2 LDG, 7 % of
+///     the warp samples).
 inline Variant default_variant(int d, bool causal) {
   Variant v;
   if (d == 64 && !causal) {
-    v.decoupled = false, v.block_m = 128, v.dq_bulk = true, v.dq_first = true;
+    v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;
   } else if (d == 64) {
-    v.decoupled = true, v.dq_bulk = false;
+    v.decoupled = true, v.dq_bulk = false, v.kv_regs = true;
   } else {
-    v.decoupled = false, v.dq_bulk = false, v.dq_first = true;
+    v.decoupled = false, v.dq_bulk = false, v.dq_first = true, v.stat = 2;
   }
   v.dq_vec4 = kDqVec4;
   v.item_rot = causal ? kItemRotateCausal : kItemRotate;
