@@ -80,3 +80,11 @@ extern "C" void flash3_set_knobs3(int kv_tile_256) {
 extern "C" void flash3_set_knobs4(int kv_ring_256) {
   attnkit::flash3::tuning().kv_ring_256 = kv_ring_256;
 }
+
+/// Session-4 A/B knobs (flash3::Tuning): uniform_desc, lazy_rescale (0/1; -1 = the compiled
+/// default, so a reset never overrides a default that a later commit turns on).
+extern "C" void flash3_set_knobs5(int uniform_desc, int lazy_rescale) {
+  const attnkit::flash3::Tuning d{};
+  attnkit::flash3::tuning().uniform_desc = uniform_desc < 0 ? d.uniform_desc : uniform_desc != 0;
+  attnkit::flash3::tuning().lazy_rescale = lazy_rescale < 0 ? d.lazy_rescale : lazy_rescale != 0;
+}

@@ -37,9 +37,12 @@ def load(lib_path):
     knobs4 = getattr(lib, "flash3_set_knobs4", None)  # round 3 (kv_ring_256)
     if knobs4 is not None:
         knobs4.argtypes = [ctypes.c_int]
+    knobs5 = getattr(lib, "flash3_set_knobs5", None)  # session 4 (uniform_desc, lazy_rescale)
+    if knobs5 is not None:
+        knobs5.argtypes = [ctypes.c_int] * 2
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0):
+                   ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -47,6 +50,8 @@ def load(lib_path):
             knobs3(kv256)
         if knobs4 is not None:
             knobs4(ring)
+        if knobs5 is not None:  # -1: the compiled default
+            knobs5(uni, lazy)
     return f, set_tuning
 
 
@@ -168,6 +173,11 @@ def main():
                                     ("kv128-ring-again", {"ring": 1}), ("cudnn-again", None)]
                         if d != 256:
                             variants = [v for v in variants if not v[0].startswith("kv128")]
+                    elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
+                        variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),
+                                    ("lazy", {"uni": 0, "lazy": 1}), ("uni+lazy", {"uni": 1, "lazy": 1}),
+                                    ("base", {"uni": 0, "lazy": 0}), ("cudnn", None)]
+                        variants = variants + [(n + "-again", kw) for n, kw in variants]
                     else:  # session 3, final run: the descriptor change (default) against v5's, interleaved
                         variants = [("default", {}), ("legacy-desc", {"legacy": 1}), ("early-rescale", {"early": 1}),
                                     ("default-again", {}), ("legacy-desc-again", {"legacy": 1})]

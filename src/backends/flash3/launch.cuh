@@ -89,12 +89,16 @@ void launch_forward(const Params& p) {
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
+  // Session-4 code generation (mainloop.cuh kVarUniformDesc / kVarLazyRescale): kernels of
+  // their own (slots 9-11), without the other variant bits (those are A/B-only and measured
+  // neutral) and without the cluster.
+  const int s4 = (tuning().uniform_desc ? 1 : 0) | (tuning().lazy_rescale ? 2 : 0);
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
-                       !tuning().legacy_desc && !a.causal && !dynamic && a.num_m_blocks % 2 == 0 &&
-                       p.seqlen_k > 0;
+                       !tuning().legacy_desc && s4 == 0 && !a.causal && !dynamic &&
+                       a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[9])(FwdArgs) = {};
+  void (*kernels[12])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
       k = fwd_kernel<D, BF16, BN, WGs, VS, 0, 1, RS>;
@@ -105,6 +109,9 @@ void launch_forward(const Params& p) {
     kernels[3] = fwd_kernel<D, BF16, BN, WGs, VS, 3>;
     // v5's per-wgmma descriptor rebuild (A/B only; alone, without the other variant bits).
     kernels[8] = fwd_kernel<D, BF16, BN, WGs, VS, kVarLegacyDesc>;
+    kernels[9] = fwd_kernel<D, BF16, BN, WGs, VS, kVarUniformDesc>;
+    kernels[10] = fwd_kernel<D, BF16, BN, WGs, VS, kVarLazyRescale>;
+    kernels[11] = fwd_kernel<D, BF16, BN, WGs, VS, kVarUniformDesc | kVarLazyRescale>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
@@ -112,12 +119,12 @@ void launch_forward(const Params& p) {
     kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
-  const int slot = tuning().legacy_desc ? 8 : var;
+  const int slot = tuning().legacy_desc ? 8 : s4 != 0 ? 8 + s4 : var;
   auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[9][kMaxDevices] = {};
+  static std::atomic<int> attr_set[12][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

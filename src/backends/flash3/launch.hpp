@@ -47,6 +47,13 @@ struct Tuning {
   // variant knob). The new default measured +3.7 % (D = 64 S = 1k), +2-4 % (D = 128 S = 1k),
   // +0.5-1.5 % (D = 256) against it (session 3 final run, H200).
   bool legacy_desc = false;
+  // Session 4 (helper f3fwd7), A/B until measured: wgmma descriptors kept in uniform registers
+  // (stage and Q offsets through REDUX, mainloop.cuh kVarUniformDesc; static SASS: fewer R2UR
+  // per K/V block) and the O rescale skipped while no row max of the warp grew by more than 2^8
+  // (kVarLazyRescale, softmax.cuh; exact). Each runs its own kernel (launch.cuh slots 9-11),
+  // which ignores ordered_softmax / early_rescale / cluster.
+  bool uniform_desc = false;
+  bool lazy_rescale = false;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

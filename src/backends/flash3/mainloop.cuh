@@ -344,6 +344,17 @@ inline constexpr int kVarEarlyRescale = 2;
 // v5's code generation, A/B only: wgmma descriptors rebuilt per instruction (instead of base +
 // offset, desc_add) and the row max as one dependent chain (instead of a tree, softmax.cuh).
 inline constexpr int kVarLegacyDesc = 8;
+// Session 4 (helper f3fwd7), A/B knobs Tuning::uniform_desc / lazy_rescale:
+// kVarUniformDesc: the stage offsets (pipe.ks / vs) and the warpgroup's Q offset pass through
+// warp_uniform (REDUX -> uniform register), so ptxas keeps the wgmma descriptors derived from
+// them in uniform registers (UIADD3/UMOV) instead of building them in vector registers and
+// moving both words with R2UR per wgmma (flash3-fwd-s3.md, round 3: D = 128 loop 732 -> 708
+// static instructions per K/V block, R2UR 48 -> 9).
+inline constexpr int kVarUniformDesc = 16;
+// kVarLazyRescale: OnlineSoftmax::step<.., true> keeps a row's reference max until it would grow
+// by more than 2^8, and O *= factor is skipped (warp-uniform branch) when no row of the warp
+// moved: kD/2 FMULs per thread and block (softmax.cuh).
+inline constexpr int kVarLazyRescale = 32;
 
 /// O rows r = 0/1 of this thread *= f[r] (accumulator layout: o[4j + 2r + e]).
 template <int kD>
@@ -415,6 +426,10 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
   constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
+  constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
+  constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
+  // kUniform: shared-memory offsets through REDUX (warp-uniform; all 32 lanes are active here).
+  auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   const int warp = tid / 32, lane = tid % 32;
   const int row0 = m_block * Tr::kBlockM + cwg * 64 + warp * 16 + lane / 4;
   const float sl2 = a.scale_log2;
@@ -435,7 +450,8 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   if (n_blocks > 0) {
     const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
     const int qb = qi.buf(nq);
-    const uint32_t q_wg = ptx::smem_u32(sm.q + qb * Tr::kQBytes) + cwg * 64 * Tr::kChunkRowBytes;
+    const uint32_t q_wg =
+        ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes + cwg * 64 * Tr::kChunkRowBytes);
     const uint32_t k_base = ptx::smem_u32(sm.k);
     const uint32_t v_base = ptx::smem_u32(sm.v);
     // A tile needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
@@ -458,7 +474,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + pipe.ks() * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(pipe.ks() * Tr::kKVBytes));
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
@@ -466,7 +482,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<!kLegacyDesc>(s, sl2, factor);
+      sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O = 0: nothing to rescale
       convert_p<kBN, BF16>(s, p);
       pf[0] = factor[0], pf[1] = factor[1];
     }
@@ -478,12 +494,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
       ptx::wgmma_commit();
       ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
       if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
       ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
-      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + sp * Tr::kKVBytes);
+      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes));
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<1>();  // S ready
@@ -491,13 +507,15 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       release_kv<Tr>(&sm.empty_k[st], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<!kLegacyDesc>(s, sl2, factor);
+      const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
       softmax_before_wait<kOrdered>(sm_state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);
       release_kv<Tr>(&sm.empty_v[sp], lane);
-      if constexpr (!kEarly) rescale_o<Tr::kD>(o, factor);
+      if constexpr (!kEarly) {
+        if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
+      }
       // P is converted only now: writing its registers while P V_{it-1} still reads them makes
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
       convert_p<kBN, BF16>(s, p);
@@ -513,7 +531,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + sp * Tr::kKVBytes);
+      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes));
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
@@ -917,6 +935,10 @@ struct Consumer {
   static constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
   static constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
   static constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
+  static constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
+  static constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
+  /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
+  __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
   // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
   static constexpr bool kCanOverlap = Tr::kD != 256;
@@ -961,7 +983,7 @@ struct Consumer {
       p[i] = 0u;
   }
   __device__ __forceinline__ uint32_t v_addr(int stage) const {
-    return attnkit::cuda::sm90::smem_u32(sm.v) + stage * Tr::kKVBytes;
+    return attnkit::cuda::sm90::smem_u32(sm.v) + uni(stage * Tr::kKVBytes);
   }
   /// Issues the pending P V (the previous tile's last V block = pipe position count - 1), or,
   /// without one, the same wgmma sequence on P = 0 and the zero block (O stays 0): the issue
@@ -969,7 +991,15 @@ struct Consumer {
   __device__ __forceinline__ void issue_pending_pv() {
     namespace ptx = attnkit::cuda::sm90;
     if (pending) ptx::mbar_wait(&sm.full_v[pipe.vs(-1)], pipe.vph(-1));
-    const uint32_t base = pending ? v_addr(pipe.vs(-1)) : ptx::smem_u32(sm.zero);
+    // (kUniform: one REDUX on the selected offset from the Q base; V stages follow Q and K,
+    // the zero block follows the K/V region, SmemLayout.)
+    constexpr int kVOff = Tr::kQStages * Tr::kQBytes + Tr::kStagesK * Tr::kKVBytes;
+    constexpr int kZeroOff = Tr::kQStages * Tr::kQBytes + Tr::kKVRegionBytes;
+    const uint32_t base =
+        kUniform ? ptx::smem_u32(sm.q) +
+                       warp_uniform(pending ? kVOff + pipe.vs(-1) * Tr::kKVBytes : kZeroOff)
+        : pending ? v_addr(pipe.vs(-1))
+                  : ptx::smem_u32(sm.zero);
     const uint32_t kk_stride = pending ? 16 * Tr::kChunkRowBytes : 0;
     const uint32_t chunk_stride = pending ? Tr::kKVChunkBytes : 16 * Tr::kChunkRowBytes;
     if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // O = 0 without a pending P V
@@ -1064,7 +1094,8 @@ struct Consumer {
       return;
     }
     const float sl2 = a.scale_log2;
-    const uint32_t q_wg = ptx::smem_u32(sm.q + qb * Tr::kQBytes) + cwg * 64 * Tr::kChunkRowBytes;
+    const uint32_t q_wg =
+        ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes + cwg * 64 * Tr::kChunkRowBytes);
     const uint32_t k_base = ptx::smem_u32(sm.k);
     // A block needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
     auto needs_mask = [&](int nb) {
@@ -1085,7 +1116,7 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
       ptx::wgmma_commit();
       if constexpr (kCanOverlap) issue_pending_pv();
       turn.pass_turn();
@@ -1102,7 +1133,7 @@ struct Consumer {
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc>(s, sl2, factor);  // factor = 0: O starts from zero
+      state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
@@ -1123,7 +1154,7 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + st * Tr::kKVBytes);
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
       ptx::wgmma_commit();
       ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
       if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
@@ -1136,13 +1167,15 @@ struct Consumer {
       release_kv<Tr>(&sm.empty_k[st], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc>(s, sl2, factor);
+      const bool moved = state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
       softmax_before_wait<kOrdered>(state.row_sum);
       ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
       fence_regs(o);
       fence_regs(p);
       release_kv<Tr>(&sm.empty_v[sp], lane);
-      if constexpr (!kEarly) rescale_o<Tr::kD>(o, factor);
+      if constexpr (!kEarly) {
+        if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
+      }
       // P is converted only now: writing its registers while P V_{it-1} still reads them makes
       // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
       convert_p<kBN, BF16>(s, p);

@@ -24,6 +24,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
 template <int kBlockN>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
+  static constexpr float kLazyLog2 = 8.f;    // kLazy: the reference moves past 2^8 growth
   float row_max[2];
   float row_sum[2];  // per-thread partial sums (quad-reduced in finalize)
 
@@ -38,46 +39,85 @@ struct OnlineSoftmax {
   /// chain of dependent FMNMX: 61 back-to-back FMNMX in the v5 SASS at D = 128 between the S
   /// wait and the first exp2, on every warpgroup's critical path). max is exact in any order
   /// (fmaxf drops NaN operands either way), so results are bit-identical. false = v5 (A/B).
-  template <bool kTree = true>
-  __device__ __forceinline__ void step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
+  ///
+  /// kLazy (kVarLazyRescale, mainloop.cuh): the reference max of a row moves only when some row
+  /// of the warp would see its max grow by more than kLazyLog2 (in log2 units, i.e. p up to
+  /// 2^kLazyLog2 = 256 against the stale reference); otherwise every row of the warp keeps its
+  /// reference, factor = 1 and the return value false tells the caller to skip O *= factor
+  /// (kD/2 FMULs per thread and K/V block: 128 at D = 256, where a block has only 32 scores per
+  /// thread). Exact, not an approximation: O, the row sums and lse all use the same reference
+  /// (lse = ref * scale + log l). P <= 256 is representable in bf16 and f16 (same relative
+  /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
+  /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
+  template <bool kTree = true, bool kLazy = false>
+  __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
+    if constexpr (!kLazy) {  // row by row, as before kLazy existed (same PTX order)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
-      if constexpr (kTree) {
-        constexpr int n = kBlockN / 8;
-        float m[n];
+      for (int r = 0; r < 2; ++r)
+        exp_row(s, r, block_max<kTree>(s, r), scale_log2, factor);
+      return true;
+    } else {
+      float mx[2];
 #pragma unroll
-        for (int j = 0; j < n; ++j)
-          m[j] = fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]);
+      for (int r = 0; r < 2; ++r)
+        mx[r] = block_max<kTree>(s, r);
+      // (-inf -> finite: +inf > threshold, moves; -inf -> -inf: NaN, compares false.)
+      const bool grow = (mx[0] - row_max[0]) * scale_log2 > kLazyLog2 ||
+                        (mx[1] - row_max[1]) * scale_log2 > kLazyLog2;
+      const bool moved = __any_sync(0xffffffffu, grow);
+      if (!moved) mx[0] = row_max[0], mx[1] = row_max[1];
 #pragma unroll
-        for (int w = 1; w < n; w *= 2) {
-#pragma unroll
-          for (int j = 0; j + w < n; j += 2 * w)
-            m[j] = fmaxf(m[j], m[j + w]);
-        }
-        mx = fmaxf(mx, m[0]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j)
-          mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
-      }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
-      factor[r] = fast_exp2(row_max[r] * scale_log2 - ref);
-      row_max[r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
-          s[4 * j + 2 * r + e] = p;
-          sum += p;
-        }
-      }
-      row_sum[r] = row_sum[r] * factor[r] + sum;
+      for (int r = 0; r < 2; ++r)
+        exp_row(s, r, mx[r], scale_log2, factor);
+      return moved;
     }
+  }
+
+  /// max(row_max[r], the block's scores of row r), quad-reduced.
+  template <bool kTree>
+  __device__ __forceinline__ float block_max(const float (&s)[kRegs], int r) const {
+    float mx = row_max[r];
+    if constexpr (kTree) {
+      constexpr int n = kBlockN / 8;
+      float m[n];
+#pragma unroll
+      for (int j = 0; j < n; ++j)
+        m[j] = fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]);
+#pragma unroll
+      for (int w = 1; w < n; w *= 2) {
+#pragma unroll
+        for (int j = 0; j + w < n; j += 2 * w)
+          m[j] = fmaxf(m[j], m[j + w]);
+      }
+      mx = fmaxf(mx, m[0]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j)
+        mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    return mx;
+  }
+
+  /// Row r against the new reference max mx: factor[r], p = 2^(s * scale_log2 - ref) in place,
+  /// row_max / row_sum updated.
+  __device__ __forceinline__ void exp_row(float (&s)[kRegs], int r, float mx, float scale_log2,
+                                          float (&factor)[2]) {
+    const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
+    factor[r] = fast_exp2(row_max[r] * scale_log2 - ref);
+    row_max[r] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
+        s[4 * j + 2 * r + e] = p;
+        sum += p;
+      }
+    }
+    row_sum[r] = row_sum[r] * factor[r] + sum;
   }
 
   /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.

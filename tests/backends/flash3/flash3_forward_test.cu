@@ -81,12 +81,17 @@ struct Cfg {
   bool bhsd = false;     // memory order [B, H, S, D] (logical [B, S, H, D] via strides)
   bool padded = false;   // every non-d stride enlarged (rows padded by 8 elements, heads by 16)
   bool gpu_ref = false;  // large: naive GPU reference instead of the fp64 CPU one
+  // Q and K drawn from N(0, amp^2): amp = 4 gives scores with a standard deviation of 16, so row
+  // maxima keep jumping by more than 2^8 (in exp2 units) from one K/V block to the next (the
+  // rescale path that Tuning::lazy_rescale otherwise rarely takes after a row's first block).
+  float amp = 1.f;
   std::string name() const {
     const char* c = causal == Causal::none ? "nc" : causal == Causal::top_left ? "tl" : "br";
     return tag + "_b" + std::to_string(b) + "_sq" + std::to_string(sq) + "_sk" +
            std::to_string(sk) + "_h" + std::to_string(hq) + "x" + std::to_string(hkv) + "_d" +
            std::to_string(d) + "_" + (dt == DType::bf16 ? "bf16" : "f16") + "_" + c +
-           (bhsd ? "_bhsd" : "") + (padded ? "_pad" : "");
+           (bhsd ? "_bhsd" : "") + (padded ? "_pad" : "") +
+           (amp != 1.f ? "_amp" + std::to_string(static_cast<int>(amp)) : "");
   }
 };
 
@@ -118,7 +123,7 @@ void layout(Tensor& t, bool bhsd, bool padded) {
 }
 
 void make(Tensor& t, int64_t b, int64_t s, int64_t h, int64_t d, const Cfg& c, std::mt19937_64* g,
-          bool poison) {
+          bool poison, float amp = 1.f) {
   t.b = b, t.s = s, t.h = h, t.d = d;
   layout(t, c.bhsd, c.padded);
   std::vector<uint16_t> bits(t.alloc, 0x7fff);  // NaN in both bf16 and f16 (padding too)
@@ -130,7 +135,7 @@ void make(Tensor& t, int64_t b, int64_t s, int64_t h, int64_t d, const Cfg& c, s
         for (int64_t id = 0; id < d; ++id) {
           const int64_t li = ((ib * s + is) * h + ih) * d + id;
           if (!poison) {
-            const uint16_t r = to_bits(c.dt, nd(*g));
+            const uint16_t r = to_bits(c.dt, amp * nd(*g));
             bits[t.at(ib, is, ih, id)] = r;
             t.host[li] = from_bits(c.dt, r);
           }
@@ -246,8 +251,8 @@ TEST_P(Flash3Forward, MatchesReference) {
     GTEST_SKIP() << "head dim " << c.d << " not in this build's ATTNKIT_HEAD_DIMS";
   std::mt19937_64 g(std::hash<std::string>{}(c.name()));
   Tensor q, k, v, out;
-  make(q, c.b, c.sq, c.hq, c.d, c, &g, false);
-  make(k, c.b, c.sk, c.hkv, c.d, c, &g, false);
+  make(q, c.b, c.sq, c.hq, c.d, c, &g, false, c.amp);
+  make(k, c.b, c.sk, c.hkv, c.d, c, &g, false, c.amp);
   make(v, c.b, c.sk, c.hkv, c.d, c, &g, false);
   make(out, c.b, c.sq, c.hq, c.d, c, &g, true);  // NaN-poisoned
   float* lse_dev = nullptr;
@@ -296,6 +301,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().kv_tile_256 = c.tag == "kv128" ? 128 : 0;
   // "kv128r": the same tiles with K/V streamed through the 16 KB chunk ring (Tuning::kv_ring_256).
   flash3::tuning().kv_ring_256 = c.tag == "kv128r" ? 1 : 0;
+  // "uniform"/"lazy"/"s4": session-4 code generation (Tuning::uniform_desc, lazy_rescale, both).
+  flash3::tuning().uniform_desc = c.tag == "uniform" || c.tag == "s4";
+  flash3::tuning().lazy_rescale = c.tag == "lazy" || c.tag == "s4";
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -417,6 +425,25 @@ std::vector<Cfg> cases() {
         add({knob, 2, 700, 200, 16, 4, 0, DType::bf16, Causal::bottom_right});
         add({knob, 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
         add({knob, 1, 77, 300, 4, 2, 0, DType::f16, Causal::top_left});
+      }
+      // Session 4: uniform descriptors, lazy rescale, both: ping-pong + persistent tiles,
+      // bottom-right with tiles without keys and idle warpgroups, the GPU reference; both
+      // together also on GQA / rows without keys in every causal mode.
+      for (const char* knob : {"uniform", "lazy", "s4"}) {
+        add({knob, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({knob, 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      }
+      add({"lazy", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::top_left});
+      add({"s4", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+      for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+        add({"s4", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+        add({"s4", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+      }
+      // Peaky scores (amp = 4): the reference max moves often (lazy rescale's moved branch).
+      for (const char* knob : {"square", "lazy", "s4"}) {
+        add({knob, 1, 300, 1000, 4, 2, 0, DType::bf16, Causal::none, false, false, false, 4.f});
+        add({knob, 2, 333, 900, 4, 1, 0, DType::bf16, Causal::bottom_right, false, false, false,
+             4.f});
       }
       if (d == 256) {  // 128-key tiles (Tuning::kv_tile_256): both causal alignments,
         // Sq != Sk, odd lengths (partial last K/V block), rows without keys, idle warpgroups
