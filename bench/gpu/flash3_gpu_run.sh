@@ -49,7 +49,9 @@ grep -E "FAILED|SKIPPED|Failure|error|Expected|Which is|relative|max abs|lse" $O
 
 if [ "${F3_SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer (subset)"
+  # F3_SAN_EXTRA: more ':'-separated gtest cases (e.g. a new variant's) appended to the subset.
   FILT='Cases/Flash3Forward.MatchesReference/persist_b3_sq700_sk300_h16x4_d128_bf16_br:Cases/Flash3Forward.MatchesReference/gqa2_b1_sq77_sk300_h4x2_d128_bf16_br:Cases/Flash3Forward.MatchesReference/sq_gt_sk_b1_sq300_sk77_h2x1_d64_f16_br:Cases/Flash3Forward.MatchesReference/square_b2_sq128_sk128_h2x2_d256_bf16_nc:Cases/Flash3Forward.MatchesReference/pp_on_b2_sq900_sk700_h8x2_d64_bf16_tl:Cases/Flash3Forward.MatchesReference/sched_dyn_b3_sq100_sk200_h48x4_d64_bf16_br:Cases/Flash3Forward.MatchesReference/sched_dyn_b3_sq100_sk200_h48x4_d128_f16_br:Cases/Flash3Forward.MatchesReference/wgs3_b4_sq700_sk200_h40x8_d64_bf16_br:Cases/Flash3Forward.MatchesReference/serial_b4_sq700_sk200_h40x8_d128_bf16_br:Cases/Flash3Forward.MatchesReference/early_v3_b2_sq700_sk200_h16x4_d128_bf16_br:Cases/Flash3Forward.MatchesReference/early_v3_b2_sq700_sk200_h16x4_d256_bf16_br:Cases/Flash3Forward.MatchesReference/early_v3_b2_sq700_sk200_h16x4_d64_bf16_br'
+  [ -n "${F3_SAN_EXTRA:-}" ] && FILT="$FILT:$F3_SAN_EXTRA"
   for tool in memcheck racecheck; do  # both at once (independent processes)
     ( timeout ${F3_SAN_TIMEOUT:-120} compute-sanitizer --tool $tool --error-exitcode 9 $B/flash3_test \
         --gtest_filter="$FILT" > $OUT/sanitizer_$tool.log 2>&1
