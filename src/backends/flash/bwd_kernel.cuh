@@ -26,14 +26,40 @@
 
 namespace attnkit::flash {
 
-/// delta (B, Hq, seqlen_q) fp32; one warp per row, 8 elements (16 bytes) per lane.
-template <typename T>
+/// Query blocks of kBM rows per (batch, q head) in the packed stats workspace (kStatsBM > 0 in
+/// bwd_delta_kernel): sized by the longest sequence (seqlen_q).
+template <int kBM>
+__host__ __device__ __forceinline__ int64_t stats_blocks(const Params& p) {
+  return (p.seqlen_q + kBM - 1) / kBM;
+}
+
+/// kStatsBM == 0: delta (B, Hq, seqlen_q) fp32; one warp per row, 8 elements (16 bytes) per lane.
+/// kStatsBM > 0 (ATTNKIT_FLASH_BWD_STATS_WS): the fused kernel's packed row statistics, per
+/// (batch b, q head h, query block mb of kStatsBM rows) one block of 2 kStatsBM floats at
+/// ((b Hq + h) stats_blocks + mb) 2 kStatsBM: lse in log2 units (+inf where lse = -inf or the
+/// row is past the sequence: P = exp2(x - lse2) = 0 there), then delta (0 past the sequence).
+/// The grid covers stats_blocks * kStatsBM rows.
+template <typename T, int kStatsBM = 0>
 __global__ void bwd_delta_kernel(const Params p, float* delta) {
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const SeqSpan sp = seq_span(p, b);
-  if (i >= sp.sq) return;
+  float* st = nullptr;  // kStatsBM: this row's lse2 (delta at + kStatsBM)
+  if constexpr (kStatsBM > 0) {
+    const int64_t nb = stats_blocks<kStatsBM>(p);
+    if (i >= nb * kStatsBM) return;
+    st = delta + ((b * p.heads_q + h) * nb + i / kStatsBM) * (2 * kStatsBM) + i % kStatsBM;
+    if (i >= sp.sq) {
+      if (lane == 0) {
+        st[0] = INFINITY;
+        st[kStatsBM] = 0.f;
+      }
+      return;
+    }
+  } else {
+    if (i >= sp.sq) return;
+  }
   const T* o = static_cast<const T*>(p.out) + b * p.out_st.b + (sp.q_start + i) * p.out_st.s +
                h * p.out_st.h;
   const T* d = static_cast<const T*>(p.dout) + b * p.dout_st.b + (sp.q_start + i) * p.dout_st.s +
@@ -51,7 +77,15 @@ __global__ void bwd_delta_kernel(const Params p, float* delta) {
 #pragma unroll
   for (int s = 16; s > 0; s /= 2)
     acc += __shfl_xor_sync(0xffffffffu, acc, s);
-  if (lane == 0) delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
+  if constexpr (kStatsBM > 0) {
+    if (lane == 0) {
+      const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s];
+      st[0] = l == -INFINITY ? INFINITY : l * kLog2e;  // as lse_log2()
+      st[kStatsBM] = acc;
+    }
+  } else {
+    if (lane == 0) delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
+  }
 }
 
 /// lse of row i in log2 units, +inf for rows with no visible key (lse = -inf) or past the end,
@@ -74,8 +108,10 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 /// +inf.
 /// kCheckPass false (fast path only): the caller has applied the element check already
 /// (mask_band); `check` then only maps lse = -inf to +inf.
+/// kStatsLog2 (with kStatsSmem, ATTNKIT_FLASH_BWD_STATS_WS): s_lse holds lse2 as P needs it
+/// (log2 units, +inf for rows past the sequence or with lse = -inf): read as is.
 template <bool kGeneral, bool kStatsSmem = false, bool kStatsFilled = false, bool kCheckPass = true,
-          int MT, int NT>
+          bool kStatsLog2 = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
                                          float (&s)[MT][NT][4], float (&dp)[MT][NT][4], int row0,
                                          int col0, const float* delta_bh, int64_t q_start,
@@ -110,7 +146,10 @@ __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
     for (int r = 0; r < 2; ++r) {
       const int i = row0 + mt * 16 + qr + r * 8;
       float lse2, dl;
-      if constexpr (kStatsSmem && kStatsFilled) {
+      if constexpr (kStatsSmem && kStatsLog2) {
+        lse2 = s_lse[i - stats_row0];
+        dl = s_delta[i - stats_row0];
+      } else if constexpr (kStatsSmem && kStatsFilled) {
         const float l = s_lse[i - stats_row0];
         lse2 = ((kGeneral || check) && l == -INFINITY) ? INFINITY : l * kLog2e;
         dl = s_delta[i - stats_row0];
@@ -541,6 +580,10 @@ struct BwdKeyBlock {
     // memory (16 B spill, 3 LDL per item) and the session-4 A/B measured it 1-2 % slower.
     constexpr bool kLoadChain =
         ATTNKIT_FLASH_BWD_LOAD_CHAIN == 1 || (ATTNKIT_FLASH_BWD_LOAD_CHAIN == 2 && D != 128);
+    // LOAD_PRED 2 (default): D = 128 only; at D = 64 / 256 LOAD_CHAIN's form is as short
+    // (static SASS 1246 vs 1254 / 1191 vs 1194 per item with STATS_WS and LATE_LOAD 2).
+    constexpr bool kLoadPred =
+        ATTNKIT_FLASH_BWD_LOAD_PRED == 1 || (ATTNKIT_FLASH_BWD_LOAD_PRED == 2 && D == 128);
     if constexpr (kThreads % kCpr == 0 && !LQ::kHasHalfPanel) {
       // load_tile_async with the thread's chunk fixed: row r0 + it * kR, column c0; smem rows
       // kR apart are kR * 64 elements apart in a 64-wide panel (kR % 8 == 0 keeps the swizzle).
@@ -556,7 +599,26 @@ struct BwdKeyBlock {
       const char* dt = reinterpret_cast<const char*>(do_ptr + (r0 * p.dout_st.s + c0));
       const int64_t qstep = kR * p.q_st.s * static_cast<int64_t>(sizeof(T));
       const int64_t dstep = kR * p.dout_st.s * static_cast<int64_t>(sizeof(T));
-      if constexpr (kLoadChain) {
+      if constexpr (kLoadPred) {
+        // One running pointer per tensor, advanced by a predicated 64-bit add while the next
+        // row is inside the sequence (row validity is monotone in it), so it stays on the last
+        // valid row; chunk 0 starts from the tensor's base (a kernel parameter) when the
+        // thread has no valid row. Zero-filled chunks thus read 0 bytes from a valid address,
+        // with no per-chunk 64-bit select (LOAD_CHAIN) or row product (the form below).
+        const bool ok0 = 0 < left;
+        const char* qa = ok0 ? qt : static_cast<const char*>(p.q);
+        const char* da = ok0 ? dt : static_cast<const char*>(p.dout);
+#pragma unroll
+        for (int it = 0; it < kIts; ++it) {
+          const bool ok = it * kR < left;
+          if (it > 0 && ok) {
+            qa += qstep;
+            da += dstep;
+          }
+          ptx::cp_async_16(s0 + it * kR * 64 * 2, qa, ok);
+          ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2, da, ok);
+        }
+      } else if constexpr (kLoadChain) {
         // One running byte pointer per tensor (one 64-bit add per chunk instead of a row
         // offset from the item's pointer); chunks past the sequence read 0 bytes from the
         // tensor's base pointer (a kernel parameter, valid whatever the item) instead of the
@@ -645,11 +707,23 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
           ? p.lse + b * p.lse_st.b + h0 * p.lse_st.h + (sp.q_start + st_r) * p.lse_st.s
           : delta + (b * p.heads_q + h0) * p.seqlen_q + st_r;
   float* const dq_b = dq_accum_ptr<D>(dq_accum, p, b, h0);
+  // Packed stats (Tr::kStatsWs; `delta` is the workspace bwd_delta_kernel<T, kBM> wrote): the
+  // group's first head's blocks, and one head's stride in them.
+  const int64_t st_nb = stats_blocks<kBM>(p);
+  const float* const st_b = delta + (b * p.heads_q + h0) * st_nb * (2 * kBM);
 #endif
   auto load_item = [&](int t, int stage) {
     kb.load_q_do(t, sQ0 + stage * 2 * LQ::kSize);
 #if ATTNKIT_FLASH_BWD_HOIST
-    if constexpr (Tr::kStatsSmem) {
+    if constexpr (Tr::kStatsWs) {
+      // One 2 kBM-float block (lse2, delta) per item: kBM / 2 threads (whole warps: kBM >= 64)
+      // copy 16 bytes each, no bounds (the block is padded with +inf / 0).
+      const int tid = static_cast<int>(threadIdx.x);
+      if (tid < kBM / 2) {
+        const float* src = st_b + (kb.rel_head(t) * st_nb + kb.block_of(t)) * (2 * kBM) + tid * 4;
+        ptx::cp_async_16(ptx::smem_addr(sL0 + stage * 2 * kBM + tid * 4), src, true);
+      }
+    } else if constexpr (Tr::kStatsSmem) {
       const int tid = static_cast<int>(threadIdx.x);
       if (tid < 2 * kBM) {
         const int64_t hh = kb.rel_head(t), m0 = kb.m0(t);
@@ -702,10 +776,15 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     const int tn = next_item(t);
     ptx::cp_async_wait<0>();
     __syncthreads();  // item t landed; every warp is done with the other stage and sP / sdS
-    if (kStages > 1 && tn < items) {
-      load_item(tn, stage ^ 1);  // overlaps this item's compute
-      ptx::cp_async_commit();
-    }
+    // The next item's Q / dO / stats into the other stage (free since the barrier above),
+    // overlapping this item's compute; where in the item: ATTNKIT_FLASH_BWD_LATE_LOAD.
+    auto issue_next = [&](int at) {
+      if (at == ATTNKIT_FLASH_BWD_LATE_LOAD && kStages > 1 && tn < items) {
+        load_item(tn, stage ^ 1);
+        ptx::cp_async_commit();
+      }
+    };
+    issue_next(0);
     const T* sQ = sQ0 + stage * 2 * LQ::kSize;  // (kBM, D)
     const T* sdO = sQ + LQ::kSize;              // (kBM, D)
     const int64_t h = kb.head(t);
@@ -724,8 +803,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       zero(dp);
       warp_gemm_ss_wo<kWo, Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(
           s, sQ, sK, s_m0, s_n0);
+      issue_next(1);
       warp_gemm_ss_wo<kWo, Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(
           dp, sdO, sV, s_m0, s_n0);
+      issue_next(2);
 #if ATTNKIT_FLASH_BWD_HOIST && ATTNKIT_FLASH_BWD_ITEM_RANGE
       const bool check = kb.needs_check(t);
 #else
@@ -742,12 +823,13 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
           mask_band(s, band_limits(diag_band(p, sp.sq, sp.sk), m0, n0, sp.sk, io, jo));
         }
       }
-      bwd_p_ds<kGeneral, Tr::kStatsSmem, ATTNKIT_FLASH_BWD_HOIST != 0, !kBand>(
+      bwd_p_ds<kGeneral, Tr::kStatsSmem, ATTNKIT_FLASH_BWD_HOIST != 0, !kBand, Tr::kStatsWs>(
           p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0, delta_bh,
           sp.q_start, check, s_lse, s_lse + kBM, static_cast<int>(m0));
 #if ATTNKIT_FLASH_BWD_HOIST
       store_c_smem_split<LP>(sP, s, s_m0, s_n0);
       store_c_smem_split<LP>(sdS, dp, s_m0, s_n0);
+      issue_next(3);
 #else
       store_c_smem<LP>(sP, s, s_m0, s_n0);
       store_c_smem<LP>(sdS, dp, s_m0, s_n0);

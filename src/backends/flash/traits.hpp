@@ -98,8 +98,35 @@
 #ifndef ATTNKIT_FLASH_BWD_LOAD_CHAIN
 #define ATTNKIT_FLASH_BWD_LOAD_CHAIN (ATTNKIT_FLASH_BWD_TRIM ? 2 : 0)
 #endif
+//   ATTNKIT_FLASH_BWD_STATS_WS (with STATS_SMEM and HOIST; helper flashbwd7, session 4): the
+//     delta kernel writes the fused kernel's row statistics as one packed block per (batch,
+//     q head, query block of kBM): [lse in log2 units (+inf for rows past the sequence or with
+//     lse = -inf) x kBM, delta (0 past the sequence) x kBM] fp32, so an item's stats are one
+//     unpredicated 16-byte cp.async by kBM / 2 threads and bwd_p_ds reads lse2 as is (1),
+//     instead of a 4-byte cp.async per row from lse and delta with per-row 64-bit strides, a
+//     bounds select and an +inf store, and the -inf map + log2e multiply per row (0). Static
+//     SASS of the fused bf16 item loop (sm_90a): see bench/notes/flash.md (session 4).
+//   ATTNKIT_FLASH_BWD_LOAD_PRED (with HOIST, D = 64 / 128 / 256): the Q / dO cp.async of an
+//     item from one running pointer per tensor advanced by a predicated add while the row is
+//     inside the sequence (so it stays on the last valid row; the first chunk starts from the
+//     tensor base when none is valid): no per-chunk 64-bit select. Overrides LOAD_CHAIN.
+//     1 = every such D, 2 = D = 128 only (where LOAD_CHAIN is off), 0 = off.
+//   ATTNKIT_FLASH_BWD_LATE_LOAD: where the fused kernel issues the next item's Q / dO / stats
+//     cp.async (~60-110 SASS instructions per warp): 0 right after the item's first barrier,
+//     i.e. before the S GEMM's first MMA (every warp at once); 1 after the S GEMM, 2 after the
+//     dP GEMM, 3 after the P / dS stores (before the second barrier; HOIST only). FA-2 issues
+//     its next Q after the dP GEMM and its next dO after the dV GEMM.
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_LATE_LOAD
+#define ATTNKIT_FLASH_BWD_LATE_LOAD 2
+#endif
+#ifndef ATTNKIT_FLASH_BWD_STATS_WS
+#define ATTNKIT_FLASH_BWD_STATS_WS 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_LOAD_PRED
+#define ATTNKIT_FLASH_BWD_LOAD_PRED 2
 #endif
 #ifndef ATTNKIT_FLASH_BWD_BM_64
 #define ATTNKIT_FLASH_BWD_BM_64 128
@@ -230,6 +257,9 @@ struct BwdFusedTraits {
   // after the S and dP GEMMs reads no global memory (a global load there stalls every warp of
   // the CTA at once: they all reach it together).
   static constexpr bool kStatsSmem = ATTNKIT_FLASH_BWD_STATS_SMEM != 0;
+  // Stats from the packed workspace block of the item's query block (ATTNKIT_FLASH_BWD_STATS_WS).
+  static constexpr bool kStatsWs =
+      kStatsSmem && ATTNKIT_FLASH_BWD_STATS_WS != 0 && ATTNKIT_FLASH_BWD_HOIST != 0;
   // K, V (kBN, D); kStages x Q, dO (kBM, D); P, dS (kBM, kBN): bf16 / f16; kStages x lse, delta
   // (kBM) fp32. D = 128: 160 KiB + 1 KiB.
   static constexpr int kSmemBytes = (2 * kBN * D + kStages * 2 * kBM * D + 2 * kBM * kBN) * 2 +
