@@ -668,9 +668,9 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   using LK = SmemLayout<Tr::kBN, D>;
   using LP = SmemLayout<Tr::kBM, Tr::kBN>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kStages = Tr::kStages;
-  // Warp origins folded into the GEMMs' lane addresses (warp_gemm_ss_wo): D <= 128 only; at
-  // D = 192 / 256 ptxas then spills 24 / 68 B (0 without).
-  constexpr bool kWo = ATTNKIT_FLASH_BWD_HOIST && D <= 128;
+  // Warp origins folded into the GEMMs' lane addresses (warp_gemm_ss_wo): D <= 128, and
+  // D > 128 with ATTNKIT_FLASH_BWD_WO_WIDE (session 3: 24 / 68 B spill at D = 192 / 256).
+  constexpr bool kWo = ATTNKIT_FLASH_BWD_HOIST && (D <= 128 || ATTNKIT_FLASH_BWD_WO_WIDE);
   // The fast path's element check from one band of diagonals (mask_band) instead of bwd_p_ds's
   // per-row ranges.
   constexpr bool kBand = ATTNKIT_FLASH_BWD_CHECK_LIMITS && !kGeneral;

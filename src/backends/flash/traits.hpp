@@ -116,8 +116,16 @@
 //     i.e. before the S GEMM's first MMA (every warp at once); 1 after the S GEMM, 2 after the
 //     dP GEMM, 3 after the P / dS stores (before the second barrier; HOIST only). FA-2 issues
 //     its next Q after the dP GEMM and its next dO after the dV GEMM.
+//   ATTNKIT_FLASH_BWD_WO_WIDE: the fused kernel's warp origins folded into the GEMM lane
+//     addresses (warp_gemm_ss_wo, HOIST) also at D = 192 / 256 (1) or at D <= 128 only (0).
+//     Session 3: 24 / 68 B spill there; with STATS_WS and LATE_LOAD 2 (session 4, sm_90a
+//     bf16): D = 256 item loop 1191 -> 1145 static SASS, 28 B spill outside the loop; D = 192
+//     1026 -> 1018, 0 spill.
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_WO_WIDE
+#define ATTNKIT_FLASH_BWD_WO_WIDE 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_LATE_LOAD
 #define ATTNKIT_FLASH_BWD_LATE_LOAD 2
