@@ -33,30 +33,41 @@ __host__ __device__ __forceinline__ int64_t stats_blocks(const Params& p) {
   return (p.seqlen_q + kBM - 1) / kBM;
 }
 
-/// kStatsBM == 0: delta (B, Hq, seqlen_q) fp32; one warp per row, 8 elements (16 bytes) per lane.
+/// kStatsBM == 0: delta (B, Hq, seqlen_q) fp32; kLanes lanes per row (32 / kLanes rows per warp),
+/// 8 elements (16 bytes) per lane and step.
 /// kStatsBM > 0 (ATTNKIT_FLASH_BWD_STATS_WS): the fused kernel's packed row statistics, per
 /// (batch b, q head h, query block mb of kStatsBM rows) one block of 2 kStatsBM floats at
 /// ((b Hq + h) stats_blocks + mb) 2 kStatsBM: lse in log2 units (+inf where lse = -inf or the
 /// row is past the sequence: P = exp2(x - lse2) = 0 there), then delta (0 past the sequence).
-/// The grid covers stats_blocks * kStatsBM rows.
-template <typename T, int kStatsBM = 0>
+/// The grid covers stats_blocks * kStatsBM rows. The lse load is issued before the O / dO loads
+/// (one global latency per row, not two).
+template <typename T, int kStatsBM = 0, int kLanes = 32>
 __global__ void bwd_delta_kernel(const Params p, float* delta) {
+  static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "lanes per row");
+  constexpr int kRowsPerWarp = 32 / kLanes;
   const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const int lane = threadIdx.x % 32, sub = lane % kLanes;
+  const int64_t i =
+      (static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp +
+      lane / kLanes;
+  // The kLanes lanes of this row (they return or stay together: same i).
+  const unsigned gmask =
+      kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << (lane / kLanes * kLanes);
   const SeqSpan sp = seq_span(p, b);
   float* st = nullptr;  // kStatsBM: this row's lse2 (delta at + kStatsBM)
+  float l = 0.f;
   if constexpr (kStatsBM > 0) {
     const int64_t nb = stats_blocks<kStatsBM>(p);
     if (i >= nb * kStatsBM) return;
     st = delta + ((b * p.heads_q + h) * nb + i / kStatsBM) * (2 * kStatsBM) + i % kStatsBM;
     if (i >= sp.sq) {
-      if (lane == 0) {
+      if (sub == 0) {
         st[0] = INFINITY;
         st[kStatsBM] = 0.f;
       }
       return;
     }
+    if (sub == 0) l = p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s];
   } else {
     if (i >= sp.sq) return;
   }
@@ -65,7 +76,7 @@ __global__ void bwd_delta_kernel(const Params p, float* delta) {
   const T* d = static_cast<const T*>(p.dout) + b * p.dout_st.b + (sp.q_start + i) * p.dout_st.s +
                h * p.dout_st.h;
   float acc = 0.f;
-  for (int c = lane * 8; c < p.head_dim_v; c += 32 * 8) {
+  for (int c = sub * 8; c < p.head_dim_v; c += kLanes * 8) {
     const uint4 ov = *reinterpret_cast<const uint4*>(o + c);
     const uint4 dv = *reinterpret_cast<const uint4*>(d + c);
     const T* oe = reinterpret_cast<const T*>(&ov);
@@ -75,16 +86,14 @@ __global__ void bwd_delta_kernel(const Params p, float* delta) {
       acc += static_cast<float>(oe[e]) * static_cast<float>(de[e]);
   }
 #pragma unroll
-  for (int s = 16; s > 0; s /= 2)
-    acc += __shfl_xor_sync(0xffffffffu, acc, s);
+  for (int s = kLanes / 2; s > 0; s /= 2)
+    acc += __shfl_xor_sync(gmask, acc, s);
+  if (sub != 0) return;
   if constexpr (kStatsBM > 0) {
-    if (lane == 0) {
-      const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s];
-      st[0] = l == -INFINITY ? INFINITY : l * kLog2e;  // as lse_log2()
-      st[kStatsBM] = acc;
-    }
+    st[0] = l == -INFINITY ? INFINITY : l * kLog2e;  // as lse_log2()
+    st[kStatsBM] = acc;
   } else {
-    if (lane == 0) delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
+    delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
   }
 }
 
@@ -377,11 +386,81 @@ __device__ __forceinline__ void red_c_global(float* g, int ld, const float (&c)[
     }
 }
 
-/// dQ_accum layout: (B, Hq, seqlen_q, D) fp32, D the kernel head dim (columns >= head_dim stay
-/// 0); varlen sequence b uses rows [0, its length) of slot b (seqlen_q is the maximum).
+/// ATTNKIT_FLASH_BWD_DQ_PERM: the fused kernel's dQ_accum in its own order inside each (kBM, D)
+/// query-block tile: warp w's chunk ch (kQMT x kQNT m16n8 tiles) is one run of kQMT kQNT 2 x 64
+/// floats, and each (mt, nt, r) of it 64 floats, lane l's pair at 2 l. A warp's red.v2 then adds
+/// to 256 contiguous bytes (2 L2 requests) instead of 8 rows x 32 bytes (8 requests: ncu,
+/// session 4, D = 128 S = 4k: 134 M L2 red requests vs FA-2's 33.5 M for the same sectors, and
+/// 0.44 lg_throttle stall cycles per instruction vs 0.01; FA-2 also adds in its MMA order).
+/// Columns c..c + 7 (c % 8 == 0) of a tile row are 8 consecutive floats (lanes 4 qr .. 4 qr + 3).
+template <int D>
+struct DqPerm {
+  using Tr = BwdFusedTraits<D>;
+  static constexpr int kMT = Tr::kQMT, kNT = Tr::kQNT, kCW = D / Tr::kDqChunks;
+  __host__ __device__ static constexpr int warp_off(int ch, int warp) {
+    return (ch * Tr::kWarps + warp) * (kMT * kNT * 2 * 64);
+  }
+  __host__ __device__ static constexpr int slot(int mt, int nt, int r) {
+    return (mt * kNT + nt) * 2 + r;
+  }
+  /// Offset in the tile of row ri, columns c..c + 7 (c % 8 == 0).
+  __host__ __device__ static constexpr int off(int ri, int c) {
+    const int ch = c / kCW, cc = c % kCW;
+    const int warp = (ri / (16 * kMT)) * Tr::kDqWC + cc / (8 * kNT);
+    const int rr = ri % (16 * kMT), cl = cc % (8 * kNT);
+    return warp_off(ch, warp) + slot(rr / 16, cl / 8, (rr % 16) / 8) * 64 +
+           ((rr % 8) * 4 + (cl % 8) / 2) * 2;
+  }
+};
+
+/// Rows of one (batch, q head) slot of dQ_accum: seqlen_q, padded to whole kBM tiles with
+/// DQ_PERM (a tile's permuted floats span the whole tile).
+template <int D>
+__host__ __device__ __forceinline__ int64_t dq_rows(const Params& p) {
+  if constexpr (BwdFusedTraits<D>::kDqPerm) {
+    constexpr int kBM = BwdFusedTraits<D>::kBM;
+    return (p.seqlen_q + kBM - 1) / kBM * kBM;
+  } else {
+    return p.seqlen_q;
+  }
+}
+
+/// red_c_global_split into a DqPerm tile: warp `warp`'s chunk ch, rows row0.. of the tile (the
+/// warp's origin), rows >= valid_rows skipped as there.
+template <int D, int MT, int NT>
+__device__ __forceinline__ void red_c_perm(float* tile, const float (&c)[MT][NT][4], int ch,
+                                           int warp, int row0, int valid_rows) {
+  static_assert(MT == DqPerm<D>::kMT && NT == DqPerm<D>::kNT, "the fused kernel's dQ warp tile");
+  const int lane = threadIdx.x % 32;
+  float* gt = tile + DqPerm<D>::warp_off(ch, warp) + lane * 2;
+  if (valid_rows - row0 >= MT * 16) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          red_add2(gt + DqPerm<D>::slot(mt, nt, r) * 64, c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+    return;
+  }
+  const int left = valid_rows - row0 - lane / 4;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (mt * 16 + r * 8 >= left) continue;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        red_add2(gt + DqPerm<D>::slot(mt, nt, r) * 64, c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+    }
+}
+
+/// dQ_accum layout: (B, Hq, dq_rows, D) fp32, D the kernel head dim (columns >= head_dim stay
+/// 0); varlen sequence b uses rows [0, its length) of slot b (seqlen_q is the maximum). With
+/// DQ_PERM each kBM-row tile is in DqPerm's order.
 template <int D>
 __device__ __forceinline__ float* dq_accum_ptr(float* base, const Params& p, int64_t b, int64_t h) {
-  return base + ((b * p.heads_q + h) * p.seqlen_q) * D;
+  return base + ((b * p.heads_q + h) * dq_rows<D>(p)) * D;
 }
 
 /// The part the fused and the deterministic dK / dV kernels share: one CTA per (key block of
@@ -779,7 +858,9 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     // The next item's Q / dO / stats into the other stage (free since the barrier above),
     // overlapping this item's compute; where in the item: ATTNKIT_FLASH_BWD_LATE_LOAD.
     auto issue_next = [&](int at) {
-      if (at == ATTNKIT_FLASH_BWD_LATE_LOAD && kStages > 1 && tn < items) {
+      constexpr int kLate =
+          D == 128 ? ATTNKIT_FLASH_BWD_LATE_LOAD : ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER;
+      if (at == kLate && kStages > 1 && tn < items) {
         load_item(tn, stage ^ 1);
         ptx::cp_async_commit();
       }
@@ -843,7 +924,7 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
                                                                                     k_m0, k_n0);
     // dQ (kBM, D) += dS (kBM, kBN) K (kBN, D), in kDqChunks column chunks, into the workspace.
 #if ATTNKIT_FLASH_BWD_HOIST
-    float* dqa = decltype(kb)::kBases ? dq_b + (kb.rel_head(t) * p.seqlen_q + m0) * D
+    float* dqa = decltype(kb)::kBases ? dq_b + (kb.rel_head(t) * dq_rows<D>(p) + m0) * D
                                       : dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
 #else
     float* dqa = dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
@@ -856,7 +937,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       warp_gemm_ss_wo<kWo, Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK,
                                                                                        q_m0, c0);
 #if ATTNKIT_FLASH_BWD_HOIST
-      red_c_global_split<D>(dqa, dq, q_m0, c0, static_cast<int>(rows));
+      if constexpr (Tr::kDqPerm)
+        red_c_perm<D>(dqa, dq, ch, warp, q_m0, static_cast<int>(rows));
+      else
+        red_c_global_split<D>(dqa, dq, q_m0, c0, static_cast<int>(rows));
 #else
       red_c_global(dqa, D, dq, q_m0, c0, static_cast<int>(rows));
 #endif
@@ -887,7 +971,13 @@ __global__ void bwd_dq_convert_kernel(const Params p, const float* dq_accum) {
   const int c = static_cast<int>(e % D);
   const SeqSpan sp = seq_span(p, b);
   if (i >= sp.sq || c >= p.head_dim) return;
-  const float* src = dq_accum_ptr<D>(const_cast<float*>(dq_accum), p, b, h) + i * D + c;
+  const float* src = dq_accum_ptr<D>(const_cast<float*>(dq_accum), p, b, h);
+  if constexpr (BwdFusedTraits<D>::kDqPerm) {
+    constexpr int kBM = BwdFusedTraits<D>::kBM;
+    src += (i / kBM) * kBM * D + DqPerm<D>::off(static_cast<int>(i % kBM), c);
+  } else {
+    src += i * D + c;
+  }
   const float4 lo = *reinterpret_cast<const float4*>(src);
   const float4 hi = *reinterpret_cast<const float4*>(src + 4);
   const float s = p.scale;

@@ -115,20 +115,38 @@
 //     cp.async (~60-110 SASS instructions per warp): 0 right after the item's first barrier,
 //     i.e. before the S GEMM's first MMA (every warp at once); 1 after the S GEMM, 2 after the
 //     dP GEMM, 3 after the P / dS stores (before the second barrier; HOIST only). FA-2 issues
-//     its next Q after the dP GEMM and its next dO after the dV GEMM.
+//     its next Q after the dP GEMM and its next dO after the dV GEMM. D = 128 only;
+//     ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER is the same for the other head dims. Session 4 run 1
+//     (H200, same-run A/B against 0, with STATS_WS): 2 measured +2-3.4 % at D = 128 (1k / 4k,
+//     causal and not), -0..-1.6 % at D = 64 and -0.8..-1.7 % at D = 256: 2 / 0 by default.
 //   ATTNKIT_FLASH_BWD_WO_WIDE: the fused kernel's warp origins folded into the GEMM lane
 //     addresses (warp_gemm_ss_wo, HOIST) also at D = 192 / 256 (1) or at D <= 128 only (0).
 //     Session 3: 24 / 68 B spill there; with STATS_WS and LATE_LOAD 2 (session 4, sm_90a
 //     bf16): D = 256 item loop 1191 -> 1145 static SASS, 28 B spill outside the loop; D = 192
 //     1026 -> 1018, 0 spill.
+//   ATTNKIT_FLASH_BWD_DQ_PERM: the fused kernel's dQ_accum workspace in the dQ MMA's register
+//     order per (kBM, D) tile (DqPerm, bwd_kernel.cuh; bwd_dq_convert_kernel reads it back), so
+//     each red.v2 adds to 256 contiguous bytes; 0 = row-major (8 rows x 32 B per instruction).
+//   ATTNKIT_FLASH_BWD_DELTA_LANES: the delta kernel's lanes per row, D / 8 capped to 8..32 (1:
+//     D = 64 4 rows per warp, D = 128 2) or 32 (0: at D = 64 24 of 32 lanes idle; the kernel
+//     is latency-bound, one row's loads per warp).
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_DQ_PERM
+#define ATTNKIT_FLASH_BWD_DQ_PERM 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_DELTA_LANES
+#define ATTNKIT_FLASH_BWD_DELTA_LANES 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_WO_WIDE
 #define ATTNKIT_FLASH_BWD_WO_WIDE 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_LATE_LOAD
 #define ATTNKIT_FLASH_BWD_LATE_LOAD 2
+#endif
+#ifndef ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER
+#define ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER 0
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_WS
 #define ATTNKIT_FLASH_BWD_STATS_WS 1
@@ -265,6 +283,8 @@ struct BwdFusedTraits {
   // after the S and dP GEMMs reads no global memory (a global load there stalls every warp of
   // the CTA at once: they all reach it together).
   static constexpr bool kStatsSmem = ATTNKIT_FLASH_BWD_STATS_SMEM != 0;
+  // dQ_accum tiles in the dQ MMA's order (ATTNKIT_FLASH_BWD_DQ_PERM; needs HOIST's dQ path).
+  static constexpr bool kDqPerm = ATTNKIT_FLASH_BWD_DQ_PERM != 0 && ATTNKIT_FLASH_BWD_HOIST != 0;
   // Stats from the packed workspace block of the item's query block (ATTNKIT_FLASH_BWD_STATS_WS).
   static constexpr bool kStatsWs =
       kStatsSmem && ATTNKIT_FLASH_BWD_STATS_WS != 0 && ATTNKIT_FLASH_BWD_HOIST != 0;
