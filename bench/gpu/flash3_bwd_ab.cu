@@ -94,36 +94,62 @@ void run_one(int S, bool causal) {
     const char* name;
     int decoupled, dq_mode, block_m, dq_first, stat_mode, kv_regs;
     bool d64_only;
+    int dq_vec4 = 0, item_rot = 0;
   };
   // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
   // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
   // shuffles (m128), +pf = lse2/delta loaded one item ahead, +kv = K/V as register A fragments.
-  // "default" = the library's choice. (Run 2 measured the +pf and +shfl variants: no gain.)
+  // +v4 = float4 dQ workspace layout (float4 atomics / smem stores), +rot = per-CTA rotated
+  // item order (session 4). "default" = the library's choice. (Run 2 measured the +pf and +shfl
+  // variants: no gain; the merged run +kv: +2 %, noise.)
   const Variant variants[] = {
-      {"default", -1, -1, -1, -1, -1, -1, false},
+      {"default", -1, -1, -1, -1, -1, -1, false, -1, -1},
       {"decoupled+atomic", 1, 0, 64, 0, 0, 0, false},
+      {"decoupled+atomic+rot", 1, 0, 64, 0, 0, 0, false, 0, 1},
+      {"decoupled+atomic+v4", 1, 0, 64, 0, 0, 0, false, 1, 0},
+      {"decoupled+atomic+v4+rot", 1, 0, 64, 0, 0, 0, false, 1, 1},
       {"decoupled+atomic+kv", 1, 0, 64, 0, 0, 1, true},
-      {"decoupled+bulk+kv", 1, 1, 64, 0, 0, 1, true},
-      {"decoupled+atomic+dqf+kv", 1, 0, 64, 1, 0, 1, true},
-      {"decoupled+bulk+dqf+kv", 1, 1, 64, 1, 0, 1, true},
-      {"decoupled+bulk", 1, 1, 64, 0, 0, 0, false},
+      {"decoupled+atomic+kv+v4+rot", 1, 0, 64, 0, 0, 1, true, 1, 1},
       {"coupled+atomic+dqf", 0, 0, 64, 1, 0, 0, false},
-      {"coupled+bulk+dqf", 0, 1, 64, 1, 0, 0, false},
+      {"coupled+atomic+dqf+rot", 0, 0, 64, 1, 0, 0, false, 0, 1},
+      {"coupled+atomic+dqf+v4", 0, 0, 64, 1, 0, 0, false, 1, 0},
+      {"coupled+atomic+dqf+v4+rot", 0, 0, 64, 1, 0, 0, false, 1, 1},
+      {"coupled+bulk+dqf+v4+rot", 0, 1, 64, 1, 0, 0, false, 1, 1},
       {"m128+bulk+dqf", 0, 1, 128, 1, 0, 0, true},
+      {"m128+bulk+dqf+rot", 0, 1, 128, 1, 0, 0, true, 0, 1},
+      {"m128+bulk+dqf+v4+rot", 0, 1, 128, 1, 0, 0, true, 1, 1},
+      {"m128+atomic+dqf+v4+rot", 0, 0, 128, 1, 0, 0, true, 1, 1},
+      // Session 4, after kSharedBase (lse2 / delta staging now read with LDS): +pf again.
+      {"m128+bulk+dqf+v4", 0, 1, 128, 1, 0, 0, true, 1, 0},
+      {"m128+atomic+dqf+v4", 0, 0, 128, 1, 0, 0, true, 1, 0},
+      {"m128+bulk+dqf+v4+pf", 0, 1, 128, 1, 2, 0, true, 1, 0},
+      {"decoupled+atomic+v4+pf", 1, 0, 64, 0, 2, 0, false, 1, 0},
+      {"decoupled+atomic+kv+v4", 1, 0, 64, 0, 0, 1, true, 1, 0},
+      {"coupled+atomic+dqf+v4+pf", 0, 0, 64, 1, 2, 0, false, 1, 0},
+      {"coupled+bulk+dqf+v4+pf", 0, 1, 64, 1, 2, 0, false, 1, 0},
   };
 
-  // F3AB_ONLY=name (exact) runs one variant; F3AB_REPS=n timed runs (default 30).
+  // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
+  // those; F3AB_SUFFIX is appended to the printed names (two builds in one A/B); F3AB_REPS=n
+  // timed runs (default 30).
   const char* only = std::getenv("F3AB_ONLY");
+  const char* list = std::getenv("F3AB_VARIANTS");
+  const std::string suffix = std::getenv("F3AB_SUFFIX") ? std::getenv("F3AB_SUFFIX") : "";
   const int reps = std::getenv("F3AB_REPS") ? std::atoi(std::getenv("F3AB_REPS")) : 30;
   for (const Variant& var : variants) {
     if (var.d64_only && D != 64) continue;
     if (only != nullptr && std::string(only) != var.name) continue;
+    if (list != nullptr &&
+        std::string(list).find("," + std::string(var.name) + ",") == std::string::npos)
+      continue;
     flash3::bwd_tuning().decoupled = var.decoupled;
     flash3::bwd_tuning().dq_mode = var.dq_mode;
     flash3::bwd_tuning().block_m = var.block_m;
     flash3::bwd_tuning().dq_first = var.dq_first;
     flash3::bwd_tuning().stat_mode = var.stat_mode;
     flash3::bwd_tuning().kv_regs = var.kv_regs;
+    flash3::bwd_tuning().dq_vec4 = var.dq_vec4;
+    flash3::bwd_tuning().item_rot = var.item_rot;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;
@@ -138,9 +164,9 @@ void run_one(int S, bool causal) {
     }
     std::sort(ms.begin(), ms.end());
     const float med = ms[ms.size() / 2];
-    std::printf("S=%5d D=%3d causal=%d %-22s %8.3f ms  %6.1f TFLOP/s  (min %8.3f ms %6.1f)\n", S, D,
-                causal ? 1 : 0, var.name, med, flops / (med * 1e-3) / 1e12, ms.front(),
-                flops / (ms.front() * 1e-3) / 1e12);
+    std::printf("S=%5d D=%3d causal=%d %-26s %8.3f ms  %6.1f TFLOP/s  (min %8.3f ms %6.1f)\n", S, D,
+                causal ? 1 : 0, (var.name + suffix).c_str(), med, flops / (med * 1e-3) / 1e12,
+                ms.front(), flops / (ms.front() * 1e-3) / 1e12);
   }
   flash3::bwd_tuning() = flash3::BwdTuning{};
   for (auto* p : {q, k, v, o, dout, dq, dk, dv})

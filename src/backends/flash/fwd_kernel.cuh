@@ -70,10 +70,10 @@ __device__ __forceinline__ FwdTile fwd_tile_of(int64_t t, int num_m, int64_t hea
 /// issued nxt's first Q and K (persistent launches, Tr::kPersist): after the last key block's S
 /// GEMM sQ and sK are free, so the next tile's loads overlap this one's last softmax, P V and
 /// epilogue instead of stalling the next tile's start.
-template <int D, typename T, bool kGeneral>
+template <int D, typename T, bool kGeneral, int kBM256>
 __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, const FwdTile tile,
                                          const FwdTile nxt, bool has_next, bool pre) {
-  using Tr = FwdTraits<D>;
+  using Tr = FwdTraits<D, kBM256>;
   using LQ = SmemLayout<Tr::kBM, D>;
   using LK = SmemLayout<Tr::kBN, D>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kMT = Tr::kMT, kNT = kBN / 8, kDT = D / 8;
@@ -306,7 +306,10 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sV, 0);
   }
 
-  // Epilogue: normalize, store O (pairs of elements) and lse.
+  // Epilogue: normalize, store O and lse. Tr::kSmemEpilogue: O goes through this warp's own
+  // rows of sQ (only this warp's S GEMM reads them, and it is past its last one: no CTA barrier,
+  // one __syncwarp) and out as 16-byte row chunks (coalesced), instead of one 4-byte store per
+  // element pair (each warp store then touches 8 rows: 8x the L1 wavefronts per byte).
   T* o_ptr = static_cast<T*>(p.out) + b * p.out_st.b + sp.q_start * p.out_st.s + h * p.out_st.h;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
@@ -317,20 +320,46 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = l > 0.f ? 1.f / l : 0.f;
       const int i = row_of(mt, r);
-      if (i < sp.sq) {
-        T* orow = o_ptr + i * p.out_st.s;
+      if constexpr (Tr::kSmemEpilogue) {
+        const int rl = warp * 16 * kMT + mt * 16 + qr + r * 8;  // row in the CTA tile
 #pragma unroll
-        for (int dt = 0; dt < kDT; ++dt) {
-          const int c = dt * 8 + qc;
-          if (c < dv_valid)
-            *reinterpret_cast<uint32_t*>(orow + c) =
-                ptx::pack2<T>(o[mt][dt][r * 2] * inv, o[mt][dt][r * 2 + 1] * inv);
+        for (int dt = 0; dt < kDT; ++dt)
+          *reinterpret_cast<uint32_t*>(sQ + LQ::off(rl, dt * 8 + qc)) =
+              ptx::pack2<T>(o[mt][dt][r * 2] * inv, o[mt][dt][r * 2 + 1] * inv);
+      }
+      if (i < sp.sq) {
+        if constexpr (!Tr::kSmemEpilogue) {
+          T* orow = o_ptr + i * p.out_st.s;
+#pragma unroll
+          for (int dt = 0; dt < kDT; ++dt) {
+            const int c = dt * 8 + qc;
+            if (c < dv_valid)
+              *reinterpret_cast<uint32_t*>(orow + c) =
+                  ptx::pack2<T>(o[mt][dt][r * 2] * inv, o[mt][dt][r * 2 + 1] * inv);
+          }
         }
         if (p.lse != nullptr && (lane % 4) == 0) {
           p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s] =
               l > 0.f ? m_run[mt][r] * kLn2 + logf(l) : -INFINITY;
         }
       }
+    }
+  }
+  if constexpr (Tr::kSmemEpilogue) {
+    // The warp's (16 * kMT, D) rows, 16-byte chunks: lane l takes chunks l, l + 32, ... in row
+    // order (8 lanes per 128-byte panel row: conflict-free reads, whole-row global stores).
+    // Columns >= head_dim_v (a multiple of 8) and rows past the sequence are not stored.
+    constexpr int kCpr = D / 8, kWarpRows = 16 * kMT;
+    static_assert((kWarpRows * kCpr) % 32 == 0, "O chunks must split evenly over the lanes");
+    __syncwarp();
+#pragma unroll
+    for (int it = 0; it < kWarpRows * kCpr / 32; ++it) {
+      const int idx = it * 32 + lane;
+      const int rl = warp * kWarpRows + idx / kCpr, c = (idx % kCpr) * 8;
+      const int i = static_cast<int>(m0) + rl;
+      if (i < sp.sq && c < dv_valid)
+        *reinterpret_cast<uint4*>(o_ptr + i * p.out_st.s + c) =
+            *reinterpret_cast<const uint4*>(sQ + LQ::off(rl, c));
     }
   }
   return issued_next;
@@ -343,10 +372,11 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
 /// next tile is known when the current one's last key block prefetches its Q and K, and the
 /// atomic's latency hides behind a whole tile. Dynamic like the hardware's dispatch, so uneven
 /// (causal, window, varlen) tiles balance as before.
-template <int D, typename T, bool kGeneral>
-__global__ void __launch_bounds__(FwdTraits<D>::kThreads)
+/// kBM256: the query block at D = 256 (FwdTraits; 64 for causal launches, launch_fwd).
+template <int D, typename T, bool kGeneral, int kBM256 = ATTNKIT_FLASH_FWD_BM_256>
+__global__ void __launch_bounds__(FwdTraits<D, kBM256>::kThreads)
     fwd_kernel(const Params p, int* tile_ctr) {
-  using Tr = FwdTraits<D>;
+  using Tr = FwdTraits<D, kBM256>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   if constexpr (Tr::kPersist && !kGeneral) {
     __shared__ int next_slot[2];
@@ -359,9 +389,9 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
         next_slot[k & 1] =
             static_cast<int>(2 * static_cast<int64_t>(gridDim.x) + atomicAdd(tile_ctr, 1));
       const bool has_next = nxt < total;
-      pre = fwd_tile<D, T, kGeneral>(p, smem_raw, fwd_tile_of(cur, num_m, p.heads_q),
-                                     fwd_tile_of(has_next ? nxt : cur, num_m, p.heads_q), has_next,
-                                     pre);
+      pre = fwd_tile<D, T, kGeneral, kBM256>(p, smem_raw, fwd_tile_of(cur, num_m, p.heads_q),
+                                             fwd_tile_of(has_next ? nxt : cur, num_m, p.heads_q),
+                                             has_next, pre);
       __syncthreads();  // next_slot[k & 1] visible; slot k & 1 is rewritten after the next one
       cur = nxt;
       nxt = next_slot[k & 1];
@@ -370,7 +400,7 @@ __global__ void __launch_bounds__(FwdTraits<D>::kThreads)
   }
   const FwdTile tile{static_cast<int64_t>(blockIdx.z), static_cast<int64_t>(blockIdx.y),
                      static_cast<int>(gridDim.x - 1 - blockIdx.x)};  // heavy causal blocks first
-  fwd_tile<D, T, kGeneral>(p, smem_raw, tile, tile, false, false);
+  fwd_tile<D, T, kGeneral, kBM256>(p, smem_raw, tile, tile, false, false);
 }
 
 }  // namespace attnkit::flash

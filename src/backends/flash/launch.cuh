@@ -36,6 +36,20 @@ void launch_fwd(const Params& p) {
   using Tr = FwdTraits<D>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   cuda::DeviceGuard guard(p.device.index);
+  if constexpr (Tr::kCausalBm64MaxS > 0) {
+    // D = 256 causal, short queries: 64-row blocks (FwdTraits::kCausalBm64MaxS).
+    if (p.causal != Causal::none && !needs_general(p) && p.seqlen_q <= Tr::kCausalBm64MaxS) {
+      using Tr64 = FwdTraits<D, 64>;
+      const dim3 grid(static_cast<unsigned>((p.seqlen_q + Tr64::kBM - 1) / Tr64::kBM),
+                      static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+      auto kernel = fwd_kernel<D, T, false, 64>;
+      set_smem(kernel, Tr64::kSmemBytes);
+      kernel<<<grid, Tr64::kThreads, Tr64::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(
+          p, nullptr);
+      ATTNKIT_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
   const int64_t num_m = (p.seqlen_q + Tr::kBM - 1) / Tr::kBM;
   dim3 grid(static_cast<unsigned>(num_m), static_cast<unsigned>(p.heads_q),
             static_cast<unsigned>(p.batch));

@@ -211,6 +211,36 @@
 #ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE
 #define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE 1
 #endif
+//   ATTNKIT_FLASH_FWD_SMEM_EPILOGUE (session 4, helper flashfwd6): the forward's O tile leaves
+//     through shared memory (each warp's own rows of sQ, free after its last S GEMM) as 16-byte
+//     coalesced row chunks (1), instead of one 4-byte store per element pair straight from the
+//     accumulator fragments (0: each warp store touches 8 rows, 16 B each). O is 16-64 KiB per
+//     CTA, stored once per CTA: a fixed per-CTA cost, which is what short S pays for (notes:
+//     "Session 4: forward"). Not with PERSIST (the next tile's Q prefetch lands in sQ).
+//     Measured (H200, session 4, same-run A/B): D = 256 +7 / +3 / +0.5 % non-causal, +9 / +4 /
+//     +0.5 % causal at S = 512 / 1k / 4k; D = 128 +1.2 / +1.4 / -0.7 % non-causal, +3.4 / +1.9 /
+//     +0.9 % causal; D = 64 -2 / +1 / +2 % non-causal (the -2 % at 512 in both calls), +0 / +1 /
+//     +2 % causal. Tests + sanitizer ran with it on.
+//   ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128: PANEL_PROLOGUE's split at D = 128 (two 64-column
+//     panels of the first Q and K tiles, one cp.async group each; 20 instead of 40 KiB before
+//     the first MMA). Measured -4 to -5 % at S = 512-4k, causal and not (H200, session 4,
+//     same-run A/B with SMEM_EPILOGUE on; predicted 0 to +1 %): 0 by default.
+#ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
+#define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
+#endif
+#ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128
+#define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 0
+#endif
+//   ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S: D = 256 causal forward (fast path) with seqlen_q <= this
+//     runs 64-row query blocks (4 warps, two CTAs per SM; FwdTraits<256, 64>), everything else
+//     the 128-row default; 0 = never. Session 4 (H200, same-run A/B, with SMEM_EPILOGUE): 64 rows
+//     +8.6 / +4.4 / +1.1 / +0.9 % causal at S = 512 / 1k / 2k / 4k, -0.8 % at 8k, -5.8 % at 16k,
+//     hence 4096; non-causal -2 / -2 / -4 % at 512 / 1k / 4k, so never there (half the wasted
+//     diagonal work and finer causal tiles vs the 72 B spill in its key loop). Tests + sanitizer
+//     ran with 4096 (every causal D = 256 fast-path test case takes the 64-row kernel).
+#ifndef ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S
+#define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 4096
+#endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
@@ -221,7 +251,9 @@
 namespace attnkit::flash {
 
 /// Forward: CTA tile (kBM query rows, kBN keys), kWarps warps each owning 16 * kMT rows.
-template <int D>
+/// BM256: the query block at D > 192 (64 or 128); launch_fwd picks 64 for causal launches up to
+/// kCausalBm64MaxS query rows (ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S).
+template <int D, int BM256 = ATTNKIT_FLASH_FWD_BM_256>
 struct FwdTraits {
   static constexpr int kHeadDim = D;
   static constexpr int kKUnroll =
@@ -230,21 +262,29 @@ struct FwdTraits {
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
   // D > 128: 16 rows per warp, to keep the (16*kMT, D) fp32 output accumulator in registers:
-  // D = 192 8 warps (kBM 128); D = 256 4 warps (kBM 64: 96 KiB smem and 128 x 255 registers,
-  // so two CTAs share an SM and one's loads and barriers hide behind the other's MMAs; with
-  // kBM 128 (128 KiB, 256 threads) one CTA per SM, 0.68-0.86x FA-2 in run 7). FA-2 picks the
-  // same 64 x 64 x 4 warps at D = 256 on H100 for that reason (flash_fwd_launch_template.h).
-  static constexpr int kWarps = D <= 128 ? 4 : (D > 192 && ATTNKIT_FLASH_FWD_BM_256 == 64 ? 4 : 8);
+  // D = 192 8 warps (kBM 128); D = 256 8 warps (kBM 128, 128 KiB smem, one CTA per SM) or, with
+  // BM256 = 64, 4 warps (96 KiB and 128 x 255 registers: two CTAs per SM, FA-2's choice on H100,
+  // flash_fwd_launch_template.h), which spills 72 B and measured 2-4 % slower non-causal but up
+  // to 8.6 % faster causal at S <= 4k (session 4): causal launches pick it (kCausalBm64MaxS).
+  static constexpr int kWarps = D <= 128 ? 4 : (D > 192 && BM256 == 64 ? 4 : 8);
   static constexpr int kMT = D <= 128 ? 2 : 1;
-  static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: ATTNKIT_FLASH_FWD_BM_256)
+  static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: BM256)
   static constexpr int kThreads = kWarps * 32;
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   static constexpr bool kFastLoad =
       ATTNKIT_FLASH_FWD_FAST_LOAD == 1 || (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128);
   static constexpr bool kPersist = ATTNKIT_FLASH_FWD_PERSIST != 0 && D == 256;
-  // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256 only).
+  // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256; D = 128 by knob).
   static constexpr int kProloguePanels =
-      (ATTNKIT_FLASH_FWD_PANEL_PROLOGUE != 0 && D == 256) ? 4 : 1;
+      (ATTNKIT_FLASH_FWD_PANEL_PROLOGUE != 0 && D == 256)
+          ? 4
+          : ((ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 != 0 && D == 128) ? 2 : 1);
+  // O through shared memory (sQ) in the epilogue; the persistent kernel prefetches into sQ.
+  static constexpr bool kSmemEpilogue = ATTNKIT_FLASH_FWD_SMEM_EPILOGUE != 0 && !kPersist;
+  // Causal fast-path launches with seqlen_q <= this run FwdTraits<D, 64> (0: never; only where
+  // this is the 128-row, non-persistent D = 256 kernel).
+  static constexpr int kCausalBm64MaxS =
+      (D == 256 && kBM == 128 && !kPersist) ? ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S : 0;
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
 };

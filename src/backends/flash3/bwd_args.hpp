@@ -29,6 +29,8 @@ struct BwdArgs {
   float scale;         // softmax scale: dK = scale * sum dS^T Q
   float scale_log2;    // scale * log2(e)
   int dq_bulk;         // 1: dQ by bulk TMA reduce-add from smem; 0: atomicAdd(float2)
+  int dq_vec4;         // dQ workspace tile layout (bwd_traits.hpp): 1 float4 runs, 0 float2
+  int item_rot;        // 1: each CTA starts its item loop at its own offset (bwd_kernel.cuh)
 };
 
 }  // namespace attnkit::flash3::bwd

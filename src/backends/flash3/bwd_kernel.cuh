@@ -74,16 +74,21 @@ __global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, f
 // 3. dQ conversion: dq[b, i, h, d] = scale * (element (i, d) of the tiled dQ workspace).
 //    grid (ceil(Sq / 8), Hq, B), block 256: 8 rows per block, a warp per row, 2 columns a lane.
 // ---------------------------------------------------------------------------------------------
-/// Offset of element (row, col) inside one 64 x D dQ workspace tile (bwd_traits.hpp).
+/// Offset of element (row, col) inside one 64 x D dQ workspace tile (bwd_traits.hpp). v4 = false:
+/// thread tid's accumulator pair dq[4 j + 2 r], dq[4 j + 2 r + 1] at ((2 j + r) * 128 + tid) * 2
+/// (float2 runs); v4 = true (kDqVec4, session 4): its quad dq[4 j .. 4 j + 3] at (j * 128 + tid) *
+/// 4 (float4 runs: half the RED / st.shared instructions, 512 contiguous bytes a warp).
 template <int kN>
-__host__ __device__ __forceinline__ int dq_tile_offset(int row, int col) {
+__host__ __device__ __forceinline__ int dq_tile_offset(int row, int col, bool v4 = false) {
   const int part = col / kN, c = col % kN;
   const int tid = 32 * (row / 16) + 4 * (row % 8) + (c % 8) / 2;
-  return part * 64 * kN + ((2 * (c / 8) + (row % 16) / 8) * 128 + tid) * 2 + c % 2;
+  const int j = c / 8, r = (row % 16) / 8;
+  return part * 64 * kN + (v4 ? (j * 128 + tid) * 4 + 2 * r : ((2 * j + r) * 128 + tid) * 2) +
+         c % 2;
 }
 
 template <int D, int kDqN, bool BF16>
-__global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* dq_acc) {
+__global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* dq_acc, int v4) {
   using T = Elem<BF16>;
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i = blockIdx.x * 8 + threadIdx.x / 32;
@@ -93,7 +98,8 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
   T* dst = static_cast<T*>(p.dq) + b * p.dq_st.b + i * p.dq_st.s + h * p.dq_st.h;
 #pragma unroll
   for (int c = 2 * lane; c < D; c += 64) {
-    const float2 v = *reinterpret_cast<const float2*>(tile + dq_tile_offset<kDqN>(i % 64, c));
+    const float2 v =
+        *reinterpret_cast<const float2*>(tile + dq_tile_offset<kDqN>(i % 64, c, v4 != 0));
     dst[c * p.dq_st.d] = static_cast<T>(v.x * p.scale);
     dst[(c + 1) * p.dq_st.d] = static_cast<T>(v.y * p.scale);
   }
@@ -160,8 +166,19 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
-  uint8_t* smem =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  // kSharedBase (session 4): the aligned base is smem_raw + a byte offset, so the compiler still
+  // knows every pointer derived from it is shared memory and emits STS / LDS. The integer
+  // round-trip (kSharedBase = false, sessions 1-3) made them generic ST.E / LD.E: the session-4
+  // ncu source view showed the dS^T stores, the lse2 / delta staging and the dQ staging as ST.E /
+  // LD.E.64 (33-36 M executed per launch at D 64, S 4k) with their consumers and the
+  // fence.proxy.async after them stalled on the long scoreboard; cuDNN's kernel uses STS / LDS.
+  uint8_t* smem;
+  if constexpr (kSharedBase) {
+    smem = smem_raw + ((1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u);
+  } else {
+    smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
+                                      ~uintptr_t{1023});
+  }
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Tr::kOffBars);
   uint64_t* full_kv = bars;              // K and V landed (TMA bytes)
   uint64_t* full = bars + 1;             // [kStages] Q and dO (TMA bytes)
@@ -176,6 +193,20 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   }
   const int m_count = a.num_m_blocks > m_begin ? a.num_m_blocks - m_begin : 0;
   const int items = a.group * m_count;
+  // a.item_rot (session 4): CTA x walks its items starting at x * items / gridDim.x (cyclically),
+  // so the key blocks of one head work on different query blocks at any moment. Non-causal,
+  // every CTA otherwise starts at query block 0 and they move in near lockstep: 32 (S = 4k) to 128
+  // (16k) CTAs add into the same 16-32 KB dQ workspace tile at once (causal starts are already
+  // staggered by m_begin: the merged run had D = 64 decoupled+atomic causal 326 TFLOP/s against
+  // 270 non-causal at 16k despite the masking).
+  const int rot =
+      a.item_rot && items > 0
+          ? static_cast<int>(static_cast<int64_t>(blockIdx.x) * items / static_cast<int>(gridDim.x))
+          : 0;
+  auto item_at = [&](int it) {
+    const int i2 = it + rot;
+    return item_of(a, g, i2 >= items ? i2 - items : i2, m_begin, m_count, kBM);
+  };
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(full_kv, 1);
@@ -206,7 +237,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       for (int it = 0; it < items; ++it) {
         const int s = it % kStages;
         const uint32_t ph = (it / kStages) & 1;
-        const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+        const Item x = item_at(it);
         ptx::mbar_wait(&empty[s], ph ^ 1);
         ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
@@ -246,7 +277,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // delta; BM = 64: staging index tid = lse2 row tid for tid < 64, delta row tid - 64 otherwise.
   const uint32_t stat_smem = ptx::smem_u32(smem + Tr::kOffStat) + w * 2 * 2 * kBM * 4;
   auto prefetch_stats = [&](int it2) {
-    const Item y = item_of(a, g, it2, m_begin, m_count, kBM);
+    const Item y = item_at(it2);
     const int64_t r = (static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0;
     const uint32_t dst = stat_smem + (it2 & 1) * 2 * kBM * 4 + tid * 4;
     if constexpr (kBM == 128) {
@@ -279,7 +310,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
-    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+    const Item x = item_at(it);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
@@ -520,24 +551,36 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     }
 
     // dQ partial sums -> this WG's part of the (bh, query block) workspace tile, thread-major
-    // (bwd_traits.hpp): position ((2 j + r) * 128 + tid) * 2 holds dq[4 j + 2 r], dq[4 j + 2 r +
-    // 1].
+    // (bwd_traits.hpp, dq_tile_offset): a.dq_vec4 = 0: position ((2 j + r) * 128 + tid) * 2
+    // holds dq[4 j + 2 r], dq[4 j + 2 r + 1]; 1: (j * 128 + tid) * 4 holds dq[4 j .. 4 j + 3].
     float* part = a.dq_acc + (row + (Tr::kDqSplitM ? 64 * w : 0)) * D +
                   (Tr::kDqSplitD ? w * 64 * Tr::kDqN : 0);
     if (a.dq_bulk) {
       float* sdq = reinterpret_cast<float*>(smem + Tr::kOffDQ + w * Tr::kDqPartBytes);
+      if (a.dq_vec4) {
 #pragma unroll
-      for (int j = 0; j < Tr::kDqN / 8; ++j)
+        for (int j = 0; j < Tr::kDqN / 8; ++j)
+          *reinterpret_cast<float4*>(sdq + (j * 128 + tid) * 4) =
+              make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
+      } else {
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
-          *reinterpret_cast<float2*>(sdq + ((2 * j + r) * 128 + tid) * 2) =
-              make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+        for (int j = 0; j < Tr::kDqN / 8; ++j)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            *reinterpret_cast<float2*>(sdq + ((2 * j + r) * 128 + tid) * 2) =
+                make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+      }
       ptx::fence_proxy_async_smem();  // generic stores -> the bulk copy's async-proxy reads
       ptx::named_bar_sync(2 + w, 128);
       if (tid == 0) {
         ptx::bulk_reduce_add_f32(part, sdq, Tr::kDqPartBytes);
         ptx::bulk_commit();
       }
+    } else if (a.dq_vec4) {
+#pragma unroll
+      for (int j = 0; j < Tr::kDqN / 8; ++j)
+        atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
+                  make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
     } else {
 #pragma unroll
       for (int j = 0; j < Tr::kDqN / 8; ++j)

@@ -32,7 +32,7 @@ inline constexpr int kMaxDevices = 64;
 
 namespace bwd {
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false>
-void launch_backward(const Params& p, bool dq_bulk) {
+void launch_backward(const Params& p, bool dq_bulk, bool dq_vec4, bool item_rot) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
@@ -94,6 +94,8 @@ void launch_backward(const Params& p, bool dq_bulk) {
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
     a.dq_bulk = dq_bulk ? 1 : 0;
+    a.dq_vec4 = dq_vec4 ? 1 : 0;
+    a.item_rot = item_rot ? 1 : 0;
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
@@ -116,7 +118,7 @@ void launch_backward(const Params& p, bool dq_bulk) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd::bwd_dq_convert_kernel<D, Tr::kDqN, BF16>
-        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, dq_vec4 ? 1 : 0);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 }
@@ -133,12 +135,14 @@ struct Variant {
   bool dq_first = false;  // FA3 GEMM order (kDqFirst)
   int stat = 0;           // lse2 / delta source (kStat)
   bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
+  bool dq_vec4 = false;   // float4 dQ workspace layout: float4 atomics / smem stores (kDqVec4)
+  bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
 };
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv]. Fills `v` for head dim d; false
-/// when d is not listed (or the name does not parse).
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv][+v4][+rot]. Fills `v` for head dim
+/// d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   if (e == nullptr) return false;
@@ -175,6 +179,10 @@ inline bool env_variant(int d, Variant& v) {
         x.stat = 2;
       else if (i >= 2 && tok == "kv")
         x.kv_regs = true;
+      else if (i >= 2 && tok == "v4")
+        x.dq_vec4 = true;
+      else if (i >= 2 && tok == "rot")
+        x.item_rot = true;
       else
         return false;
     }
@@ -194,28 +202,47 @@ inline bool env_variant(int d, Variant& v) {
 ///     knob only: written after run 2, never run on a GPU (no device time left).
 ///   D = 128: coupled + atomics + dQ-first 341 / 410 / 439, causal 351 / 432, vs decoupled +
 ///     bulk 305 / 383 / 404, causal 352 / 399.
+/// Session 4 run 2 (H200, kSharedBase on, same-process A/B, S 1k / 4k / 16k, causal 4k / 16k;
+/// bench/results/2026-11-22-h200-flash3-bwd-s4-run2.md), each change also up in run 1 or the
+/// merged run:
+///   D = 64 non-causal: atomics instead of the bulk reduce: 253.1 / 318.0 / 340.4 vs 249.7 /
+///     313.8 / 338.1 (run 1 with +rot: +0.7 to +1.9 %);
+///   D = 64 causal: + K / V in registers (kKVRegs): 286.3 / 340.4 vs 279.4 / 335.8 (run 1 +2.8 /
+///     +1.4 %, merged run +2.4 / +1.9 %);
+///   D = 128: + lse2 / delta prefetched into smem (kStat = 2; its reads are LDS since kSharedBase):
+///     347.1 / 429.4 / 451.2, causal 380.3 / 452.7 vs the same kernel without 335.7 / 414.4 /
+///     448.2, causal 364.6 / 435.9 (ncu: the FFMA S*scale - lse2 waited on the lse2 LDG, 7 % of
+///     the warp samples).
 inline Variant default_variant(int d, bool causal) {
   Variant v;
   if (d == 64 && !causal) {
-    v.decoupled = false, v.block_m = 128, v.dq_bulk = true, v.dq_first = true;
+    v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;
   } else if (d == 64) {
-    v.decoupled = true, v.dq_bulk = false;
+    v.decoupled = true, v.dq_bulk = false, v.kv_regs = true;
   } else {
-    v.decoupled = false, v.dq_bulk = false, v.dq_first = true;
+    v.decoupled = false, v.dq_bulk = false, v.dq_first = true, v.stat = 2;
   }
+  v.dq_vec4 = kDqVec4;
+  v.item_rot = causal ? kItemRotateCausal : kItemRotate;
   return v;
 }
 
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst>
 void launch_stat(const Params& p, const Variant& v) {
   if constexpr (BM == 128) {
-    if (v.stat == 1) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v.dq_bulk);
+    if (v.stat == 1)
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v.dq_bulk, v.dq_vec4,
+                                                                   v.item_rot);
   }
-  if (v.stat == 2) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v.dq_bulk);
+  if (v.stat == 2)
+    return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v.dq_bulk, v.dq_vec4,
+                                                                 v.item_rot);
   if constexpr (D == 64 && BM == 64 && kDecoupled) {
-    if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v.dq_bulk);
+    if (v.kv_regs)
+      return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v.dq_bulk, v.dq_vec4,
+                                                                   v.item_rot);
   }
-  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v.dq_bulk);
+  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v.dq_bulk, v.dq_vec4, v.item_rot);
 }
 
 }  // namespace bwd
@@ -249,6 +276,8 @@ void run_backward(const Params& p) {
   if (t.dq_first >= 0) v.dq_first = t.dq_first != 0;
   if (t.stat_mode >= 0) v.stat = t.stat_mode;
   if (t.kv_regs >= 0) v.kv_regs = t.kv_regs != 0;
+  if (t.dq_vec4 >= 0) v.dq_vec4 = t.dq_vec4 != 0;
+  if (t.item_rot >= 0) v.item_rot = t.item_rot != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;

@@ -25,6 +25,12 @@ struct BwdTuning {
   // K / V rows as register A fragments for S^T / dP^T (RS instead of SS; bwd_kernel.cuh
   // kKVRegs): 1 / 0 / -1 = default. Only decoupled D = 64 with 64-row blocks and stat_mode 0.
   int kv_regs = -1;
+  // dQ workspace layout (bwd_traits.hpp kDqVec4): 1 = float4 runs (float4 atomics / smem
+  // stores), 0 = float2 runs, -1 = default.
+  int dq_vec4 = -1;
+  // Item order (bwd_traits.hpp kItemRotate): 1 = each CTA starts at its own offset, 0 = every
+  // CTA from its first visible query block, -1 = default.
+  int item_rot = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

@@ -56,6 +56,33 @@
 
 namespace attnkit::flash3::bwd {
 
+// Session-4 knobs (defaults of bwd_launch.cuh default_variant; each overridable per call by
+// BwdTuning / env ATTNKIT_FLASH3_BWD_VARIANT "+v4" / "+rot"):
+// kDqVec4: dQ workspace tiles in float4 runs (thread tid's dq[4 j .. 4 j + 3] at (j * 128 + tid)
+//   * 4 of its part) instead of float2 runs, so the atomics are float4 (RED.E.ADD.F32x4: half the
+//   instructions) and the bulk path's smem staging is 16-byte stores. Same bytes. Session-4 run 1
+//   (H200, same-process A/B, TFLOP/s S 4k / 16k): D 64 decoupled+atomic 251.9 / 266.4 -> 253.6 /
+//   267.7, causal 269.8 / 319.3 -> 271.5 / 325.5; coupled+atomic+dqf +1.3-1.5 % on all four;
+//   D 128 coupled+atomic+dqf -1.7 / +1.7 %, causal -3.2 / +2.5 % (that kernel's noise); bulk
+//   paths -0.3 %. On.
+inline constexpr bool kDqVec4 = true;
+// kItemRotate / kItemRotateCausal: CTA x starts its item loop at x * items / gridDim.x (see
+//   bwd_kernel.cuh), spreading the key blocks of a head over different dQ tiles. Session-4 run 1:
+//   non-causal +0.3-1.7 % at D 64 (m128+bulk+dqf 309.1 / 328.8 -> 310.4 / 332.0), 0 / -4 % at D
+//   128; causal D 64 decoupled+atomic -10 / -14 % (269.8 / 319.3 -> 242.2 / 275.9), D 128 -7 /
+//   -9 %. The same-tile dQ contention it was written for is not what slows the non-causal
+//   kernels. Off.
+inline constexpr bool kItemRotate = false;
+inline constexpr bool kItemRotateCausal = false;
+// kSharedBase: derive the 1024-aligned shared-memory base by pointer arithmetic on the extern
+//   __shared__ array (STS / LDS for every generic-looking access) instead of an integer round
+//   trip (ST.E / LD.E); bwd_kernel.cuh says why. -DATTNKIT_FLASH3_BWD_SHARED_BASE=0 builds the
+//   old form (the A/B tool is built both ways in bench/gpu/flash3_bwd_gpu_run.sh).
+#ifndef ATTNKIT_FLASH3_BWD_SHARED_BASE
+#define ATTNKIT_FLASH3_BWD_SHARED_BASE 1
+#endif
+inline constexpr bool kSharedBase = ATTNKIT_FLASH3_BWD_SHARED_BASE != 0;
+
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
   static_assert(D == 64 || D == 128, "flash3 backward: D in {64, 128}");

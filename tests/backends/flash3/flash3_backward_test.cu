@@ -101,7 +101,7 @@ void expect_backward_passes(const check::Case& c) {
 struct TuningScope {
   flash3::BwdTuning saved;
   TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
-              int kv_regs = -1)
+              int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1)
       : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
@@ -109,12 +109,15 @@ struct TuningScope {
     flash3::bwd_tuning().dq_first = dq_first;
     flash3::bwd_tuning().stat_mode = stat_mode;
     flash3::bwd_tuning().kv_regs = kv_regs;
+    flash3::bwd_tuning().dq_vec4 = dq_vec4;
+    flash3::bwd_tuning().item_rot = item_rot;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
-// Default variant per call (bwd_launch.cuh default_variant: D = 64 non-causal 128-row blocks +
-// bulk + dQ-first, D = 64 causal decoupled + atomics, D = 128 coupled + atomics + dQ-first).
+// Default variant per call (bwd_launch.cuh default_variant, session 4: D = 64 non-causal
+// 128-row blocks + atomics + dQ-first, D = 64 causal decoupled + atomics + K/V in registers,
+// D = 128 coupled + atomics + dQ-first + prefetched lse2/delta; float4 dQ layout throughout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
@@ -183,21 +186,49 @@ TEST_P(Flash3Backward, MatchesOracleDecoupledBulkPrefetch) {
   expect_backward_passes(GetParam());
 }
 
+// Session 4: the float4 dQ workspace layout and the rotated item order, on the default variant
+// of every case (D = 64 non-causal: 128-row blocks + bulk; D = 64 causal: decoupled + atomics;
+// D = 128: coupled + atomics), on the other dQ path, and on decoupled D = 64 with K / V in
+// registers.
+TEST_P(Flash3Backward, MatchesOracleV4Rot) {
+  TuningScope t(-1, -1, -1, -1, -1, -1, 1, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleV4RotOtherDq) {
+  const bool bulk_default = GetParam().d == 64 && GetParam().causal == Causal::none;
+  TuningScope t(bulk_default ? 0 : 1, -1, -1, -1, -1, -1, 1, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleNoV4NoRot) {  // the session-3 float2 layout and item order
+  TuningScope t(-1, -1, -1, -1, -1, -1, 0, 0);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleRot) {
+  TuningScope t(-1, -1, -1, -1, -1, -1, 0, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleKVRegsV4Rot) {
+  if (GetParam().d != 64) GTEST_SKIP() << "K / V in registers: D = 64 only";
+  TuningScope t(0, 1, 64, 0, 0, 1, 1, 1);
+  expect_backward_passes(GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
                          CaseParamName{});
 
 // ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
 
 // The consumers store accumulator element dq[4 j + 2 r + e] of thread tid at
-// ((2 j + r) * 128 + tid) * 2 + e of their part (bwd_kernel.cuh); the conversion kernel reads
+// ((2 j + r) * 128 + tid) * 2 + e of their part, or (float4 layout) (j * 128 + tid) * 4 + 2 r + e
+// (bwd_kernel.cuh); the conversion kernel reads
 // element (row, col) at dq_tile_offset. The two must agree, and the map must be a permutation
 // of the 64 x D tile (each workspace float written by exactly one element).
 template <int kN>
-void check_dq_layout(int D) {
+void check_dq_layout(int D, bool v4) {
   std::vector<int> hits(64 * D, 0);
   for (int row = 0; row < 64; ++row)
     for (int col = 0; col < D; ++col) {
-      const int off = flash3::bwd::dq_tile_offset<kN>(row, col);
+      const int off = flash3::bwd::dq_tile_offset<kN>(row, col, v4);
       ASSERT_GE(off, 0);
       ASSERT_LT(off, 64 * D);
       ++hits[off];
@@ -211,16 +242,19 @@ void check_dq_layout(int D) {
           for (int e = 0; e < 2; ++e) {
             const int row = 16 * (tid / 32) + (tid % 32) / 4 + 8 * r;
             const int col = part * kN + 8 * j + 2 * (tid % 4) + e;
-            ASSERT_EQ(flash3::bwd::dq_tile_offset<kN>(row, col),
-                      part * 64 * kN + ((2 * j + r) * 128 + tid) * 2 + e)
+            ASSERT_EQ(flash3::bwd::dq_tile_offset<kN>(row, col, v4),
+                      part * 64 * kN +
+                          (v4 ? (j * 128 + tid) * 4 + 2 * r : ((2 * j + r) * 128 + tid) * 2) + e)
                 << "tid " << tid << " j " << j << " r " << r << " e " << e;
           }
 }
 
 TEST(Flash3BackwardLayout, DqTileOffsetMatchesRegisterStores) {
-  check_dq_layout<64>(64);    // D = 64 (both variants)
-  check_dq_layout<128>(128);  // D = 128 decoupled: one 64 x 128 part per warpgroup
-  check_dq_layout<64>(128);   // D = 128 coupled: two 64 x 64 column parts
+  for (bool v4 : {false, true}) {   // float2 runs, float4 runs (kDqVec4)
+    check_dq_layout<64>(64, v4);    // D = 64 (both variants)
+    check_dq_layout<128>(128, v4);  // D = 128 decoupled: one 64 x 128 part per warpgroup
+    check_dq_layout<64>(128, v4);   // D = 128 coupled: two 64 x 64 column parts
+  }
 }
 
 // ---- explain(): backward calls flash3 must decline --------------------------------------------
