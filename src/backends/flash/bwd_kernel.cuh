@@ -26,20 +26,57 @@
 
 namespace attnkit::flash {
 
-/// delta (B, Hq, seqlen_q) fp32; one warp per row, 8 elements (16 bytes) per lane.
-template <typename T>
+/// Query blocks of kBM rows per (batch, q head) in the packed stats workspace (kStatsBM > 0 in
+/// bwd_delta_kernel): sized by the longest sequence (seqlen_q).
+template <int kBM>
+__host__ __device__ __forceinline__ int64_t stats_blocks(const Params& p) {
+  return (p.seqlen_q + kBM - 1) / kBM;
+}
+
+/// kStatsBM == 0: delta (B, Hq, seqlen_q) fp32; kLanes lanes per row (32 / kLanes rows per warp),
+/// 8 elements (16 bytes) per lane and step.
+/// kStatsBM > 0 (ATTNKIT_FLASH_BWD_STATS_WS): the fused kernel's packed row statistics, per
+/// (batch b, q head h, query block mb of kStatsBM rows) one block of 2 kStatsBM floats at
+/// ((b Hq + h) stats_blocks + mb) 2 kStatsBM: lse in log2 units (+inf where lse = -inf or the
+/// row is past the sequence: P = exp2(x - lse2) = 0 there), then delta (0 past the sequence).
+/// The grid covers stats_blocks * kStatsBM rows. The lse load is issued before the O / dO loads
+/// (one global latency per row, not two).
+template <typename T, int kStatsBM = 0, int kLanes = 32>
 __global__ void bwd_delta_kernel(const Params p, float* delta) {
+  static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "lanes per row");
+  constexpr int kRowsPerWarp = 32 / kLanes;
   const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const int lane = threadIdx.x % 32, sub = lane % kLanes;
+  const int64_t i =
+      (static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp +
+      lane / kLanes;
+  // The kLanes lanes of this row (they return or stay together: same i).
+  const unsigned gmask =
+      kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << (lane / kLanes * kLanes);
   const SeqSpan sp = seq_span(p, b);
-  if (i >= sp.sq) return;
+  float* st = nullptr;  // kStatsBM: this row's lse2 (delta at + kStatsBM)
+  float l = 0.f;
+  if constexpr (kStatsBM > 0) {
+    const int64_t nb = stats_blocks<kStatsBM>(p);
+    if (i >= nb * kStatsBM) return;
+    st = delta + ((b * p.heads_q + h) * nb + i / kStatsBM) * (2 * kStatsBM) + i % kStatsBM;
+    if (i >= sp.sq) {
+      if (sub == 0) {
+        st[0] = INFINITY;
+        st[kStatsBM] = 0.f;
+      }
+      return;
+    }
+    if (sub == 0) l = p.lse[b * p.lse_st.b + h * p.lse_st.h + (sp.q_start + i) * p.lse_st.s];
+  } else {
+    if (i >= sp.sq) return;
+  }
   const T* o = static_cast<const T*>(p.out) + b * p.out_st.b + (sp.q_start + i) * p.out_st.s +
                h * p.out_st.h;
   const T* d = static_cast<const T*>(p.dout) + b * p.dout_st.b + (sp.q_start + i) * p.dout_st.s +
                h * p.dout_st.h;
   float acc = 0.f;
-  for (int c = lane * 8; c < p.head_dim_v; c += 32 * 8) {
+  for (int c = sub * 8; c < p.head_dim_v; c += kLanes * 8) {
     const uint4 ov = *reinterpret_cast<const uint4*>(o + c);
     const uint4 dv = *reinterpret_cast<const uint4*>(d + c);
     const T* oe = reinterpret_cast<const T*>(&ov);
@@ -49,9 +86,15 @@ __global__ void bwd_delta_kernel(const Params p, float* delta) {
       acc += static_cast<float>(oe[e]) * static_cast<float>(de[e]);
   }
 #pragma unroll
-  for (int s = 16; s > 0; s /= 2)
-    acc += __shfl_xor_sync(0xffffffffu, acc, s);
-  if (lane == 0) delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
+  for (int s = kLanes / 2; s > 0; s /= 2)
+    acc += __shfl_xor_sync(gmask, acc, s);
+  if (sub != 0) return;
+  if constexpr (kStatsBM > 0) {
+    st[0] = l == -INFINITY ? INFINITY : l * kLog2e;  // as lse_log2()
+    st[kStatsBM] = acc;
+  } else {
+    delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
+  }
 }
 
 /// lse of row i in log2 units, +inf for rows with no visible key (lse = -inf) or past the end,
@@ -74,8 +117,10 @@ __device__ __forceinline__ float lse_log2(const Params& p, int64_t b, int64_t h,
 /// +inf.
 /// kCheckPass false (fast path only): the caller has applied the element check already
 /// (mask_band); `check` then only maps lse = -inf to +inf.
+/// kStatsLog2 (with kStatsSmem, ATTNKIT_FLASH_BWD_STATS_WS): s_lse holds lse2 as P needs it
+/// (log2 units, +inf for rows past the sequence or with lse = -inf): read as is.
 template <bool kGeneral, bool kStatsSmem = false, bool kStatsFilled = false, bool kCheckPass = true,
-          int MT, int NT>
+          bool kStatsLog2 = false, int MT, int NT>
 __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
                                          float (&s)[MT][NT][4], float (&dp)[MT][NT][4], int row0,
                                          int col0, const float* delta_bh, int64_t q_start,
@@ -110,7 +155,10 @@ __device__ __forceinline__ void bwd_p_ds(const Params& p, const ScoreCtx& ctx,
     for (int r = 0; r < 2; ++r) {
       const int i = row0 + mt * 16 + qr + r * 8;
       float lse2, dl;
-      if constexpr (kStatsSmem && kStatsFilled) {
+      if constexpr (kStatsSmem && kStatsLog2) {
+        lse2 = s_lse[i - stats_row0];
+        dl = s_delta[i - stats_row0];
+      } else if constexpr (kStatsSmem && kStatsFilled) {
         const float l = s_lse[i - stats_row0];
         lse2 = ((kGeneral || check) && l == -INFINITY) ? INFINITY : l * kLog2e;
         dl = s_delta[i - stats_row0];
@@ -338,11 +386,81 @@ __device__ __forceinline__ void red_c_global(float* g, int ld, const float (&c)[
     }
 }
 
-/// dQ_accum layout: (B, Hq, seqlen_q, D) fp32, D the kernel head dim (columns >= head_dim stay
-/// 0); varlen sequence b uses rows [0, its length) of slot b (seqlen_q is the maximum).
+/// ATTNKIT_FLASH_BWD_DQ_PERM: the fused kernel's dQ_accum in its own order inside each (kBM, D)
+/// query-block tile: warp w's chunk ch (kQMT x kQNT m16n8 tiles) is one run of kQMT kQNT 2 x 64
+/// floats, and each (mt, nt, r) of it 64 floats, lane l's pair at 2 l. A warp's red.v2 then adds
+/// to 256 contiguous bytes (2 L2 requests) instead of 8 rows x 32 bytes (8 requests: ncu,
+/// session 4, D = 128 S = 4k: 134 M L2 red requests vs FA-2's 33.5 M for the same sectors, and
+/// 0.44 lg_throttle stall cycles per instruction vs 0.01; FA-2 also adds in its MMA order).
+/// Columns c..c + 7 (c % 8 == 0) of a tile row are 8 consecutive floats (lanes 4 qr .. 4 qr + 3).
+template <int D>
+struct DqPerm {
+  using Tr = BwdFusedTraits<D>;
+  static constexpr int kMT = Tr::kQMT, kNT = Tr::kQNT, kCW = D / Tr::kDqChunks;
+  __host__ __device__ static constexpr int warp_off(int ch, int warp) {
+    return (ch * Tr::kWarps + warp) * (kMT * kNT * 2 * 64);
+  }
+  __host__ __device__ static constexpr int slot(int mt, int nt, int r) {
+    return (mt * kNT + nt) * 2 + r;
+  }
+  /// Offset in the tile of row ri, columns c..c + 7 (c % 8 == 0).
+  __host__ __device__ static constexpr int off(int ri, int c) {
+    const int ch = c / kCW, cc = c % kCW;
+    const int warp = (ri / (16 * kMT)) * Tr::kDqWC + cc / (8 * kNT);
+    const int rr = ri % (16 * kMT), cl = cc % (8 * kNT);
+    return warp_off(ch, warp) + slot(rr / 16, cl / 8, (rr % 16) / 8) * 64 +
+           ((rr % 8) * 4 + (cl % 8) / 2) * 2;
+  }
+};
+
+/// Rows of one (batch, q head) slot of dQ_accum: seqlen_q, padded to whole kBM tiles with
+/// DQ_PERM (a tile's permuted floats span the whole tile).
+template <int D>
+__host__ __device__ __forceinline__ int64_t dq_rows(const Params& p) {
+  if constexpr (BwdFusedTraits<D>::kDqPerm) {
+    constexpr int kBM = BwdFusedTraits<D>::kBM;
+    return (p.seqlen_q + kBM - 1) / kBM * kBM;
+  } else {
+    return p.seqlen_q;
+  }
+}
+
+/// red_c_global_split into a DqPerm tile: warp `warp`'s chunk ch, rows row0.. of the tile (the
+/// warp's origin), rows >= valid_rows skipped as there.
+template <int D, int MT, int NT>
+__device__ __forceinline__ void red_c_perm(float* tile, const float (&c)[MT][NT][4], int ch,
+                                           int warp, int row0, int valid_rows) {
+  static_assert(MT == DqPerm<D>::kMT && NT == DqPerm<D>::kNT, "the fused kernel's dQ warp tile");
+  const int lane = threadIdx.x % 32;
+  float* gt = tile + DqPerm<D>::warp_off(ch, warp) + lane * 2;
+  if (valid_rows - row0 >= MT * 16) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          red_add2(gt + DqPerm<D>::slot(mt, nt, r) * 64, c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+    return;
+  }
+  const int left = valid_rows - row0 - lane / 4;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (mt * 16 + r * 8 >= left) continue;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        red_add2(gt + DqPerm<D>::slot(mt, nt, r) * 64, c[mt][nt][r * 2], c[mt][nt][r * 2 + 1]);
+    }
+}
+
+/// dQ_accum layout: (B, Hq, dq_rows, D) fp32, D the kernel head dim (columns >= head_dim stay
+/// 0); varlen sequence b uses rows [0, its length) of slot b (seqlen_q is the maximum). With
+/// DQ_PERM each kBM-row tile is in DqPerm's order.
 template <int D>
 __device__ __forceinline__ float* dq_accum_ptr(float* base, const Params& p, int64_t b, int64_t h) {
-  return base + ((b * p.heads_q + h) * p.seqlen_q) * D;
+  return base + ((b * p.heads_q + h) * dq_rows<D>(p)) * D;
 }
 
 /// The part the fused and the deterministic dK / dV kernels share: one CTA per (key block of
@@ -541,6 +659,10 @@ struct BwdKeyBlock {
     // memory (16 B spill, 3 LDL per item) and the session-4 A/B measured it 1-2 % slower.
     constexpr bool kLoadChain =
         ATTNKIT_FLASH_BWD_LOAD_CHAIN == 1 || (ATTNKIT_FLASH_BWD_LOAD_CHAIN == 2 && D != 128);
+    // LOAD_PRED 2 (default): D = 128 only; at D = 64 / 256 LOAD_CHAIN's form is as short
+    // (static SASS 1246 vs 1254 / 1191 vs 1194 per item with STATS_WS and LATE_LOAD 2).
+    constexpr bool kLoadPred =
+        ATTNKIT_FLASH_BWD_LOAD_PRED == 1 || (ATTNKIT_FLASH_BWD_LOAD_PRED == 2 && D == 128);
     if constexpr (kThreads % kCpr == 0 && !LQ::kHasHalfPanel) {
       // load_tile_async with the thread's chunk fixed: row r0 + it * kR, column c0; smem rows
       // kR apart are kR * 64 elements apart in a 64-wide panel (kR % 8 == 0 keeps the swizzle).
@@ -556,7 +678,26 @@ struct BwdKeyBlock {
       const char* dt = reinterpret_cast<const char*>(do_ptr + (r0 * p.dout_st.s + c0));
       const int64_t qstep = kR * p.q_st.s * static_cast<int64_t>(sizeof(T));
       const int64_t dstep = kR * p.dout_st.s * static_cast<int64_t>(sizeof(T));
-      if constexpr (kLoadChain) {
+      if constexpr (kLoadPred) {
+        // One running pointer per tensor, advanced by a predicated 64-bit add while the next
+        // row is inside the sequence (row validity is monotone in it), so it stays on the last
+        // valid row; chunk 0 starts from the tensor's base (a kernel parameter) when the
+        // thread has no valid row. Zero-filled chunks thus read 0 bytes from a valid address,
+        // with no per-chunk 64-bit select (LOAD_CHAIN) or row product (the form below).
+        const bool ok0 = 0 < left;
+        const char* qa = ok0 ? qt : static_cast<const char*>(p.q);
+        const char* da = ok0 ? dt : static_cast<const char*>(p.dout);
+#pragma unroll
+        for (int it = 0; it < kIts; ++it) {
+          const bool ok = it * kR < left;
+          if (it > 0 && ok) {
+            qa += qstep;
+            da += dstep;
+          }
+          ptx::cp_async_16(s0 + it * kR * 64 * 2, qa, ok);
+          ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2, da, ok);
+        }
+      } else if constexpr (kLoadChain) {
         // One running byte pointer per tensor (one 64-bit add per chunk instead of a row
         // offset from the item's pointer); chunks past the sequence read 0 bytes from the
         // tensor's base pointer (a kernel parameter, valid whatever the item) instead of the
@@ -606,9 +747,9 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   using LK = SmemLayout<Tr::kBN, D>;
   using LP = SmemLayout<Tr::kBM, Tr::kBN>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kStages = Tr::kStages;
-  // Warp origins folded into the GEMMs' lane addresses (warp_gemm_ss_wo): D <= 128 only; at
-  // D = 192 / 256 ptxas then spills 24 / 68 B (0 without).
-  constexpr bool kWo = ATTNKIT_FLASH_BWD_HOIST && D <= 128;
+  // Warp origins folded into the GEMMs' lane addresses (warp_gemm_ss_wo): D <= 128, and
+  // D > 128 with ATTNKIT_FLASH_BWD_WO_WIDE (session 3: 24 / 68 B spill at D = 192 / 256).
+  constexpr bool kWo = ATTNKIT_FLASH_BWD_HOIST && (D <= 128 || ATTNKIT_FLASH_BWD_WO_WIDE);
   // The fast path's element check from one band of diagonals (mask_band) instead of bwd_p_ds's
   // per-row ranges.
   constexpr bool kBand = ATTNKIT_FLASH_BWD_CHECK_LIMITS && !kGeneral;
@@ -645,11 +786,23 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
           ? p.lse + b * p.lse_st.b + h0 * p.lse_st.h + (sp.q_start + st_r) * p.lse_st.s
           : delta + (b * p.heads_q + h0) * p.seqlen_q + st_r;
   float* const dq_b = dq_accum_ptr<D>(dq_accum, p, b, h0);
+  // Packed stats (Tr::kStatsWs; `delta` is the workspace bwd_delta_kernel<T, kBM> wrote): the
+  // group's first head's blocks, and one head's stride in them.
+  const int64_t st_nb = stats_blocks<kBM>(p);
+  const float* const st_b = delta + (b * p.heads_q + h0) * st_nb * (2 * kBM);
 #endif
   auto load_item = [&](int t, int stage) {
     kb.load_q_do(t, sQ0 + stage * 2 * LQ::kSize);
 #if ATTNKIT_FLASH_BWD_HOIST
-    if constexpr (Tr::kStatsSmem) {
+    if constexpr (Tr::kStatsWs) {
+      // One 2 kBM-float block (lse2, delta) per item: kBM / 2 threads (whole warps: kBM >= 64)
+      // copy 16 bytes each, no bounds (the block is padded with +inf / 0).
+      const int tid = static_cast<int>(threadIdx.x);
+      if (tid < kBM / 2) {
+        const float* src = st_b + (kb.rel_head(t) * st_nb + kb.block_of(t)) * (2 * kBM) + tid * 4;
+        ptx::cp_async_16(ptx::smem_addr(sL0 + stage * 2 * kBM + tid * 4), src, true);
+      }
+    } else if constexpr (Tr::kStatsSmem) {
       const int tid = static_cast<int>(threadIdx.x);
       if (tid < 2 * kBM) {
         const int64_t hh = kb.rel_head(t), m0 = kb.m0(t);
@@ -702,10 +855,17 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     const int tn = next_item(t);
     ptx::cp_async_wait<0>();
     __syncthreads();  // item t landed; every warp is done with the other stage and sP / sdS
-    if (kStages > 1 && tn < items) {
-      load_item(tn, stage ^ 1);  // overlaps this item's compute
-      ptx::cp_async_commit();
-    }
+    // The next item's Q / dO / stats into the other stage (free since the barrier above),
+    // overlapping this item's compute; where in the item: ATTNKIT_FLASH_BWD_LATE_LOAD.
+    auto issue_next = [&](int at) {
+      constexpr int kLate =
+          D == 128 ? ATTNKIT_FLASH_BWD_LATE_LOAD : ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER;
+      if (at == kLate && kStages > 1 && tn < items) {
+        load_item(tn, stage ^ 1);
+        ptx::cp_async_commit();
+      }
+    };
+    issue_next(0);
     const T* sQ = sQ0 + stage * 2 * LQ::kSize;  // (kBM, D)
     const T* sdO = sQ + LQ::kSize;              // (kBM, D)
     const int64_t h = kb.head(t);
@@ -724,8 +884,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       zero(dp);
       warp_gemm_ss_wo<kWo, Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(
           s, sQ, sK, s_m0, s_n0);
+      issue_next(1);
       warp_gemm_ss_wo<kWo, Tr::kSMT, Tr::kSNT, D, false, false, LQ, LK, Tr::kKUnrollSdp>(
           dp, sdO, sV, s_m0, s_n0);
+      issue_next(2);
 #if ATTNKIT_FLASH_BWD_HOIST && ATTNKIT_FLASH_BWD_ITEM_RANGE
       const bool check = kb.needs_check(t);
 #else
@@ -742,12 +904,13 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
           mask_band(s, band_limits(diag_band(p, sp.sq, sp.sk), m0, n0, sp.sk, io, jo));
         }
       }
-      bwd_p_ds<kGeneral, Tr::kStatsSmem, ATTNKIT_FLASH_BWD_HOIST != 0, !kBand>(
+      bwd_p_ds<kGeneral, Tr::kStatsSmem, ATTNKIT_FLASH_BWD_HOIST != 0, !kBand, Tr::kStatsWs>(
           p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0, delta_bh,
           sp.q_start, check, s_lse, s_lse + kBM, static_cast<int>(m0));
 #if ATTNKIT_FLASH_BWD_HOIST
       store_c_smem_split<LP>(sP, s, s_m0, s_n0);
       store_c_smem_split<LP>(sdS, dp, s_m0, s_n0);
+      issue_next(3);
 #else
       store_c_smem<LP>(sP, s, s_m0, s_n0);
       store_c_smem<LP>(sdS, dp, s_m0, s_n0);
@@ -761,7 +924,7 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
                                                                                     k_m0, k_n0);
     // dQ (kBM, D) += dS (kBM, kBN) K (kBN, D), in kDqChunks column chunks, into the workspace.
 #if ATTNKIT_FLASH_BWD_HOIST
-    float* dqa = decltype(kb)::kBases ? dq_b + (kb.rel_head(t) * p.seqlen_q + m0) * D
+    float* dqa = decltype(kb)::kBases ? dq_b + (kb.rel_head(t) * dq_rows<D>(p) + m0) * D
                                       : dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
 #else
     float* dqa = dq_accum_ptr<D>(dq_accum, p, b, h) + m0 * D;
@@ -774,7 +937,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       warp_gemm_ss_wo<kWo, Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK,
                                                                                        q_m0, c0);
 #if ATTNKIT_FLASH_BWD_HOIST
-      red_c_global_split<D>(dqa, dq, q_m0, c0, static_cast<int>(rows));
+      if constexpr (Tr::kDqPerm)
+        red_c_perm<D>(dqa, dq, ch, warp, q_m0, static_cast<int>(rows));
+      else
+        red_c_global_split<D>(dqa, dq, q_m0, c0, static_cast<int>(rows));
 #else
       red_c_global(dqa, D, dq, q_m0, c0, static_cast<int>(rows));
 #endif
@@ -805,7 +971,13 @@ __global__ void bwd_dq_convert_kernel(const Params p, const float* dq_accum) {
   const int c = static_cast<int>(e % D);
   const SeqSpan sp = seq_span(p, b);
   if (i >= sp.sq || c >= p.head_dim) return;
-  const float* src = dq_accum_ptr<D>(const_cast<float*>(dq_accum), p, b, h) + i * D + c;
+  const float* src = dq_accum_ptr<D>(const_cast<float*>(dq_accum), p, b, h);
+  if constexpr (BwdFusedTraits<D>::kDqPerm) {
+    constexpr int kBM = BwdFusedTraits<D>::kBM;
+    src += (i / kBM) * kBM * D + DqPerm<D>::off(static_cast<int>(i % kBM), c);
+  } else {
+    src += i * D + c;
+  }
   const float4 lo = *reinterpret_cast<const float4*>(src);
   const float4 hi = *reinterpret_cast<const float4*>(src + 4);
   const float s = p.scale;

@@ -99,17 +99,36 @@ void launch_bwd(const Params& p) {
   const size_t rows = static_cast<size_t>(p.batch) * p.heads_q * (p.seqlen_q > 0 ? p.seqlen_q : 1);
   // One stream-ordered scratch block: delta (B, Hq, seqlen_q) fp32, then (fused only)
   // dQ_accum (B, Hq, seqlen_q, D) fp32 at the next 256-byte boundary.
-  const size_t delta_bytes = (rows * sizeof(float) + 255) / 256 * 256;
-  const size_t accum_bytes = fused ? rows * D * sizeof(float) : 0;
+  // Fused with BwdFusedTraits::kStatsWs: the packed stats (B, Hq, stats_blocks, 2, kBM) fp32
+  // (bwd_delta_kernel<T, kBM>) in delta's place.
+  constexpr bool kStatsWs = BwdFusedTraits<D>::kStatsWs;
+  constexpr int kStatsBM = BwdFusedTraits<D>::kBM;
+  const bool packed = fused && kStatsWs;
+  const size_t stat_rows = packed
+                               ? static_cast<size_t>(p.batch) * p.heads_q *
+                                     (p.seqlen_q > 0 ? stats_blocks<kStatsBM>(p) * 2 * kStatsBM : 1)
+                               : rows;
+  const size_t delta_bytes = (stat_rows * sizeof(float) + 255) / 256 * 256;
+  const size_t accum_bytes = fused ? static_cast<size_t>(p.batch) * p.heads_q *
+                                         (p.seqlen_q > 0 ? dq_rows<D>(p) : 1) * D * sizeof(float)
+                                   : 0;
   auto* ws =
       static_cast<uint8_t*>(cuda::workspace(delta_bytes + accum_bytes, p.device.index, stream));
   float* delta = reinterpret_cast<float*>(ws);
   float* dq_accum = fused ? reinterpret_cast<float*>(ws + delta_bytes) : nullptr;
   if (fused) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, accum_bytes, stream));
   if (p.seqlen_q > 0) {
-    const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
-                    static_cast<unsigned>(p.batch));
-    bwd_delta_kernel<T><<<grid, 256, 0, stream>>>(p, delta);
+    // ATTNKIT_FLASH_BWD_DELTA_LANES: D / 8 lanes per row (8..32), 256 / kLanes rows per block.
+    constexpr int kLanes =
+        ATTNKIT_FLASH_BWD_DELTA_LANES == 0 ? 32 : (D <= 64 ? 8 : (D <= 128 ? 16 : 32));
+    constexpr int kRowsPerBlock = 8 * (32 / kLanes);
+    const int64_t delta_rows = packed ? stats_blocks<kStatsBM>(p) * kStatsBM : p.seqlen_q;
+    const dim3 grid(static_cast<unsigned>((delta_rows + kRowsPerBlock - 1) / kRowsPerBlock),
+                    static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+    if (packed)
+      bwd_delta_kernel<T, kStatsBM, kLanes><<<grid, 256, 0, stream>>>(p, delta);
+    else
+      bwd_delta_kernel<T, 0, kLanes><<<grid, 256, 0, stream>>>(p, delta);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
   if (fused) {

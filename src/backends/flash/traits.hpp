@@ -98,8 +98,72 @@
 #ifndef ATTNKIT_FLASH_BWD_LOAD_CHAIN
 #define ATTNKIT_FLASH_BWD_LOAD_CHAIN (ATTNKIT_FLASH_BWD_TRIM ? 2 : 0)
 #endif
+//   ATTNKIT_FLASH_BWD_STATS_WS (with STATS_SMEM and HOIST; helper flashbwd7, session 4): the
+//     delta kernel writes the fused kernel's row statistics as one packed block per (batch,
+//     q head, query block of kBM): [lse in log2 units (+inf for rows past the sequence or with
+//     lse = -inf) x kBM, delta (0 past the sequence) x kBM] fp32, so an item's stats are one
+//     unpredicated 16-byte cp.async by kBM / 2 threads and bwd_p_ds reads lse2 as is (1),
+//     instead of a 4-byte cp.async per row from lse and delta with per-row 64-bit strides, a
+//     bounds select and an +inf store, and the -inf map + log2e multiply per row (0). Static
+//     SASS of the fused bf16 item loop (sm_90a): see bench/notes/flash.md (session 4).
+//     Measured with DELTA_LANES (session 4 run 2, H200, S = 1k / 4k, both causal, main build vs
+//     same-run A/B with both 0): D = 64 +2.8-7.8 %, D = 128 +1.6-3.0 %, D = 256 +1.2-2.3 %. Alone
+//     (run 1, delta kernel's lse load after O / dO): D = 64 -2-3 %, D = 128 -0.4-1.1 %.
+//   ATTNKIT_FLASH_BWD_LOAD_PRED (with HOIST, D = 64 / 128 / 256): the Q / dO cp.async of an
+//     item from one running pointer per tensor advanced by a predicated add while the row is
+//     inside the sequence (so it stays on the last valid row; the first chunk starts from the
+//     tensor base when none is valid): no per-chunk 64-bit select. Overrides LOAD_CHAIN.
+//     1 = every such D, 2 = D = 128 only (where LOAD_CHAIN is off), 0 = off. Static SASS at
+//     D = 128 1098 -> 1071 per item, 0 spill; measured only together with STATS_WS (run 1 A/B 1
+//     vs 0 at D = 128: -0.4..-1.1 % with the delta kernel's extra latency, run 2's bundle A/B 1
+//     vs 0: +3-4 %), not on its own.
+//   ATTNKIT_FLASH_BWD_LATE_LOAD: where the fused kernel issues the next item's Q / dO / stats
+//     cp.async (~60-110 SASS instructions per warp): 0 right after the item's first barrier,
+//     i.e. before the S GEMM's first MMA (every warp at once); 1 after the S GEMM, 2 after the
+//     dP GEMM, 3 after the P / dS stores (before the second barrier; HOIST only). FA-2 issues
+//     its next Q after the dP GEMM and its next dO after the dV GEMM. D = 128 only;
+//     ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER is the same for the other head dims. Session 4 run 1
+//     (H200, same-run A/B against 0, with STATS_WS): 2 measured +2-3.4 % at D = 128 (1k / 4k,
+//     causal and not), -0..-1.6 % at D = 64 and -0.8..-1.7 % at D = 256: 2 / 0 by default.
+//   ATTNKIT_FLASH_BWD_WO_WIDE: the fused kernel's warp origins folded into the GEMM lane
+//     addresses (warp_gemm_ss_wo, HOIST) also at D = 192 / 256 (1) or at D <= 128 only (0).
+//     Session 3: 24 / 68 B spill there; with STATS_WS and LATE_LOAD 2 (session 4, sm_90a
+//     bf16): D = 256 item loop 1191 -> 1145 static SASS, 28 B spill (3 LDL in the check pass,
+//     diagonal items only); D = 192 1026 -> 1018, 0 spill. Measured +0.5-0.8 % at D = 256
+//     (session 4 run 1, S = 1k / 4k, both causal): marginal, kept.
+//   ATTNKIT_FLASH_BWD_DQ_PERM: the fused kernel's dQ_accum workspace in the dQ MMA's register
+//     order per (kBM, D) tile (DqPerm, bwd_kernel.cuh; bwd_dq_convert_kernel reads it back), so
+//     each red.v2 adds to 256 contiguous bytes; 0 = row-major (8 rows x 32 B per instruction).
+//     ncu (D = 128, S = 4k): L2 red requests 134 M -> 33.5 M (FA-2 33.5 M), lg_throttle stall
+//     0.44 -> 0.12 and barrier 0.62 -> 0.45 cycles per instruction, kernel cycles -10 %.
+//     Measured (session 4 run 2, H200, main build vs same-run A/B with 0, S = 1k / 4k, causal
+//     and not): D = 64 +7-10 %, D = 128 +7.6-10.3 %, D = 256 +10-15 %.
+//   ATTNKIT_FLASH_BWD_DELTA_LANES: the delta kernel's lanes per row, D / 8 capped to 8..32 (1:
+//     D = 64 4 rows per warp, D = 128 2) or 32 (0: at D = 64 24 of 32 lanes idle; the kernel
+//     is latency-bound, one row's loads per warp). Measured with STATS_WS (above).
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_DQ_PERM
+#define ATTNKIT_FLASH_BWD_DQ_PERM 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_DELTA_LANES
+#define ATTNKIT_FLASH_BWD_DELTA_LANES 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_WO_WIDE
+#define ATTNKIT_FLASH_BWD_WO_WIDE 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_LATE_LOAD
+#define ATTNKIT_FLASH_BWD_LATE_LOAD 2
+#endif
+#ifndef ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER
+#define ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER 0
+#endif
+#ifndef ATTNKIT_FLASH_BWD_STATS_WS
+#define ATTNKIT_FLASH_BWD_STATS_WS 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_LOAD_PRED
+#define ATTNKIT_FLASH_BWD_LOAD_PRED 2
 #endif
 #ifndef ATTNKIT_FLASH_BWD_BM_64
 #define ATTNKIT_FLASH_BWD_BM_64 128
@@ -270,6 +334,11 @@ struct BwdFusedTraits {
   // after the S and dP GEMMs reads no global memory (a global load there stalls every warp of
   // the CTA at once: they all reach it together).
   static constexpr bool kStatsSmem = ATTNKIT_FLASH_BWD_STATS_SMEM != 0;
+  // dQ_accum tiles in the dQ MMA's order (ATTNKIT_FLASH_BWD_DQ_PERM; needs HOIST's dQ path).
+  static constexpr bool kDqPerm = ATTNKIT_FLASH_BWD_DQ_PERM != 0 && ATTNKIT_FLASH_BWD_HOIST != 0;
+  // Stats from the packed workspace block of the item's query block (ATTNKIT_FLASH_BWD_STATS_WS).
+  static constexpr bool kStatsWs =
+      kStatsSmem && ATTNKIT_FLASH_BWD_STATS_WS != 0 && ATTNKIT_FLASH_BWD_HOIST != 0;
   // K, V (kBN, D); kStages x Q, dO (kBM, D); P, dS (kBM, kBN): bf16 / f16; kStages x lse, delta
   // (kBM) fp32. D = 128: 160 KiB + 1 KiB.
   static constexpr int kSmemBytes = (2 * kBN * D + kStages * 2 * kBM * D + 2 * kBM * kBN) * 2 +

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "backends/flash/bwd_kernel.cuh"
 #include "core/score_policy.hpp"
@@ -86,6 +87,45 @@ TEST(FlashBandCheck, LongSequences) {
           }
       }
   EXPECT_EQ(bad, 0);
+}
+
+// DqPerm (ATTNKIT_FLASH_BWD_DQ_PERM): what red_c_perm writes for lane l's element (mt, nt, r, e)
+// of warp w's chunk ch is row q_m0 + 16 mt + l / 4 + 8 r, column ch D / chunks + q_n0 + 8 nt +
+// 2 (l % 4) + e of the tile (the dQ MMA's C layout); off() must send every (row, 8-column group)
+// there, with the 8 columns consecutive, and cover the tile once.
+template <int D>
+int64_t dq_perm_mismatches() {
+  using Tr = BwdFusedTraits<D>;
+  using P = DqPerm<D>;
+  std::vector<int> owner(Tr::kBM * D, -1);  // tile float -> row * D + column
+  for (int ch = 0; ch < Tr::kDqChunks; ++ch)
+    for (int w = 0; w < Tr::kWarps; ++w)
+      for (int l = 0; l < 32; ++l)
+        for (int mt = 0; mt < Tr::kQMT; ++mt)
+          for (int nt = 0; nt < Tr::kQNT; ++nt)
+            for (int r = 0; r < 2; ++r)
+              for (int e = 0; e < 2; ++e) {
+                const int row = (w / Tr::kDqWC) * 16 * Tr::kQMT + 16 * mt + l / 4 + 8 * r;
+                const int col = ch * (D / Tr::kDqChunks) + (w % Tr::kDqWC) * 8 * Tr::kQNT + 8 * nt +
+                                2 * (l % 4) + e;
+                const int at = P::warp_off(ch, w) + P::slot(mt, nt, r) * 64 + l * 2 + e;
+                if (at < 0 || at >= Tr::kBM * D || owner[at] != -1) return -1;
+                owner[at] = row * D + col;
+              }
+  int64_t bad = 0;
+  for (int row = 0; row < Tr::kBM; ++row)
+    for (int c = 0; c < D; c += 8)
+      for (int k = 0; k < 8; ++k)
+        bad += owner[P::off(row, c) + k] != row * D + c + k;
+  return bad;
+}
+
+TEST(FlashDqPerm, MatchesMmaLayout) {
+  EXPECT_EQ(dq_perm_mismatches<64>(), 0);
+  EXPECT_EQ(dq_perm_mismatches<96>(), 0);
+  EXPECT_EQ(dq_perm_mismatches<128>(), 0);
+  EXPECT_EQ(dq_perm_mismatches<192>(), 0);
+  EXPECT_EQ(dq_perm_mismatches<256>(), 0);
 }
 
 }  // namespace
