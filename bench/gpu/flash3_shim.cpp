@@ -87,4 +87,5 @@ extern "C" void flash3_set_knobs5(int uniform_desc, int lazy_rescale) {
   const attnkit::flash3::Tuning d{};
   attnkit::flash3::tuning().uniform_desc = uniform_desc < 0 ? d.uniform_desc : uniform_desc != 0;
   attnkit::flash3::tuning().lazy_rescale = lazy_rescale < 0 ? d.lazy_rescale : lazy_rescale != 0;
+  // (d's -1 is "auto": on at D = 256 only; 0 / 1 force off / on.)
 }

@@ -92,7 +92,13 @@ void launch_forward(const Params& p) {
   // Session-4 code generation (mainloop.cuh kVarUniformDesc / kVarLazyRescale): kernels of
   // their own (slots 9-11), without the other variant bits (those are A/B-only and measured
   // neutral) and without the cluster.
-  const int s4 = (tuning().uniform_desc ? 1 : 0) | (tuning().lazy_rescale ? 2 : 0);
+  // Auto (-1): on at D = 256 unless another variant knob asks for its own kernel (those A/Bs
+  // keep measuring what they name).
+  const bool s4_auto = D == 256 && !tuning().ordered_softmax && !tuning().early_rescale &&
+                       tuning().v_stages == 2 && tuning().cluster != 2;
+  const bool uni = tuning().uniform_desc < 0 ? s4_auto : tuning().uniform_desc != 0;
+  const bool lazy = tuning().lazy_rescale < 0 ? s4_auto : tuning().lazy_rescale != 0;
+  const int s4 = (uni ? 1 : 0) | (lazy ? 2 : 0);
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;

@@ -47,13 +47,17 @@ struct Tuning {
   // variant knob). The new default measured +3.7 % (D = 64 S = 1k), +2-4 % (D = 128 S = 1k),
   // +0.5-1.5 % (D = 256) against it (session 3 final run, H200).
   bool legacy_desc = false;
-  // Session 4 (helper f3fwd7), A/B until measured: wgmma descriptors kept in uniform registers
-  // (stage and Q offsets through REDUX, mainloop.cuh kVarUniformDesc; static SASS: fewer R2UR
-  // per K/V block) and the O rescale skipped while no row max of the warp grew by more than 2^8
+  // Session 4 (helper f3fwd7): wgmma descriptors kept in uniform registers (stage and Q offsets
+  // through REDUX, mainloop.cuh kVarUniformDesc; static SASS: R2UR per K/V block 72 -> 15 at
+  // D = 256) and the O rescale skipped while no row max of the warp grew by more than 2^8
   // (kVarLazyRescale, softmax.cuh; exact). Each runs its own kernel (launch.cuh slots 9-11),
-  // which ignores ordered_softmax / early_rescale / cluster.
-  bool uniform_desc = false;
-  bool lazy_rescale = false;
+  // which ignores ordered_softmax / early_rescale / cluster. -1 = auto: both on at D = 256 only.
+  // Session-4 merged run (H200, interleaved, 2 repeats each): both together at D = 256 +4.3 to
+  // +10.7 % at S = 1k / 4k / 16k, causal and not (every repeat above both default repeats);
+  // D = 128 uniform +0.5-2 % at 1k / 4k but -2 to -6 % at 16k, lazy -0.2 to +1 %; D = 64 within
+  // +-1 % (lazy -2 %): off there. 0 / 1 force either off / on at every D.
+  int uniform_desc = -1;
+  int lazy_rescale = -1;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

@@ -301,9 +301,13 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().kv_tile_256 = c.tag == "kv128" ? 128 : 0;
   // "kv128r": the same tiles with K/V streamed through the 16 KB chunk ring (Tuning::kv_ring_256).
   flash3::tuning().kv_ring_256 = c.tag == "kv128r" ? 1 : 0;
-  // "uniform"/"lazy"/"s4": session-4 code generation (Tuning::uniform_desc, lazy_rescale, both).
-  flash3::tuning().uniform_desc = c.tag == "uniform" || c.tag == "s4";
-  flash3::tuning().lazy_rescale = c.tag == "lazy" || c.tag == "s4";
+  // "uniform"/"lazy"/"s4": session-4 code generation (Tuning::uniform_desc, lazy_rescale, both)
+  // forced on at every D (the one not named forced off); other tags keep auto (-1: both on at
+  // D = 256 for the default kernel).
+  if (c.tag == "uniform" || c.tag == "lazy" || c.tag == "s4") {
+    flash3::tuning().uniform_desc = c.tag != "lazy" ? 1 : 0;
+    flash3::tuning().lazy_rescale = c.tag != "uniform" ? 1 : 0;
+  }
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
