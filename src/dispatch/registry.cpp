@@ -17,8 +17,10 @@ const std::vector<KnownBackend>& known_backends() {
   // shapes (flash3/cudnn 0.80-1.04); on the H200 of 2026-11-22 (session 3,
   // bench/results/2026-11-22-h200-flash3-{fwd,bwd}-merged.md) flash3/cudnn was 0.84-1.07 forward
   // (above 1.0 only at D 64 S >= 4k and some 16k causal shapes, by 1-7 %: inside the lent
-  // machine's per-call noise) and 0.65-0.83 backward. flash3 before flash (flash3/FA2 1.39-2.20
-  // fwd, 0.93-1.42 bwd). Revisit when flash3 beats cuDNN on a shape class by more than the noise.
+  // machine's per-call noise) and 0.65-0.83 backward; session 4 (H200,
+  // bench/results/2026-11-22-h200-flash3-s4-final.md): 0.87-1.11 forward (above 1.05 only at
+  // some S >= 16k shapes) and 0.68-0.87 backward. flash3 before flash (flash3/FA2 1.37-2.43
+  // fwd, 0.95-1.44 bwd). Revisit when flash3 beats cuDNN on a shape class by more than the noise.
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
       {"flash3",
