@@ -578,6 +578,17 @@ __device__ __forceinline__ void pack_p_in_s(float (&s)[kBlockN / 2]) {
     s[i] = __uint_as_float(pack2<BF16>(s[2 * i], s[2 * i + 1]));
 }
 
+/// The softmax of a turn of consume_tile_fused / consume_tile_ring once S (masked) is in s:
+/// online softmax (factor = the rows' rescale factors), O *= factor (kRescale: every turn but
+/// the first, where O = 0), P packed into s[0 .. kBN/4 - 1] (pack_p_in_s).
+template <class Tr, bool BF16, bool kRescale, class Sm>
+__device__ __forceinline__ void softmax_pack(float (&s)[Tr::kBlockN / 2], float (&o)[Tr::kD / 2],
+                                             Sm& sm_state, float (&factor)[2], float sl2) {
+  sm_state.template step<true>(s, sl2, factor);
+  if constexpr (kRescale) rescale_o<Tr::kD>(o, factor);
+  pack_p_in_s<Tr::kBlockN, BF16>(s);
+}
+
 /// O[64 x kD] += P V_s with P in the low half of s (pack_p_in_s).
 template <class Tr, bool BF16>
 __device__ __forceinline__ void issue_pv_from_s(float (&o)[Tr::kD / 2],
@@ -677,8 +688,7 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
       release_u32(kEmptyK);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<true>(s, sl2, factor);
-      pack_p_in_s<kBN, BF16>(s);
+      softmax_pack<Tr, BF16, false>(s, o, sm_state, factor, sl2);
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
@@ -708,9 +718,7 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
       release_u32(kEmptyK);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<true>(s, sl2, factor);
-      rescale_o<Tr::kD>(o, factor);
-      pack_p_in_s<kBN, BF16>(s);
+      softmax_pack<Tr, BF16, true>(s, o, sm_state, factor, sl2);
     }
     release_u32(kEmptyQ);
     {
@@ -872,8 +880,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
       release4(rk);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<true>(s, sl2, factor);
-      pack_p_in_s<kBN, BF16>(s);
+      softmax_pack<Tr, BF16, false>(s, o, sm_state, factor, sl2);
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
@@ -909,9 +916,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
       release4(rk);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<true>(s, sl2, factor);
-      rescale_o<Tr::kD>(o, factor);
-      pack_p_in_s<kBN, BF16>(s);
+      softmax_pack<Tr, BF16, true>(s, o, sm_state, factor, sl2);
     }
     if (lane == 0) ptx::mbar_arrive(base + kEmptyQ);
     {
