@@ -7,7 +7,9 @@
 # Function names are compared as mangled; a renamed function therefore shows as missing on
 # one side and new on the other: pass --rename OLD=NEW (repeatable) to pair them.
 # Prints "identical: N functions" and exits 0, or lists the differing / unmatched functions and
-# exits 1. Needs cuobjdump on PATH (e.g. pip's nvidia-cuda-cuobjdump: .../nvidia/cu13/bin).
+# exits 1. Needs cuobjdump and nvdisasm on PATH (pip: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm;
+# .../site-packages/nvidia/cu13/bin). Usage example (flash3, two build trees):
+#   tools/sass_identical.sh old/.../fwd_d128_bf16.cu.o new/.../fwd_d128_bf16.cu.o
 set -eu
 renames=()
 args=()
