@@ -324,6 +324,21 @@ __device__ __forceinline__ void store_c_global(T* g, int64_t row_stride,
     }
 }
 
+/// The end of a key-block kernel (fused / deterministic dK dV): dK (kBN, D) * scale and dV
+/// (kBN, Dv) from the warp tiles dk / dv (origin k_m0, k_n0) to keys n0 .. n0 + keys - 1 of
+/// (batch b, KV head g), columns < dvalid (dK) and < head_dim_v (dV), cast to T.
+template <typename T, int MT, int NT>
+__device__ __forceinline__ void store_dk_dv(const Params& p, int64_t b, int64_t g,
+                                            const SeqSpan& sp, int64_t n0,
+                                            const float (&dk)[MT][NT][4],
+                                            const float (&dv)[MT][NT][4], int k_m0, int k_n0,
+                                            int keys, int dvalid) {
+  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s + g * p.dk_st.h;
+  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s + g * p.dv_st.h;
+  store_c_global(dk_ptr, p.dk_st.s, dk, k_m0, k_n0, keys, dvalid, p.scale);
+  store_c_global(dv_ptr, p.dv_st.s, dv, k_m0, k_n0, keys, static_cast<int>(p.head_dim_v), 1.f);
+}
+
 /// dst[0..1] += (a, b) in global memory without a return value (8-byte aligned dst).
 /// sm90: one vector reduction (red.global.add.v2.f32); sm80: two scalar ones.
 __device__ __forceinline__ void red_add2(float* dst, float a, float b) {
@@ -954,11 +969,7 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     t = tn;
   }
   ptx::cp_async_wait<0>();  // K/V were never waited for when no query block was visited
-
-  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s + g * p.dk_st.h;
-  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s + g * p.dv_st.h;
-  store_c_global(dk_ptr, p.dk_st.s, dk, k_m0, k_n0, keys, dvalid, p.scale);
-  store_c_global(dv_ptr, p.dv_st.s, dv, k_m0, k_n0, keys, static_cast<int>(p.head_dim_v), 1.f);
+  store_dk_dv<T>(p, b, g, sp, n0, dk, dv, k_m0, k_n0, keys, dvalid);
 }
 
 /// dQ = scale * dQ_accum, cast to T, written with dq's strides: 8 columns (one 16-byte store)
@@ -1072,11 +1083,7 @@ __global__ void __launch_bounds__(BwdKVTraits<D>::kThreads)
     t = tn;
   }
   ptx::cp_async_wait<0>();  // K/V were never waited for when no query block was visited
-
-  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s + g * p.dk_st.h;
-  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s + g * p.dv_st.h;
-  store_c_global(dk_ptr, p.dk_st.s, dk, k_m0, k_n0, keys, dvalid, p.scale);
-  store_c_global(dv_ptr, p.dv_st.s, dv, k_m0, k_n0, keys, static_cast<int>(p.head_dim_v), 1.f);
+  store_dk_dv<T>(p, b, g, sp, n0, dk, dv, k_m0, k_n0, keys, dvalid);
 }
 
 template <int D, typename T, bool kGeneral>

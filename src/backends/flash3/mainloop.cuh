@@ -416,6 +416,63 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
   pipe.count += n_blocks;
 }
 
+/// Turn it (1 <= it < n_blocks) of a tile (consume_tile_simple, Consumer::tile): S = Q K_it^T
+/// and O += P V_{it-1} issued in one ping-pong turn, the softmax of S (key tile
+/// nb = n_blocks - 1 - it) while P V runs, then O *= factor and P = S converted (16-bit pairs).
+/// k_base / v_base: shared addresses of K / V stage 0; row0 = this thread's first row.
+template <class Tr, bool BF16, int kVar, class Sm, class State>
+__device__ __forceinline__ void mainloop_turn(
+    const FwdArgs& a, Sm& sm, PipeOf<Tr>& pipe, const PingPong& turn, int it, int n_blocks,
+    uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
+    uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
+    State& sm_state, float sl2, int first_row, int row0, int lane) {
+  namespace ptx = attnkit::cuda::sm90;
+  constexpr int kBN = Tr::kBlockN;
+  constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
+  constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
+  constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
+  constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
+  constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
+  auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
+  auto needs_mask = [&](int nb) {
+    return (nb + 1) * kBN > a.seqlen_k ||
+           (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+  };
+  const int nb = n_blocks - 1 - it;
+  const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+  ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
+  fence_regs(o);
+  fence_regs(p);
+  turn.wait_turn();
+  ptx::wgmma_fence();
+  issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
+  ptx::wgmma_commit();
+  ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
+  if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
+  ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
+  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes));
+  ptx::wgmma_commit();
+  turn.pass_turn();
+  ptx::wgmma_wait<1>();  // S ready
+  fence_regs(s);
+  release_kv<Tr>(&sm.empty_k[st], lane);
+  if (needs_mask(nb))
+    mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+  const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
+  softmax_before_wait<kOrdered>(sm_state.row_sum);
+  ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
+  fence_regs(o);
+  fence_regs(p);
+  release_kv<Tr>(&sm.empty_v[sp], lane);
+  if constexpr (!kEarly) {
+    if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
+  }
+  // P is converted only now: writing its registers while P V_{it-1} still reads them makes
+  // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
+  convert_p<kBN, BF16>(s, p);
+  pf[0] = factor[0], pf[1] = factor[1];
+}
+
 template <class Tr, bool BF16, int kVar>
 __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout<Tr>& sm,
                                                     int m_block, int h, int b, int n_blocks,
@@ -423,7 +480,6 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
                                                     const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
-  constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
   constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
@@ -486,41 +542,9 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       convert_p<kBN, BF16>(s, p);
       pf[0] = factor[0], pf[1] = factor[1];
     }
-    for (int it = 1; it < n_blocks; ++it) {
-      const int nb = n_blocks - 1 - it;
-      const int st = pipe.ks(it), sp = pipe.vs(it - 1);
-      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
-      fence_regs(o);
-      fence_regs(p);
-      turn.wait_turn();
-      ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
-      ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
-      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
-      ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
-      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes));
-      ptx::wgmma_commit();
-      turn.pass_turn();
-      ptx::wgmma_wait<1>();  // S ready
-      fence_regs(s);
-      release_kv<Tr>(&sm.empty_k[st], lane);
-      if (needs_mask(nb))
-        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
-      softmax_before_wait<kOrdered>(sm_state.row_sum);
-      ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
-      fence_regs(o);
-      fence_regs(p);
-      release_kv<Tr>(&sm.empty_v[sp], lane);
-      if constexpr (!kEarly) {
-        if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
-      }
-      // P is converted only now: writing its registers while P V_{it-1} still reads them makes
-      // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
-      convert_p<kBN, BF16>(s, p);
-      pf[0] = factor[0], pf[1] = factor[1];
-    }
+    for (int it = 1; it < n_blocks; ++it)
+      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base, v_base, o, p, s,
+                                    factor, pf, sm_state, sl2, first_row, row0, lane);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
@@ -552,6 +576,17 @@ __device__ __forceinline__ void pack_p_in_s(float (&s)[kBlockN / 2]) {
 #pragma unroll
   for (int i = 0; i < kBlockN / 4; ++i)
     s[i] = __uint_as_float(pack2<BF16>(s[2 * i], s[2 * i + 1]));
+}
+
+/// The softmax of a turn of consume_tile_fused / consume_tile_ring once S (masked) is in s:
+/// online softmax (factor = the rows' rescale factors), O *= factor (kRescale: every turn but
+/// the first, where O = 0), P packed into s[0 .. kBN/4 - 1] (pack_p_in_s).
+template <class Tr, bool BF16, bool kRescale, class Sm>
+__device__ __forceinline__ void softmax_pack(float (&s)[Tr::kBlockN / 2], float (&o)[Tr::kD / 2],
+                                             Sm& sm_state, float (&factor)[2], float sl2) {
+  sm_state.template step<true>(s, sl2, factor);
+  if constexpr (kRescale) rescale_o<Tr::kD>(o, factor);
+  pack_p_in_s<Tr::kBlockN, BF16>(s);
 }
 
 /// O[64 x kD] += P V_s with P in the low half of s (pack_p_in_s).
@@ -653,8 +688,7 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
       release_u32(kEmptyK);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<true>(s, sl2, factor);
-      pack_p_in_s<kBN, BF16>(s);
+      softmax_pack<Tr, BF16, false>(s, o, sm_state, factor, sl2);
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
@@ -684,9 +718,7 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
       release_u32(kEmptyK);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<true>(s, sl2, factor);
-      rescale_o<Tr::kD>(o, factor);
-      pack_p_in_s<kBN, BF16>(s);
+      softmax_pack<Tr, BF16, true>(s, o, sm_state, factor, sl2);
     }
     release_u32(kEmptyQ);
     {
@@ -848,8 +880,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
       release4(rk);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<true>(s, sl2, factor);
-      pack_p_in_s<kBN, BF16>(s);
+      softmax_pack<Tr, BF16, false>(s, o, sm_state, factor, sl2);
     }
     for (int it = 1; it < n_blocks; ++it) {
       const int nb = n_blocks - 1 - it;
@@ -885,9 +916,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
       release4(rk);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<true>(s, sl2, factor);
-      rescale_o<Tr::kD>(o, factor);
-      pack_p_in_s<kBN, BF16>(s);
+      softmax_pack<Tr, BF16, true>(s, o, sm_state, factor, sl2);
     }
     if (lane == 0) ptx::mbar_arrive(base + kEmptyQ);
     {
@@ -1146,41 +1175,10 @@ struct Consumer {
       }
       pf[0] = factor[0], pf[1] = factor[1];
     }
-    for (int it = 1; it < n_blocks; ++it) {
-      const int nb = n_blocks - 1 - it;
-      const int st = pipe.ks(it), sp = pipe.vs(it - 1);
-      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
-      fence_regs(o);
-      fence_regs(p);
-      turn.wait_turn();
-      ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
-      ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
-      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
-      ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
-      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_addr(sp));
-      ptx::wgmma_commit();
-      turn.pass_turn();
-      ptx::wgmma_wait<1>();  // S ready
-      fence_regs(s);
-      release_kv<Tr>(&sm.empty_k[st], lane);
-      if (needs_mask(nb))
-        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      const bool moved = state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
-      softmax_before_wait<kOrdered>(state.row_sum);
-      ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
-      fence_regs(o);
-      fence_regs(p);
-      release_kv<Tr>(&sm.empty_v[sp], lane);
-      if constexpr (!kEarly) {
-        if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
-      }
-      // P is converted only now: writing its registers while P V_{it-1} still reads them makes
-      // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
-      convert_p<kBN, BF16>(s, p);
-      pf[0] = factor[0], pf[1] = factor[1];
-    }
+    for (int it = 1; it < n_blocks; ++it)
+      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base,
+                                    attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf, state,
+                                    sl2, first_row, row0, lane);
     // Every QK^T of this tile is done: the producer may load a later tile's Q here.
     release<Tr>(&sm.empty_q[qb], lane);
     pipe.count += n_blocks;
