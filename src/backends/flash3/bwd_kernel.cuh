@@ -327,35 +327,29 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     }
     ptx::mbar_wait(&full[s], ph);
 
-    // S^T [64 keys x kBM queries] = K_w Q^T and dP^T = V_w dO^T: K-major A and B, K = D.
+    // S^T [64 keys x kBM queries] = K_w Q^T and dP^T = V_w dO^T: K-major A and B, K = D. One
+    // committed group each: acc = W B^T with W the K / V tile at w_s (or its register fragments
+    // wf, kKVRegs) and B the Q / dO tile at b_s.
     float st[kBM / 2], dpt[kBM / 2];
+    auto gemm_wt = [&](float(&acc)[kBM / 2], const uint32_t(&wf)[kKVRegs ? 16 : 1], uint32_t w_s,
+                       uint32_t b_s) {
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+        const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
+        const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
+        if constexpr (kKVRegs) {
+          const uint32_t af[4] = {wf[4 * ks], wf[4 * ks + 1], wf[4 * ks + 2], wf[4 * ks + 3]};
+          WS::template rs<0>(acc, af, ptx::Sw128Desc::make(b_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+        } else {
+          WS::template ss<0, 0>(acc, ptx::Sw128Desc::make(w_s + off, 16, 1024),
+                                ptx::Sw128Desc::make(b_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+        }
+      }
+      ptx::wgmma_commit();
+    };
     ptx::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
-      const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-      if constexpr (kKVRegs) {
-        const uint32_t af[4] = {kf[4 * ks], kf[4 * ks + 1], kf[4 * ks + 2], kf[4 * ks + 3]};
-        WS::template rs<0>(st, af, ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
-      } else {
-        WS::template ss<0, 0>(st, ptx::Sw128Desc::make(k_w + off, 16, 1024),
-                              ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
-      }
-    }
-    ptx::wgmma_commit();
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
-      const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-      if constexpr (kKVRegs) {
-        const uint32_t af[4] = {vf[4 * ks], vf[4 * ks + 1], vf[4 * ks + 2], vf[4 * ks + 3]};
-        WS::template rs<0>(dpt, af, ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
-      } else {
-        WS::template ss<0, 0>(dpt, ptx::Sw128Desc::make(v_w + off, 16, 1024),
-                              ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
-      }
-    }
-    ptx::wgmma_commit();
+    gemm_wt(st, kf, k_w, q_s);
+    gemm_wt(dpt, vf, v_w, do_s);
 
     // lse2 / delta of this thread's kBM / 4 query columns (8j + qc + e), index 2j + e.
     // BM = 64: read straight from the padded fp32 workspace (in bounds, 8-byte aligned: sq_pad
