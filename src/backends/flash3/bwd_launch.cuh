@@ -31,8 +31,22 @@ inline constexpr int kMaxDevices = 64;
 }  // namespace bwd
 
 namespace bwd {
+/// One backward kernel variant (BwdTuning's knobs resolved).
+struct Variant {
+  bool decoupled = true;  // warpgroups split dQ by keys (bwd_traits.hpp)
+  int block_m = 64;       // 128: D = 64 only, coupled
+  bool dq_bulk = false;   // dQ by bulk reduce-add (else float2 atomics)
+  bool dq_first = false;  // FA3 GEMM order (kDqFirst)
+  int stat = 0;           // lse2 / delta source (kStat)
+  bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
+  bool dq_vec4 = false;   // float4 dQ workspace layout: float4 atomics / smem stores (kDqVec4)
+  bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
+};
+
+/// Launches one kernel instantiation; v supplies the run-time choices (dQ path, dQ workspace
+/// layout, item order) that the instantiation does not fix.
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false>
-void launch_backward(const Params& p, bool dq_bulk, bool dq_vec4, bool item_rot) {
+void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
@@ -93,9 +107,9 @@ void launch_backward(const Params& p, bool dq_bulk, bool dq_vec4, bool item_rot)
     a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
-    a.dq_bulk = dq_bulk ? 1 : 0;
-    a.dq_vec4 = dq_vec4 ? 1 : 0;
-    a.item_rot = item_rot ? 1 : 0;
+    a.dq_bulk = v.dq_bulk ? 1 : 0;
+    a.dq_vec4 = v.dq_vec4 ? 1 : 0;
+    a.item_rot = v.item_rot ? 1 : 0;
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
@@ -118,7 +132,7 @@ void launch_backward(const Params& p, bool dq_bulk, bool dq_vec4, bool item_rot)
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd::bwd_dq_convert_kernel<D, Tr::kDqN, BF16>
-        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, dq_vec4 ? 1 : 0);
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, v.dq_vec4 ? 1 : 0);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 }
@@ -126,18 +140,6 @@ void launch_backward(const Params& p, bool dq_bulk, bool dq_vec4, bool item_rot)
 }  // namespace bwd
 
 namespace bwd {
-
-/// One backward kernel variant (BwdTuning's knobs resolved).
-struct Variant {
-  bool decoupled = true;  // warpgroups split dQ by keys (bwd_traits.hpp)
-  int block_m = 64;       // 128: D = 64 only, coupled
-  bool dq_bulk = false;   // dQ by bulk reduce-add (else float2 atomics)
-  bool dq_first = false;  // FA3 GEMM order (kDqFirst)
-  int stat = 0;           // lse2 / delta source (kStat)
-  bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
-  bool dq_vec4 = false;   // float4 dQ workspace layout: float4 atomics / smem stores (kDqVec4)
-  bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
-};
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
@@ -230,19 +232,13 @@ inline Variant default_variant(int d, bool causal) {
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst>
 void launch_stat(const Params& p, const Variant& v) {
   if constexpr (BM == 128) {
-    if (v.stat == 1)
-      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v.dq_bulk, v.dq_vec4,
-                                                                   v.item_rot);
+    if (v.stat == 1) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v);
   }
-  if (v.stat == 2)
-    return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v.dq_bulk, v.dq_vec4,
-                                                                 v.item_rot);
+  if (v.stat == 2) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v);
   if constexpr (D == 64 && BM == 64 && kDecoupled) {
-    if (v.kv_regs)
-      return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v.dq_bulk, v.dq_vec4,
-                                                                   v.item_rot);
+    if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v);
   }
-  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v.dq_bulk, v.dq_vec4, v.item_rot);
+  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v);
 }
 
 }  // namespace bwd
