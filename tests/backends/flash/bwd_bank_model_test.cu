@@ -309,6 +309,61 @@ TEST(FlashBwdBankModel, CountsMatchNcuAtD128) {
   EXPECT_EQ(2048LL * (64 * (260 + 8 * (144 * 4 + 8 + 32)) + 512), 681050112LL);
 }
 
+// ATTNKIT_FLASH_BWD_STSM (store_c_smem_stsm): one stmatrix.x4 per (mt, n16 pair np) of the warp's
+// S / dP tile. Lane l gives the row address of matrix l / 8, row l % 8; thread t's register j
+// (matrix j's row t / 4, bytes 4 (t % 4)..+3) holds the packed C pair (mt, nt = 2 np + j / 2,
+// r = j % 2) of rows qr + 8 r. Checked: every such pair lands where store_c_smem_split writes it
+// (2 off(row, col), the tile's layout unchanged, so every element of the warp tile exactly once),
+// and each stmatrix is 4 conflict-free wavefronts (8 rows x 16 B per phase).
+template <int D>
+void check_stsm() {
+  using Tr = BwdFusedTraits<D>;
+  using LP = SmemLayout<Tr::kBM, Tr::kBN>;
+  constexpr int MT = Tr::kSMT, NT = Tr::kSNT;
+  static_assert((NT & (NT - 1)) == 0 && NT >= 2 && 8 * NT <= 64, "store_c_smem_stsm's shapes");
+  Table t;
+  std::set<uint32_t> written;
+  for (int warp = 0; warp < Tr::kWarps; ++warp) {
+    const int m0 = (warp / Tr::kSdpWC) * 16 * MT, n0 = (warp % Tr::kSdpWC) * 8 * NT;
+    for (int mt = 0; mt < MT; ++mt)
+      for (int np = 0; np < NT / 2; ++np) {
+        // The kernel's lane address: o ^ (np << 4) + 16 mt rows, o from lane row / column.
+        Inst in{};
+        in.lanes_per_phase = 8;
+        uint32_t row_addr[32];
+        for (int l = 0; l < 32; ++l) {
+          const int o = LP::off(m0 + (((l >> 3) & 1) << 3) + (l & 7), n0 + ((l >> 4) << 3));
+          row_addr[l] = 2u * static_cast<uint32_t>((o ^ (np << 4)) + mt * 16 * 64);
+          in.lane[l] = Access{row_addr[l], 16};
+        }
+        add(t, "STSM (one tile, P or dS)", in);
+        for (int th = 0; th < 32; ++th)
+          for (int j = 0; j < 4; ++j) {
+            const uint32_t got = row_addr[8 * j + th / 4] + 4u * static_cast<uint32_t>(th % 4);
+            const int row = m0 + mt * 16 + (j & 1) * 8 + th / 4;
+            const int col = n0 + (2 * np + (j >> 1)) * 8 + (th % 4) * 2;
+            const uint32_t want = 2u * static_cast<uint32_t>(LP::off(row, col));
+            ASSERT_EQ(got, want) << "D " << D << " warp " << warp << " mt " << mt << " np " << np
+                                 << " thread " << th << " register " << j;
+            ASSERT_TRUE(written.insert(got).second) << "D " << D << ": written twice";
+          }
+      }
+  }
+  EXPECT_EQ(static_cast<int64_t>(written.size()) * 2, static_cast<int64_t>(LP::kSize))
+      << "D " << D << ": the warps' stores cover the (kBM, kBN) tile";
+  print(D, t);
+  EXPECT_EQ(t.at("STSM (one tile, P or dS)").wf, t.at("STSM (one tile, P or dS)").ideal)
+      << "D " << D;
+  EXPECT_EQ(t.at("STSM (one tile, P or dS)").execs, Tr::kWarps * MT * NT / 2) << "D " << D;
+}
+TEST(FlashBwdBankModel, StmatrixStoresMatchAndConflictFree) {
+  check_stsm<64>();
+  check_stsm<96>();
+  check_stsm<128>();
+  check_stsm<192>();
+  check_stsm<256>();
+}
+
 // Negative control: the same tiles without the XOR swizzle (row-major 64-wide panels): every
 // ldmatrix phase reads 8 rows of one 16-byte column = 8 words per bank.
 template <int ROWS, int COLS>
