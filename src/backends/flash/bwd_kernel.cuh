@@ -300,6 +300,43 @@ __device__ __forceinline__ void store_c_smem_split(T* s, const float (&c)[MT][NT
   }
 }
 
+/// ATTNKIT_FLASH_BWD_STSM (sm90; off by default: not yet run on a GPU): store_c_smem_split with
+/// one stmatrix.x4 per 16 x 16 block (mt, n16 pair np) instead of four 32-bit STS: the block's four
+/// 8x8 matrices are (rows 0-7 | 8-15) x (n-tile 2 np | 2 np + 1), i.e. a lane's packed C pairs
+/// c[mt][2np][0..1], [2..3], c[mt][2np + 1][0..1], [2..3] (the mma C layout is stmatrix's
+/// fragment layout); lane l gives the row address of matrix l / 8, row l % 8: element
+/// (m0 + 16 mt + 8 ((l / 8) & 1) + l % 8, n0 + 16 np + 8 (l / 16)). Same bytes to the same
+/// elements (host model: bwd_bank_model_test.cu), 4x fewer shared-store instructions (D = 128:
+/// 32 -> 8 per thread and item; the shared-memory instruction queue stall, mio_throttle, was
+/// 0.84 vs FA-2's 0.54 per instruction, ncu session 4), the same wavefronts (1 per 8 rows x 16 B,
+/// conflict-free like the ldmatrix reads). Column offsets: the lane's chunk (n0 / 8 + l / 16)
+/// and 2 np are disjoint bits (n0 a multiple of 8 NT, NT a power of two <= 8), so block np is
+/// o ^ (np << 4) as in store_c_smem_split; rows + 16 mt keep row & 7. Without sm90, STS.
+template <typename L, typename T, int MT, int NT>
+__device__ __forceinline__ void store_c_smem_stsm(T* s, const float (&c)[MT][NT][4], int m0,
+                                                  int n0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(!L::kHasHalfPanel && (NT & (NT - 1)) == 0 && NT >= 2 && 8 * NT <= 64,
+                "64-wide panels, power-of-two n8 count (>= 2) inside one panel");
+  const int lane = threadIdx.x % 32;
+  const int o = L::off(m0 + (((lane >> 3) & 1) << 3) + (lane & 7), n0 + ((lane >> 4) << 3));
+  const uint32_t base = ptx::smem_addr(s);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      const uint32_t addr = base + 2u * static_cast<uint32_t>((o ^ (np << 4)) + mt * 16 * 64);
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+                   "r"(ptx::pack2<T>(c[mt][2 * np][0], c[mt][2 * np][1])),
+                   "r"(ptx::pack2<T>(c[mt][2 * np][2], c[mt][2 * np][3])),
+                   "r"(ptx::pack2<T>(c[mt][2 * np + 1][0], c[mt][2 * np + 1][1])),
+                   "r"(ptx::pack2<T>(c[mt][2 * np + 1][2], c[mt][2 * np + 1][3])));
+    }
+#else
+  store_c_smem_split<L>(s, c, m0, n0);
+#endif
+}
+
 /// Stores a warp's C-layout tile (rows row0.., cols col0..) scaled by `mul` to global rows
 /// < valid_rows, columns < valid_cols.
 template <typename T, int MT, int NT>
@@ -768,6 +805,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   // The fast path's element check from one band of diagonals (mask_band) instead of bwd_p_ds's
   // per-row ranges.
   constexpr bool kBand = ATTNKIT_FLASH_BWD_CHECK_LIMITS && !kGeneral;
+  // P / dS stored with stmatrix (ATTNKIT_FLASH_BWD_STSM; fast path only: on the general path it
+  // doubled ptxas's spill at D = 128, 36 -> 72 B).
+  constexpr bool kStsm =
+      !kGeneral && (ATTNKIT_FLASH_BWD_STSM == 1 || (ATTNKIT_FLASH_BWD_STSM == 2 && D != 128));
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
@@ -923,8 +964,13 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
           p, ctx, s, dp, static_cast<int>(m0) + s_m0, static_cast<int>(n0) + s_n0, delta_bh,
           sp.q_start, check, s_lse, s_lse + kBM, static_cast<int>(m0));
 #if ATTNKIT_FLASH_BWD_HOIST
-      store_c_smem_split<LP>(sP, s, s_m0, s_n0);
-      store_c_smem_split<LP>(sdS, dp, s_m0, s_n0);
+      if constexpr (kStsm) {
+        store_c_smem_stsm<LP>(sP, s, s_m0, s_n0);
+        store_c_smem_stsm<LP>(sdS, dp, s_m0, s_n0);
+      } else {
+        store_c_smem_split<LP>(sP, s, s_m0, s_n0);
+        store_c_smem_split<LP>(sdS, dp, s_m0, s_n0);
+      }
       issue_next(3);
 #else
       store_c_smem<LP>(sP, s, s_m0, s_n0);

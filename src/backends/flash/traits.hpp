@@ -141,6 +141,19 @@
 //   ATTNKIT_FLASH_BWD_DELTA_LANES: the delta kernel's lanes per row, D / 8 capped to 8..32 (1:
 //     D = 64 4 rows per warp, D = 128 2) or 32 (0: at D = 64 24 of 32 lanes idle; the kernel
 //     is latency-bound, one row's loads per warp). Measured with STATS_WS (above).
+//   ATTNKIT_FLASH_BWD_STSM (session 4 round 2, helper flashbwd8; 0 by default: compile-checked
+//     only, never run on a GPU): the fused kernel's P / dS stores as stmatrix.x4 (sm90) instead
+//     of 32-bit STS (store_c_smem_stsm, bwd_kernel.cuh; HOIST only): 4x fewer shared-store
+//     instructions for the same conflict-free wavefronts. The host model of every shared access
+//     of the fused kernel (tests/backends/flash/bwd_bank_model_test.cu) finds no bank conflict
+//     at D = 64 / 128 / 256 with or without it: ncu's 4.2 M "shared ld bank conflicts" (D = 128,
+//     S = 4k) are not instruction-level (its memory_l1_wavefronts_shared equals the ideal).
+//     Fast path (no score mod) only. 1 = every D, 2 = all but D = 128 (where ptxas then spills
+//     12 B, 2 LDL per item), 0 = off. Static SASS per item (fast path, sm_90a): D = 64 1232 ->
+//     1180, D = 128 1057 -> 1039, D = 256 1096 -> 1089 (spill 28 -> 8 B).
+#ifndef ATTNKIT_FLASH_BWD_STSM
+#define ATTNKIT_FLASH_BWD_STSM 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
