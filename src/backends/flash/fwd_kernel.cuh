@@ -54,6 +54,32 @@ __device__ __forceinline__ void fwd_load_tile(T* smem, const T* gmem, int64_t st
   load_tile_async<L, kThreads>(smem, gmem, stride, valid_rows, valid_cols);
 }
 
+/// fwd_load_tile (fast) from `gthr` = tile pointer + ld.g, the thread's first chunk
+/// (FwdTraits::kThrPtr): full tiles as TileLoader::load_full_thr; partial ones (the sequence's
+/// last key block, head_dim < D) get the tile pointer back through TileLoader::opaque_g.
+template <typename L, int kThreads, typename T>
+__device__ __forceinline__ void fwd_load_tile_thr(T* smem, const T* gthr, int64_t stride,
+                                                  int valid_rows, int valid_cols,
+                                                  const TileLoader<L, kThreads>& ld) {
+  if (valid_rows >= L::kRows && valid_cols >= L::kCols) {
+    ld.load_full_thr(smem, gthr);
+    return;
+  }
+  load_tile_async<L, kThreads>(smem, gthr - TileLoader<L, kThreads>::opaque_g(stride), stride,
+                               valid_rows, valid_cols);
+}
+
+/// x, made to depend on `sum` through a select that never fires: sum's bits are never
+/// 0xffffffff (a sum of exp2 results is >= 0, +inf or the canonical NaN 0x7fffffff). Compared
+/// as an integer in PTX: nvcc and ptxas both fold a float compare of exp2 sums (>= 0) away.
+__device__ __forceinline__ uint32_t dep_fence(uint32_t x, float sum) {
+  uint32_t y;
+  asm("{\n .reg .pred q;\n setp.eq.b32 q, %1, -1;\n selp.b32 %0, 0, %2, q;\n}\n"
+      : "=r"(y)
+      : "r"(__float_as_uint(sum)), "r"(x));
+  return y;
+}
+
 /// A query tile (m block, q head, batch) in the launch order of the 3-D grid: m blocks fastest,
 /// heavy causal blocks (the last) first.
 struct FwdTile {
@@ -129,6 +155,10 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   using LKp = SmemLayout<kBN, kPW>;
   constexpr bool kFast = Tr::kFastLoad && !kGeneral;  // the general path keeps its registers
   const TileLoader<LK, Tr::kThreads> ldk(p.k_st.s), ldv(p.v_st.s);
+  // BN_128 = 64 diet (Tr::kThrPtr): the key loop's K / V loads from per-thread pointers.
+  constexpr bool kThr = Tr::kThrPtr && kFast && TileLoader<LK, Tr::kThreads>::kSupported;
+  const T* k_thr = kThr ? k_ptr + ldk.g : k_ptr;
+  const T* v_thr = kThr ? v_ptr + ldv.g : v_ptr;
   if (n_end > n_begin && !pre) {
     const int64_t n0 = static_cast<int64_t>(n_end - 1) * kBN;
     const int k_rows = static_cast<int>(sp.sk - n0);
@@ -176,8 +206,13 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     __syncthreads();  // V_n landed; every warp is done with K_n (and Q)
     if (n > n_begin) {
       const int64_t n1 = n0 - kBN;
-      fwd_load_tile<LK, Tr::kThreads, kFast>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                             static_cast<int>(sp.sk - n1), dq_valid, ldk);
+      if constexpr (kThr) {
+        fwd_load_tile_thr<LK, Tr::kThreads>(sK, k_thr + n1 * p.k_st.s, p.k_st.s,
+                                            static_cast<int>(sp.sk - n1), dq_valid, ldk);
+      } else {
+        fwd_load_tile<LK, Tr::kThreads, kFast>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
+                                               static_cast<int>(sp.sk - n1), dq_valid, ldk);
+      }
       ptx::cp_async_commit();
     } else if (Tr::kPersist && has_next) {
       load_next_tile();
@@ -193,8 +228,13 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
       ptx::cp_async_wait<0>();
     }
     __syncthreads();  // K_n landed; every warp is done with V_{n+1}
-    fwd_load_tile<LK, Tr::kThreads, kFast>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
-                                           static_cast<int>(sp.sk - n0), dv_valid, ldv);
+    if constexpr (kThr) {
+      fwd_load_tile_thr<LK, Tr::kThreads>(sV, v_thr + n0 * p.v_st.s, p.v_st.s,
+                                          static_cast<int>(sp.sk - n0), dv_valid, ldv);
+    } else {
+      fwd_load_tile<LK, Tr::kThreads, kFast>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
+                                             static_cast<int>(sp.sk - n0), dv_valid, ldv);
+    }
     ptx::cp_async_commit();
 
     float s[kMT][kNT][4];  // (16*kMT, kBN) scores of this warp
@@ -271,21 +311,59 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
           for (int e = 0; e < 4; ++e)
             o[mt][dt][e] *= corr[mt][e / 2];
     }
+    // Tr::kPackP (fast path, BN_128 = 64 diet): P leaves the exp2 as the packed A fragments of
+    // P V (pa[k16 slice][mt], c_to_a's order: pair (nt, r) at [nt / 2][mt][(nt % 2) * 2 + r]),
+    // so the (16 * kMT, kBN) fp32 scores die here instead of living into warp_gemm_rs.
+    constexpr bool kPackP = Tr::kPackP && !kGeneral;
+    // Tr::kTreeSum (BN_128 = 64 diet): each row's sum of P as a tree over its n8 tiles (the
+    // exp2 results die as soon as summed) instead of one serial chain, which ptxas scheduled at
+    // the end of the key loop, keeping 6 fp32 P values live over P V (spilled: 24 B, DIET = 2).
+    constexpr bool kTreeSum = Tr::kTreeSum;
+    constexpr bool kSumFence = Tr::kSumFence && !kGeneral;
+    // The fence sits on the last k16 slice of P V: the sums finish under its first slices
+    // (slice 0: 56 B spill, the sums' latency exposed before P V; slice 3: 16 B, ptxas sm_90a).
+    constexpr int kFenceSlice = kBN / 16 - 1;
+    [[maybe_unused]] uint32_t pa[kPackP ? kBN / 16 : 1][kMT][4];
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const float base = m_run[mt][r] == -INFINITY ? 0.f : m_run[mt][r];
         float sum = 0.f;
+        [[maybe_unused]] float part[kNT];  // Tr::kTreeSum: per-n8-tile pair sums, then a tree
 #pragma unroll
-        for (int nt = 0; nt < kNT; ++nt)
+        for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[mt][nt][r * 2 + e];
             x = fast_exp2(fmaf(x, mul, -base));  // one FFMA + one MUFU per element
-            sum += x;
+            if constexpr (!kTreeSum) sum += x;
           }
+          if constexpr (kTreeSum) part[nt] = s[mt][nt][r * 2] + s[mt][nt][r * 2 + 1];
+          if constexpr (kPackP)
+            pa[nt / 2][mt][(nt % 2) * 2 + r] =
+                ptx::pack2<T>(s[mt][nt][r * 2], s[mt][nt][r * 2 + 1]);
+        }
+        if constexpr (kTreeSum) {
+#pragma unroll
+          for (int w = 1; w < kNT; w *= 2)
+#pragma unroll
+            for (int nt = 0; nt + w < kNT; nt += 2 * w)
+              part[nt] += part[nt + w];
+          sum = part[0];
+        }
         l_run[mt][r] = l_run[mt][r] * corr[mt][r] + sum;
+        if constexpr (kSumFence) {
+          // Tr::kSumFence: P V's first MMA of this row waits for the row sum (sum >= 0 or NaN, so
+          // the select never fires): a data dependence ptxas must honour, so the sum's inputs die
+          // before P V instead of after it. One FSETP + SEL per row and key block.
+          if constexpr (kPackP) {
+            pa[kFenceSlice][mt][r] = dep_fence(pa[kFenceSlice][mt][r], sum);
+          } else {
+            s[mt][2 * kFenceSlice][r * 2] =
+                __uint_as_float(dep_fence(__float_as_uint(s[mt][2 * kFenceSlice][r * 2]), sum));
+          }
+        }
         if constexpr (kGeneral) {
           if (p.dropout_threshold != 0) {
             const int i = row_of(mt, r);
@@ -303,7 +381,11 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     if constexpr (!Tr::kEarlyK) {
       wait_v_load_next_k(n, n0);
     }
-    warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sV, 0);
+    if constexpr (kPackP) {
+      warp_gemm_rp<kMT, kDT, kBN, true, LK>(o, pa, sV, 0);
+    } else {
+      warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sV, 0);
+    }
   }
 
   // Epilogue: normalize, store O and lse. Tr::kSmemEpilogue: O goes through this warp's own

@@ -140,6 +140,29 @@ struct TileLoader {
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src + it * step));
     }
   }
+  /// load_full with the thread's chunk-0 offset already in `src` (= gmem + g): a caller that
+  /// keeps one per-thread pointer per tensor (the forward's BN_128 = 64 register diet) needs
+  /// neither the tile pointer nor g live across its loop.
+  template <typename T>
+  __device__ __forceinline__ void load_full_thr(T* smem, const T* src) const {
+    static_assert(kSupported, "TileLoader: threads must cover whole rows");
+    const uint32_t s = ptx::smem_addr(smem);
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const uint32_t rows = static_cast<uint32_t>((it / kPhases) * kPhases * kRowStep);
+      const uint32_t dst =
+          s + s_ph[it % kPhases] + rows * (Layout::kHasHalfPanel ? row_bytes : 128u);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src + it * step));
+    }
+  }
+  /// g recomputed from %tid.x read through a volatile asm, so that the compiler does not merge
+  /// it with the constructor's g and keep that live (load_full_thr's callers: rare paths only).
+  __device__ __forceinline__ static int64_t opaque_g(int64_t stride) {
+    uint32_t t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    const int ti = static_cast<int>(t);
+    return (ti / kChunksPerRow) * stride + (ti % kChunksPerRow) * 8;
+  }
 };
 
 }  // namespace attnkit::flash

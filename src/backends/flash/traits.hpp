@@ -254,6 +254,28 @@
 #ifndef ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S
 #define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 4096
 #endif
+//   ATTNKIT_FLASH_FWD_BN64_DIET (session 4 round 3, helper flashfwd8; compile-only, never run on
+//     a GPU, hence 0 by default): register diet for ATTNKIT_FLASH_FWD_BN_128=64 (FA-2's 128 x 64
+//     tile at D = 128, run_mha_fwd_hdim128), fast path only; a bit set, used only when
+//     BN_128 = 64 (BN_128 = 32, the default, compiles the same SASS whatever this is):
+//       2  FAST_LOAD's TileLoader for the full K / V / first-Q tiles at D = 128;
+//       8  each row's sum of P as a tree over its n8 tiles instead of one serial chain;
+//       16 P V's last k16 slice waits for the row sums (dep_fence): ptxas otherwise schedules
+//          the sums after P V, keeping fp32 P values live over it (those were the spills);
+//       1  P packed to 16-bit pairs right after exp2 (warp_gemm_rp);
+//       4  per-thread K / V pointers (TileLoader::load_full_thr).
+//     With any bit set the S GEMM's k loop unrolls ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 (4; the
+//     full unroll's ldmatrix run-ahead costs 24-40 B more spill). ptxas (sm_90a, bf16, fast
+//     path, 255 registers): BN 64 as is 200 B spill stores; 2 64 B (unroll 4: 24 B); 2+8+16 =
+//     26 16 B (4 loop-invariant registers, 4 STL + 4 LDL per 64 keys); 1 and 4 add spill (1:
+//     204 B alone, 100 B with 2; 4: 32 B on top of 26). Recommended on-value: 26. Static SASS
+//     per 64 keys and the A/B plan: bench/notes/flash.md ("Session 4, round 3").
+#ifndef ATTNKIT_FLASH_FWD_BN64_DIET
+#define ATTNKIT_FLASH_FWD_BN64_DIET 0
+#endif
+#ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
+#define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
+#endif
 #ifndef ATTNKIT_FLASH_FWD_BN_64
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
@@ -269,10 +291,13 @@ namespace attnkit::flash {
 template <int D, int BM256 = ATTNKIT_FLASH_FWD_BM_256>
 struct FwdTraits {
   static constexpr int kHeadDim = D;
-  static constexpr int kKUnroll =
-      D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE;
   static constexpr int kBN =
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
+  // BN_128 = 64 with its register diet (ATTNKIT_FLASH_FWD_BN64_DIET; off by default).
+  static constexpr bool kDiet128 = D == 128 && kBN == 64 && ATTNKIT_FLASH_FWD_BN64_DIET != 0;
+  static constexpr int kKUnroll =
+      kDiet128 ? ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
+               : (D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE);
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
   // D > 128: 16 rows per warp, to keep the (16*kMT, D) fp32 output accumulator in registers:
   // D = 192 8 warps (kBM 128); D = 256 8 warps (kBM 128, 128 KiB smem, one CTA per SM) or, with
@@ -284,8 +309,13 @@ struct FwdTraits {
   static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: BM256)
   static constexpr int kThreads = kWarps * 32;
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
-  static constexpr bool kFastLoad =
-      ATTNKIT_FLASH_FWD_FAST_LOAD == 1 || (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128);
+  static constexpr bool kPackP = kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 1) != 0;
+  static constexpr bool kFastLoad = ATTNKIT_FLASH_FWD_FAST_LOAD == 1 ||
+                                    (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128) ||
+                                    (kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 2) != 0);
+  static constexpr bool kThrPtr = kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 4) != 0;
+  static constexpr bool kTreeSum = kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 8) != 0;
+  static constexpr bool kSumFence = kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 16) != 0;
   static constexpr bool kPersist = ATTNKIT_FLASH_FWD_PERSIST != 0 && D == 256;
   // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256; D = 128 by knob).
   static constexpr int kProloguePanels =

@@ -238,6 +238,23 @@ __device__ __forceinline__ void warp_gemm_rs(float (&acc)[MT][NT][4],
   }
 }
 
+/// warp_gemm_rs with A already packed (a_p[kk][mt] = c_to_a of m-tile mt's C accumulators): the
+/// forward's P kept as 16-bit pairs from its exp2 on (FwdTraits::kPackP), half the registers
+/// of the fp32 C tiles. Same MMAs in the same order, so the same bits as warp_gemm_rs.
+template <int MT, int NT, int K, bool B_KN, typename LB, typename T>
+__device__ __forceinline__ void warp_gemm_rp(float (&acc)[MT][NT][4],
+                                             const uint32_t (&a_p)[K / 16][MT][4], const T* sb,
+                                             int n0) {
+#if ATTNKIT_FLASH_SPLIT_ADDR
+  const FragAddr<LB> fb(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
+#else
+  const int fb = 0;  // mma_b_slice loads through sb
+#endif
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk)
+    mma_b_slice<MT, NT, B_KN, LB>(acc, a_p[kk], fb, sb, kk, n0);
+}
+
 template <int MT, int NT>
 __device__ __forceinline__ void zero(float (&acc)[MT][NT][4]) {
 #pragma unroll

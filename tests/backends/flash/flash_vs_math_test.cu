@@ -402,6 +402,24 @@ std::vector<Cfg> cases() {
     c.causal = Causal::bottom_right;
     all.push_back(c);
   }
+  // D = 128 forward over many key blocks (sk = 1000: 15 full 64-key blocks + 40 keys, or 31 full
+  // 32-key blocks + 8), both causal modes: the online-softmax rescale across blocks and the
+  // partial last block of the BN_128 = 64 tile (ATTNKIT_FLASH_FWD_BN64_DIET) on its fast path.
+  if (std::find(std::begin(flash::kBuiltHeadDims), std::end(flash::kBuiltHeadDims), 128) !=
+      std::end(flash::kBuiltHeadDims)) {
+    Cfg c;
+    c.tag = "many_blocks";
+    c.b = 1;
+    c.sq = 200;
+    c.sk = 1000;
+    c.hq = 4;
+    c.hkv = 2;
+    c.d = 128;
+    all.push_back(c);
+    c.tag = "many_blocks_causal";
+    c.causal = Causal::bottom_right;
+    all.push_back(c);
+  }
   return all;
 }
 
