@@ -141,8 +141,7 @@
 //   ATTNKIT_FLASH_BWD_DELTA_LANES: the delta kernel's lanes per row, D / 8 capped to 8..32 (1:
 //     D = 64 4 rows per warp, D = 128 2) or 32 (0: at D = 64 24 of 32 lanes idle; the kernel
 //     is latency-bound, one row's loads per warp). Measured with STATS_WS (above).
-//   ATTNKIT_FLASH_BWD_STSM (session 4 round 2, helper flashbwd8; 0 by default: compile-checked
-//     only, never run on a GPU): the fused kernel's P / dS stores as stmatrix.x4 (sm90) instead
+//   ATTNKIT_FLASH_BWD_STSM (session 4 round 2, helper flashbwd8; on since session 5): the fused kernel's P / dS stores as stmatrix.x4 (sm90) instead
 //     of 32-bit STS (store_c_smem_stsm, bwd_kernel.cuh; HOIST only): 4x fewer shared-store
 //     instructions for the same conflict-free wavefronts. The host model of every shared access
 //     of the fused kernel (tests/backends/flash/bwd_bank_model_test.cu) finds no bank conflict
@@ -150,9 +149,12 @@
 //     S = 4k) are not instruction-level (its memory_l1_wavefronts_shared equals the ideal).
 //     Fast path (no score mod) only. 1 = every D, 2 = all but D = 128 (where ptxas then spills
 //     12 B, 2 LDL per item), 0 = off. Static SASS per item (fast path, sm_90a): D = 64 1232 ->
-//     1180, D = 128 1057 -> 1039, D = 256 1096 -> 1089 (spill 28 -> 8 B).
+//     1180, D = 128 1057 -> 1039, D = 256 1096 -> 1089 (spill 28 -> 8 B). Measured (H100,
+//     session 5, same-run A/B against =0, bench/results/2026-11-22-h100-flash-s5-run1.md):
+//     backward D = 64 +1.9..+2.3 % at S = 1k / 4k, D = 128 -0.3..+0.5 %, D = 256 +0.3..+1.6 %;
+//     1 (not 2) because D = 128 did not lose with its 12 B spill.
 #ifndef ATTNKIT_FLASH_BWD_STSM
-#define ATTNKIT_FLASH_BWD_STSM 0
+#define ATTNKIT_FLASH_BWD_STSM 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
@@ -254,10 +256,14 @@
 #ifndef ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S
 #define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 4096
 #endif
-//   ATTNKIT_FLASH_FWD_BN64_DIET (session 4 round 3, helper flashfwd8; compile-only, never run on
-//     a GPU, hence 0 by default): register diet for ATTNKIT_FLASH_FWD_BN_128=64 (FA-2's 128 x 64
+//   ATTNKIT_FLASH_FWD_BN_128 / ATTNKIT_FLASH_FWD_BN64_DIET: keys per block of the D = 128
+//     forward (64 since session 5, was 32) and, with 64, its register diet (26 since session 5).
+//     Measured (H100, session 5, same-run A/B of BN 64 + diet 26 against BN 32,
+//     bench/results/2026-11-22-h100-flash-s5-run1.md): D = 128 forward +7.4 / +4.2 / +0.4 %
+//     non-causal, +7.0 / +5.2 / +0.5 % causal at S = 512 / 1k / 4k; tests + sanitizer ran with it.
+//   ATTNKIT_FLASH_FWD_BN64_DIET (session 4 round 3, helper flashfwd8): register diet for ATTNKIT_FLASH_FWD_BN_128=64 (FA-2's 128 x 64
 //     tile at D = 128, run_mha_fwd_hdim128), fast path only; a bit set, used only when
-//     BN_128 = 64 (BN_128 = 32, the default, compiles the same SASS whatever this is):
+//     BN_128 = 64 (BN_128 = 32 compiles the same SASS whatever this is):
 //       2  FAST_LOAD's TileLoader for the full K / V / first-Q tiles at D = 128;
 //       8  each row's sum of P as a tree over its n8 tiles instead of one serial chain;
 //       16 P V's last k16 slice waits for the row sums (dep_fence): ptxas otherwise schedules
@@ -271,7 +277,7 @@
 //     204 B alone, 100 B with 2; 4: 32 B on top of 26). Recommended on-value: 26. Static SASS
 //     per 64 keys and the A/B plan: bench/notes/flash.md ("Session 4, round 3").
 #ifndef ATTNKIT_FLASH_FWD_BN64_DIET
-#define ATTNKIT_FLASH_FWD_BN64_DIET 0
+#define ATTNKIT_FLASH_FWD_BN64_DIET 26
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
@@ -280,7 +286,7 @@
 #define ATTNKIT_FLASH_FWD_BN_64 64
 #endif
 #ifndef ATTNKIT_FLASH_FWD_BN_128
-#define ATTNKIT_FLASH_FWD_BN_128 32
+#define ATTNKIT_FLASH_FWD_BN_128 64
 #endif
 
 namespace attnkit::flash {
@@ -293,7 +299,7 @@ struct FwdTraits {
   static constexpr int kHeadDim = D;
   static constexpr int kBN =
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
-  // BN_128 = 64 with its register diet (ATTNKIT_FLASH_FWD_BN64_DIET; off by default).
+  // BN_128 = 64 with its register diet (ATTNKIT_FLASH_FWD_BN64_DIET).
   static constexpr bool kDiet128 = D == 128 && kBN == 64 && ATTNKIT_FLASH_FWD_BN64_DIET != 0;
   static constexpr int kKUnroll =
       kDiet128 ? ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
