@@ -129,16 +129,7 @@ struct TileLoader {
   /// Rows [0, ROWS) x cols [0, COLS) of the tile at gmem (every row and column valid).
   template <typename T>
   __device__ __forceinline__ void load_full(T* smem, const T* gmem) const {
-    static_assert(kSupported, "TileLoader: threads must cover whole rows");
-    const uint32_t s = ptx::smem_addr(smem);
-    const T* src = gmem + g;
-#pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const uint32_t rows = static_cast<uint32_t>((it / kPhases) * kPhases * kRowStep);
-      const uint32_t dst =
-          s + s_ph[it % kPhases] + rows * (Layout::kHasHalfPanel ? row_bytes : 128u);
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src + it * step));
-    }
+    load_full_thr(smem, gmem + g);
   }
   /// load_full with the thread's chunk-0 offset already in `src` (= gmem + g): a caller that
   /// keeps one per-thread pointer per tensor (the forward's BN_128 = 64 register diet) needs
