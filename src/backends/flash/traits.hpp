@@ -26,6 +26,18 @@
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE 1
 #endif
+//   ATTNKIT_FLASH_FWD_KK_UNROLL_256 (session 5, helper flashfwd9): the forward S GEMM's k-loop
+//     unroll at D = 256 (16 k16 slices of 5 ldmatrix.x4 + 8 MMAs per warp and key block); D = 192
+//     keeps _KK_UNROLL_FWD_WIDE. 1 (before session 5): each slice's MMAs wait for its own 5
+//     ldmatrix (~30 clk of shared-memory latency per slice, 16 per key block, 2 warps per SM
+//     sub-partition to cover it). 64 (full): ptxas issues 11 ldmatrix ahead and then interleaves
+//     one per two MMAs (FA-2's pipelined CUTLASS gemm does the same). ptxas (sm_90a, bf16, fast
+//     path, 128-row kernel): 1 -> 253 registers 0 B spill, 3680 static SASS; 2 -> 0 B, 3808;
+//     4 -> 16 B spill; 64 -> 0 B, 3952 (run 7's 16 B at full unroll was an older kernel). The
+//     64-row causal kernel spills 72 B with 1 and with 64. Measured: see below the #define.
+#ifndef ATTNKIT_FLASH_FWD_KK_UNROLL_256
+#define ATTNKIT_FLASH_FWD_KK_UNROLL_256 64
+#endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD
 #define ATTNKIT_FLASH_KK_UNROLL_BWD 64
 #endif
@@ -141,18 +153,19 @@
 //   ATTNKIT_FLASH_BWD_DELTA_LANES: the delta kernel's lanes per row, D / 8 capped to 8..32 (1:
 //     D = 64 4 rows per warp, D = 128 2) or 32 (0: at D = 64 24 of 32 lanes idle; the kernel
 //     is latency-bound, one row's loads per warp). Measured with STATS_WS (above).
-//   ATTNKIT_FLASH_BWD_STSM (session 4 round 2, helper flashbwd8; on since session 5): the fused kernel's P / dS stores as stmatrix.x4 (sm90) instead
-//     of 32-bit STS (store_c_smem_stsm, bwd_kernel.cuh; HOIST only): 4x fewer shared-store
-//     instructions for the same conflict-free wavefronts. The host model of every shared access
-//     of the fused kernel (tests/backends/flash/bwd_bank_model_test.cu) finds no bank conflict
-//     at D = 64 / 128 / 256 with or without it: ncu's 4.2 M "shared ld bank conflicts" (D = 128,
-//     S = 4k) are not instruction-level (its memory_l1_wavefronts_shared equals the ideal).
-//     Fast path (no score mod) only. 1 = every D, 2 = all but D = 128 (where ptxas then spills
-//     12 B, 2 LDL per item), 0 = off. Static SASS per item (fast path, sm_90a): D = 64 1232 ->
-//     1180, D = 128 1057 -> 1039, D = 256 1096 -> 1089 (spill 28 -> 8 B). Measured (H100,
-//     session 5, same-run A/B against =0, bench/results/2026-11-22-h100-flash-s5-run1.md):
-//     backward D = 64 +1.9..+2.3 % at S = 1k / 4k, D = 128 -0.3..+0.5 %, D = 256 +0.3..+1.6 %;
-//     1 (not 2) because D = 128 did not lose with its 12 B spill.
+//   ATTNKIT_FLASH_BWD_STSM (session 4 round 2, helper flashbwd8; on since session 5): the
+//     fused kernel's P / dS stores as stmatrix.x4 (sm90) instead of 32-bit STS (store_c_smem_stsm,
+//     bwd_kernel.cuh; HOIST only): 4x fewer shared-store instructions for the same conflict-free
+//     wavefronts. The host model of every shared access of the fused kernel
+//     (tests/backends/flash/bwd_bank_model_test.cu) finds no bank conflict at D = 64 / 128 / 256
+//     with or without it: ncu's 4.2 M "shared ld bank conflicts" (D = 128, S = 4k) are not
+//     instruction-level (its memory_l1_wavefronts_shared equals the ideal). Fast path (no score
+//     mod) only. 1 = every D, 2 = all but D = 128 (where ptxas then spills 12 B, 2 LDL per item), 0
+//     = off. Static SASS per item (fast path, sm_90a): D = 64 1232 -> 1180, D = 128 1057 -> 1039, D
+//     = 256 1096 -> 1089 (spill 28 -> 8 B). Measured (H100, session 5, same-run A/B against =0,
+//     bench/results/2026-11-22-h100-flash-s5-run1.md): backward D = 64 +1.9..+2.3 % at S = 1k / 4k,
+//     D = 128 -0.3..+0.5 %, D = 256 +0.3..+1.6 %; 1 (not 2) because D = 128 did not lose with its
+//     12 B spill.
 #ifndef ATTNKIT_FLASH_BWD_STSM
 #define ATTNKIT_FLASH_BWD_STSM 1
 #endif
@@ -261,8 +274,9 @@
 //     Measured (H100, session 5, same-run A/B of BN 64 + diet 26 against BN 32,
 //     bench/results/2026-11-22-h100-flash-s5-run1.md): D = 128 forward +7.4 / +4.2 / +0.4 %
 //     non-causal, +7.0 / +5.2 / +0.5 % causal at S = 512 / 1k / 4k; tests + sanitizer ran with it.
-//   ATTNKIT_FLASH_FWD_BN64_DIET (session 4 round 3, helper flashfwd8): register diet for ATTNKIT_FLASH_FWD_BN_128=64 (FA-2's 128 x 64
-//     tile at D = 128, run_mha_fwd_hdim128), fast path only; a bit set, used only when
+//   ATTNKIT_FLASH_FWD_BN64_DIET (session 4 round 3, helper flashfwd8): register diet for
+//     ATTNKIT_FLASH_FWD_BN_128=64 (FA-2's 128 x 64 tile at D = 128, run_mha_fwd_hdim128), fast
+//     path only; a bit set, used only when
 //     BN_128 = 64 (BN_128 = 32 compiles the same SASS whatever this is):
 //       2  FAST_LOAD's TileLoader for the full K / V / first-Q tiles at D = 128;
 //       8  each row's sum of P as a tree over its n8 tiles instead of one serial chain;
@@ -301,9 +315,11 @@ struct FwdTraits {
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
   // BN_128 = 64 with its register diet (ATTNKIT_FLASH_FWD_BN64_DIET).
   static constexpr bool kDiet128 = D == 128 && kBN == 64 && ATTNKIT_FLASH_FWD_BN64_DIET != 0;
-  static constexpr int kKUnroll =
-      kDiet128 ? ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
-               : (D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE);
+  static constexpr int kKUnroll = kDiet128
+                                      ? ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
+                                      : (D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD
+                                                  : (D == 256 ? ATTNKIT_FLASH_FWD_KK_UNROLL_256
+                                                              : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE));
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
   // D > 128: 16 rows per warp, to keep the (16*kMT, D) fp32 output accumulator in registers:
   // D = 192 8 warps (kBM 128); D = 256 8 warps (kBM 128, 128 KiB smem, one CTA per SM) or, with
