@@ -26,17 +26,25 @@
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE 1
 #endif
-//   ATTNKIT_FLASH_FWD_KK_UNROLL_256 (session 5, helper flashfwd9): the forward S GEMM's k-loop
-//     unroll at D = 256 (16 k16 slices of 5 ldmatrix.x4 + 8 MMAs per warp and key block); D = 192
-//     keeps _KK_UNROLL_FWD_WIDE. 1 (before session 5): each slice's MMAs wait for its own 5
-//     ldmatrix (~30 clk of shared-memory latency per slice, 16 per key block, 2 warps per SM
-//     sub-partition to cover it). 64 (full): ptxas issues 11 ldmatrix ahead and then interleaves
-//     one per two MMAs (FA-2's pipelined CUTLASS gemm does the same). ptxas (sm_90a, bf16, fast
-//     path, 128-row kernel): 1 -> 253 registers 0 B spill, 3680 static SASS; 2 -> 0 B, 3808;
-//     4 -> 16 B spill; 64 -> 0 B, 3952 (run 7's 16 B at full unroll was an older kernel). The
-//     64-row causal kernel spills 72 B with 1 and with 64. Measured: see below the #define.
+//   ATTNKIT_FLASH_FWD_KK_UNROLL_256{,_BM64} (session 5, helper flashfwd9): the forward S GEMM's
+//     k-loop unroll at D = 256 in the 128-row kernel / in the 64-row kernel (causal S <= 4k), 16
+//     k16 slices of 5 ldmatrix.x4 + 8 MMAs per warp and key block; D = 192 keeps
+//     _KK_UNROLL_FWD_WIDE. 1: each slice's MMAs wait for its own 5 ldmatrix; 64 (full): ptxas
+//     issues 11 ldmatrix ahead, then one per two MMAs (FA-2's CUTLASS gemm pipelines the same
+//     way). ptxas (sm_90a, bf16, fast path, 128-row): 1 -> 0 B spill, 3680 static SASS; 2 -> 0 B,
+//     3808; 4 -> 16 B; 64 -> 0 B, 3952. The 64-row kernel spills 72 B with 1 and with 64.
+//     Measured (H100, session 5 call 1, same-run A/B 64 vs 1, ours TFLOP/s, S = 512 / 1k / 4k /
+//     16k; bench/results/2026-11-22-h100-flashfwd9-run1.md): non-causal (128 rows) +0.7 / +0.1 /
+//     -1.0 / -0.4 %, causal (64 rows up to 4k) +4.3 / +2.9 / +2.9 % (16k, 128 rows: -0.2 %);
+//     unroll 2 -1.6 / -1.8 % non-causal at 1k / 4k. ncu (D = 256, S = 4k, non-causal): full unroll
+//     executes 438 M instructions vs 564 M, same duration (1.84 vs 1.85 ms): the 128-row kernel
+//     is bound by the shared-memory pipe (309 M wavefronts in both and in FA-2's), not by issue.
+//     Hence 1 for the 128-row kernel, 64 for the 64-row kernel.
 #ifndef ATTNKIT_FLASH_FWD_KK_UNROLL_256
-#define ATTNKIT_FLASH_FWD_KK_UNROLL_256 64
+#define ATTNKIT_FLASH_FWD_KK_UNROLL_256 1
+#endif
+#ifndef ATTNKIT_FLASH_FWD_KK_UNROLL_256_BM64
+#define ATTNKIT_FLASH_FWD_KK_UNROLL_256_BM64 64
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD
 #define ATTNKIT_FLASH_KK_UNROLL_BWD 64
@@ -253,6 +261,20 @@
 //     panels of the first Q and K tiles, one cp.async group each; 20 instead of 40 KiB before
 //     the first MMA). Measured -4 to -5 % at S = 512-4k, causal and not (H200, session 4,
 //     same-run A/B with SMEM_EPILOGUE on; predicted 0 to +1 %): 0 by default.
+//   ATTNKIT_FLASH_FWD_KV2_256 (session 5, helper flashfwd9): the 128-row D = 256 forward (fast
+//     path, not PERSIST) with two K and two V buffers (Q 64 + 2 x 2 x 32 = 192 KiB of smem, one CTA
+//     per SM as before; H100 / H200 only: launch_fwd falls back to the one-buffer kernel where the
+//     device's opt-in limit is lower, e.g. an A100's 163 KiB). Each key block then starts with
+//     one wait + barrier (K_n and V_n, issued a whole key block earlier) and issues K_{n-1} and
+//     V_{n-1} at once; no barrier between the S GEMM and P V (one per key block instead of two).
+//     Why (ncu, H100, S = 4k non-causal, session 5 call 1): ours and FA-2 move the same 309 M
+//     shared-memory wavefronts, FA-2 at 76.9 % of the pipe's peak vs ours 70.2-70.4 % (duration
+//     1.68 vs 1.84 ms: the same ratio); ours stalls more on long scoreboard (cp.async waits, 0.39
+//     vs 0.12 cycles per issued instruction) and on barriers (0.29 vs 0.14); FA-2's two 4-warp
+//     CTAs per SM hide one's waits behind the other's MMAs. Measured: see bench/notes/flash.md.
+#ifndef ATTNKIT_FLASH_FWD_KV2_256
+#define ATTNKIT_FLASH_FWD_KV2_256 1
+#endif
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
 #endif
@@ -315,11 +337,12 @@ struct FwdTraits {
       D == 64 ? ATTNKIT_FLASH_FWD_BN_64 : (D == 128 ? ATTNKIT_FLASH_FWD_BN_128 : 64);
   // BN_128 = 64 with its register diet (ATTNKIT_FLASH_FWD_BN64_DIET).
   static constexpr bool kDiet128 = D == 128 && kBN == 64 && ATTNKIT_FLASH_FWD_BN64_DIET != 0;
-  static constexpr int kKUnroll = kDiet128
-                                      ? ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
-                                      : (D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD
-                                                  : (D == 256 ? ATTNKIT_FLASH_FWD_KK_UNROLL_256
-                                                              : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE));
+  static constexpr int kKUnroll =
+      kDiet128 ? ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
+               : (D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD
+                           : (D == 256 ? (BM256 == 64 ? ATTNKIT_FLASH_FWD_KK_UNROLL_256_BM64
+                                                      : ATTNKIT_FLASH_FWD_KK_UNROLL_256)
+                                       : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE));
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
   // D > 128: 16 rows per warp, to keep the (16*kMT, D) fp32 output accumulator in registers:
   // D = 192 8 warps (kBM 128); D = 256 8 warps (kBM 128, 128 KiB smem, one CTA per SM) or, with
@@ -350,8 +373,13 @@ struct FwdTraits {
   // this is the 128-row, non-persistent D = 256 kernel).
   static constexpr int kCausalBm64MaxS =
       (D == 256 && kBM == 128 && !kPersist) ? ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S : 0;
-  // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
+  // Two K and two V buffers (ATTNKIT_FLASH_FWD_KV2_256): the 128-row D = 256 fast path only;
+  // fwd_kernel's kKV2 = true instance, launched where kSmemBytesKV2 fits the device.
+  static constexpr bool kKV2 =
+      ATTNKIT_FLASH_FWD_KV2_256 != 0 && D == 256 && kBM == 128 && !kPersist;
+  // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements; KV2: + K (kBN, D) + V (kBN, D).
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
+  static constexpr int kSmemBytesKV2 = (kBM + 4 * kBN) * D * 2;
 };
 
 /// Backward, FA-2 schedule (the default when `deterministic` is false): one CTA per (key block of
