@@ -39,7 +39,8 @@
 //     unroll 2 -1.6 / -1.8 % non-causal at 1k / 4k. ncu (D = 256, S = 4k, non-causal): full unroll
 //     executes 438 M instructions vs 564 M, same duration (1.84 vs 1.85 ms): the 128-row kernel
 //     is bound by the shared-memory pipe (309 M wavefronts in both and in FA-2's), not by issue.
-//     Hence 1 for the 128-row kernel, 64 for the 64-row kernel.
+//     Hence 1 for the 128-row kernel, 64 for the 64-row kernel. Call 2 (same-run A/B of the
+//     64-row kernel's 64 vs 1): causal +4.8 / +2.9 / +2.3 % at S = 512 / 1k / 4k.
 #ifndef ATTNKIT_FLASH_FWD_KK_UNROLL_256
 #define ATTNKIT_FLASH_FWD_KK_UNROLL_256 1
 #endif
@@ -261,19 +262,22 @@
 //     panels of the first Q and K tiles, one cp.async group each; 20 instead of 40 KiB before
 //     the first MMA). Measured -4 to -5 % at S = 512-4k, causal and not (H200, session 4,
 //     same-run A/B with SMEM_EPILOGUE on; predicted 0 to +1 %): 0 by default.
-//   ATTNKIT_FLASH_FWD_KV2_256 (session 5, helper flashfwd9): the 128-row D = 256 forward (fast
-//     path, not PERSIST) with two K and two V buffers (Q 64 + 2 x 2 x 32 = 192 KiB of smem, one CTA
-//     per SM as before; H100 / H200 only: launch_fwd falls back to the one-buffer kernel where the
-//     device's opt-in limit is lower, e.g. an A100's 163 KiB). Each key block then starts with
-//     one wait + barrier (K_n and V_n, issued a whole key block earlier) and issues K_{n-1} and
-//     V_{n-1} at once; no barrier between the S GEMM and P V (one per key block instead of two).
-//     Why (ncu, H100, S = 4k non-causal, session 5 call 1): ours and FA-2 move the same 309 M
-//     shared-memory wavefronts, FA-2 at 76.9 % of the pipe's peak vs ours 70.2-70.4 % (duration
-//     1.68 vs 1.84 ms: the same ratio); ours stalls more on long scoreboard (cp.async waits, 0.39
-//     vs 0.12 cycles per issued instruction) and on barriers (0.29 vs 0.14); FA-2's two 4-warp
-//     CTAs per SM hide one's waits behind the other's MMAs. Measured: see bench/notes/flash.md.
+//   ATTNKIT_FLASH_FWD_KV2_256 (session 5, helper flashfwd9; off): the 128-row D = 256 forward
+//     (fast path, not PERSIST) with two K and two V buffers (Q 64 + 2 x 2 x 32 = 192 KiB, one CTA
+//     per SM as before; launch_fwd falls back to the one-buffer kernel where the device's opt-in
+//     smem limit is lower, e.g. an A100's 163 KiB). Each key block starts with one wait + barrier
+//     (K_n and V_n were issued a whole key block earlier) and issues K_{n-1} and V_{n-1} at once;
+//     no barrier between the S GEMM and P V. Why tried (ncu, H100, S = 4k non-causal): ours and
+//     FA-2 move the same 309 M shared wavefronts, FA-2 at 76.9 % of the pipe's peak vs ours 70.2 %
+//     (the duration ratio); ours stalls more on long scoreboard (cp.async waits) and barriers.
+//     Measured (H100, session 5 call 2, same-run A/B against 0,
+//     bench/results/2026-11-22-h100-flashfwd9-run2.md): -4.9 / -4.4 / -5.0 / -5.9 % non-causal
+//     at S = 512 / 1k / 4k / 16k, -5.9 % causal 16k. ncu: long scoreboard 0.28 -> 0.21 cycles per
+//     issue, but mio throttle 0.07 -> 0.35 and barrier 0.19 -> 0.26, shared pipe 70.4 -> 65.9 %:
+//     both tiles' 32 cp.async per thread at the block start queue behind / ahead of the S GEMM's
+//     ldmatrix in the MIO queue. Tests + sanitizer passed with it on. Off by default.
 #ifndef ATTNKIT_FLASH_FWD_KV2_256
-#define ATTNKIT_FLASH_FWD_KV2_256 1
+#define ATTNKIT_FLASH_FWD_KV2_256 0
 #endif
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
