@@ -96,7 +96,10 @@ __device__ __forceinline__ FwdTile fwd_tile_of(int64_t t, int num_m, int64_t hea
 /// issued nxt's first Q and K (persistent launches, Tr::kPersist): after the last key block's S
 /// GEMM sQ and sK are free, so the next tile's loads overlap this one's last softmax, P V and
 /// epilogue instead of stalling the next tile's start.
-template <int D, typename T, bool kGeneral, int kBM256>
+/// kKV2 (FwdTraits::kKV2, fast path): two K and two V buffers after sV; key block n (the i-th
+/// visited, i = n_end - 1 - n) uses pair i % 2, and K_{n-1} / V_{n-1} load into the other pair
+/// from the start of block n on, so each block waits (and synchronizes) once, at its start.
+template <int D, typename T, bool kGeneral, int kBM256, bool kKV2 = false>
 __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, const FwdTile tile,
                                          const FwdTile nxt, bool has_next, bool pre) {
   using Tr = FwdTraits<D, kBM256>;
@@ -106,6 +109,9 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   T* sQ = reinterpret_cast<T*>(smem_raw);  // (kBM, D)
   T* sK = sQ + LQ::kSize;                  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
+  T* sK2 = sV + LK::kSize;                 // kKV2: the second K and V buffers, (kBN, D) each
+  T* sV2 = sK2 + LK::kSize;
+  static_assert(!kKV2 || (!kGeneral && Tr::kKV2), "KV2: 128-row D = 256 fast path only");
 
   const int64_t b = tile.b, h = tile.h;
   const SeqSpan sp = seq_span(p, b);
@@ -174,6 +180,11 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
                                               p.k_st.s, k_rows, vc, ldk0);
       ptx::cp_async_commit();
     }
+    if constexpr (kKV2) {  // V of the first block: the group after the panels
+      fwd_load_tile<LK, Tr::kThreads, kFast>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s, k_rows, dv_valid,
+                                             ldv);
+      ptx::cp_async_commit();
+    }
   }
 
   // Waits for V_n, then starts K_{n-1} into sK (free once every warp is past this barrier).
@@ -222,13 +233,32 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   for (int n = n_end - 1; n >= n_begin; --n) {
     const int64_t n0 = static_cast<int64_t>(n) * kBN;
     const bool first_blk = kPanels > 1 && !pre && n == n_end - 1;
+    // kKV2: this block's K / V pair (the first block's is sK / sV, where the prologue loads).
+    const bool odd = kKV2 && ((n_end - 1 - n) & 1) != 0;
+    T* const sKn = odd ? sK2 : sK;
+    T* const sVn = odd ? sV2 : sV;
+    // kKV2: V of the first block is one more group after its panels.
+    constexpr int kVGroup = kKV2 ? 1 : 0;
     if (first_blk) {
-      cp_async_wait_upto(kPanels - 1);  // panel 0 of Q and K landed
+      cp_async_wait_upto(kPanels - 1 + kVGroup);  // panel 0 of Q and K landed
     } else {
       ptx::cp_async_wait<0>();
     }
-    __syncthreads();  // K_n landed; every warp is done with V_{n+1}
-    if constexpr (kThr) {
+    // K_n landed (kKV2: V_n too); every warp is done with V_{n+1} (kKV2: with all of block n + 1)
+    __syncthreads();
+    if constexpr (kKV2) {
+      // K_{n-1} and V_{n-1} into the pair block n + 1 used, one group (empty in the last block,
+      // so that the group counts above hold).
+      if (n > n_begin) {
+        const int64_t n1 = n0 - kBN;
+        T* const sKo = odd ? sK : sK2;
+        T* const sVo = odd ? sV : sV2;
+        fwd_load_tile<LK, Tr::kThreads, kFast>(sKo, k_ptr + n1 * p.k_st.s, p.k_st.s,
+                                               static_cast<int>(sp.sk - n1), dq_valid, ldk);
+        fwd_load_tile<LK, Tr::kThreads, kFast>(sVo, v_ptr + n1 * p.v_st.s, p.v_st.s,
+                                               static_cast<int>(sp.sk - n1), dv_valid, ldv);
+      }
+    } else if constexpr (kThr) {
       fwd_load_tile_thr<LK, Tr::kThreads>(sV, v_thr + n0 * p.v_st.s, p.v_st.s,
                                           static_cast<int>(sp.sk - n0), dv_valid, ldv);
     } else {
@@ -244,14 +274,14 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
 #pragma unroll
       for (int pp = 0; pp < kPanels; ++pp) {
         if (pp > 0) {
-          cp_async_wait_upto(kPanels - pp);  // panel pp landed
+          cp_async_wait_upto(kPanels - pp + kVGroup);  // panel pp landed
           __syncthreads();
         }
         warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, Tr::kKUnroll>(
-            s, sQ + pp * kBM * kPW, sK + pp * kBN * kPW, warp * 16 * kMT, 0);
+            s, sQ + pp * kBM * kPW, sKn + pp * kBN * kPW, warp * 16 * kMT, 0);
       }
     } else {
-      warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sK, warp * 16 * kMT, 0);
+      warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sKn, warp * 16 * kMT, 0);
     }
 
     // Element rule only where the block straddles a band edge or the sequence end; the
@@ -276,7 +306,7 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
             }
         }
     }
-    if constexpr (Tr::kEarlyK) {
+    if constexpr (Tr::kEarlyK && !kKV2) {
       // FA-2's order: wait for V_n and start K_{n-1} before the softmax, so the K load overlaps
       // the softmax and P V instead of P V alone.
       wait_v_load_next_k(n, n0);
@@ -378,13 +408,18 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
       }
     }
 
-    if constexpr (!Tr::kEarlyK) {
+    if constexpr (kKV2) {
+      if (first_blk) {  // V of the first block (the next pair's group may still be in flight)
+        ptx::cp_async_wait<1>();
+        __syncthreads();
+      }
+    } else if constexpr (!Tr::kEarlyK) {
       wait_v_load_next_k(n, n0);
     }
     if constexpr (kPackP) {
-      warp_gemm_rp<kMT, kDT, kBN, true, LK>(o, pa, sV, 0);
+      warp_gemm_rp<kMT, kDT, kBN, true, LK>(o, pa, sVn, 0);
     } else {
-      warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sV, 0);
+      warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sVn, 0);
     }
   }
 
@@ -454,8 +489,10 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
 /// next tile is known when the current one's last key block prefetches its Q and K, and the
 /// atomic's latency hides behind a whole tile. Dynamic like the hardware's dispatch, so uneven
 /// (causal, window, varlen) tiles balance as before.
-/// kBM256: the query block at D = 256 (FwdTraits; 64 for causal launches, launch_fwd).
-template <int D, typename T, bool kGeneral, int kBM256 = ATTNKIT_FLASH_FWD_BM_256>
+/// kBM256: the query block at D = 256 (FwdTraits; 64 for causal launches, launch_fwd). kKV2: two
+/// K / V buffers (FwdTraits::kKV2; launch_fwd picks it where kSmemBytesKV2 fits).
+template <int D, typename T, bool kGeneral, int kBM256 = ATTNKIT_FLASH_FWD_BM_256,
+          bool kKV2 = false>
 __global__ void __launch_bounds__(FwdTraits<D, kBM256>::kThreads)
     fwd_kernel(const Params p, int* tile_ctr) {
   using Tr = FwdTraits<D, kBM256>;
@@ -482,7 +519,7 @@ __global__ void __launch_bounds__(FwdTraits<D, kBM256>::kThreads)
   }
   const FwdTile tile{static_cast<int64_t>(blockIdx.z), static_cast<int64_t>(blockIdx.y),
                      static_cast<int>(gridDim.x - 1 - blockIdx.x)};  // heavy causal blocks first
-  fwd_tile<D, T, kGeneral, kBM256>(p, smem_raw, tile, tile, false, false);
+  fwd_tile<D, T, kGeneral, kBM256, kKV2>(p, smem_raw, tile, tile, false, false);
 }
 
 }  // namespace attnkit::flash

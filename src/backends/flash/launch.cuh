@@ -53,6 +53,18 @@ void launch_fwd(const Params& p) {
   const int64_t num_m = (p.seqlen_q + Tr::kBM - 1) / Tr::kBM;
   dim3 grid(static_cast<unsigned>(num_m), static_cast<unsigned>(p.heads_q),
             static_cast<unsigned>(p.batch));
+  if constexpr (Tr::kKV2) {
+    // Two K / V buffers (FwdTraits::kKV2, 192 KiB at D = 256) where the device allows it.
+    if (!needs_general(p) && static_cast<size_t>(Tr::kSmemBytesKV2) <=
+                                 cuda::device_info(p.device.index).smem_per_block_optin) {
+      auto kernel = fwd_kernel<D, T, false, ATTNKIT_FLASH_FWD_BM_256, true>;
+      set_smem(kernel, Tr::kSmemBytesKV2);
+      kernel<<<grid, Tr::kThreads, Tr::kSmemBytesKV2, static_cast<cudaStream_t>(p.stream)>>>(
+          p, nullptr);
+      ATTNKIT_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
   auto kernel = needs_general(p) ? fwd_kernel<D, T, true> : fwd_kernel<D, T, false>;
   set_smem(kernel, Tr::kSmemBytes);
   int* tile_ctr = nullptr;

@@ -26,6 +26,27 @@
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE 1
 #endif
+//   ATTNKIT_FLASH_FWD_KK_UNROLL_256{,_BM64} (session 5, helper flashfwd9): the forward S GEMM's
+//     k-loop unroll at D = 256 in the 128-row kernel / in the 64-row kernel (causal S <= 4k), 16
+//     k16 slices of 5 ldmatrix.x4 + 8 MMAs per warp and key block; D = 192 keeps
+//     _KK_UNROLL_FWD_WIDE. 1: each slice's MMAs wait for its own 5 ldmatrix; 64 (full): ptxas
+//     issues 11 ldmatrix ahead, then one per two MMAs (FA-2's CUTLASS gemm pipelines the same
+//     way). ptxas (sm_90a, bf16, fast path, 128-row): 1 -> 0 B spill, 3680 static SASS; 2 -> 0 B,
+//     3808; 4 -> 16 B; 64 -> 0 B, 3952. The 64-row kernel spills 72 B with 1 and with 64.
+//     Measured (H100, session 5 call 1, same-run A/B 64 vs 1, ours TFLOP/s, S = 512 / 1k / 4k /
+//     16k; bench/results/2026-11-22-h100-flashfwd9-run1.md): non-causal (128 rows) +0.7 / +0.1 /
+//     -1.0 / -0.4 %, causal (64 rows up to 4k) +4.3 / +2.9 / +2.9 % (16k, 128 rows: -0.2 %);
+//     unroll 2 -1.6 / -1.8 % non-causal at 1k / 4k. ncu (D = 256, S = 4k, non-causal): full unroll
+//     executes 438 M instructions vs 564 M, same duration (1.84 vs 1.85 ms): the 128-row kernel
+//     is bound by the shared-memory pipe (309 M wavefronts in both and in FA-2's), not by issue.
+//     Hence 1 for the 128-row kernel, 64 for the 64-row kernel. Call 2 (same-run A/B of the
+//     64-row kernel's 64 vs 1): causal +4.8 / +2.9 / +2.3 % at S = 512 / 1k / 4k.
+#ifndef ATTNKIT_FLASH_FWD_KK_UNROLL_256
+#define ATTNKIT_FLASH_FWD_KK_UNROLL_256 1
+#endif
+#ifndef ATTNKIT_FLASH_FWD_KK_UNROLL_256_BM64
+#define ATTNKIT_FLASH_FWD_KK_UNROLL_256_BM64 64
+#endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD
 #define ATTNKIT_FLASH_KK_UNROLL_BWD 64
 #endif
@@ -141,18 +162,19 @@
 //   ATTNKIT_FLASH_BWD_DELTA_LANES: the delta kernel's lanes per row, D / 8 capped to 8..32 (1:
 //     D = 64 4 rows per warp, D = 128 2) or 32 (0: at D = 64 24 of 32 lanes idle; the kernel
 //     is latency-bound, one row's loads per warp). Measured with STATS_WS (above).
-//   ATTNKIT_FLASH_BWD_STSM (session 4 round 2, helper flashbwd8; on since session 5): the fused kernel's P / dS stores as stmatrix.x4 (sm90) instead
-//     of 32-bit STS (store_c_smem_stsm, bwd_kernel.cuh; HOIST only): 4x fewer shared-store
-//     instructions for the same conflict-free wavefronts. The host model of every shared access
-//     of the fused kernel (tests/backends/flash/bwd_bank_model_test.cu) finds no bank conflict
-//     at D = 64 / 128 / 256 with or without it: ncu's 4.2 M "shared ld bank conflicts" (D = 128,
-//     S = 4k) are not instruction-level (its memory_l1_wavefronts_shared equals the ideal).
-//     Fast path (no score mod) only. 1 = every D, 2 = all but D = 128 (where ptxas then spills
-//     12 B, 2 LDL per item), 0 = off. Static SASS per item (fast path, sm_90a): D = 64 1232 ->
-//     1180, D = 128 1057 -> 1039, D = 256 1096 -> 1089 (spill 28 -> 8 B). Measured (H100,
-//     session 5, same-run A/B against =0, bench/results/2026-11-22-h100-flash-s5-run1.md):
-//     backward D = 64 +1.9..+2.3 % at S = 1k / 4k, D = 128 -0.3..+0.5 %, D = 256 +0.3..+1.6 %;
-//     1 (not 2) because D = 128 did not lose with its 12 B spill.
+//   ATTNKIT_FLASH_BWD_STSM (session 4 round 2, helper flashbwd8; on since session 5): the
+//     fused kernel's P / dS stores as stmatrix.x4 (sm90) instead of 32-bit STS (store_c_smem_stsm,
+//     bwd_kernel.cuh; HOIST only): 4x fewer shared-store instructions for the same conflict-free
+//     wavefronts. The host model of every shared access of the fused kernel
+//     (tests/backends/flash/bwd_bank_model_test.cu) finds no bank conflict at D = 64 / 128 / 256
+//     with or without it: ncu's 4.2 M "shared ld bank conflicts" (D = 128, S = 4k) are not
+//     instruction-level (its memory_l1_wavefronts_shared equals the ideal). Fast path (no score
+//     mod) only. 1 = every D, 2 = all but D = 128 (where ptxas then spills 12 B, 2 LDL per item), 0
+//     = off. Static SASS per item (fast path, sm_90a): D = 64 1232 -> 1180, D = 128 1057 -> 1039, D
+//     = 256 1096 -> 1089 (spill 28 -> 8 B). Measured (H100, session 5, same-run A/B against =0,
+//     bench/results/2026-11-22-h100-flash-s5-run1.md): backward D = 64 +1.9..+2.3 % at S = 1k / 4k,
+//     D = 128 -0.3..+0.5 %, D = 256 +0.3..+1.6 %; 1 (not 2) because D = 128 did not lose with its
+//     12 B spill.
 #ifndef ATTNKIT_FLASH_BWD_STSM
 #define ATTNKIT_FLASH_BWD_STSM 1
 #endif
@@ -240,6 +262,23 @@
 //     panels of the first Q and K tiles, one cp.async group each; 20 instead of 40 KiB before
 //     the first MMA). Measured -4 to -5 % at S = 512-4k, causal and not (H200, session 4,
 //     same-run A/B with SMEM_EPILOGUE on; predicted 0 to +1 %): 0 by default.
+//   ATTNKIT_FLASH_FWD_KV2_256 (session 5, helper flashfwd9; off): the 128-row D = 256 forward
+//     (fast path, not PERSIST) with two K and two V buffers (Q 64 + 2 x 2 x 32 = 192 KiB, one CTA
+//     per SM as before; launch_fwd falls back to the one-buffer kernel where the device's opt-in
+//     smem limit is lower, e.g. an A100's 163 KiB). Each key block starts with one wait + barrier
+//     (K_n and V_n were issued a whole key block earlier) and issues K_{n-1} and V_{n-1} at once;
+//     no barrier between the S GEMM and P V. Why tried (ncu, H100, S = 4k non-causal): ours and
+//     FA-2 move the same 309 M shared wavefronts, FA-2 at 76.9 % of the pipe's peak vs ours 70.2 %
+//     (the duration ratio); ours stalls more on long scoreboard (cp.async waits) and barriers.
+//     Measured (H100, session 5 call 2, same-run A/B against 0,
+//     bench/results/2026-11-22-h100-flashfwd9-run2.md): -4.9 / -4.4 / -5.0 / -5.9 % non-causal
+//     at S = 512 / 1k / 4k / 16k, -5.9 % causal 16k. ncu: long scoreboard 0.28 -> 0.21 cycles per
+//     issue, but mio throttle 0.07 -> 0.35 and barrier 0.19 -> 0.26, shared pipe 70.4 -> 65.9 %:
+//     both tiles' 32 cp.async per thread at the block start queue behind / ahead of the S GEMM's
+//     ldmatrix in the MIO queue. Tests + sanitizer passed with it on. Off by default.
+#ifndef ATTNKIT_FLASH_FWD_KV2_256
+#define ATTNKIT_FLASH_FWD_KV2_256 0
+#endif
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
 #endif
@@ -261,8 +300,9 @@
 //     Measured (H100, session 5, same-run A/B of BN 64 + diet 26 against BN 32,
 //     bench/results/2026-11-22-h100-flash-s5-run1.md): D = 128 forward +7.4 / +4.2 / +0.4 %
 //     non-causal, +7.0 / +5.2 / +0.5 % causal at S = 512 / 1k / 4k; tests + sanitizer ran with it.
-//   ATTNKIT_FLASH_FWD_BN64_DIET (session 4 round 3, helper flashfwd8): register diet for ATTNKIT_FLASH_FWD_BN_128=64 (FA-2's 128 x 64
-//     tile at D = 128, run_mha_fwd_hdim128), fast path only; a bit set, used only when
+//   ATTNKIT_FLASH_FWD_BN64_DIET (session 4 round 3, helper flashfwd8): register diet for
+//     ATTNKIT_FLASH_FWD_BN_128=64 (FA-2's 128 x 64 tile at D = 128, run_mha_fwd_hdim128), fast
+//     path only; a bit set, used only when
 //     BN_128 = 64 (BN_128 = 32 compiles the same SASS whatever this is):
 //       2  FAST_LOAD's TileLoader for the full K / V / first-Q tiles at D = 128;
 //       8  each row's sum of P as a tree over its n8 tiles instead of one serial chain;
@@ -303,7 +343,10 @@ struct FwdTraits {
   static constexpr bool kDiet128 = D == 128 && kBN == 64 && ATTNKIT_FLASH_FWD_BN64_DIET != 0;
   static constexpr int kKUnroll =
       kDiet128 ? ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
-               : (D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE);
+               : (D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_FWD
+                           : (D == 256 ? (BM256 == 64 ? ATTNKIT_FLASH_FWD_KK_UNROLL_256_BM64
+                                                      : ATTNKIT_FLASH_FWD_KK_UNROLL_256)
+                                       : ATTNKIT_FLASH_KK_UNROLL_FWD_WIDE));
   // D <= 128: 4 warps x 32 rows (2 m16 tiles: K/V fragments reused twice per ldmatrix);
   // D > 128: 16 rows per warp, to keep the (16*kMT, D) fp32 output accumulator in registers:
   // D = 192 8 warps (kBM 128); D = 256 8 warps (kBM 128, 128 KiB smem, one CTA per SM) or, with
@@ -334,8 +377,13 @@ struct FwdTraits {
   // this is the 128-row, non-persistent D = 256 kernel).
   static constexpr int kCausalBm64MaxS =
       (D == 256 && kBM == 128 && !kPersist) ? ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S : 0;
-  // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements.
+  // Two K and two V buffers (ATTNKIT_FLASH_FWD_KV2_256): the 128-row D = 256 fast path only;
+  // fwd_kernel's kKV2 = true instance, launched where kSmemBytesKV2 fits the device.
+  static constexpr bool kKV2 =
+      ATTNKIT_FLASH_FWD_KV2_256 != 0 && D == 256 && kBM == 128 && !kPersist;
+  // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements; KV2: + K (kBN, D) + V (kBN, D).
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
+  static constexpr int kSmemBytesKV2 = (kBM + 4 * kBN) * D * 2;
 };
 
 /// Backward, FA-2 schedule (the default when `deterministic` is false): one CTA per (key block of
