@@ -94,9 +94,11 @@ void launch_forward(const Params& p) {
   // neutral) and without the cluster.
   // Auto (-1): on at D = 256 unless another variant knob asks for its own kernel (those A/Bs
   // keep measuring what they name). Session 5 (helper f3fwd9): uniform descriptors also at
-  // D = 128 (128-key tiles, 2 consumer warpgroups) for Sk <= 4096, where the session-4 H200 A/B
-  // measured +0.5-2 % (1k / 4k) and lost -2 to -6 % at 16k (hence the Sk gate); to be confirmed
-  // by this session's H100 A/B (bench/notes/flash3-fwd-s3.md, "Session 5 (helper f3fwd9)").
+  // D = 128 (128-key tiles, 2 consumer warpgroups) for Sk <= 4096: H100 same-run A/B against
+  // the session-4 default +0.5 / +1.9 % (S = 1k non-causal / causal), +0.7 / +1.4 % (4k), every
+  // repeat above both old ones (bench/results/2026-11-22-h100-f3fwd9-run1.md). Gated at 4096
+  // because the session-4 H200 run lost -2 to -6 % at 16k (16k repeats vary by up to 10 % on
+  // the H100, so this run did not settle 16k).
   const bool s4_ok = !tuning().ordered_softmax && !tuning().early_rescale &&
                      tuning().v_stages == 2 && tuning().cluster != 2;
   const bool s4_auto = D == 256 && s4_ok;
