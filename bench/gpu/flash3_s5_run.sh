@@ -49,6 +49,8 @@ for f in /tmp/src_*.csv; do
 done > $OUT/hgmma_forms.txt 2>&1
   echo "===== ncu"; grep -E "^-- launch|^   |ncu rc|prof D=" $OUT/prof.log | head -40
   grep -c HGMMA /tmp/src_*.csv 2>/dev/null
-  rm -f $OUT/prof.ncu-rep.tmp
+  # (run 1: the loose stall_*.txt and the 9.7 MB report did not come back, over the file-count
+  # limit: keep one archive of the text files and drop the report.)
+  (cd $OUT && tar czf ncu.tgz stall_*.txt ncu_run.log 2>/dev/null && rm -f stall_*.txt ncu_run.log prof.ncu-rep)
 fi
 ls -la $OUT; echo "total $(( $(date +%s) - t0 )) s"
