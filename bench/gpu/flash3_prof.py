@@ -15,7 +15,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import flash3_vs_peers as peers
 
-VARIANTS = {"early": {"early": 1}, "v3": {"vst": 3}, "ordered": {"ordered": 1}, "cluster": {"cluster": 2}}
+VARIANTS = {"early": {"early": 1}, "v3": {"vst": 3}, "ordered": {"ordered": 1}, "cluster": {"cluster": 2},
+            "base": {"uni": 0, "lazy": 0}, "uni": {"uni": 1, "lazy": 0}, "unilazy": {"uni": 1, "lazy": 1},
+            "qreg": {"qreg": 1}}
 
 
 def main():

@@ -89,3 +89,7 @@ extern "C" void flash3_set_knobs5(int uniform_desc, int lazy_rescale) {
   attnkit::flash3::tuning().lazy_rescale = lazy_rescale < 0 ? d.lazy_rescale : lazy_rescale != 0;
   // (d's -1 is "auto": on at D = 256 only; 0 / 1 force off / on.)
 }
+// Session 5 (helper f3fwd9): Tuning::q_regs (0 / 1).
+extern "C" void flash3_set_knobs_qreg(int q_regs) {
+  attnkit::flash3::tuning().q_regs = q_regs != 0;
+}

@@ -41,8 +41,13 @@ def load(lib_path):
     if knobs5 is not None:
         knobs5.argtypes = [ctypes.c_int] * 2
 
+    knobs_qreg = getattr(lib, "flash3_set_knobs_qreg", None)  # session 5 (q_regs)
+    if knobs_qreg is not None:
+        knobs_qreg.argtypes = [ctypes.c_int]
+
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1):
+                   ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
+                   qreg=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -52,6 +57,8 @@ def load(lib_path):
             knobs4(ring)
         if knobs5 is not None:  # -1: the compiled default
             knobs5(uni, lazy)
+        if knobs_qreg is not None:
+            knobs_qreg(qreg)
     return f, set_tuning
 
 
@@ -173,6 +180,10 @@ def main():
                                     ("kv128-ring-again", {"ring": 1}), ("cudnn-again", None)]
                         if d != 256:
                             variants = [v for v in variants if not v[0].startswith("kv128")]
+                    elif a.ab_set == "s5q":  # session 5 (helper f3fwd9): Q in registers, D = 128
+                        variants = [("default", {}), ("base", {"uni": 0, "lazy": 0}), ("qreg", {"qreg": 1}),
+                                    ("uni+lazy", {"uni": 1, "lazy": 1}), ("cudnn", None)]
+                        variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
                         variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),
                                     ("lazy", {"uni": 0, "lazy": 1}), ("uni+lazy", {"uni": 1, "lazy": 1}),

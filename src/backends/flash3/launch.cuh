@@ -93,18 +93,30 @@ void launch_forward(const Params& p) {
   // their own (slots 9-11), without the other variant bits (those are A/B-only and measured
   // neutral) and without the cluster.
   // Auto (-1): on at D = 256 unless another variant knob asks for its own kernel (those A/Bs
-  // keep measuring what they name).
-  const bool s4_auto = D == 256 && !tuning().ordered_softmax && !tuning().early_rescale &&
-                       tuning().v_stages == 2 && tuning().cluster != 2;
-  const bool uni = tuning().uniform_desc < 0 ? s4_auto : tuning().uniform_desc != 0;
+  // keep measuring what they name). Session 5 (helper f3fwd9): uniform descriptors also at
+  // D = 128 (128-key tiles, 2 consumer warpgroups) for Sk <= 4096: H100 same-run A/B against
+  // the session-4 default +0.5 / +1.9 % (S = 1k non-causal / causal), +0.7 / +1.4 % (4k), every
+  // repeat above both old ones (bench/results/2026-11-22-h100-f3fwd9-run1.md). Gated at 4096
+  // because the session-4 H200 run lost -2 to -6 % at 16k (16k repeats vary by up to 10 % on
+  // the H100, so this run did not settle 16k).
+  const bool s4_ok = !tuning().ordered_softmax && !tuning().early_rescale &&
+                     tuning().v_stages == 2 && tuning().cluster != 2;
+  const bool s4_auto = D == 256 && s4_ok;
+  const bool uni_auto =
+      s4_auto || (s4_ok && D == 128 && Tr::kBlockN == 128 && WGs == 2 && p.seqlen_k <= 4096);
+  const bool uni = tuning().uniform_desc < 0 ? uni_auto : tuning().uniform_desc != 0;
   const bool lazy = tuning().lazy_rescale < 0 ? s4_auto : tuning().lazy_rescale != 0;
   const int s4 = (uni ? 1 : 0) | (lazy ? 2 : 0);
+  // Q from registers in Q K^T (mainloop.cuh kVarQReg; slot 12, with uniform descriptors):
+  // D = 128, 128-key tiles only, alone (ignored with legacy_desc; lazy_rescale is not in it).
+  constexpr bool kQRegCapable = D == 128 && Tr::kBlockN == 128 && WGs == 2 && !Tr::kFused;
+  const bool qreg = kQRegCapable && tuning().q_regs && !tuning().legacy_desc;
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[12])(FwdArgs) = {};
+  void (*kernels[13])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
       k = fwd_kernel<D, BF16, BN, WGs, VS, 0, 1, RS>;
@@ -118,6 +130,8 @@ void launch_forward(const Params& p) {
     kernels[9] = fwd_kernel<D, BF16, BN, WGs, VS, kVarUniformDesc>;
     kernels[10] = fwd_kernel<D, BF16, BN, WGs, VS, kVarLazyRescale>;
     kernels[11] = fwd_kernel<D, BF16, BN, WGs, VS, kVarUniformDesc | kVarLazyRescale>;
+    if constexpr (kQRegCapable)
+      kernels[12] = fwd_kernel<D, BF16, BN, WGs, VS, kVarQReg | kVarUniformDesc>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
@@ -125,12 +139,12 @@ void launch_forward(const Params& p) {
     kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
-  const int slot = tuning().legacy_desc ? 8 : s4 != 0 ? 8 + s4 : var;
+  const int slot = tuning().legacy_desc ? 8 : qreg ? 12 : s4 != 0 ? 8 + s4 : var;
   auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[12][kMaxDevices] = {};
+  static std::atomic<int> attr_set[13][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

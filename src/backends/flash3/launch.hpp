@@ -55,9 +55,18 @@ struct Tuning {
   // Session-4 merged run (H200, interleaved, 2 repeats each): both together at D = 256 +4.3 to
   // +10.7 % at S = 1k / 4k / 16k, causal and not (every repeat above both default repeats);
   // D = 128 uniform +0.5-2 % at 1k / 4k but -2 to -6 % at 16k, lazy -0.2 to +1 %; D = 64 within
-  // +-1 % (lazy -2 %): off there. 0 / 1 force either off / on at every D.
+  // +-1 % (lazy -2 %): off there. Session 5 (helper f3fwd9): auto also turns uniform_desc on at
+  // D = 128 (128-key tiles) for Sk <= 4096 (launch.cuh; H100 same-run A/B +0.5 to +1.9 % at
+  // S = 1k / 4k, both causal modes). 0 / 1 force either off / on at every D.
   int uniform_desc = -1;
   int lazy_rescale = -1;
+  // Session 5 (helper f3fwd9): Q K^T with Q in registers (RS wgmma; mainloop.cuh kVarQReg: the
+  // SS Q K^T plus the TMA writes would want ~all of the SM's shared-memory bandwidth).
+  // D = 128 with 128-key tiles only (elsewhere ignored); runs with uniform descriptors, without
+  // the other variant bits. Off: H100 same-run A/B against the default +0.8 % at S = 1k and 4k
+  // non-causal, but -2.2 % at 1k causal and +0.2 % at 4k causal (f3fwd9 run 1): shared-memory
+  // bandwidth is not what holds D = 128 back (cuDNN's Q K^T is SS too).
+  bool q_regs = false;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
@@ -22,6 +23,7 @@
 #include "backends/flash3/tile_scheduler.cuh"
 #include "backends/flash3/traits.hpp"
 #include "backends/flash3/wgmma_ops.hpp"
+#include "cuda/ptx_sm80.hpp"
 #include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3 {
@@ -355,6 +357,51 @@ inline constexpr int kVarUniformDesc = 16;
 // by more than 2^8, and O *= factor is skipped (warp-uniform branch) when no row of the warp
 // moved: kD/2 FMULs per thread and block (softmax.cuh).
 inline constexpr int kVarLazyRescale = 32;
+// Session 5 (helper f3fwd9): Q K^T with Q from registers (RS wgmma, A = the m64k16 fragments of
+// this warpgroup's 64 Q rows, loaded once per tile by ldmatrix) instead of from shared memory
+// (SS). Why: shared-memory operand bandwidth. Per 64 clocks (one m64n128k16 at ~2048 MAC/clk/SM)
+// an SS wgmma reads A 2 KB + B 4 KB = 96 B/clk of the SM's 128 B/clk; the TMA writes of K and V
+// add ~32 B/clk on average (64 KB per 128-key block of ~2048 tensor clocks), so the Q K^T half
+// of every turn wants ~100 % of the shared-memory bandwidth; RS drops it to 64 + 32 B/clk.
+// Costs 32 registers per consumer thread at D = 128 (8 k-steps x 4), 8 LDSM.x4 per tile.
+// D = 128 with 128-key tiles only (launch.cuh; Tuning::q_regs), with uniform descriptors
+// (kVarUniformDesc) as the D = 128 default it is measured against. Measured (H100, f3fwd9
+// run 1): +0.8 % at S = 1k / 4k non-causal, -2.2 % at 1k causal; ncu: 7 % fewer instructions,
+// 0.9 % fewer cycles. The hypothesis was wrong (cuDNN's Q K^T is SS); kept as an A/B knob.
+inline constexpr int kVarQReg = 128;
+
+/// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
+/// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
+/// a wgmma register A operand (= mma.m16n8k16's A for the warp's 16 rows): a0 (row g, cols
+/// 2t, 2t+1), a1 (row g + 8), a2 (cols + 8), a3 (row g + 8, cols + 8), g = lane / 4, t = lane % 4.
+/// ldmatrix.x4: lane l gives the address of row (l % 8) of 8x8 matrix l / 8 = (row half l / 8 % 2,
+/// column half l / 16). 128B swizzle: 16-byte unit u of row r sits at unit u ^ (r % 8) (the
+/// chunk and q_wg are 1024-byte aligned, so r % 8 is the row index mod 8 in the chunk).
+template <class Tr>
+__device__ __forceinline__ void load_q_regs(uint32_t (&qa)[Tr::kD / 16][4], uint32_t q_wg, int warp,
+                                            int lane) {
+  const int r = 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;  // row in the warpgroup's 64
+  const int half = lane / 16;                                 // columns 0-7 or 8-15 of the step
+  const uint32_t row_base = q_wg + r * Tr::kChunkRowBytes;
+#pragma unroll
+  for (int ks = 0; ks < Tr::kD / 16; ++ks) {
+    const int unit = ((ks % 4) * 2 + half) ^ (r % 8);
+    attnkit::ptx::ldmatrix_x4(qa[ks], row_base + (ks / 4) * Tr::kQChunkBytes + unit * 16);
+  }
+}
+
+/// S[64 x kBlockN] = Q_wg K_s^T with Q_wg from registers (kVarQReg; K K-major in smem, as
+/// issue_qk).
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_qk_rs(float (&s)[Tr::kBlockN / 2],
+                                            const uint32_t (&qa)[Tr::kD / 16][4],
+                                            uint32_t k_stage) {
+  const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(k_stage, 16, 1024);
+#pragma unroll
+  for (int ks = 0; ks < Tr::kD / 16; ++ks)
+    bwd::BwdWgmma<Tr::kBlockN, BF16>::template rs<0>(
+        s, qa[ks], desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + (ks % 4) * 32), ks > 0 ? 1 : 0);
+}
 
 /// O rows r = 0/1 of this thread *= f[r] (accumulator layout: o[4j + 2r + e]).
 template <int kD>
@@ -425,7 +472,8 @@ __device__ __forceinline__ void mainloop_turn(
     const FwdArgs& a, Sm& sm, PipeOf<Tr>& pipe, const PingPong& turn, int it, int n_blocks,
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
-    State& sm_state, float sl2, int first_row, int row0, int lane) {
+    State& sm_state, float sl2, int first_row, int row0, int lane,
+    const uint32_t (&qa)[Tr::kD / 16][4]) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
@@ -433,6 +481,7 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
+  constexpr bool kQReg = (kVar & kVarQReg) != 0;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     return (nb + 1) * kBN > a.seqlen_k ||
@@ -445,7 +494,10 @@ __device__ __forceinline__ void mainloop_turn(
   fence_regs(p);
   turn.wait_turn();
   ptx::wgmma_fence();
-  issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
+  if constexpr (kQReg)
+    issue_qk_rs<Tr, BF16>(s, qa, k_base + uni(st * Tr::kKVBytes));
+  else
+    issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
   ptx::wgmma_commit();
   ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
@@ -542,9 +594,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       convert_p<kBN, BF16>(s, p);
       pf[0] = factor[0], pf[1] = factor[1];
     }
+    static_assert((kVar & kVarQReg) == 0,
+                  "flash3: Q in registers is a Consumer (D <= 128) variant");
+    const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
     for (int it = 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base, v_base, o, p, s,
-                                    factor, pf, sm_state, sl2, first_row, row0, lane);
+                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
@@ -966,6 +1021,9 @@ struct Consumer {
   static constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   static constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   static constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
+  static constexpr bool kQReg = (kVar & kVarQReg) != 0;
+  static_assert(!kQReg || (Tr::kD == 128 && kBN == 128 && Tr::kConsumerWGs == 2),
+                "flash3: kVarQReg is D = 128, 128-key tiles, 2 consumer warpgroups");
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -980,6 +1038,7 @@ struct Consumer {
   int cwg, warp, lane;
   float o[Tr::kD / 2];
   uint32_t p[kBN / 4];
+  uint32_t qa[Tr::kD / 16][4];  // kQReg: this tile's Q fragments (unused otherwise)
   OnlineSoftmax<kBN> state;
   float pf[2] = {1.f, 1.f};  // kEarly: the factor that goes with P (O *= pf before P's P V)
   bool pending = false;      // P V of the last block of tile (pb, ph, prow0) not issued yet
@@ -1135,6 +1194,8 @@ struct Consumer {
     float factor[2];
     ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
     ++qi.count;
+    // (No wgmma reads qa here: the previous tile's Q K^Ts were all waited for in its turns.)
+    if constexpr (kQReg) load_q_regs<Tr>(qa, q_wg, warp, lane);
 
     // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
     {
@@ -1145,7 +1206,10 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
+      if constexpr (kQReg)
+        issue_qk_rs<Tr, BF16>(s, qa, k_base + uni(st * Tr::kKVBytes));
+      else
+        issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
       ptx::wgmma_commit();
       if constexpr (kCanOverlap) issue_pending_pv();
       turn.pass_turn();
@@ -1178,7 +1242,7 @@ struct Consumer {
     for (int it = 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base,
                                     attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf, state,
-                                    sl2, first_row, row0, lane);
+                                    sl2, first_row, row0, lane, qa);
     // Every QK^T of this tile is done: the producer may load a later tile's Q here.
     release<Tr>(&sm.empty_q[qb], lane);
     pipe.count += n_blocks;

@@ -308,6 +308,15 @@ TEST_P(Flash3Forward, MatchesReference) {
     flash3::tuning().uniform_desc = c.tag != "lazy" ? 1 : 0;
     flash3::tuning().lazy_rescale = c.tag != "uniform" ? 1 : 0;
   }
+  // "qreg"/"qreg_dyn"/"qreg_q1"/"qreg_serial": Q K^T with Q from registers (Tuning::q_regs,
+  // D = 128 with 128-key tiles; ignored elsewhere): alone, with the dynamic scheduler, with one Q
+  // buffer, with tiles not overlapped.
+  if (c.tag.rfind("qreg", 0) == 0) {
+    flash3::tuning().q_regs = true;
+    if (c.tag == "qreg_dyn") flash3::tuning().scheduler = 1;
+    if (c.tag == "qreg_q1") flash3::tuning().q_bufs = 1;
+    if (c.tag == "qreg_serial") flash3::tuning().overlap_tiles = false;
+  }
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -442,6 +451,28 @@ std::vector<Cfg> cases() {
       for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
         add({"s4", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
         add({"s4", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+      }
+      // Session 5: Q from registers (Tuning::q_regs). D = 128: ping-pong + persistent tiles (GPU
+      // reference), bottom-right with tiles without keys, bhsd, the benchmark's S = 1k shape (many
+      // tiles per CTA), GQA / rows without keys / partial K/V blocks in every causal mode, padded
+      // strides, the dynamic scheduler, one Q buffer, tiles not overlapped. Other D: ignored
+      // (one case each, the default kernel must run).
+      if (d == 128) {
+        add({"qreg", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"qreg", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"qreg", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+        add({"qreg", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"qreg", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"qreg", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"qreg", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+        }
+        add({"qreg_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"qreg_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"qreg_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"qreg_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      } else {
+        add({"qreg", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::bottom_right});
       }
       // Peaky scores (amp = 4): the reference max moves often (lazy rescale's moved branch).
       for (const char* knob : {"square", "lazy", "s4"}) {
