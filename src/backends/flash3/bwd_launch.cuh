@@ -41,6 +41,7 @@ struct Variant {
   bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
   bool dq_vec4 = false;   // float4 dQ workspace layout: float4 atomics / smem stores (kDqVec4)
   bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
+  uint32_t wait_ns = 0;   // producer's try_wait suspend hint, ns (kProducerWaitNs; 0 = none)
 };
 
 /// Launches one kernel instantiation; v supplies the run-time choices (dQ path, dQ workspace
@@ -110,6 +111,7 @@ void launch_backward(const Params& p, const Variant& v) {
     a.dq_bulk = v.dq_bulk ? 1 : 0;
     a.dq_vec4 = v.dq_vec4 ? 1 : 0;
     a.item_rot = v.item_rot ? 1 : 0;
+    a.wait_ns = v.wait_ns;
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
@@ -143,8 +145,8 @@ namespace bwd {
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv][+v4][+rot]. Fills `v` for head dim
-/// d; false when d is not listed (or the name does not parse).
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv][+v4][+rot][+sl]. Fills `v` for head
+/// dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   if (e == nullptr) return false;
@@ -185,6 +187,8 @@ inline bool env_variant(int d, Variant& v) {
         x.dq_vec4 = true;
       else if (i >= 2 && tok == "rot")
         x.item_rot = true;
+      else if (i >= 2 && tok == "sl")
+        x.wait_ns = kProducerWaitNs;
       else
         return false;
     }
@@ -226,6 +230,7 @@ inline Variant default_variant(int d, bool causal) {
   }
   v.dq_vec4 = kDqVec4;
   v.item_rot = causal ? kItemRotateCausal : kItemRotate;
+  v.wait_ns = kProducerWaitDefault ? kProducerWaitNs : 0;
   return v;
 }
 
@@ -274,6 +279,7 @@ void run_backward(const Params& p) {
   if (t.kv_regs >= 0) v.kv_regs = t.kv_regs != 0;
   if (t.dq_vec4 >= 0) v.dq_vec4 = t.dq_vec4 != 0;
   if (t.item_rot >= 0) v.item_rot = t.item_rot != 0;
+  if (t.wait_ns >= 0) v.wait_ns = static_cast<uint32_t>(t.wait_ns);
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;

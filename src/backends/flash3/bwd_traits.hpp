@@ -82,6 +82,19 @@ inline constexpr bool kItemRotateCausal = false;
 #define ATTNKIT_FLASH3_BWD_SHARED_BASE 1
 #endif
 inline constexpr bool kSharedBase = ATTNKIT_FLASH3_BWD_SHARED_BASE != 0;
+// kMaskHoist (session 5): the causal / Sk mask of P^T = exp2(S^T scale - lse2) tested once per
+//   item around two copies of the element loop instead of once per element (bwd_kernel.cuh says
+//   why). -DATTNKIT_FLASH3_BWD_MASK_HOIST=0 builds the old form (A/B: flash3_bwd_gpu_run.sh
+//   F3B_AB_OLD_DEFS).
+#ifndef ATTNKIT_FLASH3_BWD_MASK_HOIST
+#define ATTNKIT_FLASH3_BWD_MASK_HOIST 1
+#endif
+inline constexpr bool kMaskHoist = ATTNKIT_FLASH3_BWD_MASK_HOIST != 0;
+// kProducerWaitNs (session 5, variant "+sl"): suspend-time hint of the producer's empty-slot
+//   try_wait (10 ms, CUTLASS's choice: the thread wakes when the phase completes). Off by default
+//   until a same-run A/B says otherwise (kProducerWaitDefault).
+inline constexpr unsigned kProducerWaitNs = 10000000u;
+inline constexpr bool kProducerWaitDefault = false;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
