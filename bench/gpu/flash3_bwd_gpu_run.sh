@@ -5,6 +5,7 @@
 # Usage: OUT=dir bench/gpu/flash3_bwd_gpu_run.sh ["peers.py args"]; at most 8 files under $OUT:
 # build.log test.log sanitizer.log ab.log bench.log bench.json bench.md summary.txt (+ ncu.log
 # inside the others' place when F3B_NCU=1: it replaces bench.log, which then goes to summary).
+# F3B_PEERS: the peers.py peer list (default cudnn,flash).
 # Phase limits (s): F3B_BUILD_T (300) F3B_TEST_T (200) F3B_SAN_T (60 per tool) F3B_BENCH_T (150);
 # F3B_DEADLINE (s from start, default 420): the bench and ncu phases only start while time is
 # left and are cut to it. summary.txt names the A/B's fastest variant per (D, causal).
@@ -143,7 +144,7 @@ if [ -f $B/libattnkit_c.so ] && [ "${F3B_BENCH:-1}" = 1 ] && [ "$(left)" -gt 60 
   echo "bench (limit $BT s)" | tee -a "$S"
   # shellcheck disable=SC2086
   PYTHONUNBUFFERED=1 timeout $BT python3 bench/peers.py --lib $B/libattnkit_c.so \
-    --backends flash3 --peers cudnn,flash --json "$OUT/bench.json" --md "$OUT/bench.md" \
+    --backends flash3 --peers ${F3B_PEERS:-cudnn,flash} --json "$OUT/bench.json" --md "$OUT/bench.md" \
     --commit "${ATTNKIT_COMMIT:-}" $BENCH_ARGS > /tmp/ncu/bench.log 2>&1
   echo "bench rc=$?" | tee -a "$S"
   [ -s "$OUT/bench.json" ] && python3 bench/peers.py --summarize "$OUT/bench.json" 2>&1 | tail -40 | tee -a "$S"
