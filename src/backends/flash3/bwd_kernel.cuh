@@ -445,7 +445,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
           }
       }
     };
-    if constexpr (kMaskHoist) {
+    if constexpr (Tr::kHoistMask) {
       if (need_mask)
         p_from_s(std::true_type{}, false);
       else

@@ -219,9 +219,13 @@ inline bool env_variant(int d, Variant& v) {
 ///     347.1 / 429.4 / 451.2, causal 380.3 / 452.7 vs the same kernel without 335.7 / 414.4 /
 ///     448.2, causal 364.6 / 435.9 (ncu: the FFMA S*scale - lse2 waited on the lse2 LDG, 7 % of
 ///     the warp samples).
+/// Session 5 run 1 (H100, kMaskHoist new vs @old, same call): the hoist made the 128-row kernel
+/// +23 / +35 / +33 % (non-causal 305 / 427 / 460 vs 248 / 316 / 347), while the causal default
+/// (decoupled + kv, no hoist since, bwd_traits.hpp kHoistMask) lost 6 % with it; kD64CausalM128
+/// moves D = 64 causal to the non-causal kernel (the run-2 A/B decides; notes).
 inline Variant default_variant(int d, bool causal) {
   Variant v;
-  if (d == 64 && !causal) {
+  if (d == 64 && (!causal || kD64CausalM128)) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;
   } else if (d == 64) {
     v.decoupled = true, v.dq_bulk = false, v.kv_regs = true;

@@ -90,6 +90,10 @@ inline constexpr bool kSharedBase = ATTNKIT_FLASH3_BWD_SHARED_BASE != 0;
 #define ATTNKIT_FLASH3_BWD_MASK_HOIST 1
 #endif
 inline constexpr bool kMaskHoist = ATTNKIT_FLASH3_BWD_MASK_HOIST != 0;
+// kD64CausalM128 (session 5): D = 64 causal by the 128-row coupled kernel (m128 + atomics + dQ-
+//   first), like non-causal, instead of decoupled + atomics + K / V in registers. Set for run 2
+//   (tests and sanitizer run it as the default); bwd_launch.cuh default_variant.
+inline constexpr bool kD64CausalM128 = true;
 // kProducerWaitNs (session 5, variant "+sl"): suspend-time hint of the producer's empty-slot
 //   try_wait (10 ms, CUTLASS's choice: the thread wakes when the phase completes). Off by default
 //   until a same-run A/B says otherwise (kProducerWaitDefault).
@@ -127,6 +131,10 @@ struct BwdTraits {
   static constexpr int kDSBuffers = kDecoupled ? 1 : 2;
   static constexpr int kDqN = kDqSplitD ? D / 2 : D;                       // dQ columns per WG
   static constexpr int kDqKeys = (kDqSplitD || kDqSplitM) ? kBlockN : 64;  // keys summed per WG
+  // kMaskHoist per structure. Session 5 run 1 (H100, same call, TFLOP/s at S 4k / 16k causal):
+  // the D = 64 decoupled + kv kernel lost 6 % with it (266.2 / 312.9 vs 283.9 / 333.6), every
+  // coupled / 128-row kernel gained 8-35 %: D = 64 decoupled keeps the per-element form.
+  static constexpr bool kHoistMask = kMaskHoist && !(D == 64 && kDecoupledWGs);
   // 24*128 + 240*256 = 64512 <= 65536 registers per SM. Consumers at 232 spill 56 bytes
   // (D = 128, ptxas -v); 240 spills nothing.
   static constexpr int kProducerRegs = 24;

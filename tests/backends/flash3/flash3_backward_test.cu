@@ -120,9 +120,9 @@ struct TuningScope {
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
-// Default variant per call (bwd_launch.cuh default_variant, session 4: D = 64 non-causal
-// 128-row blocks + atomics + dQ-first, D = 64 causal decoupled + atomics + K/V in registers,
-// D = 128 coupled + atomics + dQ-first + prefetched lse2/delta; float4 dQ layout throughout).
+// Default variant per call (bwd_launch.cuh default_variant, session 5: D = 64 128-row blocks +
+// atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
+// registers), D = 128 coupled + atomics + dQ-first + prefetched lse2/delta; float4 dQ layout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
