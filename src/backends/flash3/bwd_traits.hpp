@@ -91,8 +91,9 @@ inline constexpr bool kSharedBase = ATTNKIT_FLASH3_BWD_SHARED_BASE != 0;
 #endif
 inline constexpr bool kMaskHoist = ATTNKIT_FLASH3_BWD_MASK_HOIST != 0;
 // kD64CausalM128 (session 5): D = 64 causal by the 128-row coupled kernel (m128 + atomics + dQ-
-//   first), like non-causal, instead of decoupled + atomics + K / V in registers. Set for run 2
-//   (tests and sanitizer run it as the default); bwd_launch.cuh default_variant.
+//   first), like non-causal, instead of decoupled + atomics + K / V in registers. Run 2 (H100,
+//   same process, TFLOP/s S 1k / 4k / 16k): 217.1 / 370.3 / 453.3 vs 171.9 / 283.8 / 332.4
+//   (+26 / +30 / +36 %; the 128-row kernel with kMaskHoist); tests + sanitizer ran it. On.
 inline constexpr bool kD64CausalM128 = true;
 // kProducerWaitNs (session 5, variant "+sl"): suspend-time hint of the producer's empty-slot
 //   try_wait (10 ms, CUTLASS's choice: the thread wakes when the phase completes). Off by default
