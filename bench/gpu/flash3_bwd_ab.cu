@@ -95,6 +95,7 @@ void run_one(int S, bool causal) {
     int decoupled, dq_mode, block_m, dq_first, stat_mode, kv_regs;
     bool d64_only;
     int dq_vec4 = 0, item_rot = 0;
+    int wait_ns = 0;  // +sl: producer try_wait suspend hint (kProducerWaitNs)
   };
   // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
   // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
@@ -127,6 +128,9 @@ void run_one(int S, bool causal) {
       {"decoupled+atomic+kv+v4", 1, 0, 64, 0, 0, 1, true, 1, 0},
       {"coupled+atomic+dqf+v4+pf", 0, 0, 64, 1, 2, 0, false, 1, 0},
       {"coupled+bulk+dqf+v4+pf", 0, 1, 64, 1, 2, 0, false, 1, 0},
+      // Session 5: the library default with the producer's try_wait suspend hint.
+      {"default+sl", -1, -1, -1, -1, -1, -1, false, -1, -1,
+       static_cast<int>(flash3::bwd::kProducerWaitNs)},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
@@ -150,6 +154,7 @@ void run_one(int S, bool causal) {
     flash3::bwd_tuning().kv_regs = var.kv_regs;
     flash3::bwd_tuning().dq_vec4 = var.dq_vec4;
     flash3::bwd_tuning().item_rot = var.item_rot;
+    flash3::bwd_tuning().wait_ns = var.name == std::string("default") ? -1 : var.wait_ns;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;

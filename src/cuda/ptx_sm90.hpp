@@ -65,6 +65,20 @@ __device__ __forceinline__ void mbar_wait(uint32_t addr, uint32_t parity) {
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   mbar_wait(smem_u32(bar), parity);
 }
+/// mbar_wait with try_wait's suspendTimeHint (ns, PTX ISA 7.8): the thread may stay suspended
+/// until the phase completes or the hint elapses, instead of the system-defined limit (the
+/// flash3 backward producer re-polled every ~11 cycles without it: bwd_kernel.cuh).
+__device__ __forceinline__ void mbar_wait_hint(uint32_t addr, uint32_t parity, uint32_t ns) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(addr),
+      "r"(parity), "r"(ns)
+      : "memory");
+}
 
 // ---------------------------------------------------------------------------------------------
 // TMA: bulk tensor copies global -> shared, completing on an mbarrier

@@ -31,6 +31,7 @@ struct BwdArgs {
   int dq_bulk;         // 1: dQ by bulk TMA reduce-add from smem; 0: atomicAdd(float2)
   int dq_vec4;         // dQ workspace tile layout (bwd_traits.hpp): 1 float4 runs, 0 float2
   int item_rot;        // 1: each CTA starts its item loop at its own offset (bwd_kernel.cuh)
+  uint32_t wait_ns;    // producer's empty-slot wait: 0 plain try_wait loop, else its suspend hint
 };
 
 }  // namespace attnkit::flash3::bwd

@@ -238,7 +238,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         const int s = it % kStages;
         const uint32_t ph = (it / kStages) & 1;
         const Item x = item_at(it);
-        ptx::mbar_wait(&empty[s], ph ^ 1);
+        // wait_ns (variant +sl, session 5): ncu (H100, D 128 coupled, S 4k) counted ~490
+        // try_wait + branch pairs per item on this wait (64 M of them, one every ~11 cycles on
+        // the scheduler that also issues two consumer warps); the hint lets the thread sleep.
+        if (a.wait_ns != 0)
+          ptx::mbar_wait_hint(ptx::smem_u32(&empty[s]), ph ^ 1, a.wait_ns);
+        else
+          ptx::mbar_wait(&empty[s], ph ^ 1);
         ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c) {
@@ -412,19 +418,40 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     fence_regs(st);
     const bool need_mask =
         key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset);
+    // kMaskHoist (bwd_traits.hpp): one branch per item around two copies of the loop (the masked
+    // copy branch-free: 2 ISETP + FSEL an element) instead of the per-element `if (need_mask)`,
+    // which ptxas compiled as BSSY / BRA / BSYNC around each of the kBM / 2 elements (ncu, H100,
+    // D 128 coupled, S 4k: 96 of 1112 consumer instructions per item and warp, 9.6 % of the
+    // consumer stall samples "branch resolving").
+    auto p_from_s = [&](auto masked, bool rt_mask) {
+      constexpr bool kMasked = decltype(masked)::value;
+      // Non-causal: coff = 2^30 makes key > q + coff false (q, key < 2^30).
+      const int coff = a.causal ? a.causal_offset : (1 << 30);
 #pragma unroll
-    for (int j = 0; j < kBM / 8; ++j) {
+      for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
+        for (int r = 0; r < 2; ++r)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float pv = exp2_approx(fmaf(st[4 * j + 2 * r + e], sl2, -lse2_of(j, e)));
-          if (need_mask) {
-            const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
-            if (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset)) pv = 0.f;
+          for (int e = 0; e < 2; ++e) {
+            float pv = exp2_approx(fmaf(st[4 * j + 2 * r + e], sl2, -lse2_of(j, e)));
+            if constexpr (kMasked) {
+              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+              pv = (key >= a.seqlen_k || key > q + coff) ? 0.f : pv;
+            } else if (rt_mask) {
+              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+              if (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset)) pv = 0.f;
+            }
+            st[4 * j + 2 * r + e] = pv;
           }
-          st[4 * j + 2 * r + e] = pv;
-        }
+      }
+    };
+    if constexpr (Tr::kHoistMask) {
+      if (need_mask)
+        p_from_s(std::true_type{}, false);
+      else
+        p_from_s(std::false_type{}, false);
+    } else {
+      p_from_s(std::false_type{}, need_mask);
     }
     // dS^T = P^T (dP^T - delta).
     ptx::wgmma_wait<0>();

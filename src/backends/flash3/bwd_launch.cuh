@@ -41,6 +41,7 @@ struct Variant {
   bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
   bool dq_vec4 = false;   // float4 dQ workspace layout: float4 atomics / smem stores (kDqVec4)
   bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
+  uint32_t wait_ns = 0;   // producer's try_wait suspend hint, ns (kProducerWaitNs; 0 = none)
 };
 
 /// Launches one kernel instantiation; v supplies the run-time choices (dQ path, dQ workspace
@@ -110,6 +111,7 @@ void launch_backward(const Params& p, const Variant& v) {
     a.dq_bulk = v.dq_bulk ? 1 : 0;
     a.dq_vec4 = v.dq_vec4 ? 1 : 0;
     a.item_rot = v.item_rot ? 1 : 0;
+    a.wait_ns = v.wait_ns;
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
@@ -143,8 +145,8 @@ namespace bwd {
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv][+v4][+rot]. Fills `v` for head dim
-/// d; false when d is not listed (or the name does not parse).
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv][+v4][+rot][+sl]. Fills `v` for head
+/// dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   if (e == nullptr) return false;
@@ -185,6 +187,8 @@ inline bool env_variant(int d, Variant& v) {
         x.dq_vec4 = true;
       else if (i >= 2 && tok == "rot")
         x.item_rot = true;
+      else if (i >= 2 && tok == "sl")
+        x.wait_ns = kProducerWaitNs;
       else
         return false;
     }
@@ -215,9 +219,14 @@ inline bool env_variant(int d, Variant& v) {
 ///     347.1 / 429.4 / 451.2, causal 380.3 / 452.7 vs the same kernel without 335.7 / 414.4 /
 ///     448.2, causal 364.6 / 435.9 (ncu: the FFMA S*scale - lse2 waited on the lse2 LDG, 7 % of
 ///     the warp samples).
+/// Session 5 run 1 (H100, kMaskHoist new vs @old, same call): the hoist made the 128-row kernel
+/// +23 / +35 / +33 % (non-causal 305 / 427 / 460 vs 248 / 316 / 347), while the causal default
+/// (decoupled + kv, no hoist since, bwd_traits.hpp kHoistMask) lost 6 % with it; kD64CausalM128
+/// moves D = 64 causal to the non-causal kernel: run 2 +26 / +30 / +36 % at S 1k / 4k / 16k
+/// (217.1 / 370.3 / 453.3 vs 171.9 / 283.8 / 332.4 TFLOP/s).
 inline Variant default_variant(int d, bool causal) {
   Variant v;
-  if (d == 64 && !causal) {
+  if (d == 64 && (!causal || kD64CausalM128)) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;
   } else if (d == 64) {
     v.decoupled = true, v.dq_bulk = false, v.kv_regs = true;
@@ -226,6 +235,7 @@ inline Variant default_variant(int d, bool causal) {
   }
   v.dq_vec4 = kDqVec4;
   v.item_rot = causal ? kItemRotateCausal : kItemRotate;
+  v.wait_ns = kProducerWaitDefault ? kProducerWaitNs : 0;
   return v;
 }
 
@@ -274,6 +284,7 @@ void run_backward(const Params& p) {
   if (t.kv_regs >= 0) v.kv_regs = t.kv_regs != 0;
   if (t.dq_vec4 >= 0) v.dq_vec4 = t.dq_vec4 != 0;
   if (t.item_rot >= 0) v.item_rot = t.item_rot != 0;
+  if (t.wait_ns >= 0) v.wait_ns = static_cast<uint32_t>(t.wait_ns);
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;

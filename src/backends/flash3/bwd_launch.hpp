@@ -31,6 +31,9 @@ struct BwdTuning {
   // Item order (bwd_traits.hpp kItemRotate): 1 = each CTA starts at its own offset, 0 = every
   // CTA from its first visible query block, -1 = default.
   int item_rot = -1;
+  // Producer's try_wait suspend hint in ns (bwd_traits.hpp kProducerWaitNs): 0 = plain
+  // try_wait loop, > 0 = that hint, -1 = default.
+  int wait_ns = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

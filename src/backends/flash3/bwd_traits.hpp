@@ -82,6 +82,24 @@ inline constexpr bool kItemRotateCausal = false;
 #define ATTNKIT_FLASH3_BWD_SHARED_BASE 1
 #endif
 inline constexpr bool kSharedBase = ATTNKIT_FLASH3_BWD_SHARED_BASE != 0;
+// kMaskHoist (session 5): the causal / Sk mask of P^T = exp2(S^T scale - lse2) tested once per
+//   item around two copies of the element loop instead of once per element (bwd_kernel.cuh says
+//   why). -DATTNKIT_FLASH3_BWD_MASK_HOIST=0 builds the old form (A/B: flash3_bwd_gpu_run.sh
+//   F3B_AB_OLD_DEFS).
+#ifndef ATTNKIT_FLASH3_BWD_MASK_HOIST
+#define ATTNKIT_FLASH3_BWD_MASK_HOIST 1
+#endif
+inline constexpr bool kMaskHoist = ATTNKIT_FLASH3_BWD_MASK_HOIST != 0;
+// kD64CausalM128 (session 5): D = 64 causal by the 128-row coupled kernel (m128 + atomics + dQ-
+//   first), like non-causal, instead of decoupled + atomics + K / V in registers. Run 2 (H100,
+//   same process, TFLOP/s S 1k / 4k / 16k): 217.1 / 370.3 / 453.3 vs 171.9 / 283.8 / 332.4
+//   (+26 / +30 / +36 %; the 128-row kernel with kMaskHoist); tests + sanitizer ran it. On.
+inline constexpr bool kD64CausalM128 = true;
+// kProducerWaitNs (session 5, variant "+sl"): suspend-time hint of the producer's empty-slot
+//   try_wait (10 ms, CUTLASS's choice: the thread wakes when the phase completes). Off by default
+//   until a same-run A/B says otherwise (kProducerWaitDefault).
+inline constexpr unsigned kProducerWaitNs = 10000000u;
+inline constexpr bool kProducerWaitDefault = false;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
@@ -114,6 +132,10 @@ struct BwdTraits {
   static constexpr int kDSBuffers = kDecoupled ? 1 : 2;
   static constexpr int kDqN = kDqSplitD ? D / 2 : D;                       // dQ columns per WG
   static constexpr int kDqKeys = (kDqSplitD || kDqSplitM) ? kBlockN : 64;  // keys summed per WG
+  // kMaskHoist per structure. Session 5 run 1 (H100, same call, TFLOP/s at S 4k / 16k causal):
+  // the D = 64 decoupled + kv kernel lost 6 % with it (266.2 / 312.9 vs 283.9 / 333.6), every
+  // coupled / 128-row kernel gained 8-35 %: D = 64 decoupled keeps the per-element form.
+  static constexpr bool kHoistMask = kMaskHoist && !(D == 64 && kDecoupledWGs);
   // 24*128 + 240*256 = 64512 <= 65536 registers per SM. Consumers at 232 spill 56 bytes
   // (D = 128, ptxas -v); 240 spills nothing.
   static constexpr int kProducerRegs = 24;

@@ -76,6 +76,10 @@ std::vector<check::Case> backward_cases() {
   // Longer non-causal D = 128 (8 key blocks x 12 query blocks per head).
   add(DType::bf16, 1, 777, 1024, 2, 1, 128, Causal::none);
   add(DType::f16, 1, 1024, 777, 2, 2, 128, Causal::bottom_right);
+  // Causal with exact block multiples (session 5, kMaskHoist): only the diagonal items take the
+  // masked copy of the P^T loop, with no key-padding mask next to the causal one.
+  add(DType::bf16, 1, 512, 512, 2, 2, 64, Causal::top_left);
+  add(DType::bf16, 1, 512, 512, 2, 2, 128, Causal::top_left);
   return v;
 }
 
@@ -101,7 +105,7 @@ void expect_backward_passes(const check::Case& c) {
 struct TuningScope {
   flash3::BwdTuning saved;
   TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
-              int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1)
+              int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1, int wait_ns = -1)
       : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
@@ -111,13 +115,14 @@ struct TuningScope {
     flash3::bwd_tuning().kv_regs = kv_regs;
     flash3::bwd_tuning().dq_vec4 = dq_vec4;
     flash3::bwd_tuning().item_rot = item_rot;
+    flash3::bwd_tuning().wait_ns = wait_ns;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
-// Default variant per call (bwd_launch.cuh default_variant, session 4: D = 64 non-causal
-// 128-row blocks + atomics + dQ-first, D = 64 causal decoupled + atomics + K/V in registers,
-// D = 128 coupled + atomics + dQ-first + prefetched lse2/delta; float4 dQ layout throughout).
+// Default variant per call (bwd_launch.cuh default_variant, session 5: D = 64 128-row blocks +
+// atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
+// registers), D = 128 coupled + atomics + dQ-first + prefetched lse2/delta; float4 dQ layout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
@@ -210,6 +215,20 @@ TEST_P(Flash3Backward, MatchesOracleRot) {
 TEST_P(Flash3Backward, MatchesOracleKVRegsV4Rot) {
   if (GetParam().d != 64) GTEST_SKIP() << "K / V in registers: D = 64 only";
   TuningScope t(0, 1, 64, 0, 0, 1, 1, 1);
+  expect_backward_passes(GetParam());
+}
+
+// Session 5: the default variant of every case with the producer's try_wait suspend hint (+sl),
+// and (D = 64) with it on the other two structures; a missed wake-up would hang, not pass.
+TEST_P(Flash3Backward, MatchesOracleWaitHint) {
+  TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, static_cast<int>(flash3::bwd::kProducerWaitNs));
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleWaitHintOther) {
+  if (GetParam().d != 64) GTEST_SKIP() << "D = 64: the other default structure";
+  const bool m128_default = GetParam().causal == Causal::none;
+  TuningScope t(0, m128_default ? 1 : 0, m128_default ? 64 : 128, m128_default ? 0 : 1, -1, -1, -1,
+                -1, static_cast<int>(flash3::bwd::kProducerWaitNs));
   expect_backward_passes(GetParam());
 }
 
