@@ -5,6 +5,9 @@
 # A/B table (set s5x: default, soft8, soft4, cuDNN, twice each) -> ncu with the time left (flash3
 # default, cuDNN, NCU_VARS at NCU_SHAPES; the per-opcode stall reasons, ncu_stall_summary.py,
 # tarred into ncu.tgz so they come back). Derived from flash3_s5_run.sh (helper f3fwd9).
+# P1_TIMEOUT covers build + SASS checks + the test shards: GNU timeout signals its whole process
+# group, so a P1_TIMEOUT shorter than that kills the shards and their (block-buffered) logs come
+# back empty (f3fwd10 run 1: build 84 s, P1_TIMEOUT=180, 5 of 8 shards lost). Keep >= 220 s.
 # Usage: OUT=... BENCH_ARGS="..." SAN_FILT=... NCU_SHAPES=128:4096:0 NCU_VARS=soft8 \
 #   bench/gpu/flash3_s5x_run.sh
 set -u
@@ -12,7 +15,7 @@ OUT=${OUT:-/tmp/f3}; export OUT; mkdir -p $OUT
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
 F3_CMAKE=0 F3_BENCH=0 F3_SASS_DUMP=0 F3_SANITIZE=0 F3_TEST_SHARDS=${F3_TEST_SHARDS:-8} \
-  F3_TEST_TIMEOUT=${F3_TEST_TIMEOUT:-120} timeout ${P1_TIMEOUT:-200} bash bench/gpu/flash3_gpu_run.sh \
+  F3_TEST_TIMEOUT=${F3_TEST_TIMEOUT:-120} timeout ${P1_TIMEOUT:-230} bash bench/gpu/flash3_gpu_run.sh \
   > $OUT/phase1.log 2>&1 &
 p1=$!
 # The sanitizer runs beside the tests once both binaries are linked ("build:" line of phase 1).
@@ -45,7 +48,10 @@ if [ $left -gt 45 ]; then
   echo "ncu rc=$? $(( $(date +%s) - t0 )) s"
   echo "===== ncu"; grep -E "^-- launch|^   |ncu rc|prof D=" $OUT/prof.log | head -30
   for f in $OUT/stall_*.txt; do [ -s "$f" ] && { echo "== $f"; grep -E "^total|^by opcode|^reasons" "$f"; }; done
-  (cd $OUT && tar czf ncu.tgz stall_*.txt ncu_run.log ncu_details.csv 2>/dev/null && \
-    rm -f stall_*.txt ncu_run.log ncu_details.csv prof.ncu-rep)
+  # (f3fwd10 run 1: the per-opcode reason sums crashed on short rows, so the raw source pages
+  # go into the archive too: per-line stall reasons can be re-summed here.)
+  cp /tmp/src_*.csv $OUT/ 2>/dev/null
+  (cd $OUT && tar czf ncu.tgz stall_*.txt src_*.csv ncu_run.log ncu_details.csv 2>/dev/null && \
+    rm -f stall_*.txt src_*.csv ncu_run.log ncu_details.csv prof.ncu-rep)
 fi
 ls -la $OUT; echo "total $(( $(date +%s) - t0 )) s"
