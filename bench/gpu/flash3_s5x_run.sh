@@ -1,14 +1,14 @@
 #!/bin/bash
-# Session-5 device call (helper f3fwd10, issue #5 forward, exps partly on the FMA pipe): standalone
-# build -> own forward tests (sharded, full suite) with the sanitizer (memcheck + racecheck on the
-# soft-exp cases) started as soon as the build is linked, next to the tests -> the interleaved
-# A/B table (set s5x: default, soft8, soft4, cuDNN, twice each) -> ncu with the time left (flash3
-# default, cuDNN, NCU_VARS at NCU_SHAPES; the per-opcode stall reasons, ncu_stall_summary.py,
-# tarred into ncu.tgz so they come back). Derived from flash3_s5_run.sh (helper f3fwd9).
+# Session-5 device call (helper f3fwd10; used for its Tuning::soft_exp A/B at aa2dba7, the knob is
+# gone since): standalone build -> own forward tests (sharded, full suite) with the sanitizer
+# (memcheck + racecheck on SAN_FILT) started as soon as the build is linked, next to the tests
+# -> the interleaved A/B table (BENCH_ARGS, e.g. --ab-set s5q) -> ncu with the time left (flash3
+# default, cuDNN, NCU_VARS at NCU_SHAPES; per-opcode stall reasons, ncu_stall_summary.py, and the
+# raw source pages tarred into ncu.tgz so they come back). Derived from flash3_s5_run.sh (f3fwd9).
 # P1_TIMEOUT covers build + SASS checks + the test shards: GNU timeout signals its whole process
 # group, so a P1_TIMEOUT shorter than that kills the shards and their (block-buffered) logs come
 # back empty (f3fwd10 run 1: build 84 s, P1_TIMEOUT=180, 5 of 8 shards lost). Keep >= 220 s.
-# Usage: OUT=... BENCH_ARGS="..." SAN_FILT=... NCU_SHAPES=128:4096:0 NCU_VARS=soft8 \
+# Usage: OUT=... BENCH_ARGS="..." SAN_FILT=... NCU_SHAPES=128:4096:0 NCU_VARS=base \
 #   bench/gpu/flash3_s5x_run.sh
 set -u
 OUT=${OUT:-/tmp/f3}; export OUT; mkdir -p $OUT
@@ -21,7 +21,7 @@ p1=$!
 # The sanitizer runs beside the tests once both binaries are linked ("build:" line of phase 1).
 until grep -q "^build:" $OUT/phase1.log 2>/dev/null || ! kill -0 $p1 2>/dev/null; do sleep 2; done
 echo "build done $(( $(date +%s) - t0 )) s"
-FILT=${SAN_FILT:-'Flash3SoftExp2.DeviceMatchesHost'}
+FILT=${SAN_FILT:-'Cases/Flash3Forward.MatchesReference/uniform_b4_sq700_sk200_h40x8_d128_bf16_br'}
 for tool in memcheck racecheck; do
   ( timeout ${SAN_TIMEOUT:-70} compute-sanitizer --tool $tool --error-exitcode 9 build_f3/flash3_test \
       --gtest_filter="$FILT" > $OUT/sanitizer_$tool.log 2>&1
@@ -44,7 +44,7 @@ echo "ncu budget ${left} s"
 if [ $left -gt 45 ]; then
   F3_NCU_COUNT=${F3_NCU_COUNT:-3} F3_NCU_TIMEOUT=$(( left - 25 )) \
     timeout $(( left - 5 )) bash bench/gpu/flash3_prof_run.sh "${NCU_SHAPES:-128:4096:0}" \
-    "${NCU_VARS:-soft8}" > $OUT/prof.log 2>&1
+    "${NCU_VARS:-}" > $OUT/prof.log 2>&1
   echo "ncu rc=$? $(( $(date +%s) - t0 )) s"
   echo "===== ncu"; grep -E "^-- launch|^   |ncu rc|prof D=" $OUT/prof.log | head -30
   for f in $OUT/stall_*.txt; do [ -s "$f" ] && { echo "== $f"; grep -E "^total|^by opcode|^reasons" "$f"; }; done

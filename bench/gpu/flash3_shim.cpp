@@ -93,7 +93,3 @@ extern "C" void flash3_set_knobs5(int uniform_desc, int lazy_rescale) {
 extern "C" void flash3_set_knobs_qreg(int q_regs) {
   attnkit::flash3::tuning().q_regs = q_regs != 0;
 }
-// Session 5 (helper f3fwd10): Tuning::soft_exp (0 = off, 8 / 4 = one exp in 8 / 4 on the FMA pipe).
-extern "C" void flash3_set_knobs_soft(int soft_exp) {
-  attnkit::flash3::tuning().soft_exp = soft_exp;
-}

@@ -111,22 +111,12 @@ void launch_forward(const Params& p) {
   // D = 128, 128-key tiles only, alone (ignored with legacy_desc; lazy_rescale is not in it).
   constexpr bool kQRegCapable = D == 128 && Tr::kBlockN == 128 && WGs == 2 && !Tr::kFused;
   const bool qreg = kQRegCapable && tuning().q_regs && !tuning().legacy_desc;
-  // Exps partly on the FMA pipe (mainloop.cuh kVarSoftExp8 / 4; slots 13 / 14): each D's
-  // default kernel plus the bit (D = 128: uniform descriptors; D = 256 64-key tiles: uniform +
-  // lazy), 2 V stages, alone (ignored with legacy_desc or q_regs).
-  constexpr bool kSoftCapable = !Tr::kFused && WGs == 2 && VS == 2 && RS == 0 &&
-                                ((D == 128 && Tr::kBlockN == 128) || D == 256);
-  constexpr int kSoftBase = D == 256 ? kVarUniformDesc | kVarLazyRescale : kVarUniformDesc;
-  const int soft = kSoftCapable && !tuning().legacy_desc && !qreg &&
-                           (tuning().soft_exp == 8 || tuning().soft_exp == 4)
-                       ? tuning().soft_exp
-                       : 0;
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[15])(FwdArgs) = {};
+  void (*kernels[13])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
       k = fwd_kernel<D, BF16, BN, WGs, VS, 0, 1, RS>;
@@ -142,10 +132,6 @@ void launch_forward(const Params& p) {
     kernels[11] = fwd_kernel<D, BF16, BN, WGs, VS, kVarUniformDesc | kVarLazyRescale>;
     if constexpr (kQRegCapable)
       kernels[12] = fwd_kernel<D, BF16, BN, WGs, VS, kVarQReg | kVarUniformDesc>;
-    if constexpr (kSoftCapable) {
-      kernels[13] = fwd_kernel<D, BF16, BN, WGs, VS, kSoftBase | kVarSoftExp8>;
-      kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kSoftBase | kVarSoftExp4>;
-    }
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
@@ -153,17 +139,12 @@ void launch_forward(const Params& p) {
     kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
-  const int slot = tuning().legacy_desc ? 8
-                   : qreg               ? 12
-                   : soft == 8          ? 13
-                   : soft == 4          ? 14
-                   : s4 != 0            ? 8 + s4
-                                        : var;
+  const int slot = tuning().legacy_desc ? 8 : qreg ? 12 : s4 != 0 ? 8 + s4 : var;
   auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[15][kMaxDevices] = {};
+  static std::atomic<int> attr_set[13][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

@@ -67,12 +67,6 @@ struct Tuning {
   // non-causal, but -2.2 % at 1k causal and +0.2 % at 4k causal (f3fwd9 run 1): shared-memory
   // bandwidth is not what holds D = 128 back (cuDNN's Q K^T is SS too).
   bool q_regs = false;
-  // Session 5 (helper f3fwd10): 0 = off; 8 / 4 = one exp in 8 / in 4 of each score row on the
-  // FMA pipe (softmax.cuh soft_exp2: exponent split + degree-3 polynomial, max relative error
-  // 7.5e-5) instead of MUFU.EX2 (mainloop.cuh kVarSoftExp8 / 4). D = 128 (128-key tiles, with
-  // uniform descriptors) and D = 256 (64-key tiles, with uniform + lazy); ignored elsewhere and
-  // with legacy_desc / q_regs. Off until a same-run A/B wins.
-  int soft_exp = 0;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

@@ -369,20 +369,6 @@ inline constexpr int kVarLazyRescale = 32;
 // run 1): +0.8 % at S = 1k / 4k non-causal, -2.2 % at 1k causal; ncu: 7 % fewer instructions,
 // 0.9 % fewer cycles. The hypothesis was wrong (cuDNN's Q K^T is SS); kept as an A/B knob.
 inline constexpr int kVarQReg = 128;
-// Session 5 (helper f3fwd10), A/B knob Tuning::soft_exp: one exp in 8 (kVarSoftExp8) or in 4
-// (kVarSoftExp4) of each row computed on the FMA pipe (softmax.cuh soft_exp2) instead of MUFU.
-// Why: the f3fwd9 ncu (D = 128, S = 4k) had 16.2 % of our stall samples on MUFU.EX2 (cuDNN
-// 5.5 %), with the same MUFU count: if the MUFU pipe throttles (8 clocks per warp ex2 and SMSP;
-// 64 per thread and block = 512 clocks per warp), moving k of the 64 to the FMA pipe (~9 issue
-// slots each) balances the two at about k = 8 (XU 8 (66 - k) vs ~400 + 9 k issue slots of the
-// softmax, per warp and block). D = 128 (uniform descriptors) and D = 256 (64-key tiles,
-// uniform + lazy: each D's default kernel) only; launch.cuh slots 13 / 14.
-inline constexpr int kVarSoftExp8 = 64;
-inline constexpr int kVarSoftExp4 = 256;
-template <int kVar>
-inline constexpr int kSoftOf = (kVar & kVarSoftExp8) != 0  ? 8
-                               : (kVar& kVarSoftExp4) != 0 ? 4
-                                                           : 0;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -524,7 +510,7 @@ __device__ __forceinline__ void mainloop_turn(
   release_kv<Tr>(&sm.empty_k[st], lane);
   if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-  const bool moved = sm_state.template step<!kLegacyDesc, kLazy, kSoftOf<kVar>>(s, sl2, factor);
+  const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
   ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
   fence_regs(o);
@@ -604,7 +590,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<!kLegacyDesc, kLazy, kSoftOf<kVar>>(s, sl2, factor);  // O = 0
+      sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O = 0: nothing to rescale
       convert_p<kBN, BF16>(s, p);
       pf[0] = factor[0], pf[1] = factor[1];
     }
@@ -1240,7 +1226,7 @@ struct Consumer {
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc, kLazy, kSoftOf<kVar>>(s, sl2, factor);  // O starts at 0
+      state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V

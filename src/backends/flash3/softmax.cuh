@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 namespace attnkit::flash3 {
 
@@ -20,47 +19,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-
-/// 2^x on the FMA pipe (Tuning::soft_exp, session 5, helper f3fwd10): for a fraction of the
-/// exps, so the MUFU pipe (16 ex2 / clk / SM = 8 clocks per warp instruction and SMSP) is not
-/// the only one doing them. At D = 128 a 64 x 128 score block is 64 ex2 per thread = 512 MUFU
-/// clocks per warp against ~1024 tensor clocks of the other warpgroup's turn; ncu (f3fwd9,
-/// S = 4k) put 16.2 % of our stall samples on MUFU.EX2 vs cuDNN's 5.5 %.
-/// x = j + f with j = round(x) (the 1.5 * 2^23 trick: t = x + 1.5 * 2^23 holds j in its low
-/// mantissa bits, exact for |x| < 2^22) and f = x - j in [-0.5, 0.5]; 2^f by a degree-3
-/// relative-minimax polynomial (Remez, fp32 coefficients: max relative error 7.49e-5 over f in
-/// [-0.5, 0.5], i.e. 2^-13.7, below half an ulp of f16 (2^-11) and bf16 (2^-8), the formats P is
-/// rounded to); 2^j = the float with exponent field j + 127, built from t's bits: bits(t) << 23
-/// = j << 23 (mod 2^32) because 1.5 * 2^23's bits 0x4B400000 shifted by 23 vanish. x is clamped
-/// below at -127 (2^j = +0 exactly there, so -inf, i.e. a masked score, gives exactly 0 like
-/// ex2.approx.ftz; between -127 and -126 the result is a denormal < 2^-126 where ex2.approx.ftz
-/// gives 0); the clamp is max.NaN, so a NaN score stays NaN (as ex2 would give). Inputs here are
-/// <= 2^8 (lazy rescale) or <= 0 plus rounding. Cost: FMNMX, 3 FADD, 3 FFMA, SHL + IADD (or
-/// one IMAD / LEA), FMUL: ~9 issue slots instead of one MUFU. tests: flash3_forward_test.cu
-/// (SoftExp2 on the host over x in [-127, 8], and the "softexp*" cases on the GPU).
-__host__ __device__ __forceinline__ float soft_exp2(float x) {
-#ifdef __CUDA_ARCH__
-  float xc;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(xc) : "f"(x), "f"(-127.f));
-#else
-  const float xc = x != x ? x : (x < -127.f ? -127.f : x);
-#endif
-  constexpr float kMagic = 12582912.f;  // 1.5 * 2^23
-  const float t = xc + kMagic;
-  const float f = xc - (t - kMagic);  // exact: t - kMagic = round(xc), |f| <= 0.5
-  const float p =
-      fmaf(fmaf(fmaf(0.0551716685f, f, 0.242611125f), f, 0.693260968f), f, 0.999928057f);
-#ifdef __CUDA_ARCH__
-  const float two_j = __int_as_float((__float_as_int(t) << 23) + 0x3F800000);
-#else
-  uint32_t tb;
-  std::memcpy(&tb, &t, 4);
-  tb = (tb << 23) + 0x3F800000u;
-  float two_j;
-  std::memcpy(&two_j, &tb, 4);
-#endif
-  return p * two_j;
 }
 
 template <int kBlockN>
@@ -91,16 +49,12 @@ struct OnlineSoftmax {
   /// (lse = ref * scale + log l). P <= 256 is representable in bf16 and f16 (same relative
   /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
   /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
-  ///
-  /// kSoft (kVarSoftExp8 / kVarSoftExp4, mainloop.cuh): 0, or N = 8 / 4: of every N exps of a
-  /// row (the thread's kBlockN/4 elements in order), the last one is soft_exp2 (FMA pipe), the
-  /// others ex2.approx (MUFU). The rescale factor stays on MUFU.
-  template <bool kTree = true, bool kLazy = false, int kSoft = 0>
+  template <bool kTree = true, bool kLazy = false>
   __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
     if constexpr (!kLazy) {  // row by row, as before kLazy existed (same PTX order)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kSoft>(s, r, block_max<kTree>(s, r), scale_log2, factor);
+        exp_row(s, r, block_max<kTree>(s, r), scale_log2, factor);
       return true;
     } else {
       float mx[2];
@@ -114,7 +68,7 @@ struct OnlineSoftmax {
       if (!moved) mx[0] = row_max[0], mx[1] = row_max[1];
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kSoft>(s, r, mx[r], scale_log2, factor);
+        exp_row(s, r, mx[r], scale_log2, factor);
       return moved;
     }
   }
@@ -148,10 +102,8 @@ struct OnlineSoftmax {
 
   /// Row r against the new reference max mx: factor[r], p = 2^(s * scale_log2 - ref) in place,
   /// row_max / row_sum updated.
-  template <int kSoft = 0>
   __device__ __forceinline__ void exp_row(float (&s)[kRegs], int r, float mx, float scale_log2,
                                           float (&factor)[2]) {
-    static_assert(kSoft == 0 || kSoft == 4 || kSoft == 8, "flash3: soft exp every 4th or 8th");
     const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
     factor[r] = fast_exp2(row_max[r] * scale_log2 - ref);
     row_max[r] = mx;
@@ -160,12 +112,7 @@ struct OnlineSoftmax {
     for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float x = fmaf(s[4 * j + 2 * r + e], scale_log2, -ref);
-        float p;
-        if constexpr (kSoft != 0)
-          p = (2 * j + e) % kSoft == kSoft - 1 ? soft_exp2(x) : fast_exp2(x);
-        else
-          p = fast_exp2(x);
+        const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
         s[4 * j + 2 * r + e] = p;
         sum += p;
       }

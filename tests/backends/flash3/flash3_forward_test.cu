@@ -21,7 +21,6 @@
 
 #include "attnkit/error.hpp"
 #include "backends/flash3/launch.hpp"
-#include "backends/flash3/softmax.cuh"
 #include "core/params.hpp"
 #include "dispatch/backend.hpp"
 
@@ -318,9 +317,6 @@ TEST_P(Flash3Forward, MatchesReference) {
     if (c.tag == "qreg_q1") flash3::tuning().q_bufs = 1;
     if (c.tag == "qreg_serial") flash3::tuning().overlap_tiles = false;
   }
-  // "softexp8"/"softexp4": one exp in 8 / in 4 on the FMA pipe (Tuning::soft_exp; D = 128 and
-  // 256, ignored at D = 64).
-  if (c.tag == "softexp8" || c.tag == "softexp4") flash3::tuning().soft_exp = c.tag[7] - '0';
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -478,27 +474,6 @@ std::vector<Cfg> cases() {
       } else {
         add({"qreg", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::bottom_right});
       }
-      // Session 5 (helper f3fwd10): exps partly on the FMA pipe (Tuning::soft_exp), D = 128 and
-      // 256 (each D's default kernel + the bit), both dtypes: ping-pong + persistent tiles (GPU
-      // reference), bottom-right with tiles without keys, the benchmark's S = 1k shape, GQA /
-      // rows without keys / partial K/V blocks in every causal mode (masked scores -> exactly 0
-      // through the polynomial), peaky scores (large negative exponents, lazy's moved branch at
-      // D = 256). One in 4: fewer cases. D = 64: ignored (one case, the default kernel runs).
-      if (d != 64) {
-        add({"softexp8", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"softexp8", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
-        add({"softexp8", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
-        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
-          add({"softexp8", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
-        add({"softexp8", 1, 300, 77, 2, 1, 0, DType::bf16, Causal::bottom_right});
-        add({"softexp8", 1, 300, 1000, 4, 2, 0, DType::bf16, Causal::none, false, false, false,
-             4.f});
-        add({"softexp4", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"softexp4", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
-        add({"softexp4", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::top_left});
-      } else {
-        add({"softexp8", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::bottom_right});
-      }
       // Peaky scores (amp = 4): the reference max moves often (lazy rescale's moved branch).
       for (const char* knob : {"square", "lazy", "s4"}) {
         add({knob, 1, 300, 1000, 4, 2, 0, DType::bf16, Causal::none, false, false, false, 4.f});
@@ -563,86 +538,6 @@ std::vector<Cfg> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Forward, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name(); });
-
-// soft_exp2 (softmax.cuh, Tuning::soft_exp) against exp2 in double over every input the softmax
-// can give it: x = s * scale_log2 - ref <= 0 (+ rounding), up to 2^8 with lazy rescale, -inf for
-// masked scores. Bound: relative error <= 7.6e-5 (the Remez fit's 7.49e-5 plus fp32 evaluation)
-// wherever the result is a normal float (x >= -125), below half an ulp of f16 / bf16 P; below
-// that a value in [0, 2^-125] (ex2.approx.ftz: 0 under 2^-126).
-TEST(Flash3SoftExp2, ErrorBoundOnHost) {
-  double worst = 0, worst_x = 0;
-  int64_t n = 0;
-  auto check = [&](float x) {
-    const float y = flash3::soft_exp2(x);
-    const double r = std::exp2(static_cast<double>(x));
-    if (x >= -125.f) {
-      const double e = std::abs(y / r - 1.0);
-      if (!(e <= worst)) worst = e, worst_x = x;  // (NaN lands here and fails below)
-    } else {
-      EXPECT_TRUE(y >= 0.f && y <= 0x1p-125f) << "x = " << x << " y = " << y;
-    }
-    ++n;
-  };
-  for (int i = 0; i <= 135 * 8192; ++i)  // x in [-127, 8], step 2^-13
-    check(-127.f + static_cast<float>(i) / 8192.f);
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-127.f, 8.f);
-  for (int i = 0; i < 1000000; ++i)
-    check(u(rng));
-  for (float x : {0.f, -0.f, 1e-7f, -1e-7f, 0.5f, -0.5f, 0.49999997f, -0.50000006f, 8.f, -126.f})
-    check(x);
-  EXPECT_LE(worst, 7.6e-5) << "at x = " << worst_x << " (" << n << " points)";
-  EXPECT_EQ(flash3::soft_exp2(-INFINITY), 0.f);
-  EXPECT_FALSE(std::signbit(flash3::soft_exp2(-INFINITY)));
-  EXPECT_EQ(flash3::soft_exp2(-1000.f), 0.f);
-  EXPECT_EQ(flash3::soft_exp2(-127.f), 0.f);
-  EXPECT_TRUE(std::isnan(flash3::soft_exp2(NAN)));
-  EXPECT_EQ(flash3::soft_exp2(0.f), 0.999928057f);  // p(0) = c0: the fit's bias at f = 0
-}
-
-__global__ void soft_exp2_kernel(const float* x, float* y, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = flash3::soft_exp2(x[i]);
-}
-
-// The device code (max.NaN, __int_as_float) gives the host's results bit for bit where the
-// result is normal (both are IEEE fp32 add / fma / mul in round-to-nearest), NaN at NaN, and a
-// value in [0, 2^-125] below x = -125 (denormals may be flushed on the device).
-TEST(Flash3SoftExp2, DeviceMatchesHost) {
-  SKIP_IF_NO_SM90();
-  std::vector<float> x;
-  for (int i = 0; i <= 136 * 512; ++i)
-    x.push_back(-128.f + static_cast<float>(i) / 512.f);
-  x.push_back(-INFINITY);
-  x.push_back(NAN);
-  x.push_back(1e-7f);
-  const int n = static_cast<int>(x.size());
-  float *dx = nullptr, *dy = nullptr;
-  ASSERT_EQ(cudaMalloc(&dx, n * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dy, n * 4), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(dx, x.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-  soft_exp2_kernel<<<(n + 255) / 256, 256>>>(dx, dy, n);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<float> y(n);
-  ASSERT_EQ(cudaMemcpy(y.data(), dy, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(dx);
-  cudaFree(dy);
-  int64_t bad = 0;
-  for (int i = 0; i < n; ++i) {
-    const float h = flash3::soft_exp2(x[i]);
-    if (std::isnan(x[i])) {
-      bad += !std::isnan(y[i]);
-    } else if (x[i] >= -125.f) {
-      uint32_t a, b;
-      std::memcpy(&a, &h, 4);
-      std::memcpy(&b, &y[i], 4);
-      bad += a != b;
-    } else {
-      bad += !(y[i] >= 0.f && y[i] <= 0x1p-125f);
-    }
-  }
-  EXPECT_EQ(bad, 0);
-}
 
 TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   const auto& caps = backend_flash3().description().caps;
