@@ -41,6 +41,18 @@ for r in data:
 print(f"total samples {tot:.0f}")
 print("by opcode: " + ", ".join(f"{k} {100 * v / tot:.1f}%" for k, v in by_op.most_common(14)))
 for r in sorted(data, key=lambda r: -num(r[allc]))[:28]:
-    rs = sorted(((num(r[i]), h) for i, h in reason), reverse=True)[:3]
+    rs = sorted(((num(r[i]) if i < len(r) else 0.0, h) for i, h in reason), reverse=True)[:3]
     rtxt = " ".join(f"{h.replace('stall_', '')}={v:.0f}" for v, h in rs if v > 0)
     print(f"{100 * num(r[allc]) / tot:5.1f}%  {r[0][:8]:>8}  {r[src].strip()[:70]:70s} {rtxt}")
+# Session 5 (helper f3fwd10): stall reasons summed per opcode (the question for MUFU.EX2: pipe
+# throttle (mio / math pipe throttle) vs waiting on its input (wait / short scoreboard)).
+by_op_reason = collections.defaultdict(collections.Counter)
+for r in data:
+    op = [t for t in r[src].strip().split() if not t.startswith("@")]
+    key = op[0] if op else "?"
+    for i, h in reason:  # (some rows are shorter than the header: f3fwd10 run 1 crashed here)
+        by_op_reason[key][h.replace("stall_", "")] += num(r[i]) if i < len(r) else 0.0
+for key, _ in by_op.most_common(8):
+    c = by_op_reason[key]
+    s = sum(c.values()) or 1.0
+    print(f"reasons {key}: " + ", ".join(f"{h} {100 * v / s:.0f}%" for h, v in c.most_common(5) if v > 0))
