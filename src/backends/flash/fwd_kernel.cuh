@@ -41,10 +41,15 @@ __device__ __forceinline__ void cp_async_wait_upto(int n) {
 
 /// One tile's cp.async: TileLoader's precomputed addresses when every row and column is valid
 /// (and Tr::kFastLoad), else load_tile_async's per-chunk bounds checks.
-template <typename L, int kThreads, bool kFast, typename T>
+/// kTid: every tile, full or not, through TileLoader::load_tid (`ld` unused; FwdTraits::kTidLoad).
+template <typename L, int kThreads, bool kFast, bool kTid = false, typename T>
 __device__ __forceinline__ void fwd_load_tile(T* smem, const T* gmem, int64_t stride,
                                               int valid_rows, int valid_cols,
                                               const TileLoader<L, kThreads>& ld) {
+  if constexpr (kTid && TileLoader<L, kThreads>::kSupported) {
+    TileLoader<L, kThreads>::load_tid(smem, gmem, stride, valid_rows, valid_cols);
+    return;
+  }
   if constexpr (kFast && TileLoader<L, kThreads>::kSupported) {
     if (valid_rows >= L::kRows && valid_cols >= L::kCols) {
       ld.load_full(smem, gmem);
@@ -163,6 +168,9 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   const TileLoader<LK, Tr::kThreads> ldk(p.k_st.s), ldv(p.v_st.s);
   // BN_128 = 64 diet (Tr::kThrPtr): the key loop's K / V loads from per-thread pointers.
   constexpr bool kThr = Tr::kThrPtr && kFast && TileLoader<LK, Tr::kThreads>::kSupported;
+  // 64-row D = 256 diet (Tr::kTidLoad): every K / V / first-Q tile through TileLoader::load_tid
+  // (no loader state live across the key loop, no full / partial branch: 0 B spill vs 72 B).
+  constexpr bool kTid = Tr::kTidLoad && kFast && TileLoader<LK, Tr::kThreads>::kSupported;
   const T* k_thr = kThr ? k_ptr + ldk.g : k_ptr;
   const T* v_thr = kThr ? v_ptr + ldv.g : v_ptr;
   if (n_end > n_begin && !pre) {
@@ -174,10 +182,10 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     for (int pp = 0; pp < kPanels; ++pp) {
       const int vc = dq_valid - pp * kPW;  // <= 0: the panel is zero-filled from the row start
       const int64_t c0 = vc > 0 ? pp * kPW : 0;
-      fwd_load_tile<LQp, Tr::kThreads, kFast>(sQ + pp * kBM * kPW, q_ptr + c0, p.q_st.s, rows, vc,
-                                              ldq);
-      fwd_load_tile<LKp, Tr::kThreads, kFast>(sK + pp * kBN * kPW, k_ptr + n0 * p.k_st.s + c0,
-                                              p.k_st.s, k_rows, vc, ldk0);
+      fwd_load_tile<LQp, Tr::kThreads, kFast, kTid>(sQ + pp * kBM * kPW, q_ptr + c0, p.q_st.s, rows,
+                                                    vc, ldq);
+      fwd_load_tile<LKp, Tr::kThreads, kFast, kTid>(sK + pp * kBN * kPW, k_ptr + n0 * p.k_st.s + c0,
+                                                    p.k_st.s, k_rows, vc, ldk0);
       ptx::cp_async_commit();
     }
     if constexpr (kKV2) {  // V of the first block: the group after the panels
@@ -221,8 +229,8 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
         fwd_load_tile_thr<LK, Tr::kThreads>(sK, k_thr + n1 * p.k_st.s, p.k_st.s,
                                             static_cast<int>(sp.sk - n1), dq_valid, ldk);
       } else {
-        fwd_load_tile<LK, Tr::kThreads, kFast>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                               static_cast<int>(sp.sk - n1), dq_valid, ldk);
+        fwd_load_tile<LK, Tr::kThreads, kFast, kTid>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
+                                                     static_cast<int>(sp.sk - n1), dq_valid, ldk);
       }
       ptx::cp_async_commit();
     } else if (Tr::kPersist && has_next) {
@@ -262,8 +270,8 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
       fwd_load_tile_thr<LK, Tr::kThreads>(sV, v_thr + n0 * p.v_st.s, p.v_st.s,
                                           static_cast<int>(sp.sk - n0), dv_valid, ldv);
     } else {
-      fwd_load_tile<LK, Tr::kThreads, kFast>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
-                                             static_cast<int>(sp.sk - n0), dv_valid, ldv);
+      fwd_load_tile<LK, Tr::kThreads, kFast, kTid>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
+                                                   static_cast<int>(sp.sk - n0), dv_valid, ldv);
     }
     ptx::cp_async_commit();
 

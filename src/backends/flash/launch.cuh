@@ -36,9 +36,11 @@ void launch_fwd(const Params& p) {
   using Tr = FwdTraits<D>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   cuda::DeviceGuard guard(p.device.index);
-  if constexpr (Tr::kCausalBm64MaxS > 0) {
-    // D = 256 causal, short queries: 64-row blocks (FwdTraits::kCausalBm64MaxS).
-    if (p.causal != Causal::none && !needs_general(p) && p.seqlen_q <= Tr::kCausalBm64MaxS) {
+  if constexpr (Tr::kCausalBm64MaxS > 0 || Tr::kNonCausalBm64MaxS > 0) {
+    // D = 256, short queries: 64-row blocks (FwdTraits::kCausalBm64MaxS, kNonCausalBm64MaxS).
+    const int64_t bm64_max_s =
+        p.causal != Causal::none ? Tr::kCausalBm64MaxS : Tr::kNonCausalBm64MaxS;
+    if (!needs_general(p) && p.seqlen_q <= bm64_max_s) {
       using Tr64 = FwdTraits<D, 64>;
       const dim3 grid(static_cast<unsigned>((p.seqlen_q + Tr64::kBM - 1) / Tr64::kBM),
                       static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));

@@ -146,6 +146,54 @@ struct TileLoader {
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src + it * step));
     }
   }
+  /// Thread t's chunk `it` as load_tid issues it: tile row r0 + it * kRowStep, column c, and its
+  /// shared byte offset in the phase form (offset of chunk it % kPhases + whole row groups) that
+  /// equals 2 * Layout::off(row, col); the same chunks load_tile_async assigns. Host-tested
+  /// against load_tile_async's assignment and off() (tests/backends/flash/smem_layout_test.cu).
+  struct Chunk {
+    int row, col;
+    uint32_t smem_bytes;
+  };
+  ATTNKIT_HD static Chunk chunk_of(int t, int it) {
+    const int r0 = t / kChunksPerRow, c = (t % kChunksPerRow) * 8;
+    const uint32_t rows = static_cast<uint32_t>((it / kPhases) * kPhases * kRowStep);
+    const uint32_t row_bytes = Layout::in_half(c) ? 64u : 128u;
+    return Chunk{r0 + it * kRowStep, c,
+                 2u * static_cast<uint32_t>(Layout::off(r0 + (it % kPhases) * kRowStep, c)) +
+                     rows * (Layout::kHasHalfPanel ? row_bytes : 128u)};
+  }
+  /// The whole tile (like load_tile_async: rows >= valid_rows and columns >= valid_cols zero-
+  /// filled) with no per-thread state kept between calls and no full / partial branch: the row,
+  /// column and shared offsets are recomputed from %tid.x (read through a volatile asm, so not
+  /// hoisted out of a loop or merged with another read) and the kernel parameter `stride` at
+  /// every call, then each chunk costs one 64-bit add, one compare and a select: ~6 SASS
+  /// instructions per 16-byte chunk against load_tile_async's ~18 and load_full's 3, with no
+  /// loop-carried register. For key loops with no register left for a TileLoader (the 64-row
+  /// D = 256 forward at 128 threads: FwdTraits::kTidLoad).
+  template <typename T>
+  __device__ __forceinline__ static void load_tid(T* smem, const T* gmem, int64_t stride,
+                                                  int valid_rows, int valid_cols) {
+    static_assert(kSupported, "TileLoader: threads must cover whole rows");
+    uint32_t t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    const int r0 = chunk_of(static_cast<int>(t), 0).row;
+    const int c = chunk_of(static_cast<int>(t), 0).col;
+    const int rows_left = valid_rows - r0;  // this thread's chunk `it` is valid iff it * kRowStep
+    const bool col_ok = c < valid_cols;     // < rows_left and col_ok
+    // Chunk addresses as a chain of byte-pointer adds in PTX: written in C++, NVVM turns
+    // `ok ? src + it * step : gmem` into gmem + select(ok, element offset, 0) and then scales it
+    // to bytes per chunk (10 SASS instructions per chunk instead of 6, ptxas sm_90a).
+    uint64_t src = reinterpret_cast<uint64_t>(gmem + (r0 * stride + c));
+    const int64_t step_bytes = kRowStep * stride * static_cast<int64_t>(sizeof(T));
+    const uint32_t s = ptx::smem_addr(smem);
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const uint32_t dst = s + chunk_of(static_cast<int>(t), it).smem_bytes;
+      if (it > 0) asm("add.s64 %0, %0, %1;" : "+l"(src) : "l"(step_bytes));
+      const bool ok = col_ok && it * kRowStep < rows_left;
+      ptx::cp_async_16(dst, ok ? reinterpret_cast<const T*>(src) : gmem, ok);
+    }
+  }
   /// g recomputed from %tid.x read through a volatile asm, so that the compiler does not merge
   /// it with the constructor's g and keep that live (load_full_thr's callers: rare paths only).
   __device__ __forceinline__ static int64_t opaque_g(int64_t stride) {

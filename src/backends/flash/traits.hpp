@@ -295,6 +295,25 @@
 #ifndef ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S
 #define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 4096
 #endif
+//   ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S (session 5, helper flashfwd10; 0 = off): the same
+//     for non-causal launches (windowed ones included): seqlen_q <= this runs the 64-row kernel,
+//     FA-2's H100 D = 256 tile (64 x 64, 4 warps, two CTAs per SM). Meant with
+//     ATTNKIT_FLASH_FWD_BM64_DIET_256 = 32 (the 64-row kernel without its spill); 1 << 30 = every
+//     non-causal length. Not measured yet (compile-only; A/B plan in bench/notes/flash.md,
+//     "Session 5, round 2 (helper flashfwd10, compile-only)").
+//   ATTNKIT_FLASH_FWD_BM64_DIET_256 (session 5, helper flashfwd10; 0 = off): register diet of the
+//     64-row D = 256 forward (FwdTraits<256, 64>), BN64_DIET's bits plus
+//       32 every K / V / first-Q tile through TileLoader::load_tid: offsets recomputed from
+//          %tid.x per tile, per-chunk predicates, no full / partial branch (implies the fast
+//          path; without bit 2 no TileLoader state is kept).
+//     ptxas (sm_90a, bf16, fast path, 255-register cap at 128 threads): 0 (today's kernel)
+//     255 registers, 72 B spill (n_begin, n_end and the 64-bit K / V base offsets reloaded per
+//     key block, one row sum kept in local memory: 10 LDL + 2 STL per 64 keys); 8 (tree sums,
+//     the checked loader) 12 B; 2 / 26 / 30 72 / 72 / 44 B (the TileLoader's full-tile branch
+//     keeps both paths' invariants live); 32, 40, 56: 248 registers, 0 B. Recommended: 32.
+#ifndef ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S
+#define ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S 0
+#endif
 //   ATTNKIT_FLASH_FWD_BN_128 / ATTNKIT_FLASH_FWD_BN64_DIET: keys per block of the D = 128
 //     forward (64 since session 5, was 32) and, with 64, its register diet (26 since session 5).
 //     Measured (H100, session 5, same-run A/B of BN 64 + diet 26 against BN 32,
@@ -318,6 +337,9 @@
 //     per 64 keys and the A/B plan: bench/notes/flash.md ("Session 4, round 3").
 #ifndef ATTNKIT_FLASH_FWD_BN64_DIET
 #define ATTNKIT_FLASH_FWD_BN64_DIET 26
+#endif
+#ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
+#define ATTNKIT_FLASH_FWD_BM64_DIET_256 0
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
@@ -358,13 +380,19 @@ struct FwdTraits {
   static constexpr int kBM = kWarps * 16 * kMT;  // 128 (D = 256: BM256)
   static constexpr int kThreads = kWarps * 32;
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
-  static constexpr bool kPackP = kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 1) != 0;
-  static constexpr bool kFastLoad = ATTNKIT_FLASH_FWD_FAST_LOAD == 1 ||
-                                    (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128) ||
-                                    (kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 2) != 0);
-  static constexpr bool kThrPtr = kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 4) != 0;
-  static constexpr bool kTreeSum = kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 8) != 0;
-  static constexpr bool kSumFence = kDiet128 && (ATTNKIT_FLASH_FWD_BN64_DIET & 16) != 0;
+  // The 64-row D = 256 kernel's diet (ATTNKIT_FLASH_FWD_BM64_DIET_256): BN64_DIET's bits.
+  static constexpr bool kDiet256 = D == 256 && BM256 == 64 && ATTNKIT_FLASH_FWD_BM64_DIET_256 != 0;
+  static constexpr int kDietBits =
+      kDiet128 ? ATTNKIT_FLASH_FWD_BN64_DIET : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256 : 0);
+  static constexpr bool kPackP = (kDietBits & 1) != 0;
+  static constexpr bool kFastLoad =
+      kDiet256 ? (kDietBits & 34) != 0
+               : (ATTNKIT_FLASH_FWD_FAST_LOAD == 1 ||
+                  (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128) || (kDietBits & 2) != 0);
+  static constexpr bool kThrPtr = (kDietBits & 4) != 0;
+  static constexpr bool kTreeSum = (kDietBits & 8) != 0;
+  static constexpr bool kSumFence = (kDietBits & 16) != 0;
+  static constexpr bool kTidLoad = kDiet256 && (kDietBits & 32) != 0;
   static constexpr bool kPersist = ATTNKIT_FLASH_FWD_PERSIST != 0 && D == 256;
   // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256; D = 128 by knob).
   static constexpr int kProloguePanels =
@@ -377,6 +405,9 @@ struct FwdTraits {
   // this is the 128-row, non-persistent D = 256 kernel).
   static constexpr int kCausalBm64MaxS =
       (D == 256 && kBM == 128 && !kPersist) ? ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S : 0;
+  // The same for non-causal launches (ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S, 0 = never).
+  static constexpr int kNonCausalBm64MaxS =
+      (D == 256 && kBM == 128 && !kPersist) ? ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S : 0;
   // Two K and two V buffers (ATTNKIT_FLASH_FWD_KV2_256): the 128-row D = 256 fast path only;
   // fwd_kernel's kKV2 = true instance, launched where kSmemBytesKV2 fits the device.
   static constexpr bool kKV2 =

@@ -401,6 +401,23 @@ std::vector<Cfg> cases() {
     c.tag = "many_tiles_causal";  // uneven tiles, taken from the counter in the grid's order
     c.causal = Causal::bottom_right;
     all.push_back(c);
+    // head_dim 200 on the D = 256 kernels (zero-filled columns 200..255 in every K / V / Q tile)
+    // with a partial last key block (sk = 200: 3 x 64 + 8), non-causal and causal: the column and
+    // row predicates of TileLoader::load_tid (ATTNKIT_FLASH_FWD_BM64_DIET_256 = 32) on the 64-row
+    // kernel (ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S; causal: _CAUSAL_BM64_MAX_S) and the
+    // partial-tile path of the 128-row one.
+    c.tag = "partial_cols";
+    c.b = 1;
+    c.sq = 150;
+    c.sk = 200;
+    c.hq = 2;
+    c.hkv = 1;
+    c.d = 200;
+    c.causal = Causal::none;
+    all.push_back(c);
+    c.tag = "partial_cols_causal";
+    c.causal = Causal::bottom_right;
+    all.push_back(c);
   }
   // D = 128 forward over many key blocks (sk = 1000: 15 full 64-key blocks + 40 keys, or 31 full
   // 32-key blocks + 8), both causal modes: the online-softmax rescale across blocks and the

@@ -4,6 +4,8 @@
 // kernels use. Host only, no GPU needed.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "backends/flash/smem_layout.hpp"
 
 namespace attnkit::flash {
@@ -116,6 +118,48 @@ TEST(FlashSmemLayout, BackwardHoistedAddresses) {
   EXPECT_EQ((check_hoisted<64, 64, 2>()), 0);
   EXPECT_EQ((check_hoisted<128, 64, 8>()), 0);  // Q / dO at D = 64
   EXPECT_EQ((check_hoisted<64, 256, 8>()), 0);  // Q / dO at D = 256
+}
+
+// TileLoader::chunk_of (TileLoader::load_tid's per-chunk rows, columns and shared offsets,
+// ATTNKIT_FLASH_FWD_BM64_DIET_256 = 32): every thread's every chunk is load_tile_async's chunk
+// idx = it * kThreads + t (row idx / chunks per row, column (idx % chunks per row) * 8) and its
+// shared byte offset is 2 * off(row, col); each chunk of the tile is issued exactly once.
+template <int ROWS, int COLS, int kThreads>
+int64_t check_tid_chunks() {
+  using L = SmemLayout<ROWS, COLS>;
+  using TL = TileLoader<L, kThreads>;
+  static_assert(TL::kSupported, "threads must cover whole rows");
+  constexpr int kCpr = COLS / 8;
+  int64_t bad = 0;
+  std::vector<int> seen(ROWS * kCpr, 0);
+  for (int t = 0; t < kThreads; ++t)
+    for (int it = 0; it < TL::kIters; ++it) {
+      const auto ch = TL::chunk_of(t, it);
+      const int idx = it * kThreads + t, r = idx / kCpr, c = (idx % kCpr) * 8;
+      if (ch.row != r || ch.col != c ||
+          ch.smem_bytes != static_cast<uint32_t>(2 * L::off(ch.row, ch.col))) {
+        if (bad < 5)
+          ADD_FAILURE() << "(" << ROWS << ", " << COLS << ") x " << kThreads << " t " << t << " it "
+                        << it << ": row " << ch.row << " col " << ch.col << " smem "
+                        << ch.smem_bytes << " vs " << r << " " << c << " " << 2 * L::off(r, c);
+        ++bad;
+      } else {
+        ++seen[r * kCpr + c / 8];
+      }
+    }
+  for (int v : seen)
+    bad += v != 1;
+  return bad;
+}
+
+TEST(FlashSmemLayout, TileLoaderTidChunks) {
+  EXPECT_EQ((check_tid_chunks<64, 256, 128>()), 0);  // K / V, 64-row D = 256 forward
+  EXPECT_EQ((check_tid_chunks<64, 64, 128>()), 0);   // its first Q / K panels
+  EXPECT_EQ((check_tid_chunks<64, 128, 128>()), 0);
+  EXPECT_EQ((check_tid_chunks<128, 256, 256>()), 0);
+  EXPECT_EQ((check_tid_chunks<128, 64, 256>()), 0);
+  EXPECT_EQ((check_tid_chunks<64, 64, 256>()), 0);
+  EXPECT_EQ((check_tid_chunks<128, 128, 128>()), 0);
 }
 
 }  // namespace
