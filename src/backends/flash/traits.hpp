@@ -295,13 +295,19 @@
 #ifndef ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S
 #define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 4096
 #endif
-//   ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S (session 5, helper flashfwd10; 0 = off): the same
-//     for non-causal launches (windowed ones included): seqlen_q <= this runs the 64-row kernel,
-//     FA-2's H100 D = 256 tile (64 x 64, 4 warps, two CTAs per SM). Meant with
-//     ATTNKIT_FLASH_FWD_BM64_DIET_256 = 32 (the 64-row kernel without its spill); 1 << 30 = every
-//     non-causal length. Not measured yet (compile-only; A/B plan in bench/notes/flash.md,
-//     "Session 5, round 2 (helper flashfwd10, compile-only)").
-//   ATTNKIT_FLASH_FWD_BM64_DIET_256 (session 5, helper flashfwd10; 0 = off): register diet of the
+//   ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S (session 5, helper flashfwd10; 1 << 30 = every length
+//     since session 5, 0 = off): the same for non-causal launches (windowed ones included):
+//     seqlen_q <= this runs the 64-row kernel, FA-2's H100 D = 256 tile (64 x 64, 4 warps, two
+//     CTAs per SM where 2 x 96 KiB of shared memory fit: sm90; one on A100 / sm86, unmeasured
+//     there). Needs ATTNKIT_FLASH_FWD_BM64_DIET_256 = 32 (the 64-row kernel without its spill):
+//     without the diet it lost 1-3 % (A/B 2 below).
+//     Measured (H100, session 5, one call, bench/results/2026-11-22-h100-flashfwd10-run1.md),
+//     ours TFLOP/s, both knobs on vs both off (today's 128-row kernel): non-causal S = 512 / 1k /
+//     4k / 16k 283.8 / 315.1 / 325.0 / 337.6 vs 252.1 / 278.0 / 302.8 / 313.9 (+7..+13 %); ours /
+//     FA-2 0.99 / 1.01 / 1.03 / 1.03 (was 0.88 / 0.90 / 0.96 / 0.96). Tests (test_flash 758 +
+//     36 skipped) and memcheck / racecheck on 7 D = 256 cases ran with both on.
+//   ATTNKIT_FLASH_FWD_BM64_DIET_256 (session 5, helper flashfwd10; 32 since session 5, 0 = off):
+//     register diet of the
 //     64-row D = 256 forward (FwdTraits<256, 64>), BN64_DIET's bits plus
 //       32 every K / V / first-Q tile through TileLoader::load_tid: offsets recomputed from
 //          %tid.x per tile, per-chunk predicates, no full / partial branch (implies the fast
@@ -310,9 +316,12 @@
 //     255 registers, 72 B spill (n_begin, n_end and the 64-bit K / V base offsets reloaded per
 //     key block, one row sum kept in local memory: 10 LDL + 2 STL per 64 keys); 8 (tree sums,
 //     the checked loader) 12 B; 2 / 26 / 30 72 / 72 / 44 B (the TileLoader's full-tile branch
-//     keeps both paths' invariants live); 32, 40, 56: 248 registers, 0 B. Recommended: 32.
+//     keeps both paths' invariants live); 32, 40, 56: 248 registers, 0 B. Measured (same call,
+//     diet alone, causal, where the 64-row kernel already ran): S = 512 / 1k / 4k +6.7 / +8.9 /
+//     +13.6 % (205.5 / 249.6 / 300.5 vs 192.6 / 229.2 / 264.5 TFLOP/s); 16k (128-row kernel)
+//     unchanged. Causal above CAUSAL_BM64_MAX_S still takes the 128-row kernel (not re-measured).
 #ifndef ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S
-#define ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S 0
+#define ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S 1073741824
 #endif
 //   ATTNKIT_FLASH_FWD_BN_128 / ATTNKIT_FLASH_FWD_BN64_DIET: keys per block of the D = 128
 //     forward (64 since session 5, was 32) and, with 64, its register diet (26 since session 5).
@@ -339,7 +348,7 @@
 #define ATTNKIT_FLASH_FWD_BN64_DIET 26
 #endif
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
-#define ATTNKIT_FLASH_FWD_BM64_DIET_256 0
+#define ATTNKIT_FLASH_FWD_BM64_DIET_256 32
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
