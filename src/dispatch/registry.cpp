@@ -20,10 +20,9 @@ const std::vector<KnownBackend>& known_backends() {
   // machine's per-call noise) and 0.65-0.83 backward; session 4 (H200,
   // bench/results/2026-11-22-h200-flash3-s4-final.md): 0.87-1.11 forward (above 1.05 only at
   // some S >= 16k shapes) and 0.68-0.87 backward; session 5 (H100, S = 1k-16k,
-  // bench/notes/flash3.md "Session 5"): 0.86-1.01 forward, 0.89-1.03 backward (above 1.0 only
-  // at D 64 causal 16k backward, by 3 %). flash3 before flash (flash3/FA2 on the H100 of
-  // session 5: 1.38-2.19 fwd, 1.23-1.61 bwd). Revisit when flash3 beats cuDNN on a shape class by more than
-  // the noise.
+  // bench/notes/flash3.md "Session 5"): 0.86-1.01 forward, 0.89-1.03 backward (above 1.0 by
+  // at most 3 %). flash3 before flash (flash3/FA2 on that H100: 1.38-2.19 fwd, 1.23-1.61 bwd).
+  // Revisit when flash3 beats cuDNN on a shape class by more than the noise.
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
       {"flash3",
