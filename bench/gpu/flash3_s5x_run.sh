@@ -4,7 +4,8 @@
 # (memcheck + racecheck on SAN_FILT) started as soon as the build is linked, next to the tests
 # -> the interleaved A/B table (BENCH_ARGS, e.g. --ab-set s5q) -> ncu with the time left (flash3
 # default, cuDNN, NCU_VARS at NCU_SHAPES; per-opcode stall reasons, ncu_stall_summary.py, and the
-# raw source pages tarred into ncu.tgz so they come back). Derived from flash3_s5_run.sh (f3fwd9).
+# raw source pages tarred into ncu.tgz so they come back). It replaces f3fwd9's flash3_s5_run.sh
+# (same variables; that one ran the sanitizer after the tests and also wrote hgmma_forms.txt).
 # P1_TIMEOUT covers build + SASS checks + the test shards: GNU timeout signals its whole process
 # group, so a P1_TIMEOUT shorter than that kills the shards and their (block-buffered) logs come
 # back empty (f3fwd10 run 1: build 84 s, P1_TIMEOUT=180, 5 of 8 shards lost). Keep >= 220 s.
