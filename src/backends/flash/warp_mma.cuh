@@ -67,6 +67,18 @@ __device__ __forceinline__ int lane_c_kn() {
   return (lane_id() >> 4) << 3;
 }  // load_b_kn
 
+/// B's per-lane shared-memory address for mma_b_slice, computed once per GEMM: a FragAddr
+/// (ATTNKIT_FLASH_SPLIT_ADDR) or an unused placeholder (mma_b_slice then swizzles sb per load).
+template <bool B_KN, typename LB, typename T>
+__device__ __forceinline__ auto b_frag_addr(const T* sb) {
+#if ATTNKIT_FLASH_SPLIT_ADDR
+  return FragAddr<LB>(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
+#else
+  (void)sb;
+  return 0;
+#endif
+}
+
 /// acc[MT][NT] += a (k-slice kk of the A fragments, one per m-tile) * B k-slice kk, columns
 /// n0 .. n0 + 8 NT: the B half of warp_gemm_ss / warp_gemm_rs. fb: B's FragAddr
 /// (ATTNKIT_FLASH_SPLIT_ADDR; otherwise unused, sb's full swizzle per load).
@@ -112,10 +124,8 @@ __device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* s
   static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
 #if ATTNKIT_FLASH_SPLIT_ADDR
   const FragAddr<LA> fa(sa, A_T ? lane_r_t() : lane_r_a(), A_T ? lane_c_t() : lane_c_a());
-  const FragAddr<LB> fb(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
-#else
-  const int fb = 0;  // mma_b_slice loads through sb
 #endif
+  const auto fb = b_frag_addr<B_KN, LB>(sb);
 #pragma unroll UNROLL
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[MT][4];
@@ -223,11 +233,7 @@ template <int MT, int NT, int K, bool B_KN, typename LB, typename T>
 __device__ __forceinline__ void warp_gemm_rs(float (&acc)[MT][NT][4],
                                              const float (&a_c)[MT][K / 8][4], const T* sb,
                                              int n0) {
-#if ATTNKIT_FLASH_SPLIT_ADDR
-  const FragAddr<LB> fb(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
-#else
-  const int fb = 0;  // mma_b_slice loads through sb
-#endif
+  const auto fb = b_frag_addr<B_KN, LB>(sb);
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[MT][4];
@@ -245,11 +251,7 @@ template <int MT, int NT, int K, bool B_KN, typename LB, typename T>
 __device__ __forceinline__ void warp_gemm_rp(float (&acc)[MT][NT][4],
                                              const uint32_t (&a_p)[K / 16][MT][4], const T* sb,
                                              int n0) {
-#if ATTNKIT_FLASH_SPLIT_ADDR
-  const FragAddr<LB> fb(sb, B_KN ? lane_r_kn() : lane_r_t(), B_KN ? lane_c_kn() : lane_c_t());
-#else
-  const int fb = 0;  // mma_b_slice loads through sb
-#endif
+  const auto fb = b_frag_addr<B_KN, LB>(sb);
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
     mma_b_slice<MT, NT, B_KN, LB>(acc, a_p[kk], fb, sb, kk, n0);
