@@ -384,59 +384,43 @@ std::vector<Cfg> cases() {
             all.push_back(c);
           }
         }
-  // D = 256 forward with more query tiles (160) than an H100 / H200 has SMs: the
-  // persistent launch (ATTNKIT_FLASH_FWD_PERSIST=1) gives CTAs two tiles or more, the next one's Q
-  // and first K prefetched during the first one's last key block (a partial last query block too).
-  if (std::find(std::begin(flash::kBuiltHeadDims), std::end(flash::kBuiltHeadDims), 256) !=
-      std::end(flash::kBuiltHeadDims)) {
+  const auto built = [](int d) {
+    return std::find(std::begin(flash::kBuiltHeadDims), std::end(flash::kBuiltHeadDims), d) !=
+           std::end(flash::kBuiltHeadDims);
+  };
+  // One forward shape, non-causal as `tag` and bottom-right causal as `tag`_causal.
+  const auto add_pair = [&all](const char* tag, int64_t b, int64_t sq, int64_t sk, int64_t hq,
+                               int64_t hkv, int64_t d) {
     Cfg c;
-    c.tag = "many_tiles";
-    c.b = 2;
-    c.sq = 520;
-    c.sk = 520;
-    c.hq = 16;
-    c.hkv = 4;
-    c.d = 256;
+    c.tag = tag;
+    c.b = b;
+    c.sq = sq;
+    c.sk = sk;
+    c.hq = hq;
+    c.hkv = hkv;
+    c.d = d;
     all.push_back(c);
-    c.tag = "many_tiles_causal";  // uneven tiles, taken from the counter in the grid's order
+    c.tag += "_causal";
     c.causal = Causal::bottom_right;
     all.push_back(c);
+  };
+  if (built(256)) {
+    // D = 256 forward with more query tiles (160) than an H100 / H200 has SMs: the persistent
+    // launch (ATTNKIT_FLASH_FWD_PERSIST=1) gives CTAs two tiles or more, the next one's Q and
+    // first K prefetched during the first one's last key block (a partial last query block too);
+    // causal: uneven tiles, taken from the counter in the grid's order.
+    add_pair("many_tiles", 2, 520, 520, 16, 4, 256);
     // head_dim 200 on the D = 256 kernels (zero-filled columns 200..255 in every K / V / Q tile)
     // with a partial last key block (sk = 200: 3 x 64 + 8), non-causal and causal: the column and
     // row predicates of TileLoader::load_tid (ATTNKIT_FLASH_FWD_BM64_DIET_256 = 32) on the 64-row
     // kernel (ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S; causal: _CAUSAL_BM64_MAX_S) and the
     // partial-tile path of the 128-row one.
-    c.tag = "partial_cols";
-    c.b = 1;
-    c.sq = 150;
-    c.sk = 200;
-    c.hq = 2;
-    c.hkv = 1;
-    c.d = 200;
-    c.causal = Causal::none;
-    all.push_back(c);
-    c.tag = "partial_cols_causal";
-    c.causal = Causal::bottom_right;
-    all.push_back(c);
+    add_pair("partial_cols", 1, 150, 200, 2, 1, 200);
   }
   // D = 128 forward over many key blocks (sk = 1000: 15 full 64-key blocks + 40 keys, or 31 full
   // 32-key blocks + 8), both causal modes: the online-softmax rescale across blocks and the
   // partial last block of the BN_128 = 64 tile (ATTNKIT_FLASH_FWD_BN64_DIET) on its fast path.
-  if (std::find(std::begin(flash::kBuiltHeadDims), std::end(flash::kBuiltHeadDims), 128) !=
-      std::end(flash::kBuiltHeadDims)) {
-    Cfg c;
-    c.tag = "many_blocks";
-    c.b = 1;
-    c.sq = 200;
-    c.sk = 1000;
-    c.hq = 4;
-    c.hkv = 2;
-    c.d = 128;
-    all.push_back(c);
-    c.tag = "many_blocks_causal";
-    c.causal = Causal::bottom_right;
-    all.push_back(c);
-  }
+  if (built(128)) add_pair("many_blocks", 1, 200, 1000, 4, 2, 128);
   return all;
 }
 
