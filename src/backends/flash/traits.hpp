@@ -199,6 +199,13 @@
 #ifndef ATTNKIT_FLASH_BWD_DQ_UNROLL_128
 #define ATTNKIT_FLASH_BWD_DQ_UNROLL_128 0
 #endif
+//   ATTNKIT_FLASH_BWD_DQ_FENCE_128 (helper flashbwd9, compile-only; 0 = off, the default): the
+//     fully unrolled dQ GEMM at D = 128 (fast path) with its ldmatrix of k slices >= this value
+//     made to wait for slice (value - 1)'s first MMA (warp_gemm_ss_wo's kFence): the same bound
+//     on run-ahead as DQ_UNROLL_128 without its loop. Static SASS: bench/notes/flash.md.
+#ifndef ATTNKIT_FLASH_BWD_DQ_FENCE_128
+#define ATTNKIT_FLASH_BWD_DQ_FENCE_128 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
