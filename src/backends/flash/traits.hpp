@@ -202,7 +202,10 @@
 //   ATTNKIT_FLASH_BWD_DQ_FENCE_128 (helper flashbwd9, compile-only; 0 = off, the default): the
 //     fully unrolled dQ GEMM at D = 128 (fast path) with its ldmatrix of k slices >= this value
 //     made to wait for slice (value - 1)'s first MMA (warp_gemm_ss_wo's kFence): the same bound
-//     on run-ahead as DQ_UNROLL_128 without its loop. Static SASS: bench/notes/flash.md.
+//     on run-ahead as DQ_UNROLL_128 without its loop. ptxas (sm_90a, bf16 / f16): 2, 4, 5, 6 0 B
+//     spill (item loop 1167-1169 static SASS, = default's 1169 less its 2 LDL plus ISETP + 2
+//     SEL), 7 8 B; with LATE_LOAD 3 28 B (do not combine). 6 recommended. Unmeasured; static
+//     SASS and the device plan: bench/notes/flash.md (session 5, round 3).
 #ifndef ATTNKIT_FLASH_BWD_DQ_FENCE_128
 #define ATTNKIT_FLASH_BWD_DQ_FENCE_128 0
 #endif
