@@ -809,6 +809,12 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   // doubled ptxas's spill at D = 128, 36 -> 72 B).
   constexpr bool kStsm =
       !kGeneral && (ATTNKIT_FLASH_BWD_STSM == 1 || (ATTNKIT_FLASH_BWD_STSM == 2 && D != 128));
+  // dQ GEMM's k-loop unroll (ATTNKIT_FLASH_BWD_DQ_UNROLL_128; fast path only: on the general
+  // path unroll 4 raised ptxas's spill at D = 128, 36 -> 40 B).
+  constexpr int kDqUnroll = kGeneral ? Tr::kKUnroll : Tr::kKUnrollDq;
+  // dQ GEMM's ldmatrix fence (ATTNKIT_FLASH_BWD_DQ_FENCE_128; fast path, D = 128, full unroll).
+  constexpr int kDqFence =
+      !kGeneral && D == 128 && kWo && kDqUnroll >= kBN / 16 ? ATTNKIT_FLASH_BWD_DQ_FENCE_128 : 0;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBN, D)
   T* sV = sK + LK::kSize;                  // (kBN, D)
@@ -995,8 +1001,8 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
       const int c0 = ch * (D / Tr::kDqChunks) + q_n0;
       float dq[Tr::kQMT][Tr::kQNT][4];
       zero(dq);
-      warp_gemm_ss_wo<kWo, Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, Tr::kKUnroll>(dq, sdS, sK,
-                                                                                       q_m0, c0);
+      warp_gemm_ss_wo<kWo, Tr::kQMT, Tr::kQNT, kBN, false, true, LP, LK, kDqUnroll, kDqFence>(
+          dq, sdS, sK, q_m0, c0);
 #if ATTNKIT_FLASH_BWD_HOIST
       if constexpr (Tr::kDqPerm)
         red_c_perm<D>(dqa, dq, ch, warp, q_m0, static_cast<int>(rows));

@@ -146,6 +146,10 @@
 //     ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER is the same for the other head dims. Session 4 run 1
 //     (H200, same-run A/B against 0, with STATS_WS): 2 measured +2-3.4 % at D = 128 (1k / 4k,
 //     causal and not), -0..-1.6 % at D = 64 and -0.8..-1.7 % at D = 256: 2 / 0 by default.
+//     ptxas (session 5, sm_90a, fast path, D = 128, STSM 1): 2 spills 12 B (LDL.64 + LDL per item,
+//     the next item's Q chunk pointer and a predicate word, reloaded in the load itself); 3 0 B,
+//     item loop 1169 -> 1191 static SASS (+19 IMAD: the load's address math redone after the
+//     P / dS stores); 1 16 B. 3 is unmeasured (helper flashbwd9, bench/notes/flash.md).
 //   ATTNKIT_FLASH_BWD_WO_WIDE: the fused kernel's warp origins folded into the GEMM lane
 //     addresses (warp_gemm_ss_wo, HOIST) also at D = 192 / 256 (1) or at D <= 128 only (0).
 //     Session 3: 24 / 68 B spill there; with STATS_WS and LATE_LOAD 2 (session 4, sm_90a
@@ -177,6 +181,33 @@
 //     12 B spill.
 #ifndef ATTNKIT_FLASH_BWD_STSM
 #define ATTNKIT_FLASH_BWD_STSM 1
+#endif
+//   ATTNKIT_FLASH_BWD_DQ_UNROLL_128 (session 5 round 3, helper flashbwd9, compile-only; 0 = off,
+//     the default): the k-loop unroll of the fused kernel's dQ GEMM (dS (64, 128) K (128, 128),
+//     8 k16 slices of 8 HMMA + 4 ldmatrix.x4 per warp) at D = 128; 0 keeps
+//     ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED (64: full). The full unroll's ldmatrix run-ahead over
+//     the dQ GEMM is this kernel's register peak (dK + dV 128 + dQ 32 fp32 live): ptxas (sm_90a,
+//     fast path, bf16 and f16) keeps 12 B of loop invariants in local memory, the next item's
+//     per-thread Q chunk pointer (LDL.64) and a predicate word (LDL) reloaded per item before the
+//     LATE_LOAD 2 cp.async (the only default fused kernel with a spill inside its item loop;
+//     D = 64 0 B, D = 256 8 B reloaded after the loop only). 4: a 2-trip loop of 4 slices, 0 B
+//     spill, no LDL / STL, but the loop costs ~+56 executed SASS per item (1169 -> ~1225: address
+//     math per trip, dQ zeroed by 16 CS2R instead of RZ-accumulator HMMAs). LATE_LOAD 3 is the
+//     other spill-free form at D = 128 (0 B, +22 static SASS). Static SASS and the measurement
+//     plan: bench/notes/flash.md, "Session 5, round 3 (helper flashbwd9, compile-only)".
+//     Unmeasured; fast path only (general path 36 -> 40 B with it).
+#ifndef ATTNKIT_FLASH_BWD_DQ_UNROLL_128
+#define ATTNKIT_FLASH_BWD_DQ_UNROLL_128 0
+#endif
+//   ATTNKIT_FLASH_BWD_DQ_FENCE_128 (helper flashbwd9, compile-only; 0 = off, the default): the
+//     fully unrolled dQ GEMM at D = 128 (fast path) with its ldmatrix of k slices >= this value
+//     made to wait for slice (value - 1)'s first MMA (warp_gemm_ss_wo's kFence): the same bound
+//     on run-ahead as DQ_UNROLL_128 without its loop. ptxas (sm_90a, bf16 / f16): 2, 4, 5, 6 0 B
+//     spill (item loop 1167-1169 static SASS, = default's 1169 less its 2 LDL plus ISETP + 2
+//     SEL), 7 8 B; with LATE_LOAD 3 28 B (do not combine). 6 recommended. Unmeasured; static
+//     SASS and the device plan: bench/notes/flash.md (session 5, round 3).
+#ifndef ATTNKIT_FLASH_BWD_DQ_FENCE_128
+#define ATTNKIT_FLASH_BWD_DQ_FENCE_128 0
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
@@ -451,6 +482,9 @@ struct BwdFusedTraits {
       D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED : ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_WIDE;
   static constexpr int kKUnrollSdp =
       D <= 128 ? ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP : ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE;
+  // dQ GEMM's unroll: kKUnroll but at D = 128 with ATTNKIT_FLASH_BWD_DQ_UNROLL_128 set.
+  static constexpr int kKUnrollDq =
+      D == 128 && ATTNKIT_FLASH_BWD_DQ_UNROLL_128 > 0 ? ATTNKIT_FLASH_BWD_DQ_UNROLL_128 : kKUnroll;
   static constexpr int kWarps = 8, kThreads = 256;
   static constexpr int kBM = D <= 64 ? ATTNKIT_FLASH_BWD_BM_64 : 64;
   static constexpr int kBN = D <= 128 ? 128 : 64;

@@ -149,6 +149,17 @@ __device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* s
   }
 }
 
+/// addr, made to depend on the fp32 accumulator `c` through a select that never fires (an MMA
+/// writes NaN as 0x7fffffff, never 0xffffffff), so that ldmatrix from it wait for the MMA that
+/// wrote c (fwd_kernel's dep_fence, for an address).
+__device__ __forceinline__ uint32_t fence_addr(uint32_t addr, float c) {
+  uint32_t y;
+  asm("{\n .reg .pred q;\n setp.eq.b32 q, %1, -1;\n selp.b32 %0, 0, %2, q;\n}\n"
+      : "=r"(y)
+      : "r"(__float_as_uint(c)), "r"(addr));
+  return y;
+}
+
 /// A lane's fragment addresses from the warp tile's origin (Rw, Cw) folded in once: base =
 /// shared address of element (r + Rw, c + Cw); at(R, C) = (base ^ xor_of(C)) + add_of(R, C) for
 /// compile-time R % 8 == 0, C % 16 == 0. Exact (== 2 * off(r + Rw + R, c + Cw + C) + tile) for
@@ -173,8 +184,12 @@ struct WarpFragAddr {
 /// tile's columns (m0 for A_T, n0 for B_KN) is not a multiple of a power-of-two extent <= 64
 /// (the caller's warp origins are multiples of the warp tile: 16 MT rows, 8 NT columns).
 /// kEnable false: both operands through FragAddr, i.e. warp_gemm_ss's split-address form.
+/// kFence > 0 (both operands WarpFragAddr, full unroll): the ldmatrix of k slices >= kFence wait
+/// for slice kFence - 1's first MMA (their lane bases made to depend on acc[0][0][0] by
+/// fence_addr), bounding ptxas's ldmatrix run-ahead, hence the fragments it keeps live, without
+/// the loop of a partial unroll (ATTNKIT_FLASH_BWD_DQ_FENCE_128).
 template <bool kEnable, int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB,
-          int UNROLL, typename T>
+          int UNROLL, int kFence = 0, typename T>
 __device__ __forceinline__ void warp_gemm_ss_wo(float (&acc)[MT][NT][4], const T* sa, const T* sb,
                                                 int m0, int n0) {
   static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
@@ -186,11 +201,18 @@ __device__ __forceinline__ void warp_gemm_ss_wo(float (&acc)[MT][NT][4], const T
   const int rb = B_KN ? lane_r_kn() : lane_r_t(), cb = B_KN ? lane_c_kn() : lane_c_t();
   using FA = std::conditional_t<kWoA, WarpFragAddr<LA>, FragAddr<LA>>;
   using FB = std::conditional_t<kWoB, WarpFragAddr<LB>, FragAddr<LB>>;
-  const FA fa = kWoA ? FA(sa, ra + (A_T ? 0 : m0), ca + (A_T ? m0 : 0)) : FA(sa, ra, ca);
-  const FB fb = kWoB ? FB(sb, rb + (B_KN ? 0 : n0), cb + (B_KN ? n0 : 0)) : FB(sb, rb, cb);
+  FA fa = kWoA ? FA(sa, ra + (A_T ? 0 : m0), ca + (A_T ? m0 : 0)) : FA(sa, ra, ca);
+  FB fb = kWoB ? FB(sb, rb + (B_KN ? 0 : n0), cb + (B_KN ? n0 : 0)) : FB(sb, rb, cb);
   const int am = kWoA ? 0 : m0, bn = kWoB ? 0 : n0;  // what at() still adds
+  static_assert(kFence == 0 || (kWoA && kWoB && kFence < K / 16), "kFence: WarpFragAddr only");
 #pragma unroll UNROLL
   for (int kk = 0; kk < K / 16; ++kk) {
+    if constexpr (kFence > 0) {
+      if (kk == kFence) {
+        fa.base = fence_addr(fa.base, acc[0][0][0]);
+        fb.base = fence_addr(fb.base, acc[0][0][0]);
+      }
+    }
     uint32_t a[MT][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
