@@ -436,6 +436,21 @@ std::vector<Cfg> cases() {
     c.tag = "many_blocks_causal";
     c.causal = Causal::bottom_right;
     all.push_back(c);
+    // head_dim 112 on the D = 128 kernels (zero-filled columns 112..127 in every K / V / Q tile)
+    // with a partial last key block (sk = 200: 3 x 64 + 8), non-causal and causal: the column and
+    // row predicates of TileLoader::load_tid on the D = 128 fast path (ATTNKIT_FLASH_FWD_BN64_DIET
+    // bit 32) and its full / partial TileLoader branch by default.
+    c.tag = "partial_cols";
+    c.sq = 150;
+    c.sk = 200;
+    c.hq = 2;
+    c.hkv = 1;
+    c.d = 112;
+    c.causal = Causal::none;
+    all.push_back(c);
+    c.tag = "partial_cols_causal";
+    c.causal = Causal::bottom_right;
+    all.push_back(c);
   }
   return all;
 }
