@@ -165,11 +165,14 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   using LQp = SmemLayout<kBM, kPW>;
   using LKp = SmemLayout<kBN, kPW>;
   constexpr bool kFast = Tr::kFastLoad && !kGeneral;  // the general path keeps its registers
+  // S GEMM k-loop unroll (k16 steps): the fast path's may differ (BN64_DIET bit 64).
+  constexpr int kKU = kGeneral ? Tr::kKUnroll : Tr::kKUnrollFast;
   const TileLoader<LK, Tr::kThreads> ldk(p.k_st.s), ldv(p.v_st.s);
   // BN_128 = 64 diet (Tr::kThrPtr): the key loop's K / V loads from per-thread pointers.
   constexpr bool kThr = Tr::kThrPtr && kFast && TileLoader<LK, Tr::kThreads>::kSupported;
-  // 64-row D = 256 diet (Tr::kTidLoad): every K / V / first-Q tile through TileLoader::load_tid
-  // (no loader state live across the key loop, no full / partial branch: 0 B spill vs 72 B).
+  // 64-row D = 256 diet and BN64_DIET bit 32 at D = 128 (Tr::kTidLoad): every K / V / first-Q
+  // tile through TileLoader::load_tid (no loader state live across the key loop, no full /
+  // partial branch: 0 B spill vs 72 B at D = 256; at D = 128 with bit 64, 0 B vs 16 B).
   constexpr bool kTid = Tr::kTidLoad && kFast && TileLoader<LK, Tr::kThreads>::kSupported;
   const T* k_thr = kThr ? k_ptr + ldk.g : k_ptr;
   const T* v_thr = kThr ? v_ptr + ldv.g : v_ptr;
@@ -285,11 +288,11 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
           cp_async_wait_upto(kPanels - pp + kVGroup);  // panel pp landed
           __syncthreads();
         }
-        warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, Tr::kKUnroll>(
+        warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, kKU>(
             s, sQ + pp * kBM * kPW, sKn + pp * kBN * kPW, warp * 16 * kMT, 0);
       }
     } else {
-      warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, Tr::kKUnroll>(s, sQ, sKn, warp * 16 * kMT, 0);
+      warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, kKU>(s, sQ, sKn, warp * 16 * kMT, 0);
     }
 
     // Element rule only where the block straddles a band edge or the sequence end; the

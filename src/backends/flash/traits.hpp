@@ -368,13 +368,24 @@
 //       16 P V's last k16 slice waits for the row sums (dep_fence): ptxas otherwise schedules
 //          the sums after P V, keeping fp32 P values live over it (those were the spills);
 //       1  P packed to 16-bit pairs right after exp2 (warp_gemm_rp);
-//       4  per-thread K / V pointers (TileLoader::load_full_thr).
+//       4  per-thread K / V pointers (TileLoader::load_full_thr);
+//       32 (session 5 round 4, helper flashfwd11) every K / V / first-Q tile through
+//          TileLoader::load_tid, as BM64_DIET_256's 32 does at D = 256 (implies the fast loads;
+//          with it bit 2 changes nothing);
+//       64 (same) the fast path's S GEMM k loop fully unrolled (ATTNKIT_FLASH_KK_UNROLL_FWD, 8
+//          k16 steps at D = 128) instead of ATTNKIT_FLASH_KK_UNROLL_FWD_BN64; the general path
+//          keeps the latter (full unroll there: 284 -> 448 B spill).
 //     With any bit set the S GEMM's k loop unrolls ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 (4; the
 //     full unroll's ldmatrix run-ahead costs 24-40 B more spill). ptxas (sm_90a, bf16, fast
 //     path, 255 registers): BN 64 as is 200 B spill stores; 2 64 B (unroll 4: 24 B); 2+8+16 =
 //     26 16 B (4 loop-invariant registers, 4 STL + 4 LDL per 64 keys); 1 and 4 add spill (1:
 //     204 B alone, 100 B with 2; 4: 32 B on top of 26). Recommended on-value: 26. Static SASS
 //     per 64 keys and the A/B plan: bench/notes/flash.md ("Session 4, round 3").
+//     What 26's 16 B are (cuobjdump, fast path): the K / V TileLoaders' state for the partial-
+//     tile branch (row, column, 64-bit row offset: 4 registers), stored during P V and reloaded
+//     before the next block's loads. Session 5 round 4 (flashfwd11, ptxas as above): 58 (26 +
+//     32) 4 B (one 64-bit base's high word, 1 LDL per 64 keys ahead of the first barrier); 96
+//     (32 + 64), 120, 122 (26 + 32 + 64): 255 registers, 0 B; 123 (+1) 56 B. Candidate: 122.
 #ifndef ATTNKIT_FLASH_FWD_BN64_DIET
 #define ATTNKIT_FLASH_FWD_BN64_DIET 26
 #endif
@@ -428,11 +439,15 @@ struct FwdTraits {
   static constexpr bool kFastLoad =
       kDiet256 ? (kDietBits & 34) != 0
                : (ATTNKIT_FLASH_FWD_FAST_LOAD == 1 ||
-                  (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128) || (kDietBits & 2) != 0);
+                  (ATTNKIT_FLASH_FWD_FAST_LOAD == 2 && D > 128) || (kDietBits & 34) != 0);
   static constexpr bool kThrPtr = (kDietBits & 4) != 0;
   static constexpr bool kTreeSum = (kDietBits & 8) != 0;
   static constexpr bool kSumFence = (kDietBits & 16) != 0;
-  static constexpr bool kTidLoad = kDiet256 && (kDietBits & 32) != 0;
+  static constexpr bool kTidLoad = (kDiet128 || kDiet256) && (kDietBits & 32) != 0;
+  // The fast path's S GEMM unroll: BN64_DIET bit 64 fully unrolls it at D = 128 (0 B spill with
+  // bit 32); the general path keeps kKUnroll.
+  static constexpr int kKUnrollFast =
+      kDiet128 && (kDietBits & 64) != 0 ? ATTNKIT_FLASH_KK_UNROLL_FWD : kKUnroll;
   static constexpr bool kPersist = ATTNKIT_FLASH_FWD_PERSIST != 0 && D == 256;
   // First Q / K tiles in 64-column panels, S GEMM started per panel (D = 256; D = 128 by knob).
   static constexpr int kProloguePanels =

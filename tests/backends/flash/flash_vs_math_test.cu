@@ -420,7 +420,14 @@ std::vector<Cfg> cases() {
   // D = 128 forward over many key blocks (sk = 1000: 15 full 64-key blocks + 40 keys, or 31 full
   // 32-key blocks + 8), both causal modes: the online-softmax rescale across blocks and the
   // partial last block of the BN_128 = 64 tile (ATTNKIT_FLASH_FWD_BN64_DIET) on its fast path.
-  if (built(128)) add_pair("many_blocks", 1, 200, 1000, 4, 2, 128);
+  if (built(128)) {
+    add_pair("many_blocks", 1, 200, 1000, 4, 2, 128);
+    // head_dim 112 on the D = 128 kernels (zero-filled columns 112..127 in every K / V / Q tile)
+    // with a partial last key block (sk = 200: 3 x 64 + 8), non-causal and causal: the column and
+    // row predicates of TileLoader::load_tid on the D = 128 fast path (ATTNKIT_FLASH_FWD_BN64_DIET
+    // bit 32) and its full / partial TileLoader branch by default.
+    add_pair("partial_cols", 1, 150, 200, 2, 1, 112);
+  }
   return all;
 }
 
