@@ -116,7 +116,7 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   T* sV = sK + LK::kSize;                  // (kBN, D)
   T* sK2 = sV + LK::kSize;                 // kKV2: the second K and V buffers, (kBN, D) each
   T* sV2 = sK2 + LK::kSize;
-  static_assert(!kKV2 || (!kGeneral && Tr::kKV2), "KV2: 128-row D = 256 fast path only");
+  static_assert(!kKV2 || (!kGeneral && Tr::kKV2), "KV2: FwdTraits::kKV2 fast path only");
 
   const int64_t b = tile.b, h = tile.h;
   const SeqSpan sp = seq_span(p, b);
@@ -164,7 +164,10 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   static_assert(kPanels == 1 || kPW == 64, "prologue panels are 64 columns wide");
   using LQp = SmemLayout<kBM, kPW>;
   using LKp = SmemLayout<kBN, kPW>;
-  constexpr bool kFast = Tr::kFastLoad && !kGeneral;  // the general path keeps its registers
+  // The general path keeps its registers. The D = 64 KV2 kernel (ATTNKIT_FLASH_FWD_KV2_64_MAX_S)
+  // always takes TileLoader: with load_tile_async it spills 64 B (11 LDL per key block; ptxas
+  // 255 registers), with it 245 registers and no spill (sm_90a, nvcc 13.0).
+  constexpr bool kFast = (Tr::kFastLoad || (kKV2 && D == 64)) && !kGeneral;
   // S GEMM k-loop unroll (k16 steps): the fast path's may differ (BN64_DIET bit 64).
   constexpr int kKU = kGeneral ? Tr::kKUnroll : Tr::kKUnrollFast;
   const TileLoader<LK, Tr::kThreads> ldk(p.k_st.s), ldv(p.v_st.s);

@@ -56,9 +56,11 @@ void launch_fwd(const Params& p) {
   dim3 grid(static_cast<unsigned>(num_m), static_cast<unsigned>(p.heads_q),
             static_cast<unsigned>(p.batch));
   if constexpr (Tr::kKV2) {
-    // Two K / V buffers (FwdTraits::kKV2, 192 KiB at D = 256) where the device allows it.
-    if (!needs_general(p) && static_cast<size_t>(Tr::kSmemBytesKV2) <=
-                                 cuda::device_info(p.device.index).smem_per_block_optin) {
+    // Two K / V buffers (FwdTraits::kKV2, 192 KiB at D = 256, 48 KiB at D = 64) where the
+    // device allows it; D = 64 only up to kKV2MaxS keys.
+    if (!needs_general(p) && p.seqlen_k <= Tr::kKV2MaxS &&
+        static_cast<size_t>(Tr::kSmemBytesKV2) <=
+            cuda::device_info(p.device.index).smem_per_block_optin) {
       auto kernel = fwd_kernel<D, T, false, ATTNKIT_FLASH_FWD_BM_256, true>;
       set_smem(kernel, Tr::kSmemBytesKV2);
       kernel<<<grid, Tr::kThreads, Tr::kSmemBytesKV2, static_cast<cudaStream_t>(p.stream)>>>(

@@ -2,6 +2,8 @@
 // sm80 table, then measured (H100 A/B runs and `nvcc -Xptxas -v` spills in bench/notes/flash.md).
 #pragma once
 
+#include <cstdint>
+
 // Tuning knobs, overridable with -D for A/B runs on the GPU (bench/notes/flash.md):
 //   ATTNKIT_FLASH_KK_UNROLL_{FWD,FWD_WIDE,BWD}: unroll of the k loop of the shared x shared
 //     warp GEMMs (forward D <= 128, forward D > 128, deterministic backward).
@@ -310,6 +312,21 @@
 #ifndef ATTNKIT_FLASH_FWD_KV2_256
 #define ATTNKIT_FLASH_FWD_KV2_256 0
 #endif
+//   ATTNKIT_FLASH_FWD_KV2_64_MAX_S (session 5 round 5, helper flashfwd12; 0 = off, the default):
+//     D = 64 fast-path launches with seqlen_k <= this take KV2_256's two-pair kernel (Q 16 +
+//     2 x 2 x 8 = 48 KiB; still two CTAs per SM, registers bound it): K_n and V_n are issued a
+//     whole key block ahead instead of V_n at the start of block n (hidden by one 64-key S GEMM
+//     only). Why (bench/notes/flash.md, "Session 5, round 5 (helper flashfwd12)"): at constant
+//     tokens every S has 4096 CTAs (4 / 8 / ... m blocks x 32 heads x 32 / 16 / ... batch), so
+//     the grid tail is the same at every S; a fit of the H100 merged numbers gives ours a fixed
+//     ~4.5 us per CTA generation vs FA-2's ~2 us, and at S = 512 each head's K / V is shared by 4
+//     CTAs only (32 at 4k), so most K / V tiles come from DRAM (0.66 TB/s average while the key
+//     loop runs) and V_n's latency is exposed once per 64 keys (FA-2: 128-key blocks, half the
+//     exposures, each hidden by twice the S GEMM). Unmeasured; not with D = 256's MIO problem
+//     (4 cp.async per thread per tile here, 32 there).
+#ifndef ATTNKIT_FLASH_FWD_KV2_64_MAX_S
+#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 0
+#endif
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
 #endif
@@ -465,8 +482,12 @@ struct FwdTraits {
       (D == 256 && kBM == 128 && !kPersist) ? ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S : 0;
   // Two K and two V buffers (ATTNKIT_FLASH_FWD_KV2_256): the 128-row D = 256 fast path only;
   // fwd_kernel's kKV2 = true instance, launched where kSmemBytesKV2 fits the device.
+  // D = 64 by ATTNKIT_FLASH_FWD_KV2_64_MAX_S (launch_fwd: seqlen_k <= kKV2MaxS only).
   static constexpr bool kKV2 =
-      ATTNKIT_FLASH_FWD_KV2_256 != 0 && D == 256 && kBM == 128 && !kPersist;
+      (ATTNKIT_FLASH_FWD_KV2_256 != 0 && D == 256 && kBM == 128 && !kPersist) ||
+      (ATTNKIT_FLASH_FWD_KV2_64_MAX_S > 0 && D == 64);
+  static constexpr int64_t kKV2MaxS =
+      D == 64 ? static_cast<int64_t>(ATTNKIT_FLASH_FWD_KV2_64_MAX_S) : (int64_t{1} << 62);
   // Q (kBM, D) + K (kBN, D) + V (kBN, D), 2-byte elements; KV2: + K (kBN, D) + V (kBN, D).
   static constexpr int kSmemBytes = (kBM + 2 * kBN) * D * 2;
   static constexpr int kSmemBytesKV2 = (kBM + 4 * kBN) * D * 2;
