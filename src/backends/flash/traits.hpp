@@ -324,8 +324,13 @@
 //     loop runs) and V_n's latency is exposed once per 64 keys (FA-2: 128-key blocks, half the
 //     exposures, each hidden by twice the S GEMM). Unmeasured; not with D = 256's MIO problem
 //     (4 cp.async per thread per tile here, 32 there).
+//     Session 6 (H100, same call, knob at 1 << 30 vs 0, ours / FA-2): non-causal 0.96 / 0.97 /
+//     0.98 / 0.99 vs 0.91 / 0.99 / 1.03 / 1.05 at S = 512 / 1k / 4k / 16k (ours +5.9 % at 512,
+//     -2..-5 % above); causal 1.07 / 0.98 / 0.95 / 0.99 vs 1.08 / 1.01 / 0.99 / 1.04. Hence
+//     512: the short-S rows where V's exposed latency dominates. Tests + memcheck / racecheck
+//     ran with every D = 64 fast-path case on it (bench/results/2026-11-22-h100-flash-s6-ab.md).
 #ifndef ATTNKIT_FLASH_FWD_KV2_64_MAX_S
-#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 0
+#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 512
 #endif
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
@@ -340,8 +345,11 @@
 //     hence 4096; non-causal -2 / -2 / -4 % at 512 / 1k / 4k, so never there (half the wasted
 //     diagonal work and finer causal tiles vs the 72 B spill in its key loop). Tests + sanitizer
 //     ran with 4096 (every causal D = 256 fast-path test case takes the 64-row kernel).
+//     Session 6 (H100, same call, with BM64_DIET_256 = 32, the spill-free 64-row kernel): 1 << 30
+//     vs 4096 at S = 16k causal +7.0 % (337 vs 315 TFLOP/s; ours / FA-2 1.14 vs 1.06), so every
+//     length since then (the 4096 cap was the spilling kernel's).
 #ifndef ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S
-#define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 4096
+#define ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S 1073741824
 #endif
 //   ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S (session 5, helper flashfwd10; 1 << 30 = every length
 //     since session 5, 0 = off): the same for non-causal launches (windowed ones included):
@@ -403,8 +411,17 @@
 //     before the next block's loads. Session 5 round 4 (flashfwd11, ptxas as above): 58 (26 +
 //     32) 4 B (one 64-bit base's high word, 1 LDL per 64 keys ahead of the first barrier); 96
 //     (32 + 64), 120, 122 (26 + 32 + 64): 255 registers, 0 B; 123 (+1) 56 B. Candidate: 122.
+//     Session 6 (H100, same call, 122 vs 26, ours / FA-2): non-causal 1.05 / 1.04 / 1.04 / 1.08
+//     vs 0.96 / 0.95 / 1.00 / 1.00 at S = 512 / 1k / 4k / 16k, causal 1.14 / 1.05 / 1.06 / 1.10
+//     vs 1.05 / 0.98 / 0.98 / 1.02 (+6..+10 % TFLOP/s). Default 122 on sm_90 and up; 26 below
+//     (sm_80's ptxas spills 60 B with 122). The bits change device code only (no shared-memory
+//     size, no launch decision), so host and device passes may differ.
 #ifndef ATTNKIT_FLASH_FWD_BN64_DIET
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define ATTNKIT_FLASH_FWD_BN64_DIET 26
+#else
+#define ATTNKIT_FLASH_FWD_BN64_DIET 122
+#endif
 #endif
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
 #define ATTNKIT_FLASH_FWD_BM64_DIET_256 32
