@@ -115,6 +115,16 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
+/// Element e (0: low half, 1: high) of a packed 16-bit pair (pack2's inverse), as fp32.
+template <bool BF16>
+__device__ __forceinline__ float unpack_half(uint32_t x, int e) {
+  if constexpr (BF16) {
+    return __uint_as_float(e == 0 ? x << 16 : x & 0xffff0000u);
+  } else {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(e == 0 ? x : x >> 16)));
+  }
+}
+
 /// Work item it of a CTA -> (q head, query block): q heads of the group outermost, then the
 /// query blocks m_begin .. num_m_blocks-1 (those that can see the CTA's keys).
 struct Item {
@@ -150,12 +160,28 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
 /// GEMMs: their smem operand traffic drops from 4 KB to 2 KB per m64n64k16 (A no longer read from
 /// smem), 16 of the ~68 KB a WG reads per item. FA3 has the same option for V (Mma_dP_is_RS /
 /// V_in_regs).
+///
+/// kDvEarly (session 5 round 2, variant "+dve", needs kDqFirst; off by default): dV = P^T dO is
+/// issued as soon as P^T is packed, before the dP^T wait and the dS^T = P^T (dP^T - delta) stretch,
+/// so the tensor pipe runs dV under that stretch (cuDNN 9.19's order from its SASS executed counts,
+/// session 4: S, wait, dP | P | dV | dS^T | dK | barrier | dQ). Static SASS of the D = 128 default
+/// (coupled + atomic + dqf + pf, CUDA 13.0): 257 instructions per warp between the dP^T wait
+/// (WARPGROUP.DEPBAR gsb0, 0x0) and the first dV HGMMA, 32 FADD + 32 FMUL + 32 F2FP + 16 LDS +
+/// 16 STS + the lse2 / delta prefetch + MEMBAR / FENCE.VIEW.ASYNC, with no wgmma in flight in
+/// either (lockstep) WG: >= 514 issue cycles per SMSP against 512 clk of dV for both WGs. Same
+/// arithmetic, same accumulation order (dK / dV bitwise equal to the default's) at BM = 64: P^T
+/// packed 16-bit (16 registers at D = 128) is live next to the fp32 P^T during dS^T (ptxas -v:
+/// 0 spills). BM = 128 (32 packed registers): with the fp32 P^T kept too, ptxas spilled 48 bytes
+/// (stat 0, 2) and 68 + C7512 wgmma serialisation (stat 1), so there dS^T = P^T (dP^T - delta)
+/// takes P^T from the 16-bit copy (the fp32 one dies at the pack): the rounding FA3 / cuDNN do
+/// not add; dS^T is rounded to 16 bits right after anyway (tests: tolerance, not bitwise).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
-          bool kKVRegs = false>
+          bool kKVRegs = false, bool kDvEarly = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits<D, kDecoupled, BM>;
+  static_assert(!kDvEarly || kDqFirst, "dV-early: the dQ-first order (dK after dQ)");
   static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
   static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128), "lse2 / delta source");
@@ -453,8 +479,41 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     } else {
       p_from_s(std::false_type{}, need_mask);
     }
-    // dS^T = P^T (dP^T - delta).
-    ptx::wgmma_wait<0>();
+    // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
+    uint32_t pp[kBM / 4], pds[kBM / 4];
+    // dV_w += P^T dO, dK_w += dS^T Q: A from registers, B = dO / Q MN-major (K = kBM queries).
+    auto issue_dv = [&] {
+#pragma unroll
+      for (int kk = 0; kk < kBM / 16; ++kk) {
+        const uint32_t af[4] = {pp[4 * kk], pp[4 * kk + 1], pp[4 * kk + 2], pp[4 * kk + 3]};
+        WD::template rs<1>(
+            dv, af, ptx::Sw128Desc::make(do_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024),
+            1);
+      }
+    };
+    auto issue_dk = [&] {
+#pragma unroll
+      for (int kk = 0; kk < kBM / 16; ++kk) {
+        const uint32_t af[4] = {pds[4 * kk], pds[4 * kk + 1], pds[4 * kk + 2], pds[4 * kk + 3]};
+        WD::template rs<1>(
+            dk, af, ptx::Sw128Desc::make(q_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
+      }
+    };
+    if constexpr (kDvEarly) {
+      // P^T packed and dV issued now (see the template): groups S^T, dP^T, dV in order, so
+      // wait<1> = dP^T done with dV still running under the dS^T code below.
+#pragma unroll
+      for (int i = 0; i < kBM / 4; ++i)
+        pp[i] = pack2<BF16>(st[2 * i], st[2 * i + 1]);
+      ptx::wgmma_fence();
+      issue_dv();
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<1>();
+    } else {
+      ptx::wgmma_wait<0>();
+    }
+    // dS^T = P^T (dP^T - delta); kDvEarly at BM = 128: P^T from its 16-bit copy (see above).
+    constexpr bool kDsFromP16 = kDvEarly && kBM == 128;
     fence_regs(dpt);
 #pragma unroll
     for (int j = 0; j < kBM / 8; ++j) {
@@ -463,14 +522,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int idx = 4 * j + 2 * r + e;
-          dpt[idx] = st[idx] * (dpt[idx] - delta_of(j, e));
+          const float pv = kDsFromP16 ? unpack_half<BF16>(pp[idx / 2], e) : st[idx];
+          dpt[idx] = pv * (dpt[idx] - delta_of(j, e));
         }
     }
-    // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
-    uint32_t pp[kBM / 4], pds[kBM / 4];
 #pragma unroll
     for (int i = 0; i < kBM / 4; ++i) {
-      pp[i] = pack2<BF16>(st[2 * i], st[2 * i + 1]);
+      if constexpr (!kDvEarly) pp[i] = pack2<BF16>(st[2 * i], st[2 * i + 1]);
       pds[i] = pack2<BF16>(dpt[2 * i], dpt[2 * i + 1]);
     }
     // kStatPf: refill the other staging buffer for item it + 1 (after this item's barrier; here,
@@ -493,28 +551,12 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       }
     ptx::fence_proxy_async_smem();  // generic-proxy stores -> the other WG's wgmma reads
 
-    // dV_w += P^T dO, dK_w += dS^T Q: A from registers, B = dO / Q MN-major (K = kBM queries).
-    auto issue_dv = [&] {
-#pragma unroll
-      for (int kk = 0; kk < kBM / 16; ++kk) {
-        const uint32_t af[4] = {pp[4 * kk], pp[4 * kk + 1], pp[4 * kk + 2], pp[4 * kk + 3]};
-        WD::template rs<1>(
-            dv, af, ptx::Sw128Desc::make(do_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024),
-            1);
-      }
-    };
-    auto issue_dk = [&] {
-#pragma unroll
-      for (int kk = 0; kk < kBM / 16; ++kk) {
-        const uint32_t af[4] = {pds[4 * kk], pds[4 * kk + 1], pds[4 * kk + 2], pds[4 * kk + 3]};
-        WD::template rs<1>(
-            dk, af, ptx::Sw128Desc::make(q_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
-      }
-    };
-    ptx::wgmma_fence();
-    issue_dv();
-    if constexpr (!kDqFirst) issue_dk();
-    ptx::wgmma_commit();
+    if constexpr (!kDvEarly) {
+      ptx::wgmma_fence();
+      issue_dv();
+      if constexpr (!kDqFirst) issue_dk();
+      ptx::wgmma_commit();
+    }
 
     // This WG's previous bulk reduce has finished reading its dQ stage (so after the barrier
     // every thread of the WG may overwrite it).
@@ -553,6 +595,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     }
     ptx::wgmma_commit();
     if constexpr (kDqFirst) {
+      // Groups dV, dQ pending (with kDvEarly too: dV was committed before dQ).
       ptx::wgmma_wait<1>();  // dV done: P^T registers free, dK queued behind dQ
       fence_regs(dv);
       ptx::wgmma_fence();

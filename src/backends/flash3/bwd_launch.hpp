@@ -34,6 +34,9 @@ struct BwdTuning {
   // Producer's try_wait suspend hint in ns (bwd_traits.hpp kProducerWaitNs): 0 = plain
   // try_wait loop, > 0 = that hint, -1 = default.
   int wait_ns = -1;
+  // dV GEMM issued right after P^T, before the dS^T code (bwd_kernel.cuh kDvEarly; coupled dQ-
+  // first kernels only, ignored otherwise): 1 / 0 / -1 = default.
+  int dv_early = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;
