@@ -154,6 +154,14 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
 ///   2 (prefetch): BM = 128's smem staging for both BM, but filled by cp.async for item it + 1
 ///     during item it, so no L2 latency is waited for in the loop. (Register prefetch instead:
 ///     ptxas spilled 96-116 bytes at BM = 128.)
+///   3 (prefetch, late refill; session 5 round 2, variant "+pfl", coupled 64-row dQ-first only):
+///     kStat 2 with the refill's cp.async issued after the dS^T fence.proxy.async (and the dV
+///     issue) instead of before the dS^T stores. ptxas lowers every fence.proxy.async to
+///     MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S (checked on a 10-line kernel, CUDA 13.0), and in the
+///     D = 128 default that MEMBAR comes ~20 instructions after the refill's LDGSTS. If the
+///     MEMBAR waits for the LDGSTS (L2 latency, every item, both WGs), kStat 2 moved the lse2 LDG
+///     stall (7.4 % of the samples, session 4) to the fence instead of removing it (it gained
+///     only +0.7 to +4.3 %); if not, 3 = 2. Not resolvable statically: the A/B decides.
 ///
 /// kKVRegs (D = 64, BM = 64; written after session 3 run 2, NOT yet run on a GPU): this WG's K and
 /// V rows held as wgmma A fragments in registers (2 x 16) for the whole CTA, so S^T and dP^T are RS
@@ -184,9 +192,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   static_assert(!kDvEarly || kDqFirst, "dV-early: the dQ-first order (dK after dQ)");
   static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
-  static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128), "lse2 / delta source");
+  static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128) ||
+                    (kStat == 3 && BM == 64 && !kDecoupled && kDqFirst),
+                "lse2 / delta source");
   constexpr bool kStatShfl = kStat == 1;
-  constexpr bool kStatPf = kStat == 2;
+  constexpr bool kStatPf = kStat == 2 || kStat == 3;
   namespace ptx = attnkit::cuda::sm90;
   namespace sm80 = attnkit::ptx;  // cp.async (ptx_sm80.hpp)
   constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages;
@@ -533,7 +543,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     }
     // kStatPf: refill the other staging buffer for item it + 1 (after this item's barrier; here,
     // once S^T / dP^T are packed: issued next to the live accumulators ptxas spilled 92 bytes).
-    if constexpr (kStatPf) {
+    if constexpr (kStat == 2) {
       if (it + 1 < items) prefetch_stats(it + 1);
     }
     // dS^T -> smem [128 keys][kBM queries] as kBM / 64 chunks [128 keys][64 queries] (128B
@@ -556,6 +566,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       issue_dv();
       if constexpr (!kDqFirst) issue_dk();
       ptx::wgmma_commit();
+    }
+    if constexpr (kStat == 3) {  // the refill after this item's fence (see the template)
+      if (it + 1 < items) prefetch_stats(it + 1);
     }
 
     // This WG's previous bulk reduce has finished reading its dQ stage (so after the barrier

@@ -37,7 +37,7 @@ struct Variant {
   int block_m = 64;       // 128: D = 64 only, coupled
   bool dq_bulk = false;   // dQ by bulk reduce-add (else float2 atomics)
   bool dq_first = false;  // FA3 GEMM order (kDqFirst)
-  int stat = 0;           // lse2 / delta source (kStat)
+  int stat = 0;           // lse2 / delta source (kStat; 3 = 2 with the late refill, +pfl)
   bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
   bool dq_vec4 = false;   // float4 dQ workspace layout: float4 atomics / smem stores (kDqVec4)
   bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
@@ -147,8 +147,8 @@ namespace bwd {
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv][+v4][+rot][+sl][+dve]. Fills `v`
-/// for head dim d; false when d is not listed (or the name does not parse).
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve].
+/// Fills `v` for head dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   if (e == nullptr) return false;
@@ -183,6 +183,8 @@ inline bool env_variant(int d, Variant& v) {
         x.stat = 1;
       else if (i >= 2 && tok == "pf")
         x.stat = 2;
+      else if (i >= 2 && tok == "pfl")
+        x.stat = 3;
       else if (i >= 2 && tok == "kv")
         x.kv_regs = true;
       else if (i >= 2 && tok == "v4")
@@ -253,7 +255,11 @@ void launch_stat(const Params& p, const Variant& v) {
     if (v.stat == 1)
       return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1, false, kDvEarly>(p, v);
   }
-  if (v.stat == 2)
+  if constexpr (BM == 64 && !kDecoupled && kDqFirst) {
+    if (v.stat == 3)
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 3, false, kDvEarly>(p, v);
+  }
+  if (v.stat == 2 || v.stat == 3)
     return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2, false, kDvEarly>(p, v);
   if constexpr (D == 64 && BM == 64 && kDecoupled) {
     if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v);
@@ -269,7 +275,8 @@ void launch_stat(const Params& p, const Variant& v) {
 /// Combinations without a kernel fall back: block_m 128 only for D = 64 (it implies coupled);
 /// dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
 /// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise); dV-early
-/// only with coupled dQ-first (ignored otherwise).
+/// only with coupled dQ-first (ignored otherwise); the late prefetch refill (stat 3) only with
+/// coupled 64-row dQ-first (stat 2 otherwise).
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
