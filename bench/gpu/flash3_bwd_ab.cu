@@ -97,6 +97,7 @@ void run_one(int S, bool causal) {
     int dq_vec4 = 0, item_rot = 0;
     int wait_ns = 0;   // +sl: producer try_wait suspend hint (kProducerWaitNs)
     int dv_early = 0;  // +dve: dV issued before the dS^T stretch (kDvEarly)
+    bool d128_only = false;
   };
   // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
   // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
@@ -135,9 +136,13 @@ void run_one(int S, bool causal) {
       // Session 5 round 2: the defaults' structures with dV issued before the dS^T stretch (D = 128
       // default = coupled+atomic+dqf+v4+pf, D = 64 default = m128+atomic+dqf+v4; names parsed by
       // env_variant, so F3B_VARIANT_ENV=1 can hand a winner to the peers bench).
-      {"coupled+atomic+dqf+v4+pf+dve", 0, 0, 64, 1, 2, 0, false, 1, 0, 0, 1},
+      // +pfl = +pf with the refill after the dS^T fence (kStat 3; the D = 128 rows only: its
+      // MEMBAR question, bwd_kernel.cuh).
+      {"coupled+atomic+dqf+v4+pf+dve", 0, 0, 64, 1, 2, 0, false, 1, 0, 0, 1, true},
       {"m128+atomic+dqf+v4+dve", 0, 0, 128, 1, 0, 0, true, 1, 0, 0, 1},
       {"default+dve", -1, -1, -1, -1, -1, -1, false, -1, -1, 0, 1},
+      {"coupled+atomic+dqf+v4+pfl", 0, 0, 64, 1, 3, 0, false, 1, 0, 0, 0, true},
+      {"coupled+atomic+dqf+v4+pfl+dve", 0, 0, 64, 1, 3, 0, false, 1, 0, 0, 1, true},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
@@ -149,6 +154,7 @@ void run_one(int S, bool causal) {
   const int reps = std::getenv("F3AB_REPS") ? std::atoi(std::getenv("F3AB_REPS")) : 30;
   for (const Variant& var : variants) {
     if (var.d64_only && D != 64) continue;
+    if (var.d128_only && D != 128) continue;
     if (only != nullptr && std::string(only) != var.name) continue;
     if (list != nullptr &&
         std::string(list).find("," + std::string(var.name) + ",") == std::string::npos)

@@ -256,6 +256,14 @@ TEST_P(Flash3Backward, MatchesOracleDvEarlyOther) {
     expect_backward_passes(GetParam());
   }
 }
+// The late prefetch refill (+pfl, kStat 3: coupled 64-row dQ-first only) with and without +dve,
+// atomics and bulk dQ.
+TEST_P(Flash3Backward, MatchesOraclePrefetchLate) {
+  TuningScope t(0, 0, 64, 1, 3, -1, -1, -1, -1, 0);
+  expect_backward_passes(GetParam());
+  TuningScope t2(1, 0, 64, 1, 3, -1, -1, -1, -1, 1);
+  expect_backward_passes(GetParam());
+}
 // With 64-row blocks +dve changes only the issue order: same arithmetic, same per-accumulator
 // order, so dK and dV (no atomics) must be bitwise equal to the kernel without it (D = 128: the
 // default, coupled + dQ-first + prefetched lse2 / delta; D = 64: coupled 64-row + dQ-first). The
@@ -286,7 +294,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cas
 
 // ---- variant names (host-only; runs without a GPU) ---------------------------------------------
 
-// "+dve" (session 5 round 2) parses into Variant::dv_early next to the other tokens, and no
+// "+dve" (session 5 round 2) parses into Variant::dv_early next to the other tokens ("+pfl" into
+// stat 3), and no
 // library default turns it on yet (kDvEarlyDefault). The env variable is restored before any
 // backward call: run_backward reads it once, at its first call.
 TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
@@ -296,7 +305,7 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
   flash3::bwd::Variant v128, v64;
   const bool ok128 = flash3::bwd::env_variant(128, v128);
   const bool ok64 = flash3::bwd::env_variant(64, v64);
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dve+dqf", 1);
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dve+dqf+pfl", 1);
   flash3::bwd::Variant v_order;
   const bool ok_order = flash3::bwd::env_variant(128, v_order);
   if (prev != nullptr)
@@ -307,7 +316,7 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
   EXPECT_TRUE(v128.dv_early && v128.dq_first && !v128.decoupled && v128.stat == 2 && v128.dq_vec4);
   EXPECT_FALSE(v64.dv_early);
   EXPECT_EQ(v64.block_m, 128);
-  EXPECT_TRUE(v_order.dv_early && v_order.dq_first);
+  EXPECT_TRUE(v_order.dv_early && v_order.dq_first && v_order.stat == 3);
   for (int d : {64, 128})
     for (bool causal : {false, true})
       EXPECT_FALSE(flash3::bwd::default_variant(d, causal).dv_early) << d << " " << causal;
