@@ -95,7 +95,9 @@ void run_one(int S, bool causal) {
     int decoupled, dq_mode, block_m, dq_first, stat_mode, kv_regs;
     bool d64_only;
     int dq_vec4 = 0, item_rot = 0;
-    int wait_ns = 0;  // +sl: producer try_wait suspend hint (kProducerWaitNs)
+    int wait_ns = 0;   // +sl: producer try_wait suspend hint (kProducerWaitNs)
+    int dv_early = 0;  // +dve: dV issued before the dS^T stretch (kDvEarly)
+    bool d128_only = false;
   };
   // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
   // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
@@ -131,6 +133,16 @@ void run_one(int S, bool causal) {
       // Session 5: the library default with the producer's try_wait suspend hint.
       {"default+sl", -1, -1, -1, -1, -1, -1, false, -1, -1,
        static_cast<int>(flash3::bwd::kProducerWaitNs)},
+      // Session 5 round 2: the defaults' structures with dV issued before the dS^T stretch (D = 128
+      // default = coupled+atomic+dqf+v4+pf, D = 64 default = m128+atomic+dqf+v4; names parsed by
+      // env_variant, so F3B_VARIANT_ENV=1 can hand a winner to the peers bench).
+      // +pfl = +pf with the refill after the dS^T fence (kStat 3; the D = 128 rows only: its
+      // MEMBAR question, bwd_kernel.cuh).
+      {"coupled+atomic+dqf+v4+pf+dve", 0, 0, 64, 1, 2, 0, false, 1, 0, 0, 1, true},
+      {"m128+atomic+dqf+v4+dve", 0, 0, 128, 1, 0, 0, true, 1, 0, 0, 1},
+      {"default+dve", -1, -1, -1, -1, -1, -1, false, -1, -1, 0, 1},
+      {"coupled+atomic+dqf+v4+pfl", 0, 0, 64, 1, 3, 0, false, 1, 0, 0, 0, true},
+      {"coupled+atomic+dqf+v4+pfl+dve", 0, 0, 64, 1, 3, 0, false, 1, 0, 0, 1, true},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
@@ -142,6 +154,7 @@ void run_one(int S, bool causal) {
   const int reps = std::getenv("F3AB_REPS") ? std::atoi(std::getenv("F3AB_REPS")) : 30;
   for (const Variant& var : variants) {
     if (var.d64_only && D != 64) continue;
+    if (var.d128_only && D != 128) continue;
     if (only != nullptr && std::string(only) != var.name) continue;
     if (list != nullptr &&
         std::string(list).find("," + std::string(var.name) + ",") == std::string::npos)
@@ -155,6 +168,7 @@ void run_one(int S, bool causal) {
     flash3::bwd_tuning().dq_vec4 = var.dq_vec4;
     flash3::bwd_tuning().item_rot = var.item_rot;
     flash3::bwd_tuning().wait_ns = var.name == std::string("default") ? -1 : var.wait_ns;
+    flash3::bwd_tuning().dv_early = var.name == std::string("default") ? -1 : var.dv_early;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;

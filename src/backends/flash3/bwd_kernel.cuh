@@ -115,6 +115,16 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
+/// Element e (0: low half, 1: high) of a packed 16-bit pair (pack2's inverse), as fp32.
+template <bool BF16>
+__device__ __forceinline__ float unpack_half(uint32_t x, int e) {
+  if constexpr (BF16) {
+    return __uint_as_float(e == 0 ? x << 16 : x & 0xffff0000u);
+  } else {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(e == 0 ? x : x >> 16)));
+  }
+}
+
 /// Work item it of a CTA -> (q head, query block): q heads of the group outermost, then the
 /// query blocks m_begin .. num_m_blocks-1 (those that can see the CTA's keys).
 struct Item {
@@ -144,23 +154,49 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
 ///   2 (prefetch): BM = 128's smem staging for both BM, but filled by cp.async for item it + 1
 ///     during item it, so no L2 latency is waited for in the loop. (Register prefetch instead:
 ///     ptxas spilled 96-116 bytes at BM = 128.)
+///   3 (prefetch, late refill; session 5 round 2, variant "+pfl", coupled 64-row dQ-first only):
+///     kStat 2 with the refill's cp.async issued after the dS^T fence.proxy.async (and the dV
+///     issue) instead of before the dS^T stores. ptxas lowers every fence.proxy.async to
+///     MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S (checked on a 10-line kernel, CUDA 13.0), and in the
+///     D = 128 default that MEMBAR comes ~20 instructions after the refill's LDGSTS. If the
+///     MEMBAR waits for the LDGSTS (L2 latency, every item, both WGs), kStat 2 moved the lse2 LDG
+///     stall (7.4 % of the samples, session 4) to the fence instead of removing it (it gained
+///     only +0.7 to +4.3 %); if not, 3 = 2. Not resolvable statically: the A/B decides.
 ///
 /// kKVRegs (D = 64, BM = 64; written after session 3 run 2, NOT yet run on a GPU): this WG's K and
 /// V rows held as wgmma A fragments in registers (2 x 16) for the whole CTA, so S^T and dP^T are RS
 /// GEMMs: their smem operand traffic drops from 4 KB to 2 KB per m64n64k16 (A no longer read from
 /// smem), 16 of the ~68 KB a WG reads per item. FA3 has the same option for V (Mma_dP_is_RS /
 /// V_in_regs).
+///
+/// kDvEarly (session 5 round 2, variant "+dve", needs kDqFirst; off by default): dV = P^T dO is
+/// issued as soon as P^T is packed, before the dP^T wait and the dS^T = P^T (dP^T - delta) stretch,
+/// so the tensor pipe runs dV under that stretch (cuDNN 9.19's order from its SASS executed counts,
+/// session 4: S, wait, dP | P | dV | dS^T | dK | barrier | dQ). Static SASS of the D = 128 default
+/// (coupled + atomic + dqf + pf, CUDA 13.0): 257 instructions per warp between the dP^T wait
+/// (WARPGROUP.DEPBAR gsb0, 0x0) and the first dV HGMMA, 32 FADD + 32 FMUL + 32 F2FP + 16 LDS +
+/// 16 STS + the lse2 / delta prefetch + MEMBAR / FENCE.VIEW.ASYNC, with no wgmma in flight in
+/// either (lockstep) WG: >= 514 issue cycles per SMSP against 512 clk of dV for both WGs. Same
+/// arithmetic, same accumulation order (dK / dV bitwise equal to the default's) at BM = 64: P^T
+/// packed 16-bit (16 registers at D = 128) is live next to the fp32 P^T during dS^T (ptxas -v:
+/// 0 spills). BM = 128 (32 packed registers): with the fp32 P^T kept too, ptxas spilled 48 bytes
+/// (stat 0, 2) and 68 + C7512 wgmma serialisation (stat 1), so there dS^T = P^T (dP^T - delta)
+/// takes P^T from the 16-bit copy (the fp32 one dies at the pack): the rounding FA3 / cuDNN do
+/// not add; dS^T is rounded to 16 bits right after anyway (tests: tolerance, not bitwise).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
-          bool kKVRegs = false>
+          bool kKVRegs = false, bool kDvEarly = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits<D, kDecoupled, BM>;
+  static_assert(!kDvEarly || kDqFirst, "dV-early: the dQ-first order (dK after dQ)");
   static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
-  static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128), "lse2 / delta source");
+  static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128) ||
+                    (kStat == 3 && BM == 64 && !kDecoupled && kDqFirst),
+                "lse2 / delta source");
   constexpr bool kStatShfl = kStat == 1;
-  constexpr bool kStatPf = kStat == 2;
+  constexpr bool kStatPf = kStat == 2 || kStat == 3;
   namespace ptx = attnkit::cuda::sm90;
   namespace sm80 = attnkit::ptx;  // cp.async (ptx_sm80.hpp)
   constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages;
@@ -453,46 +489,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     } else {
       p_from_s(std::false_type{}, need_mask);
     }
-    // dS^T = P^T (dP^T - delta).
-    ptx::wgmma_wait<0>();
-    fence_regs(dpt);
-#pragma unroll
-    for (int j = 0; j < kBM / 8; ++j) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int idx = 4 * j + 2 * r + e;
-          dpt[idx] = st[idx] * (dpt[idx] - delta_of(j, e));
-        }
-    }
     // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
     uint32_t pp[kBM / 4], pds[kBM / 4];
-#pragma unroll
-    for (int i = 0; i < kBM / 4; ++i) {
-      pp[i] = pack2<BF16>(st[2 * i], st[2 * i + 1]);
-      pds[i] = pack2<BF16>(dpt[2 * i], dpt[2 * i + 1]);
-    }
-    // kStatPf: refill the other staging buffer for item it + 1 (after this item's barrier; here,
-    // once S^T / dP^T are packed: issued next to the live accumulators ptxas spilled 92 bytes).
-    if constexpr (kStatPf) {
-      if (it + 1 < items) prefetch_stats(it + 1);
-    }
-    // dS^T -> smem [128 keys][kBM queries] as kBM / 64 chunks [128 keys][64 queries] (128B
-    // swizzle: 16-byte chunk c of row R at c ^ (R%8)).
-    // pds[2j + r] = (key row 16 warp + lane/4 + 8r, query columns 8j + qc, +1).
-    const int ds_buffer = Tr::kDSBuffers > 1 ? (it & 1) : 0;
-    uint8_t* ds_buf = smem + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
-#pragma unroll
-    for (int j = 0; j < kBM / 8; ++j)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int kr = 64 * w + 16 * warp + lane / 4 + 8 * r;
-        *reinterpret_cast<uint32_t*>(ds_buf + (j / 8) * Tr::kDSChunkBytes + kr * 128 +
-                                     (((j % 8) ^ (kr & 7)) * 16) + 2 * qc) = pds[2 * j + r];
-      }
-    ptx::fence_proxy_async_smem();  // generic-proxy stores -> the other WG's wgmma reads
-
     // dV_w += P^T dO, dK_w += dS^T Q: A from registers, B = dO / Q MN-major (K = kBM queries).
     auto issue_dv = [&] {
 #pragma unroll
@@ -511,10 +509,67 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             dk, af, ptx::Sw128Desc::make(q_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
       }
     };
-    ptx::wgmma_fence();
-    issue_dv();
-    if constexpr (!kDqFirst) issue_dk();
-    ptx::wgmma_commit();
+    if constexpr (kDvEarly) {
+      // P^T packed and dV issued now (see the template): groups S^T, dP^T, dV in order, so
+      // wait<1> = dP^T done with dV still running under the dS^T code below.
+#pragma unroll
+      for (int i = 0; i < kBM / 4; ++i)
+        pp[i] = pack2<BF16>(st[2 * i], st[2 * i + 1]);
+      ptx::wgmma_fence();
+      issue_dv();
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<1>();
+    } else {
+      ptx::wgmma_wait<0>();
+    }
+    // dS^T = P^T (dP^T - delta); kDvEarly at BM = 128: P^T from its 16-bit copy (see above).
+    constexpr bool kDsFromP16 = kDvEarly && kBM == 128;
+    fence_regs(dpt);
+#pragma unroll
+    for (int j = 0; j < kBM / 8; ++j) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int idx = 4 * j + 2 * r + e;
+          const float pv = kDsFromP16 ? unpack_half<BF16>(pp[idx / 2], e) : st[idx];
+          dpt[idx] = pv * (dpt[idx] - delta_of(j, e));
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < kBM / 4; ++i) {
+      if constexpr (!kDvEarly) pp[i] = pack2<BF16>(st[2 * i], st[2 * i + 1]);
+      pds[i] = pack2<BF16>(dpt[2 * i], dpt[2 * i + 1]);
+    }
+    // kStatPf: refill the other staging buffer for item it + 1 (after this item's barrier; here,
+    // once S^T / dP^T are packed: issued next to the live accumulators ptxas spilled 92 bytes).
+    if constexpr (kStat == 2) {
+      if (it + 1 < items) prefetch_stats(it + 1);
+    }
+    // dS^T -> smem [128 keys][kBM queries] as kBM / 64 chunks [128 keys][64 queries] (128B
+    // swizzle: 16-byte chunk c of row R at c ^ (R%8)).
+    // pds[2j + r] = (key row 16 warp + lane/4 + 8r, query columns 8j + qc, +1).
+    const int ds_buffer = Tr::kDSBuffers > 1 ? (it & 1) : 0;
+    uint8_t* ds_buf = smem + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
+#pragma unroll
+    for (int j = 0; j < kBM / 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int kr = 64 * w + 16 * warp + lane / 4 + 8 * r;
+        *reinterpret_cast<uint32_t*>(ds_buf + (j / 8) * Tr::kDSChunkBytes + kr * 128 +
+                                     (((j % 8) ^ (kr & 7)) * 16) + 2 * qc) = pds[2 * j + r];
+      }
+    ptx::fence_proxy_async_smem();  // generic-proxy stores -> the other WG's wgmma reads
+
+    if constexpr (!kDvEarly) {
+      ptx::wgmma_fence();
+      issue_dv();
+      if constexpr (!kDqFirst) issue_dk();
+      ptx::wgmma_commit();
+    }
+    if constexpr (kStat == 3) {  // the refill after this item's fence (see the template)
+      if (it + 1 < items) prefetch_stats(it + 1);
+    }
 
     // This WG's previous bulk reduce has finished reading its dQ stage (so after the barrier
     // every thread of the WG may overwrite it).
@@ -553,6 +608,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     }
     ptx::wgmma_commit();
     if constexpr (kDqFirst) {
+      // Groups dV, dQ pending (with kDvEarly too: dV was committed before dQ).
       ptx::wgmma_wait<1>();  // dV done: P^T registers free, dK queued behind dQ
       fence_regs(dv);
       ptx::wgmma_fence();

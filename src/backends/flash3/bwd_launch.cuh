@@ -37,16 +37,18 @@ struct Variant {
   int block_m = 64;       // 128: D = 64 only, coupled
   bool dq_bulk = false;   // dQ by bulk reduce-add (else float2 atomics)
   bool dq_first = false;  // FA3 GEMM order (kDqFirst)
-  int stat = 0;           // lse2 / delta source (kStat)
+  int stat = 0;           // lse2 / delta source (kStat; 3 = 2 with the late refill, +pfl)
   bool kv_regs = false;   // K / V as register A fragments (kKVRegs; D = 64, BM = 64, stat 0)
   bool dq_vec4 = false;   // float4 dQ workspace layout: float4 atomics / smem stores (kDqVec4)
   bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
   uint32_t wait_ns = 0;   // producer's try_wait suspend hint, ns (kProducerWaitNs; 0 = none)
+  bool dv_early = false;  // dV issued before the dS^T stretch (kDvEarly; needs dq_first)
 };
 
 /// Launches one kernel instantiation; v supplies the run-time choices (dQ path, dQ workspace
 /// layout, item order) that the instantiation does not fix.
-template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false>
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
+          bool kDvEarly = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
@@ -113,7 +115,7 @@ void launch_backward(const Params& p, const Variant& v) {
     a.item_rot = v.item_rot ? 1 : 0;
     a.wait_ns = v.wait_ns;
 
-    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs>;
+    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -145,8 +147,8 @@ namespace bwd {
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf][+kv][+v4][+rot][+sl]. Fills `v` for head
-/// dim d; false when d is not listed (or the name does not parse).
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve].
+/// Fills `v` for head dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   if (e == nullptr) return false;
@@ -181,6 +183,8 @@ inline bool env_variant(int d, Variant& v) {
         x.stat = 1;
       else if (i >= 2 && tok == "pf")
         x.stat = 2;
+      else if (i >= 2 && tok == "pfl")
+        x.stat = 3;
       else if (i >= 2 && tok == "kv")
         x.kv_regs = true;
       else if (i >= 2 && tok == "v4")
@@ -189,6 +193,8 @@ inline bool env_variant(int d, Variant& v) {
         x.item_rot = true;
       else if (i >= 2 && tok == "sl")
         x.wait_ns = kProducerWaitNs;
+      else if (i >= 2 && tok == "dve")
+        x.dv_early = true;
       else
         return false;
     }
@@ -236,19 +242,29 @@ inline Variant default_variant(int d, bool causal) {
   v.dq_vec4 = kDqVec4;
   v.item_rot = causal ? kItemRotateCausal : kItemRotate;
   v.wait_ns = kProducerWaitDefault ? kProducerWaitNs : 0;
+  v.dv_early = kDvEarlyDefault && v.dq_first;
   return v;
 }
 
-template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst>
+/// kDvEarly (v.dv_early) is instantiated only for the coupled dQ-first kernels (the defaults'
+/// structures: D = 128 coupled, D = 64 128-row), without K / V in registers.
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, bool kDvEarly = false>
 void launch_stat(const Params& p, const Variant& v) {
+  static_assert(!kDvEarly || (kDqFirst && !kDecoupled), "dV-early: coupled dQ-first kernels");
   if constexpr (BM == 128) {
-    if (v.stat == 1) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1>(p, v);
+    if (v.stat == 1)
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1, false, kDvEarly>(p, v);
   }
-  if (v.stat == 2) return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2>(p, v);
+  if constexpr (BM == 64 && !kDecoupled && kDqFirst) {
+    if (v.stat == 3)
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 3, false, kDvEarly>(p, v);
+  }
+  if (v.stat == 2 || v.stat == 3)
+    return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2, false, kDvEarly>(p, v);
   if constexpr (D == 64 && BM == 64 && kDecoupled) {
     if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v);
   }
-  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0>(p, v);
+  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0, false, kDvEarly>(p, v);
 }
 
 }  // namespace bwd
@@ -258,7 +274,9 @@ void launch_stat(const Params& p, const Variant& v) {
 /// ("1", "all" or a list of D: coupled warpgroups), then by each bwd_tuning() knob that is set.
 /// Combinations without a kernel fall back: block_m 128 only for D = 64 (it implies coupled);
 /// dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
-/// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise).
+/// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise); dV-early
+/// only with coupled dQ-first (ignored otherwise); the late prefetch refill (stat 3) only with
+/// coupled 64-row dQ-first (stat 2 otherwise).
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
@@ -285,18 +303,22 @@ void run_backward(const Params& p) {
   if (t.dq_vec4 >= 0) v.dq_vec4 = t.dq_vec4 != 0;
   if (t.item_rot >= 0) v.item_rot = t.item_rot != 0;
   if (t.wait_ns >= 0) v.wait_ns = static_cast<uint32_t>(t.wait_ns);
+  if (t.dv_early >= 0) v.dv_early = t.dv_early != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;
   if (v.block_m != 128 && v.stat == 1) v.stat = 0;
+  if (v.decoupled || !v.dq_first) v.dv_early = false;
   if constexpr (D == 64) {
     if (v.block_m == 128) {
+      if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 128, true, true>(p, v);
       if (v.dq_first) return bwd::launch_stat<D, BF16, false, 128, true>(p, v);
       return bwd::launch_stat<D, BF16, false, 128, false>(p, v);
     }
     if (v.decoupled && v.dq_first) return bwd::launch_stat<D, BF16, true, 64, true>(p, v);
   }
   if (v.decoupled) return bwd::launch_stat<D, BF16, true, 64, false>(p, v);
+  if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 64, true, true>(p, v);
   if (v.dq_first) return bwd::launch_stat<D, BF16, false, 64, true>(p, v);
   bwd::launch_stat<D, BF16, false, 64, false>(p, v);
 }

@@ -20,7 +20,8 @@ struct BwdTuning {
   // then dQ, -1 = default. Ignored for decoupled D = 128.
   int dq_first = -1;
   // lse2 / delta source (bwd_kernel.cuh kStat): 0 direct, 1 shuffles (block_m 128), 2 loaded
-  // one item ahead and staged through smem; -1 = default.
+  // one item ahead and staged through smem, 3 = 2 with the refill issued after the dS^T fence
+  // (coupled 64-row dQ-first only; 2 elsewhere); -1 = default.
   int stat_mode = -1;
   // K / V rows as register A fragments for S^T / dP^T (RS instead of SS; bwd_kernel.cuh
   // kKVRegs): 1 / 0 / -1 = default. Only decoupled D = 64 with 64-row blocks and stat_mode 0.
@@ -34,6 +35,9 @@ struct BwdTuning {
   // Producer's try_wait suspend hint in ns (bwd_traits.hpp kProducerWaitNs): 0 = plain
   // try_wait loop, > 0 = that hint, -1 = default.
   int wait_ns = -1;
+  // dV GEMM issued right after P^T, before the dS^T code (bwd_kernel.cuh kDvEarly; coupled dQ-
+  // first kernels only, ignored otherwise): 1 / 0 / -1 = default.
+  int dv_early = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

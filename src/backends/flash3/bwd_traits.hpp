@@ -100,6 +100,10 @@ inline constexpr bool kD64CausalM128 = true;
 //   until a same-run A/B says otherwise (kProducerWaitDefault).
 inline constexpr unsigned kProducerWaitNs = 10000000u;
 inline constexpr bool kProducerWaitDefault = false;
+// kDvEarlyDefault (session 5 round 2, variant "+dve"): the dV GEMM issued before the dS^T stretch
+//   in the coupled dQ-first kernels (bwd_kernel.cuh kDvEarly says why). Compile-only so far: off
+//   until a same-run A/B on a GPU says otherwise.
+inline constexpr bool kDvEarlyDefault = false;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {

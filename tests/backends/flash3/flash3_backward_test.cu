@@ -18,8 +18,11 @@
 #include "attnkit/attention.hpp"
 #include "attnkit/backend_info.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
+#include "backends/flash3/bwd_launch.cuh"
 #include "backends/flash3/bwd_launch.hpp"
 #include "check/check.hpp"
+#include "check/execute.hpp"
+#include "check/inputs.hpp"
 #include "common/case_printing.hpp"
 #include "common/check_expect.hpp"
 #include "common/cuda_skip.hpp"
@@ -105,7 +108,8 @@ void expect_backward_passes(const check::Case& c) {
 struct TuningScope {
   flash3::BwdTuning saved;
   TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
-              int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1, int wait_ns = -1)
+              int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1, int wait_ns = -1,
+              int dv_early = -1)
       : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
@@ -116,6 +120,7 @@ struct TuningScope {
     flash3::bwd_tuning().dq_vec4 = dq_vec4;
     flash3::bwd_tuning().item_rot = item_rot;
     flash3::bwd_tuning().wait_ns = wait_ns;
+    flash3::bwd_tuning().dv_early = dv_early;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
@@ -232,8 +237,90 @@ TEST_P(Flash3Backward, MatchesOracleWaitHintOther) {
   expect_backward_passes(GetParam());
 }
 
+// Session 5 round 2: dV issued before the dS^T stretch (+dve, bwd_kernel.cuh kDvEarly) on every
+// case's default variant (D = 64: the 128-row kernel, whose dS^T takes P^T from its 16-bit copy),
+// and on the other coupled dQ-first structures: D = 128 with the direct lse2 / delta and the bulk
+// dQ path, D = 64 with 64-row blocks, and the 128-row kernel's prefetched and shuffled sources.
+TEST_P(Flash3Backward, MatchesOracleDvEarly) {
+  TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleDvEarlyOther) {
+  const bool d64 = GetParam().d == 64;
+  TuningScope t(1, 0, 64, 1, 0, -1, -1, -1, -1, 1);
+  expect_backward_passes(GetParam());
+  if (d64) {
+    TuningScope t2(1, 0, 128, 1, 2, -1, -1, -1, -1, 1);
+    expect_backward_passes(GetParam());
+    TuningScope t3(0, 0, 128, 1, 1, -1, -1, -1, -1, 1);
+    expect_backward_passes(GetParam());
+  }
+}
+// The late prefetch refill (+pfl, kStat 3: coupled 64-row dQ-first only) with and without +dve,
+// atomics and bulk dQ.
+TEST_P(Flash3Backward, MatchesOraclePrefetchLate) {
+  TuningScope t(0, 0, 64, 1, 3, -1, -1, -1, -1, 0);
+  expect_backward_passes(GetParam());
+  TuningScope t2(1, 0, 64, 1, 3, -1, -1, -1, -1, 1);
+  expect_backward_passes(GetParam());
+}
+// With 64-row blocks +dve changes only the issue order: same arithmetic, same per-accumulator
+// order, so dK and dV (no atomics) must be bitwise equal to the kernel without it (D = 128: the
+// default, coupled + dQ-first + prefetched lse2 / delta; D = 64: coupled 64-row + dQ-first). The
+// forward runs again for each call and is bitwise reproducible (one CTA per tile, no split).
+TEST_P(Flash3Backward, DvEarlyDkDvBitwiseEqual) {
+  const check::Case& c = GetParam();
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
+  if (!flash3_built_with(static_cast<int>(c.d)))
+    GTEST_SKIP() << "flash3 built without head dim " << c.d;
+  const check::detail::Inputs in = check::detail::build_inputs(c, 23);
+  const int bm = c.d == 64 ? 64 : -1, dec = c.d == 64 ? 0 : -1, dqf = c.d == 64 ? 1 : -1;
+  auto run = [&](int dv_early) {
+    TuningScope t(-1, dec, bm, dqf, -1, -1, -1, -1, -1, dv_early);
+    std::string stage;
+    return check::detail::execute(c, in, "flash3", Device::cuda(0), stage);
+  };
+  const check::detail::Outputs a = run(0), b = run(1);
+  ASSERT_TRUE(a.has_grads && b.has_grads);
+  ASSERT_EQ(a.out.bytes, b.out.bytes) << "forward not bitwise reproducible: comparison void";
+  ASSERT_EQ(a.lse.bytes, b.lse.bytes) << "forward not bitwise reproducible: comparison void";
+  EXPECT_TRUE(a.dk.bytes == b.dk.bytes) << "dK differs with +dve";
+  EXPECT_TRUE(a.dv.bytes == b.dv.bytes) << "dV differs with +dve";
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
                          CaseParamName{});
+
+// ---- variant names (host-only; runs without a GPU) ---------------------------------------------
+
+// "+dve" (session 5 round 2) parses into Variant::dv_early next to the other tokens ("+pfl" into
+// stat 3), and no
+// library default turns it on yet (kDvEarlyDefault). The env variable is restored before any
+// backward call: run_backward reads it once, at its first call.
+TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
+  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const std::string saved = prev != nullptr ? prev : "";
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pf+dve;64:m128+atomic+dqf+v4", 1);
+  flash3::bwd::Variant v128, v64;
+  const bool ok128 = flash3::bwd::env_variant(128, v128);
+  const bool ok64 = flash3::bwd::env_variant(64, v64);
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dve+dqf+pfl", 1);
+  flash3::bwd::Variant v_order;
+  const bool ok_order = flash3::bwd::env_variant(128, v_order);
+  if (prev != nullptr)
+    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
+  else
+    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  ASSERT_TRUE(ok128 && ok64 && ok_order);
+  EXPECT_TRUE(v128.dv_early && v128.dq_first && !v128.decoupled && v128.stat == 2 && v128.dq_vec4);
+  EXPECT_FALSE(v64.dv_early);
+  EXPECT_EQ(v64.block_m, 128);
+  EXPECT_TRUE(v_order.dv_early && v_order.dq_first && v_order.stat == 3);
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      EXPECT_FALSE(flash3::bwd::default_variant(d, causal).dv_early) << d << " " << causal;
+}
 
 // ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
 
