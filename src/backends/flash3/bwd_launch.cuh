@@ -230,6 +230,10 @@ inline bool env_variant(int d, Variant& v) {
 /// (decoupled + kv, no hoist since, bwd_traits.hpp kHoistMask) lost 6 % with it; kD64CausalM128
 /// moves D = 64 causal to the non-causal kernel: run 2 +26 / +30 / +36 % at S 1k / 4k / 16k
 /// (217.1 / 370.3 / 453.3 vs 171.9 / 283.8 / 332.4 TFLOP/s).
+/// Session 6 (H100, same process, best of 20 runs, TFLOP/s): D = 128 +pfl (kStat 3) 383 / 495 /
+/// 528 vs 370 / 495 / 492 non-causal at S 1k / 4k / 16k, causal 426 / 522 vs 420 / 490 at 4k /
+/// 16k; +dve alone mixed (376 / 483 / 520, causal 424 / 507), +pfl+dve below +pfl, D = 64 128-row
+/// +dve below the default (bench/results/2026-11-22-h100-flash3-bwd-s6-f3bwd7.md).
 inline Variant default_variant(int d, bool causal) {
   Variant v;
   if (d == 64 && (!causal || kD64CausalM128)) {
@@ -237,7 +241,8 @@ inline Variant default_variant(int d, bool causal) {
   } else if (d == 64) {
     v.decoupled = true, v.dq_bulk = false, v.kv_regs = true;
   } else {
-    v.decoupled = false, v.dq_bulk = false, v.dq_first = true, v.stat = 2;
+    // D = 128: +pfl (kStat 3, the lse2 / delta refill after the dS^T fence) since session 6.
+    v.decoupled = false, v.dq_bulk = false, v.dq_first = true, v.stat = d == 128 ? 3 : 2;
   }
   v.dq_vec4 = kDqVec4;
   v.item_rot = causal ? kItemRotateCausal : kItemRotate;

@@ -127,7 +127,8 @@ struct TuningScope {
 
 // Default variant per call (bwd_launch.cuh default_variant, session 5: D = 64 128-row blocks +
 // atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
-// registers), D = 128 coupled + atomics + dQ-first + prefetched lse2/delta; float4 dQ layout).
+// registers), D = 128 coupled + atomics + dQ-first + prefetched lse2/delta with the late refill
+// (+pfl, session 6); float4 dQ layout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
@@ -320,6 +321,9 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
   for (int d : {64, 128})
     for (bool causal : {false, true})
       EXPECT_FALSE(flash3::bwd::default_variant(d, causal).dv_early) << d << " " << causal;
+  // Session 6: D = 128 defaults to the late refill (+pfl, stat 3) in both causal modes.
+  for (bool causal : {false, true})
+    EXPECT_EQ(flash3::bwd::default_variant(128, causal).stat, 3) << causal;
 }
 
 // ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
