@@ -74,17 +74,6 @@ __device__ __forceinline__ void fwd_load_tile_thr(T* smem, const T* gthr, int64_
                                valid_rows, valid_cols);
 }
 
-/// x, made to depend on `sum` through a select that never fires: sum's bits are never
-/// 0xffffffff (a sum of exp2 results is >= 0, +inf or the canonical NaN 0x7fffffff). Compared
-/// as an integer in PTX: nvcc and ptxas both fold a float compare of exp2 sums (>= 0) away.
-__device__ __forceinline__ uint32_t dep_fence(uint32_t x, float sum) {
-  uint32_t y;
-  asm("{\n .reg .pred q;\n setp.eq.b32 q, %1, -1;\n selp.b32 %0, 0, %2, q;\n}\n"
-      : "=r"(y)
-      : "r"(__float_as_uint(sum)), "r"(x));
-  return y;
-}
-
 /// A query tile (m block, q head, batch) in the launch order of the 3-D grid: m blocks fastest,
 /// heavy causal blocks (the last) first.
 struct FwdTile {

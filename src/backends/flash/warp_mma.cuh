@@ -149,14 +149,16 @@ __device__ __forceinline__ void warp_gemm_ss(float (&acc)[MT][NT][4], const T* s
   }
 }
 
-/// addr, made to depend on the fp32 accumulator `c` through a select that never fires (an MMA
-/// writes NaN as 0x7fffffff, never 0xffffffff), so that ldmatrix from it wait for the MMA that
-/// wrote c (fwd_kernel's dep_fence, for an address).
-__device__ __forceinline__ uint32_t fence_addr(uint32_t addr, float c) {
+/// x, made to depend on the fp32 value `c` through a select that never fires: c's bits are never
+/// 0xffffffff (an MMA writes NaN as 0x7fffffff; a sum of exp2 results is >= 0, +inf or the
+/// canonical NaN). Compared as an integer in PTX: nvcc and ptxas both fold a float compare of
+/// exp2 sums (>= 0) away. Uses: an ldmatrix address that must wait for the MMA that wrote c
+/// (warp_gemm_ss_wo's kFence), P's last slice that must wait for the row sums (fwd_kernel).
+__device__ __forceinline__ uint32_t dep_fence(uint32_t x, float c) {
   uint32_t y;
   asm("{\n .reg .pred q;\n setp.eq.b32 q, %1, -1;\n selp.b32 %0, 0, %2, q;\n}\n"
       : "=r"(y)
-      : "r"(__float_as_uint(c)), "r"(addr));
+      : "r"(__float_as_uint(c)), "r"(x));
   return y;
 }
 
@@ -186,7 +188,7 @@ struct WarpFragAddr {
 /// kEnable false: both operands through FragAddr, i.e. warp_gemm_ss's split-address form.
 /// kFence > 0 (both operands WarpFragAddr, full unroll): the ldmatrix of k slices >= kFence wait
 /// for slice kFence - 1's first MMA (their lane bases made to depend on acc[0][0][0] by
-/// fence_addr), bounding ptxas's ldmatrix run-ahead, hence the fragments it keeps live, without
+/// dep_fence), bounding ptxas's ldmatrix run-ahead, hence the fragments it keeps live, without
 /// the loop of a partial unroll (ATTNKIT_FLASH_BWD_DQ_FENCE_128).
 template <bool kEnable, int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB,
           int UNROLL, int kFence = 0, typename T>
@@ -209,8 +211,8 @@ __device__ __forceinline__ void warp_gemm_ss_wo(float (&acc)[MT][NT][4], const T
   for (int kk = 0; kk < K / 16; ++kk) {
     if constexpr (kFence > 0) {
       if (kk == kFence) {
-        fa.base = fence_addr(fa.base, acc[0][0][0]);
-        fb.base = fence_addr(fb.base, acc[0][0][0]);
+        fa.base = dep_fence(fa.base, acc[0][0][0]);
+        fb.base = dep_fence(fb.base, acc[0][0][0]);
       }
     }
     uint32_t a[MT][4];
