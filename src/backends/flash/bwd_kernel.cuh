@@ -376,6 +376,58 @@ __device__ __forceinline__ void store_dk_dv(const Params& p, int64_t b, int64_t 
   store_c_global(dv_ptr, p.dv_st.s, dv, k_m0, k_n0, keys, static_cast<int>(p.head_dim_v), 1.f);
 }
 
+/// store_dk_dv through shared memory (ATTNKIT_FLASH_BWD_SMEM_EPILOGUE): dK * scale and dV into
+/// sdk / sdv ((kBN, D) tiles of layout L, free: the caller's barrier) from the warp tiles, one
+/// barrier, then each thread copies 16-byte chunks idx = it * kThreads + tid (row idx / (D / 8),
+/// column 8 (idx % (D / 8))): 8 lanes read one 128-byte panel row (conflict-free), a warp stores
+/// 512 contiguous bytes of whole rows. Same rows / columns stored as store_dk_dv, same values
+/// (dk * scale rounded once to T). kStsm: stmatrix for the shared stores (sm90, as the P / dS
+/// stores); the split form where L has 64-wide panels only; else store_c_smem.
+template <typename T, typename L, int kThreads, bool kStsm, int MT, int NT>
+__device__ __forceinline__ void store_dk_dv_smem(const Params& p, int64_t b, int64_t g,
+                                                 const SeqSpan& sp, int64_t n0,
+                                                 float (&dk)[MT][NT][4],
+                                                 const float (&dv)[MT][NT][4], int k_m0, int k_n0,
+                                                 int keys, int dvalid, T* sdk, T* sdv) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        dk[mt][nt][e] *= p.scale;
+  constexpr bool kSplit = !L::kHasHalfPanel && (NT & (NT - 1)) == 0 && 8 * NT <= 64;
+  if constexpr (kStsm && kSplit && NT >= 2) {
+    store_c_smem_stsm<L>(sdk, dk, k_m0, k_n0);
+    store_c_smem_stsm<L>(sdv, dv, k_m0, k_n0);
+  } else if constexpr (kSplit) {
+    store_c_smem_split<L>(sdk, dk, k_m0, k_n0);
+    store_c_smem_split<L>(sdv, dv, k_m0, k_n0);
+  } else {
+    store_c_smem<L>(sdk, dk, k_m0, k_n0);
+    store_c_smem<L>(sdv, dv, k_m0, k_n0);
+  }
+  __syncthreads();
+  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s + g * p.dk_st.h;
+  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s + g * p.dv_st.h;
+  const int dvalid_v = static_cast<int>(p.head_dim_v);
+  constexpr int kCpr = L::kCols / 8, kChunks = L::kRows * kCpr;
+  static_assert(kChunks % kThreads == 0, "dK / dV chunks must split evenly over the threads");
+#pragma unroll
+  for (int it = 0; it < kChunks / kThreads; ++it) {
+    const int idx = it * kThreads + tid_volatile();
+    const int r = idx / kCpr, c = (idx % kCpr) * 8;
+    if (r >= keys) continue;
+    const int o = L::off(r, c);
+    if (c < dvalid)
+      *reinterpret_cast<uint4*>(dk_ptr + r * p.dk_st.s + c) =
+          *reinterpret_cast<const uint4*>(sdk + o);
+    if (c < dvalid_v)
+      *reinterpret_cast<uint4*>(dv_ptr + r * p.dv_st.s + c) =
+          *reinterpret_cast<const uint4*>(sdv + o);
+  }
+}
+
 /// dst[0..1] += (a, b) in global memory without a return value (8-byte aligned dst).
 /// sm90: one vector reduction (red.global.add.v2.f32); sm80: two scalar ones.
 __device__ __forceinline__ void red_add2(float* dst, float a, float b) {
@@ -1021,7 +1073,13 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     t = tn;
   }
   ptx::cp_async_wait<0>();  // K/V were never waited for when no query block was visited
-  store_dk_dv<T>(p, b, g, sp, n0, dk, dv, k_m0, k_n0, keys, dvalid);
+  if constexpr (ATTNKIT_FLASH_BWD_SMEM_EPILOGUE != 0) {
+    __syncthreads();  // every warp is past its last GEMM reading sK / sV (the dQ GEMM reads sK)
+    store_dk_dv_smem<T, LK, Tr::kThreads, kStsm>(p, b, g, sp, n0, dk, dv, k_m0, k_n0, keys, dvalid,
+                                                 sK, sV);
+  } else {
+    store_dk_dv<T>(p, b, g, sp, n0, dk, dv, k_m0, k_n0, keys, dvalid);
+  }
 }
 
 /// dQ = scale * dQ_accum, cast to T, written with dq's strides: 8 columns (one 16-byte store)

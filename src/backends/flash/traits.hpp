@@ -209,6 +209,20 @@
 #ifndef ATTNKIT_FLASH_BWD_DQ_FENCE_128
 #define ATTNKIT_FLASH_BWD_DQ_FENCE_128 0
 #endif
+//   ATTNKIT_FLASH_BWD_SMEM_EPILOGUE (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default): the fused kernel's dK / dV leave through shared memory (sK / sV, free after the
+//     item loop: one barrier), then as 16-byte row chunks (a warp store = 512 contiguous bytes,
+//     4 whole 128-byte lines), instead of one 4-byte store per element pair straight from the
+//     accumulator fragments (store_dk_dv: each warp store touches 8 rows, 16 bytes each: 8 lines
+//     per 128 bytes). FA-2 stages dK / dV through its sK the same way. Per CTA (one CTA per SM,
+//     so nothing overlaps it): 64 KiB at D = 128 / 256 (4096 line requests -> 512), 32 KiB at
+//     D = 64 (2048 -> 256). The forward's SMEM_EPILOGUE (the same change for O) measured +7 / +9 %
+//     at D = 256, S = 512 (H200, session 4). 1 = fast and general path, 0 = off. The
+//     deterministic dK / dV kernel keeps store_dk_dv. Static SASS, prediction and the A/B plan:
+//     bench/notes/flash.md ("Session 6 (helper flashbwd10, compile-only)").
+#ifndef ATTNKIT_FLASH_BWD_SMEM_EPILOGUE
+#define ATTNKIT_FLASH_BWD_SMEM_EPILOGUE 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
