@@ -572,7 +572,10 @@ __device__ __forceinline__ float* dq_accum_ptr(float* base, const Params& p, int
 /// items t = hh * m_blocks + mb over (q head of the GQA group, query block mb of kBM rows; hh
 /// outer, mb ascending; ATTNKIT_FLASH_BWD_ITEM_RANGE: t = (hh << shift) | mb), skipping
 /// items whose query rows cannot see these keys, and loads each item's Q and dO tiles.
-template <int kBM, int kBN, int D, int kThreads, typename T>
+/// kDeferRange (ATTNKIT_FLASH_BWD_EARLY_KV): the constructor leaves the visible query-block range
+/// (ITEM_RANGE's mb_lo / mb_hi, HOIST's full_lo / full_hi) to find_range(), so that the caller
+/// can issue the K / V loads first.
+template <int kBM, int kBN, int D, int kThreads, typename T, bool kDeferRange = false>
 struct BwdKeyBlock {
   using LQ = SmemLayout<kBM, D>;
   using LK = SmemLayout<kBN, D>;
@@ -620,6 +623,15 @@ struct BwdKeyBlock {
 #if ATTNKIT_FLASH_BWD_ITEM_RANGE
     shift = m_blocks > 1 ? 32 - __clz(m_blocks - 1) : 0;
     items = static_cast<int>(p.group) << shift;
+    if constexpr (!kDeferRange) find_range();
+#else
+    items = static_cast<int>(p.group) * m_blocks;
+#endif
+  }
+  /// The visible query blocks [mb_lo, mb_hi] and (HOIST) the full ones [full_lo, full_hi]; in
+  /// the constructor unless kDeferRange. No-op without ITEM_RANGE.
+  __device__ __forceinline__ void find_range() {
+#if ATTNKIT_FLASH_BWD_ITEM_RANGE
     mb_lo = 0;
     mb_hi = m_blocks - 1;
     if (!empty()) {
@@ -653,8 +665,6 @@ struct BwdKeyBlock {
       full_hi = lo;
     }
 #endif
-#else
-    items = static_cast<int>(p.group) * m_blocks;
 #endif
   }
   /// True when the block starts past this sequence's keys (the CTA has nothing to do).
@@ -669,6 +679,48 @@ struct BwdKeyBlock {
         static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s + g * p.v_st.h;
     load_tile_async<LK, kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
     load_tile_async<LK, kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
+  }
+  /// load_kv with the thread's chunk fixed (row r0 + it * kR, column c0), as load_q_do's
+  /// hoisted form (ATTNKIT_FLASH_BWD_EARLY_KV bit 2): smem rows as immediate offsets, one 64-bit
+  /// add per chunk and a select of the tensor's base pointer for chunks past the keys (read 0
+  /// bytes), instead of load_tile_async's per-chunk 64-bit row product (~20 SASS per chunk, all
+  /// before the first LDGSTS). Same chunks, same zero fill. 64-wide panels only (D = 96 / 192:
+  /// load_kv).
+  __device__ __forceinline__ void load_kv_fast(T* sK, T* sV) const {
+    constexpr int kCpr = D / 8;  // 16-byte chunks per row
+    if constexpr (kThreads % kCpr == 0 && !LK::kHasHalfPanel) {
+      constexpr int kR = kThreads / kCpr, kIts = kBN / kR;
+      static_assert(kBN % kR == 0 && kR % 8 == 0, "whole rows per pass");
+      const int tid = static_cast<int>(threadIdx.x);
+      const int r0 = tid / kCpr, c0 = (tid % kCpr) * 8;
+      const int left = c0 < dvalid ? keys - r0 : 0;  // keys of this thread's column left
+      const uint32_t s0 = ptx::smem_addr(sK + LK::off(r0, c0));
+      const uint32_t s1 = ptx::smem_addr(sV + LK::off(r0, c0));
+      const char* kt =
+          reinterpret_cast<const char*>(static_cast<const T*>(p.k) + b * p.k_st.b +
+                                        (sp.k_start + n0 + r0) * p.k_st.s + g * p.k_st.h + c0);
+      const char* vt =
+          reinterpret_cast<const char*>(static_cast<const T*>(p.v) + b * p.v_st.b +
+                                        (sp.k_start + n0 + r0) * p.v_st.s + g * p.v_st.h + c0);
+      const int64_t kstep = kR * p.k_st.s * static_cast<int64_t>(sizeof(T));
+      const int64_t vstep = kR * p.v_st.s * static_cast<int64_t>(sizeof(T));
+      const char* kz = static_cast<const char*>(p.k);
+      const char* vz = static_cast<const char*>(p.v);
+#pragma unroll
+      for (int it = 0; it < kIts; ++it) {
+        const bool ok = it * kR < left;
+        ptx::cp_async_16(s0 + it * kR * 64 * 2, ok ? kt : kz, ok);
+        kt += kstep;
+      }
+#pragma unroll
+      for (int it = 0; it < kIts; ++it) {
+        const bool ok = it * kR < left;
+        ptx::cp_async_16(s1 + it * kR * 64 * 2, ok ? vt : vz, ok);
+        vt += vstep;
+      }
+    } else {
+      load_kv(sK, sV);
+    }
   }
   /// Query rows of block mb inside the sequence (<= kBM).
   __device__ __forceinline__ int64_t block_rows(int mb) const {
@@ -876,9 +928,23 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   // kStages x [lse (kBM), delta (kBM)] fp32, loaded with Q / dO (kBwdStatsSmem)
   float* sL0 = reinterpret_cast<float*>(sQ0 + kStages * 2 * LQ::kSize);
 
-  const BwdKeyBlock<kBM, kBN, D, Tr::kThreads, T> kb(p, blockIdx.z, blockIdx.y,
-                                                     static_cast<int64_t>(blockIdx.x) * kBN);
+  // ATTNKIT_FLASH_BWD_EARLY_KV: K / V loads issued before the item-range search (bit 1), from
+  // per-thread chunk pointers (bit 2).
+  constexpr bool kEarlyKv = (ATTNKIT_FLASH_BWD_EARLY_KV & 1) != 0;
+  constexpr bool kFastKv = (ATTNKIT_FLASH_BWD_EARLY_KV & 2) != 0;
+  auto load_kv = [&](const auto& kbr) {
+    if constexpr (kFastKv)
+      kbr.load_kv_fast(sK, sV);
+    else
+      kbr.load_kv(sK, sV);
+  };
+  BwdKeyBlock<kBM, kBN, D, Tr::kThreads, T, kEarlyKv> kb(p, blockIdx.z, blockIdx.y,
+                                                         static_cast<int64_t>(blockIdx.x) * kBN);
   if (kb.empty()) return;
+  if constexpr (kEarlyKv) {
+    load_kv(kb);
+    kb.find_range();
+  }
   const SeqSpan& sp = kb.sp;
   const int64_t b = kb.b, g = kb.g, n0 = kb.n0;
   const int keys = kb.keys, items = kb.items, dvalid = kb.dvalid;
@@ -888,7 +954,7 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   const int k_m0 = (warp / Tr::kKvWC) * 16 * Tr::kKMT, k_n0 = (warp % Tr::kKvWC) * 8 * Tr::kKNT;
   const int q_m0 = (warp / Tr::kDqWC) * 16 * Tr::kQMT, q_n0 = (warp % Tr::kDqWC) * 8 * Tr::kQNT;
 
-  kb.load_kv(sK, sV);
+  if constexpr (!kEarlyKv) load_kv(kb);
   auto next_item = [&](int t) { return kb.next(t); };
 #if ATTNKIT_FLASH_BWD_HOIST
   // Per-CTA bases: this thread's lse (threads < kBM) or delta (< 2 kBM) row of the group's

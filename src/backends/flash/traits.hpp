@@ -223,6 +223,20 @@
 #ifndef ATTNKIT_FLASH_BWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_BWD_SMEM_EPILOGUE 0
 #endif
+//   ATTNKIT_FLASH_BWD_EARLY_KV (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default; a bit set, fused kernel only): the start of the CTA, exposed once per CTA (one CTA
+//     per SM): by default its first LDGSTS (K) comes after the visible / full query-block range
+//     search (ITEM_RANGE's scans, HOIST's two bisections: loops of dependent scalar 64-bit
+//     math) and after all 16 K / V chunk addresses (load_tile_async: ~20 SASS per chunk);
+//     static SASS, sm_90a, bf16 fast path: instruction 545 / 664 / 630 at D = 64 / 128 / 256.
+//       1 K / V issued right after the CTA's coordinates (BwdKeyBlock<..., kDeferRange>), the
+//         range search after them, under the K / V flight;
+//       2 K / V from per-thread chunk pointers (BwdKeyBlock::load_kv_fast, load_q_do's form).
+//     Same loads, same items, same results. 3 recommended. Notes: "Session 6 (helper flashbwd10,
+//     compile-only)".
+#ifndef ATTNKIT_FLASH_BWD_EARLY_KV
+#define ATTNKIT_FLASH_BWD_EARLY_KV 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
