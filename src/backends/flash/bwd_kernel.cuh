@@ -42,7 +42,7 @@ __host__ __device__ __forceinline__ int64_t stats_blocks(const Params& p) {
 /// The grid covers stats_blocks * kStatsBM rows. The lse load is issued before the O / dO loads
 /// (one global latency per row, not two).
 template <typename T, int kStatsBM = 0, int kLanes = 32>
-__global__ void bwd_delta_kernel(const Params p, float* delta) {
+__device__ __forceinline__ void bwd_delta_rows(const Params& p, float* delta) {
   static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "lanes per row");
   constexpr int kRowsPerWarp = 32 / kLanes;
   const int64_t b = blockIdx.z, h = blockIdx.y;
@@ -95,6 +95,32 @@ __global__ void bwd_delta_kernel(const Params p, float* delta) {
   } else {
     delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
   }
+}
+
+template <typename T, int kStatsBM = 0, int kLanes = 32>
+__global__ void bwd_delta_kernel(const Params p, float* delta) {
+  bwd_delta_rows<T, kStatsBM, kLanes>(p, delta);
+}
+
+/// bwd_delta_kernel that also zeroes the fused kernel's dQ_accum (ATTNKIT_FLASH_BWD_DELTA_ZERO;
+/// with kStatsBM and DQ_PERM, whose dQ_accum slot of (b, h) has exactly stats_blocks * kStatsBM
+/// rows of kZeroD floats): each block its rows, first, in place of the launcher's memset (FA-2's
+/// dot_do_o kernel clears its dQ accumulator the same way): one launch fewer per backward.
+/// blockDim.x = 256.
+template <typename T, int kStatsBM, int kLanes, int kZeroD>
+__global__ void bwd_delta_zero_kernel(const Params p, float* delta, float* dq_accum) {
+  static_assert(kStatsBM > 0, "dQ_accum rows follow the packed stats blocks");
+  constexpr int kRows = 8 * (32 / kLanes), kVecs = kRows * kZeroD / 4;  // float4 per block
+  static_assert(kStatsBM % kRows == 0 && kVecs % 256 == 0, "whole blocks, whole float4 rows");
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  float4* z = reinterpret_cast<float4*>(
+      dq_accum + ((b * p.heads_q + h) * stats_blocks<kStatsBM>(p) * kStatsBM +
+                  static_cast<int64_t>(blockIdx.x) * kRows) *
+                     kZeroD);
+#pragma unroll
+  for (int v = 0; v < kVecs / 256; ++v)
+    z[v * 256 + static_cast<int>(threadIdx.x)] = make_float4(0.f, 0.f, 0.f, 0.f);
+  bwd_delta_rows<T, kStatsBM, kLanes>(p, delta);
 }
 
 /// lse of row i in log2 units, +inf for rows with no visible key (lse = -inf) or past the end,

@@ -237,6 +237,15 @@
 #ifndef ATTNKIT_FLASH_BWD_EARLY_KV
 #define ATTNKIT_FLASH_BWD_EARLY_KV 0
 #endif
+//   ATTNKIT_FLASH_BWD_DELTA_ZERO (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default): bwd_delta_kernel also zeroes the fused kernel's dQ_accum (each block its rows;
+//     with STATS_WS and DQ_PERM, whose slot rows are the packed stats rows) instead of
+//     launch_bwd's cudaMemsetAsync: FA-2's dot_do_o kernel clears its dQ accumulator likewise.
+//     Same bytes written (B Hq Sq D fp32: 134 MB at every BENCHMARKS.md shape), one launch and
+//     one kernel boundary fewer per backward.
+#ifndef ATTNKIT_FLASH_BWD_DELTA_ZERO
+#define ATTNKIT_FLASH_BWD_DELTA_ZERO 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
