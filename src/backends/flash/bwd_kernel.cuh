@@ -111,15 +111,17 @@ template <typename T, int kStatsBM, int kLanes, int kZeroD>
 __global__ void bwd_delta_zero_kernel(const Params p, float* delta, float* dq_accum) {
   static_assert(kStatsBM > 0, "dQ_accum rows follow the packed stats blocks");
   constexpr int kRows = 8 * (32 / kLanes), kVecs = kRows * kZeroD / 4;  // float4 per block
-  static_assert(kStatsBM % kRows == 0 && kVecs % 256 == 0, "whole blocks, whole float4 rows");
+  static_assert(kStatsBM % kRows == 0 && kZeroD % 4 == 0, "whole blocks, whole float4 rows");
   const int64_t b = blockIdx.z, h = blockIdx.y;
   float4* z = reinterpret_cast<float4*>(
       dq_accum + ((b * p.heads_q + h) * stats_blocks<kStatsBM>(p) * kStatsBM +
                   static_cast<int64_t>(blockIdx.x) * kRows) *
                      kZeroD);
 #pragma unroll
-  for (int v = 0; v < kVecs / 256; ++v)
-    z[v * 256 + static_cast<int>(threadIdx.x)] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int v = 0; v < (kVecs + 255) / 256; ++v) {
+    const int e = v * 256 + static_cast<int>(threadIdx.x);
+    if (kVecs % 256 == 0 || e < kVecs) z[e] = make_float4(0.f, 0.f, 0.f, 0.f);  // D = 96 / 192
+  }
   bwd_delta_rows<T, kStatsBM, kLanes>(p, delta);
 }
 
