@@ -211,6 +211,43 @@
 #ifndef ATTNKIT_FLASH_BWD_DQ_FENCE_128
 #define ATTNKIT_FLASH_BWD_DQ_FENCE_128 0
 #endif
+//   ATTNKIT_FLASH_BWD_SMEM_EPILOGUE (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default): the fused kernel's dK / dV leave through shared memory (sK / sV, free after the
+//     item loop: one barrier), then as 16-byte row chunks (a warp store = 512 contiguous bytes,
+//     4 whole 128-byte lines), instead of one 4-byte store per element pair straight from the
+//     accumulator fragments (store_dk_dv: each warp store touches 8 rows, 16 bytes each: 8 lines
+//     per 128 bytes). FA-2 stages dK / dV through its sK the same way. Per CTA (one CTA per SM,
+//     so nothing overlaps it): 64 KiB at D = 128 / 256 (4096 line requests -> 512), 32 KiB at
+//     D = 64 (2048 -> 256). The forward's SMEM_EPILOGUE (the same change for O) measured +7 / +9 %
+//     at D = 256, S = 512 (H200, session 4). 1 = fast and general path, 0 = off. The
+//     deterministic dK / dV kernel keeps store_dk_dv. Static SASS, prediction and the A/B plan:
+//     bench/notes/flash.md ("Session 6 (helper flashbwd10, compile-only)").
+#ifndef ATTNKIT_FLASH_BWD_SMEM_EPILOGUE
+#define ATTNKIT_FLASH_BWD_SMEM_EPILOGUE 0
+#endif
+//   ATTNKIT_FLASH_BWD_EARLY_KV (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default; a bit set, fused kernel only): the start of the CTA, exposed once per CTA (one CTA
+//     per SM): by default its first LDGSTS (K) comes after the visible / full query-block range
+//     search (ITEM_RANGE's scans, HOIST's two bisections: loops of dependent scalar 64-bit
+//     math) and after all 16 K / V chunk addresses (load_tile_async: ~20 SASS per chunk);
+//     static SASS, sm_90a, bf16 fast path: instruction 545 / 664 / 630 at D = 64 / 128 / 256.
+//       1 K / V issued right after the CTA's coordinates (BwdKeyBlock<..., kDeferRange>), the
+//         range search after them, under the K / V flight;
+//       2 K / V from per-thread chunk pointers (BwdKeyBlock::load_kv_fast, load_q_do's form).
+//     Same loads, same items, same results. 3 recommended. Notes: "Session 6 (helper flashbwd10,
+//     compile-only)".
+#ifndef ATTNKIT_FLASH_BWD_EARLY_KV
+#define ATTNKIT_FLASH_BWD_EARLY_KV 0
+#endif
+//   ATTNKIT_FLASH_BWD_DELTA_ZERO (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default): bwd_delta_kernel also zeroes the fused kernel's dQ_accum (each block its rows;
+//     with STATS_WS and DQ_PERM, whose slot rows are the packed stats rows) instead of
+//     launch_bwd's cudaMemsetAsync: FA-2's dot_do_o kernel clears its dQ accumulator likewise.
+//     Same bytes written (B Hq Sq D fp32: 134 MB at every BENCHMARKS.md shape), one launch and
+//     one kernel boundary fewer per backward.
+#ifndef ATTNKIT_FLASH_BWD_DELTA_ZERO
+#define ATTNKIT_FLASH_BWD_DELTA_ZERO 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
