@@ -423,8 +423,26 @@
 #define ATTNKIT_FLASH_FWD_BN64_DIET 122
 #endif
 #endif
+//     Session 6 (helper flashfwd13, compile-only), two more bits for every diet (BN64_DIET,
+//     BM64_DIET_256, DIET_64), both off by default and exact (same results bit for bit):
+//       128 (with 32) load_tid with a full-tile branch (TileLoader::load_tid's kFull): a tile
+//           with every row and column valid takes no predicate, 3 SASS instructions per
+//           16-byte chunk instead of 6; partial tiles as before;
+//       256 each row's max over the key block starts from its first score pair instead of
+//           -inf (one FMNMX less per row: fmaxf(-inf, x) is not x for a NaN x, so ptxas keeps
+//           it; the running max's fmaxf with m_run absorbs a NaN either way). Fast path only.
+//     Static SASS per key block: bench/notes/flash.md ("Session 6 (helper flashfwd13").
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
 #define ATTNKIT_FLASH_FWD_BM64_DIET_256 32
+#endif
+//   ATTNKIT_FLASH_FWD_DIET_64 (session 6, helper flashfwd13, compile-only; 0 = off, the
+//     default): BN64_DIET's bits for the D = 64 forward's fast path, the one-pair kernel and the
+//     KV2 kernel (ATTNKIT_FLASH_FWD_KV2_64_MAX_S) alike: 32 K / V / first-Q tiles through
+//     TileLoader::load_tid (today: load_tile_async in the one-pair kernel, ~12 SASS per chunk;
+//     TileLoader's full / partial branch in the KV2 one), 128 and 256 as above. Candidate: 416
+//     (32 + 128 + 256). Unmeasured.
+#ifndef ATTNKIT_FLASH_FWD_DIET_64
+#define ATTNKIT_FLASH_FWD_DIET_64 0
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
@@ -467,8 +485,12 @@ struct FwdTraits {
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   // The 64-row D = 256 kernel's diet (ATTNKIT_FLASH_FWD_BM64_DIET_256): BN64_DIET's bits.
   static constexpr bool kDiet256 = D == 256 && BM256 == 64 && ATTNKIT_FLASH_FWD_BM64_DIET_256 != 0;
-  static constexpr int kDietBits =
-      kDiet128 ? ATTNKIT_FLASH_FWD_BN64_DIET : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256 : 0);
+  // The D = 64 forward's diet (ATTNKIT_FLASH_FWD_DIET_64): BN64_DIET's bits.
+  static constexpr bool kDiet64 = D == 64 && ATTNKIT_FLASH_FWD_DIET_64 != 0;
+  static constexpr int kDietBits = kDiet128
+                                       ? ATTNKIT_FLASH_FWD_BN64_DIET
+                                       : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256
+                                                   : (kDiet64 ? ATTNKIT_FLASH_FWD_DIET_64 : 0));
   static constexpr bool kPackP = (kDietBits & 1) != 0;
   static constexpr bool kFastLoad =
       kDiet256 ? (kDietBits & 34) != 0
@@ -477,7 +499,10 @@ struct FwdTraits {
   static constexpr bool kThrPtr = (kDietBits & 4) != 0;
   static constexpr bool kTreeSum = (kDietBits & 8) != 0;
   static constexpr bool kSumFence = (kDietBits & 16) != 0;
-  static constexpr bool kTidLoad = (kDiet128 || kDiet256) && (kDietBits & 32) != 0;
+  static constexpr bool kTidLoad = (kDiet128 || kDiet256 || kDiet64) && (kDietBits & 32) != 0;
+  // load_tid's full-tile branch (bit 128); row maxima from the first score pair (bit 256).
+  static constexpr bool kTidFull = kTidLoad && (kDietBits & 128) != 0;
+  static constexpr bool kMaxPair = (kDietBits & 256) != 0;
   // The fast path's S GEMM unroll: BN64_DIET bit 64 fully unrolls it at D = 128 (0 B spill with
   // bit 32); the general path keeps kKUnroll.
   static constexpr int kKUnrollFast =
