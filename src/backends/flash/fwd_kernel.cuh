@@ -143,6 +143,12 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
   const int n_begin = first.lo / kBN;
   const int n_end = last.hi >= first.lo ? last.hi / kBN + 1 : n_begin;
+  // Tr::kBlockCheck (fast path): the key blocks that need no element rule, [nf_lo, nf_hi] (every
+  // row sees every key: last.lo <= n * kBN and n * kBN + kBN - 1 <= first.hi; lo >= 0, hi >= -1),
+  // so each block tests its 32-bit index instead of 64-bit key offsets against the ranges.
+  constexpr bool kBlockCheck = Tr::kBlockCheck && !kGeneral;
+  [[maybe_unused]] const int nf_lo = (last.lo + kBN - 1) / kBN;
+  [[maybe_unused]] const int nf_hi = (first.hi + 1) / kBN - 1;
 
   float o[kMT][kDT][4];  // (16*kMT, D) output accumulator of this warp
   zero(o);
@@ -296,6 +302,10 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
         warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, kKU>(
             s, sQ + pp * kBM * kPW, sKn + pp * kBN * kPW, warp * 16 * kMT, 0);
       }
+    } else if constexpr (Tr::kWarpOrigin && !kGeneral) {
+      // Tr::kWarpOrigin: one lane base per operand with the warp's rows folded in (WarpFragAddr):
+      // each ldmatrix is one XOR per k slice plus an immediate, the tile base folded in too.
+      warp_gemm_ss_wo<true, kMT, kNT, D, false, false, LQ, LK, kKU>(s, sQ, sKn, warp * 16 * kMT, 0);
     } else {
       warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, kKU>(s, sQ, sKn, warp * 16 * kMT, 0);
     }
@@ -303,7 +313,8 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     // Element rule only where the block straddles a band edge or the sequence end; the
     // general path (softcap / ALiBi / mask / dropout) transforms every element. Kept as a
     // separate pass so the common unmasked block runs the softmax with no per-element branches.
-    const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+    const bool check =
+        kBlockCheck ? !(n >= nf_lo && n <= nf_hi) : !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
     const int j0 = static_cast<int>(n0) + qc;
     if (kGeneral || check) {
 #pragma unroll

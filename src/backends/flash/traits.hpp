@@ -430,7 +430,11 @@
 //           16-byte chunk instead of 6; partial tiles as before;
 //       256 each row's max over the key block starts from its first score pair instead of
 //           -inf (one FMNMX less per row: fmaxf(-inf, x) is not x for a NaN x, so ptxas keeps
-//           it; the running max's fmaxf with m_run absorbs a NaN either way). Fast path only.
+//           it; the running max's fmaxf with m_run absorbs a NaN either way). Fast path only;
+//       512 the per-block "needs the element rule" test as two 32-bit compares of the block
+//           index with precomputed bounds instead of 64-bit key offsets against the row ranges;
+//       1024 the S GEMM through warp_gemm_ss_wo (one lane base per operand with the warp's rows
+//           and the tile base folded in, WarpFragAddr) instead of warp_gemm_ss (FragAddr).
 //     Static SASS per key block: bench/notes/flash.md ("Session 6 (helper flashfwd13").
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
 #define ATTNKIT_FLASH_FWD_BM64_DIET_256 32
@@ -503,6 +507,10 @@ struct FwdTraits {
   // load_tid's full-tile branch (bit 128); row maxima from the first score pair (bit 256).
   static constexpr bool kTidFull = kTidLoad && (kDietBits & 128) != 0;
   static constexpr bool kMaxPair = (kDietBits & 256) != 0;
+  // The element-rule test per key block from two block indices (bit 512); the S GEMM through
+  // warp_gemm_ss_wo's warp-origin lane bases (bit 1024). Fast path only.
+  static constexpr bool kBlockCheck = (kDietBits & 512) != 0;
+  static constexpr bool kWarpOrigin = (kDietBits & 1024) != 0;
   // The fast path's S GEMM unroll: BN64_DIET bit 64 fully unrolls it at D = 128 (0 B spill with
   // bit 32); the general path keeps kKUnroll.
   static constexpr int kKUnrollFast =
