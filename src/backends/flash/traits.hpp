@@ -423,28 +423,37 @@
 #define ATTNKIT_FLASH_FWD_BN64_DIET 122
 #endif
 #endif
-//     Session 6 (helper flashfwd13, compile-only), two more bits for every diet (BN64_DIET,
-//     BM64_DIET_256, DIET_64), both off by default and exact (same results bit for bit):
+//     Session 6 (helper flashfwd13, compile-only), four more bits for every diet (BN64_DIET,
+//     BM64_DIET_256, DIET_64), off by default and exact (same results bit for bit):
 //       128 (with 32) load_tid with a full-tile branch (TileLoader::load_tid's kFull): a tile
 //           with every row and column valid takes no predicate, 3 SASS instructions per
 //           16-byte chunk instead of 6; partial tiles as before;
 //       256 each row's max over the key block starts from its first score pair instead of
 //           -inf (one FMNMX less per row: fmaxf(-inf, x) is not x for a NaN x, so ptxas keeps
-//           it; the running max's fmaxf with m_run absorbs a NaN either way). Fast path only;
+//           it; the running max's fmaxf with m_run absorbs a NaN either way);
 //       512 the per-block "needs the element rule" test as two 32-bit compares of the block
 //           index with precomputed bounds instead of 64-bit key offsets against the row ranges;
 //       1024 the S GEMM through warp_gemm_ss_wo (one lane base per operand with the warp's rows
 //           and the tile base folded in, WarpFragAddr) instead of warp_gemm_ss (FragAddr).
-//     Static SASS per key block: bench/notes/flash.md ("Session 6 (helper flashfwd13").
+//     256 / 512 / 1024: fast path only. ptxas (sm_90a, nvcc 13.0, bf16, fast path), executed SASS
+//     per steady full 64-key block (no rescale, no element rule): the 64-row D = 256 kernel 32
+//     (default) 913, 416 (32 + 128 + 256) 821, 1952 (+ 512 + 1024) 792, 249 / 250 registers,
+//     0 B spill (sm_80 too; HMMA 256 / LDSM 144 / LDGSTS 32 per block in all). D = 128: 128 and
+//     1024 add instructions there (ptxas rematerializes the S GEMM's lane addresses; 1914 spills
+//     8 B); 890 (122 + 256 + 512) 874 -> 867. Candidate for D = 256: 1952. Details:
+//     bench/notes/flash.md ("Session 6 (helper flashfwd13, compile-only)").
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
 #define ATTNKIT_FLASH_FWD_BM64_DIET_256 32
 #endif
 //   ATTNKIT_FLASH_FWD_DIET_64 (session 6, helper flashfwd13, compile-only; 0 = off, the
 //     default): BN64_DIET's bits for the D = 64 forward's fast path, the one-pair kernel and the
 //     KV2 kernel (ATTNKIT_FLASH_FWD_KV2_64_MAX_S) alike: 32 K / V / first-Q tiles through
-//     TileLoader::load_tid (today: load_tile_async in the one-pair kernel, ~12 SASS per chunk;
-//     TileLoader's full / partial branch in the KV2 one), 128 and 256 as above. Candidate: 416
-//     (32 + 128 + 256). Unmeasured.
+//     TileLoader::load_tid (today: load_tile_async in the one-pair kernel, TileLoader's full /
+//     partial branch in the KV2 one), 128 / 256 / 512 / 1024 as above. Executed SASS per steady
+//     64-key block, one-pair / KV2 kernel (sm_90a, bf16): 0 645 / 689; 288 (32 + 256) 639 / 688;
+//     416 659 / 680; 1824 (288 + 512 + 1024) 636 / 669; 1952 (1824 + 128) 641 / 661; 0 B spill,
+//     <= 241 registers in all (sm_80 1952: 0 B). Candidate: 1952 (the KV2 kernel runs the
+//     S <= 512 rows, the one D = 64 row below FA-2). Unmeasured.
 #ifndef ATTNKIT_FLASH_FWD_DIET_64
 #define ATTNKIT_FLASH_FWD_DIET_64 0
 #endif
