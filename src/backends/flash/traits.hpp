@@ -460,8 +460,39 @@
 #define ATTNKIT_FLASH_FWD_BN64_DIET 122
 #endif
 #endif
+//     Session 6 (helper flashfwd13, compile-only), four more bits for every diet (BN64_DIET,
+//     BM64_DIET_256, DIET_64), off by default and exact (same results bit for bit):
+//       128 (with 32) load_tid with a full-tile branch (TileLoader::load_tid's kFull): a tile
+//           with every row and column valid takes no predicate, 3 SASS instructions per
+//           16-byte chunk instead of 6; partial tiles as before;
+//       256 each row's max over the key block starts from its first score pair instead of
+//           -inf (one FMNMX less per row: fmaxf(-inf, x) is not x for a NaN x, so ptxas keeps
+//           it; the running max's fmaxf with m_run absorbs a NaN either way);
+//       512 the per-block "needs the element rule" test as two 32-bit compares of the block
+//           index with precomputed bounds instead of 64-bit key offsets against the row ranges;
+//       1024 the S GEMM through warp_gemm_ss_wo (one lane base per operand with the warp's rows
+//           and the tile base folded in, WarpFragAddr) instead of warp_gemm_ss (FragAddr).
+//     256 / 512 / 1024: fast path only. ptxas (sm_90a, nvcc 13.0, bf16, fast path), executed SASS
+//     per steady full 64-key block (no rescale, no element rule): the 64-row D = 256 kernel 32
+//     (default) 913, 416 (32 + 128 + 256) 821, 1952 (+ 512 + 1024) 792, 249 / 250 registers,
+//     0 B spill (sm_80 too; HMMA 256 / LDSM 144 / LDGSTS 32 per block in all). D = 128: 128 and
+//     1024 add instructions there (ptxas rematerializes the S GEMM's lane addresses; 1914 spills
+//     8 B); 890 (122 + 256 + 512) 874 -> 867. Candidate for D = 256: 1952. Details:
+//     bench/notes/flash.md ("Session 6 (helper flashfwd13, compile-only)").
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
 #define ATTNKIT_FLASH_FWD_BM64_DIET_256 32
+#endif
+//   ATTNKIT_FLASH_FWD_DIET_64 (session 6, helper flashfwd13, compile-only; 0 = off, the
+//     default): BN64_DIET's bits for the D = 64 forward's fast path, the one-pair kernel and the
+//     KV2 kernel (ATTNKIT_FLASH_FWD_KV2_64_MAX_S) alike: 32 K / V / first-Q tiles through
+//     TileLoader::load_tid (today: load_tile_async in the one-pair kernel, TileLoader's full /
+//     partial branch in the KV2 one), 128 / 256 / 512 / 1024 as above. Executed SASS per steady
+//     64-key block, one-pair / KV2 kernel (sm_90a, bf16): 0 645 / 689; 288 (32 + 256) 639 / 688;
+//     416 659 / 680; 1824 (288 + 512 + 1024) 636 / 669; 1952 (1824 + 128) 641 / 661; 0 B spill,
+//     <= 241 registers in all (sm_80 1952: 0 B). Candidate: 1952 (the KV2 kernel runs the
+//     S <= 512 rows, the one D = 64 row below FA-2). Unmeasured.
+#ifndef ATTNKIT_FLASH_FWD_DIET_64
+#define ATTNKIT_FLASH_FWD_DIET_64 0
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
@@ -504,8 +535,12 @@ struct FwdTraits {
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   // The 64-row D = 256 kernel's diet (ATTNKIT_FLASH_FWD_BM64_DIET_256): BN64_DIET's bits.
   static constexpr bool kDiet256 = D == 256 && BM256 == 64 && ATTNKIT_FLASH_FWD_BM64_DIET_256 != 0;
-  static constexpr int kDietBits =
-      kDiet128 ? ATTNKIT_FLASH_FWD_BN64_DIET : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256 : 0);
+  // The D = 64 forward's diet (ATTNKIT_FLASH_FWD_DIET_64): BN64_DIET's bits.
+  static constexpr bool kDiet64 = D == 64 && ATTNKIT_FLASH_FWD_DIET_64 != 0;
+  static constexpr int kDietBits = kDiet128
+                                       ? ATTNKIT_FLASH_FWD_BN64_DIET
+                                       : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256
+                                                   : (kDiet64 ? ATTNKIT_FLASH_FWD_DIET_64 : 0));
   static constexpr bool kPackP = (kDietBits & 1) != 0;
   static constexpr bool kFastLoad =
       kDiet256 ? (kDietBits & 34) != 0
@@ -514,7 +549,14 @@ struct FwdTraits {
   static constexpr bool kThrPtr = (kDietBits & 4) != 0;
   static constexpr bool kTreeSum = (kDietBits & 8) != 0;
   static constexpr bool kSumFence = (kDietBits & 16) != 0;
-  static constexpr bool kTidLoad = (kDiet128 || kDiet256) && (kDietBits & 32) != 0;
+  static constexpr bool kTidLoad = (kDiet128 || kDiet256 || kDiet64) && (kDietBits & 32) != 0;
+  // load_tid's full-tile branch (bit 128); row maxima from the first score pair (bit 256).
+  static constexpr bool kTidFull = kTidLoad && (kDietBits & 128) != 0;
+  static constexpr bool kMaxPair = (kDietBits & 256) != 0;
+  // The element-rule test per key block from two block indices (bit 512); the S GEMM through
+  // warp_gemm_ss_wo's warp-origin lane bases (bit 1024). Fast path only.
+  static constexpr bool kBlockCheck = (kDietBits & 512) != 0;
+  static constexpr bool kWarpOrigin = (kDietBits & 1024) != 0;
   // The fast path's S GEMM unroll: BN64_DIET bit 64 fully unrolls it at D = 128 (0 B spill with
   // bit 32); the general path keeps kKUnroll.
   static constexpr int kKUnrollFast =
