@@ -222,8 +222,13 @@
 //     at D = 256, S = 512 (H200, session 4). 1 = fast and general path, 0 = off. The
 //     deterministic dK / dV kernel keeps store_dk_dv. Static SASS, prediction and the A/B plan:
 //     bench/notes/flash.md ("Session 6 (helper flashbwd10, compile-only)").
+//     Session 6 (H100, same call, the three bwd knobs together vs off, TFLOP/s on / off): D 64
+//     +3.3 / +2.5 / +0.4 % non-causal, +7.5 / +3.8 / +1.8 % causal at S = 512 / 1k / 4k; D 128
+//     +7.0 / +5.1 / +1.5 %, +11.2 / +7.0 / +2.8 %; D 256 +7.7 / +4.8 / +0.6 %, +9.0 / +5.6 /
+//     +2.2 %; 16k within +-1 %. SMEM_EPILOGUE alone gave most of it (bench/results/
+//     2026-11-22-h100-flash-s6-ab2.md). All three on by default since then.
 #ifndef ATTNKIT_FLASH_BWD_SMEM_EPILOGUE
-#define ATTNKIT_FLASH_BWD_SMEM_EPILOGUE 0
+#define ATTNKIT_FLASH_BWD_SMEM_EPILOGUE 1
 #endif
 //   ATTNKIT_FLASH_BWD_EARLY_KV (session 6, helper flashbwd10, compile-only; 0 = off, the
 //     default; a bit set, fused kernel only): the start of the CTA, exposed once per CTA (one CTA
@@ -237,7 +242,7 @@
 //     Same loads, same items, same results. 3 recommended. Notes: "Session 6 (helper flashbwd10,
 //     compile-only)".
 #ifndef ATTNKIT_FLASH_BWD_EARLY_KV
-#define ATTNKIT_FLASH_BWD_EARLY_KV 0
+#define ATTNKIT_FLASH_BWD_EARLY_KV 3
 #endif
 //   ATTNKIT_FLASH_BWD_DELTA_ZERO (session 6, helper flashbwd10, compile-only; 0 = off, the
 //     default): bwd_delta_kernel also zeroes the fused kernel's dQ_accum (each block its rows;
@@ -246,7 +251,7 @@
 //     Same bytes written (B Hq Sq D fp32: 134 MB at every BENCHMARKS.md shape), one launch and
 //     one kernel boundary fewer per backward.
 #ifndef ATTNKIT_FLASH_BWD_DELTA_ZERO
-#define ATTNKIT_FLASH_BWD_DELTA_ZERO 0
+#define ATTNKIT_FLASH_BWD_DELTA_ZERO 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
@@ -480,7 +485,7 @@
 //     8 B); 890 (122 + 256 + 512) 874 -> 867. Candidate for D = 256: 1952. Details:
 //     bench/notes/flash.md ("Session 6 (helper flashfwd13, compile-only)").
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
-#define ATTNKIT_FLASH_FWD_BM64_DIET_256 32
+#define ATTNKIT_FLASH_FWD_BM64_DIET_256 32  // session 6: 1952 -6..-10 %, 416 -5..-13 % (H100)
 #endif
 //   ATTNKIT_FLASH_FWD_DIET_64 (session 6, helper flashfwd13, compile-only; 0 = off, the
 //     default): BN64_DIET's bits for the D = 64 forward's fast path, the one-pair kernel and the
@@ -491,8 +496,12 @@
 //     416 659 / 680; 1824 (288 + 512 + 1024) 636 / 669; 1952 (1824 + 128) 641 / 661; 0 B spill,
 //     <= 241 registers in all (sm_80 1952: 0 B). Candidate: 1952 (the KV2 kernel runs the
 //     S <= 512 rows, the one D = 64 row below FA-2). Unmeasured.
+//     Session 6 (H100, same call, vs 0, TFLOP/s): 1824 +5.7 / -0.3 / -2.1 % non-causal, +9.6 /
+//     +2.8 / -0.6 % causal at S = 512 / 1k / 4k; 1952 +0.4 / -0.8 / -1.5 / -1.2 %, +5.8 / +4.2 /
+//     0 / 0 % at 512 / 1k / 4k / 16k (bit 128 costs at 512; D = 256 lost with it too). Default
+//     1824: the S <= 1k rows are the ones below FA-2.
 #ifndef ATTNKIT_FLASH_FWD_DIET_64
-#define ATTNKIT_FLASH_FWD_DIET_64 0
+#define ATTNKIT_FLASH_FWD_DIET_64 1824
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
