@@ -42,7 +42,7 @@ __host__ __device__ __forceinline__ int64_t stats_blocks(const Params& p) {
 /// The grid covers stats_blocks * kStatsBM rows. The lse load is issued before the O / dO loads
 /// (one global latency per row, not two).
 template <typename T, int kStatsBM = 0, int kLanes = 32>
-__global__ void bwd_delta_kernel(const Params p, float* delta) {
+__device__ __forceinline__ void bwd_delta_rows(const Params& p, float* delta) {
   static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "lanes per row");
   constexpr int kRowsPerWarp = 32 / kLanes;
   const int64_t b = blockIdx.z, h = blockIdx.y;
@@ -95,6 +95,34 @@ __global__ void bwd_delta_kernel(const Params p, float* delta) {
   } else {
     delta[(b * p.heads_q + h) * p.seqlen_q + i] = acc;
   }
+}
+
+template <typename T, int kStatsBM = 0, int kLanes = 32>
+__global__ void bwd_delta_kernel(const Params p, float* delta) {
+  bwd_delta_rows<T, kStatsBM, kLanes>(p, delta);
+}
+
+/// bwd_delta_kernel that also zeroes the fused kernel's dQ_accum (ATTNKIT_FLASH_BWD_DELTA_ZERO;
+/// with kStatsBM and DQ_PERM, whose dQ_accum slot of (b, h) has exactly stats_blocks * kStatsBM
+/// rows of kZeroD floats): each block its rows, first, in place of the launcher's memset (FA-2's
+/// dot_do_o kernel clears its dQ accumulator the same way): one launch fewer per backward.
+/// blockDim.x = 256.
+template <typename T, int kStatsBM, int kLanes, int kZeroD>
+__global__ void bwd_delta_zero_kernel(const Params p, float* delta, float* dq_accum) {
+  static_assert(kStatsBM > 0, "dQ_accum rows follow the packed stats blocks");
+  constexpr int kRows = 8 * (32 / kLanes), kVecs = kRows * kZeroD / 4;  // float4 per block
+  static_assert(kStatsBM % kRows == 0 && kZeroD % 4 == 0, "whole blocks, whole float4 rows");
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  float4* z = reinterpret_cast<float4*>(
+      dq_accum + ((b * p.heads_q + h) * stats_blocks<kStatsBM>(p) * kStatsBM +
+                  static_cast<int64_t>(blockIdx.x) * kRows) *
+                     kZeroD);
+#pragma unroll
+  for (int v = 0; v < (kVecs + 255) / 256; ++v) {
+    const int e = v * 256 + static_cast<int>(threadIdx.x);
+    if (kVecs % 256 == 0 || e < kVecs) z[e] = make_float4(0.f, 0.f, 0.f, 0.f);  // D = 96 / 192
+  }
+  bwd_delta_rows<T, kStatsBM, kLanes>(p, delta);
 }
 
 /// lse of row i in log2 units, +inf for rows with no visible key (lse = -inf) or past the end,
@@ -376,6 +404,58 @@ __device__ __forceinline__ void store_dk_dv(const Params& p, int64_t b, int64_t 
   store_c_global(dv_ptr, p.dv_st.s, dv, k_m0, k_n0, keys, static_cast<int>(p.head_dim_v), 1.f);
 }
 
+/// store_dk_dv through shared memory (ATTNKIT_FLASH_BWD_SMEM_EPILOGUE): dK * scale and dV into
+/// sdk / sdv ((kBN, D) tiles of layout L, free: the caller's barrier) from the warp tiles, one
+/// barrier, then each thread copies 16-byte chunks idx = it * kThreads + tid (row idx / (D / 8),
+/// column 8 (idx % (D / 8))): 8 lanes read one 128-byte panel row (conflict-free), a warp stores
+/// 512 contiguous bytes of whole rows. Same rows / columns stored as store_dk_dv, same values
+/// (dk * scale rounded once to T). kStsm: stmatrix for the shared stores (sm90, as the P / dS
+/// stores); the split form where L has 64-wide panels only; else store_c_smem.
+template <typename T, typename L, int kThreads, bool kStsm, int MT, int NT>
+__device__ __forceinline__ void store_dk_dv_smem(const Params& p, int64_t b, int64_t g,
+                                                 const SeqSpan& sp, int64_t n0,
+                                                 float (&dk)[MT][NT][4],
+                                                 const float (&dv)[MT][NT][4], int k_m0, int k_n0,
+                                                 int keys, int dvalid, T* sdk, T* sdv) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        dk[mt][nt][e] *= p.scale;
+  constexpr bool kSplit = !L::kHasHalfPanel && (NT & (NT - 1)) == 0 && 8 * NT <= 64;
+  if constexpr (kStsm && kSplit && NT >= 2) {
+    store_c_smem_stsm<L>(sdk, dk, k_m0, k_n0);
+    store_c_smem_stsm<L>(sdv, dv, k_m0, k_n0);
+  } else if constexpr (kSplit) {
+    store_c_smem_split<L>(sdk, dk, k_m0, k_n0);
+    store_c_smem_split<L>(sdv, dv, k_m0, k_n0);
+  } else {
+    store_c_smem<L>(sdk, dk, k_m0, k_n0);
+    store_c_smem<L>(sdv, dv, k_m0, k_n0);
+  }
+  __syncthreads();
+  T* dk_ptr = static_cast<T*>(p.dk) + b * p.dk_st.b + (sp.k_start + n0) * p.dk_st.s + g * p.dk_st.h;
+  T* dv_ptr = static_cast<T*>(p.dv) + b * p.dv_st.b + (sp.k_start + n0) * p.dv_st.s + g * p.dv_st.h;
+  const int dvalid_v = static_cast<int>(p.head_dim_v);
+  constexpr int kCpr = L::kCols / 8, kChunks = L::kRows * kCpr;
+  static_assert(kChunks % kThreads == 0, "dK / dV chunks must split evenly over the threads");
+#pragma unroll
+  for (int it = 0; it < kChunks / kThreads; ++it) {
+    const int idx = it * kThreads + tid_volatile();
+    const int r = idx / kCpr, c = (idx % kCpr) * 8;
+    if (r >= keys) continue;
+    const int o = L::off(r, c);
+    if (c < dvalid)
+      *reinterpret_cast<uint4*>(dk_ptr + r * p.dk_st.s + c) =
+          *reinterpret_cast<const uint4*>(sdk + o);
+    if (c < dvalid_v)
+      *reinterpret_cast<uint4*>(dv_ptr + r * p.dv_st.s + c) =
+          *reinterpret_cast<const uint4*>(sdv + o);
+  }
+}
+
 /// dst[0..1] += (a, b) in global memory without a return value (8-byte aligned dst).
 /// sm90: one vector reduction (red.global.add.v2.f32); sm80: two scalar ones.
 __device__ __forceinline__ void red_add2(float* dst, float a, float b) {
@@ -520,7 +600,10 @@ __device__ __forceinline__ float* dq_accum_ptr(float* base, const Params& p, int
 /// items t = hh * m_blocks + mb over (q head of the GQA group, query block mb of kBM rows; hh
 /// outer, mb ascending; ATTNKIT_FLASH_BWD_ITEM_RANGE: t = (hh << shift) | mb), skipping
 /// items whose query rows cannot see these keys, and loads each item's Q and dO tiles.
-template <int kBM, int kBN, int D, int kThreads, typename T>
+/// kDeferRange (ATTNKIT_FLASH_BWD_EARLY_KV): the constructor leaves the visible query-block range
+/// (ITEM_RANGE's mb_lo / mb_hi, HOIST's full_lo / full_hi) to find_range(), so that the caller
+/// can issue the K / V loads first.
+template <int kBM, int kBN, int D, int kThreads, typename T, bool kDeferRange = false>
 struct BwdKeyBlock {
   using LQ = SmemLayout<kBM, D>;
   using LK = SmemLayout<kBN, D>;
@@ -568,6 +651,15 @@ struct BwdKeyBlock {
 #if ATTNKIT_FLASH_BWD_ITEM_RANGE
     shift = m_blocks > 1 ? 32 - __clz(m_blocks - 1) : 0;
     items = static_cast<int>(p.group) << shift;
+    if constexpr (!kDeferRange) find_range();
+#else
+    items = static_cast<int>(p.group) * m_blocks;
+#endif
+  }
+  /// The visible query blocks [mb_lo, mb_hi] and (HOIST) the full ones [full_lo, full_hi]; in
+  /// the constructor unless kDeferRange. No-op without ITEM_RANGE.
+  __device__ __forceinline__ void find_range() {
+#if ATTNKIT_FLASH_BWD_ITEM_RANGE
     mb_lo = 0;
     mb_hi = m_blocks - 1;
     if (!empty()) {
@@ -601,8 +693,6 @@ struct BwdKeyBlock {
       full_hi = lo;
     }
 #endif
-#else
-    items = static_cast<int>(p.group) * m_blocks;
 #endif
   }
   /// True when the block starts past this sequence's keys (the CTA has nothing to do).
@@ -617,6 +707,48 @@ struct BwdKeyBlock {
         static_cast<const T*>(p.v) + b * p.v_st.b + (sp.k_start + n0) * p.v_st.s + g * p.v_st.h;
     load_tile_async<LK, kThreads>(sK, k_ptr, p.k_st.s, keys, dvalid);
     load_tile_async<LK, kThreads>(sV, v_ptr, p.v_st.s, keys, dvalid);
+  }
+  /// load_kv with the thread's chunk fixed (row r0 + it * kR, column c0), as load_q_do's
+  /// hoisted form (ATTNKIT_FLASH_BWD_EARLY_KV bit 2): smem rows as immediate offsets, one 64-bit
+  /// add per chunk and a select of the tensor's base pointer for chunks past the keys (read 0
+  /// bytes), instead of load_tile_async's per-chunk 64-bit row product (~20 SASS per chunk, all
+  /// before the first LDGSTS). Same chunks, same zero fill. 64-wide panels only (D = 96 / 192:
+  /// load_kv).
+  __device__ __forceinline__ void load_kv_fast(T* sK, T* sV) const {
+    constexpr int kCpr = D / 8;  // 16-byte chunks per row
+    if constexpr (kThreads % kCpr == 0 && !LK::kHasHalfPanel) {
+      constexpr int kR = kThreads / kCpr, kIts = kBN / kR;
+      static_assert(kBN % kR == 0 && kR % 8 == 0, "whole rows per pass");
+      const int tid = static_cast<int>(threadIdx.x);
+      const int r0 = tid / kCpr, c0 = (tid % kCpr) * 8;
+      const int left = c0 < dvalid ? keys - r0 : 0;  // keys of this thread's column left
+      const uint32_t s0 = ptx::smem_addr(sK + LK::off(r0, c0));
+      const uint32_t s1 = ptx::smem_addr(sV + LK::off(r0, c0));
+      const char* kt =
+          reinterpret_cast<const char*>(static_cast<const T*>(p.k) + b * p.k_st.b +
+                                        (sp.k_start + n0 + r0) * p.k_st.s + g * p.k_st.h + c0);
+      const char* vt =
+          reinterpret_cast<const char*>(static_cast<const T*>(p.v) + b * p.v_st.b +
+                                        (sp.k_start + n0 + r0) * p.v_st.s + g * p.v_st.h + c0);
+      const int64_t kstep = kR * p.k_st.s * static_cast<int64_t>(sizeof(T));
+      const int64_t vstep = kR * p.v_st.s * static_cast<int64_t>(sizeof(T));
+      const char* kz = static_cast<const char*>(p.k);
+      const char* vz = static_cast<const char*>(p.v);
+#pragma unroll
+      for (int it = 0; it < kIts; ++it) {
+        const bool ok = it * kR < left;
+        ptx::cp_async_16(s0 + it * kR * 64 * 2, ok ? kt : kz, ok);
+        kt += kstep;
+      }
+#pragma unroll
+      for (int it = 0; it < kIts; ++it) {
+        const bool ok = it * kR < left;
+        ptx::cp_async_16(s1 + it * kR * 64 * 2, ok ? vt : vz, ok);
+        vt += vstep;
+      }
+    } else {
+      load_kv(sK, sV);
+    }
   }
   /// Query rows of block mb inside the sequence (<= kBM).
   __device__ __forceinline__ int64_t block_rows(int mb) const {
@@ -824,9 +956,23 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   // kStages x [lse (kBM), delta (kBM)] fp32, loaded with Q / dO (kBwdStatsSmem)
   float* sL0 = reinterpret_cast<float*>(sQ0 + kStages * 2 * LQ::kSize);
 
-  const BwdKeyBlock<kBM, kBN, D, Tr::kThreads, T> kb(p, blockIdx.z, blockIdx.y,
-                                                     static_cast<int64_t>(blockIdx.x) * kBN);
+  // ATTNKIT_FLASH_BWD_EARLY_KV: K / V loads issued before the item-range search (bit 1), from
+  // per-thread chunk pointers (bit 2).
+  constexpr bool kEarlyKv = (ATTNKIT_FLASH_BWD_EARLY_KV & 1) != 0;
+  constexpr bool kFastKv = (ATTNKIT_FLASH_BWD_EARLY_KV & 2) != 0;
+  auto load_kv = [&](const auto& kbr) {
+    if constexpr (kFastKv)
+      kbr.load_kv_fast(sK, sV);
+    else
+      kbr.load_kv(sK, sV);
+  };
+  BwdKeyBlock<kBM, kBN, D, Tr::kThreads, T, kEarlyKv> kb(p, blockIdx.z, blockIdx.y,
+                                                         static_cast<int64_t>(blockIdx.x) * kBN);
   if (kb.empty()) return;
+  if constexpr (kEarlyKv) {
+    load_kv(kb);
+    kb.find_range();
+  }
   const SeqSpan& sp = kb.sp;
   const int64_t b = kb.b, g = kb.g, n0 = kb.n0;
   const int keys = kb.keys, items = kb.items, dvalid = kb.dvalid;
@@ -836,7 +982,7 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
   const int k_m0 = (warp / Tr::kKvWC) * 16 * Tr::kKMT, k_n0 = (warp % Tr::kKvWC) * 8 * Tr::kKNT;
   const int q_m0 = (warp / Tr::kDqWC) * 16 * Tr::kQMT, q_n0 = (warp % Tr::kDqWC) * 8 * Tr::kQNT;
 
-  kb.load_kv(sK, sV);
+  if constexpr (!kEarlyKv) load_kv(kb);
   auto next_item = [&](int t) { return kb.next(t); };
 #if ATTNKIT_FLASH_BWD_HOIST
   // Per-CTA bases: this thread's lse (threads < kBM) or delta (< 2 kBM) row of the group's
@@ -1021,7 +1167,13 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     t = tn;
   }
   ptx::cp_async_wait<0>();  // K/V were never waited for when no query block was visited
-  store_dk_dv<T>(p, b, g, sp, n0, dk, dv, k_m0, k_n0, keys, dvalid);
+  if constexpr (ATTNKIT_FLASH_BWD_SMEM_EPILOGUE != 0) {
+    __syncthreads();  // every warp is past its last GEMM reading sK / sV (the dQ GEMM reads sK)
+    store_dk_dv_smem<T, LK, Tr::kThreads, kStsm>(p, b, g, sp, n0, dk, dv, k_m0, k_n0, keys, dvalid,
+                                                 sK, sV);
+  } else {
+    store_dk_dv<T>(p, b, g, sp, n0, dk, dv, k_m0, k_n0, keys, dvalid);
+  }
 }
 
 /// dQ = scale * dQ_accum, cast to T, written with dq's strides: 8 columns (one 16-byte store)

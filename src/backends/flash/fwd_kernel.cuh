@@ -41,13 +41,14 @@ __device__ __forceinline__ void cp_async_wait_upto(int n) {
 
 /// One tile's cp.async: TileLoader's precomputed addresses when every row and column is valid
 /// (and Tr::kFastLoad), else load_tile_async's per-chunk bounds checks.
-/// kTid: every tile, full or not, through TileLoader::load_tid (`ld` unused; FwdTraits::kTidLoad).
-template <typename L, int kThreads, bool kFast, bool kTid = false, typename T>
+/// kTid: every tile, full or not, through TileLoader::load_tid (`ld` unused; FwdTraits::kTidLoad);
+/// kFullT: load_tid's full-tile branch (FwdTraits::kTidFull).
+template <typename L, int kThreads, bool kFast, bool kTid = false, bool kFullT = false, typename T>
 __device__ __forceinline__ void fwd_load_tile(T* smem, const T* gmem, int64_t stride,
                                               int valid_rows, int valid_cols,
                                               const TileLoader<L, kThreads>& ld) {
   if constexpr (kTid && TileLoader<L, kThreads>::kSupported) {
-    TileLoader<L, kThreads>::load_tid(smem, gmem, stride, valid_rows, valid_cols);
+    TileLoader<L, kThreads>::template load_tid<kFullT>(smem, gmem, stride, valid_rows, valid_cols);
     return;
   }
   if constexpr (kFast && TileLoader<L, kThreads>::kSupported) {
@@ -131,6 +132,12 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
   const int n_begin = first.lo / kBN;
   const int n_end = last.hi >= first.lo ? last.hi / kBN + 1 : n_begin;
+  // Tr::kBlockCheck (fast path): the key blocks that need no element rule, [nf_lo, nf_hi] (every
+  // row sees every key: last.lo <= n * kBN and n * kBN + kBN - 1 <= first.hi; lo >= 0, hi >= -1),
+  // so each block tests its 32-bit index instead of 64-bit key offsets against the ranges.
+  constexpr bool kBlockCheck = Tr::kBlockCheck && !kGeneral;
+  [[maybe_unused]] const int nf_lo = (last.lo + kBN - 1) / kBN;
+  [[maybe_unused]] const int nf_hi = (first.hi + 1) / kBN - 1;
 
   float o[kMT][kDT][4];  // (16*kMT, D) output accumulator of this warp
   zero(o);
@@ -166,6 +173,7 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   // tile through TileLoader::load_tid (no loader state live across the key loop, no full /
   // partial branch: 0 B spill vs 72 B at D = 256; at D = 128 with bit 64, 0 B vs 16 B).
   constexpr bool kTid = Tr::kTidLoad && kFast && TileLoader<LK, Tr::kThreads>::kSupported;
+  constexpr bool kFullT = Tr::kTidFull && kTid;  // load_tid's full-tile branch
   const T* k_thr = kThr ? k_ptr + ldk.g : k_ptr;
   const T* v_thr = kThr ? v_ptr + ldv.g : v_ptr;
   if (n_end > n_begin && !pre) {
@@ -177,15 +185,15 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     for (int pp = 0; pp < kPanels; ++pp) {
       const int vc = dq_valid - pp * kPW;  // <= 0: the panel is zero-filled from the row start
       const int64_t c0 = vc > 0 ? pp * kPW : 0;
-      fwd_load_tile<LQp, Tr::kThreads, kFast, kTid>(sQ + pp * kBM * kPW, q_ptr + c0, p.q_st.s, rows,
-                                                    vc, ldq);
-      fwd_load_tile<LKp, Tr::kThreads, kFast, kTid>(sK + pp * kBN * kPW, k_ptr + n0 * p.k_st.s + c0,
-                                                    p.k_st.s, k_rows, vc, ldk0);
+      fwd_load_tile<LQp, Tr::kThreads, kFast, kTid, kFullT>(sQ + pp * kBM * kPW, q_ptr + c0,
+                                                            p.q_st.s, rows, vc, ldq);
+      fwd_load_tile<LKp, Tr::kThreads, kFast, kTid, kFullT>(
+          sK + pp * kBN * kPW, k_ptr + n0 * p.k_st.s + c0, p.k_st.s, k_rows, vc, ldk0);
       ptx::cp_async_commit();
     }
     if constexpr (kKV2) {  // V of the first block: the group after the panels
-      fwd_load_tile<LK, Tr::kThreads, kFast>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s, k_rows, dv_valid,
-                                             ldv);
+      fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
+                                                           k_rows, dv_valid, ldv);
       ptx::cp_async_commit();
     }
   }
@@ -224,8 +232,8 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
         fwd_load_tile_thr<LK, Tr::kThreads>(sK, k_thr + n1 * p.k_st.s, p.k_st.s,
                                             static_cast<int>(sp.sk - n1), dq_valid, ldk);
       } else {
-        fwd_load_tile<LK, Tr::kThreads, kFast, kTid>(sK, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                                     static_cast<int>(sp.sk - n1), dq_valid, ldk);
+        fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(
+            sK, k_ptr + n1 * p.k_st.s, p.k_st.s, static_cast<int>(sp.sk - n1), dq_valid, ldk);
       }
       ptx::cp_async_commit();
     } else if (Tr::kPersist && has_next) {
@@ -256,17 +264,17 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
         const int64_t n1 = n0 - kBN;
         T* const sKo = odd ? sK : sK2;
         T* const sVo = odd ? sV : sV2;
-        fwd_load_tile<LK, Tr::kThreads, kFast>(sKo, k_ptr + n1 * p.k_st.s, p.k_st.s,
-                                               static_cast<int>(sp.sk - n1), dq_valid, ldk);
-        fwd_load_tile<LK, Tr::kThreads, kFast>(sVo, v_ptr + n1 * p.v_st.s, p.v_st.s,
-                                               static_cast<int>(sp.sk - n1), dv_valid, ldv);
+        fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(
+            sKo, k_ptr + n1 * p.k_st.s, p.k_st.s, static_cast<int>(sp.sk - n1), dq_valid, ldk);
+        fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(
+            sVo, v_ptr + n1 * p.v_st.s, p.v_st.s, static_cast<int>(sp.sk - n1), dv_valid, ldv);
       }
     } else if constexpr (kThr) {
       fwd_load_tile_thr<LK, Tr::kThreads>(sV, v_thr + n0 * p.v_st.s, p.v_st.s,
                                           static_cast<int>(sp.sk - n0), dv_valid, ldv);
     } else {
-      fwd_load_tile<LK, Tr::kThreads, kFast, kTid>(sV, v_ptr + n0 * p.v_st.s, p.v_st.s,
-                                                   static_cast<int>(sp.sk - n0), dv_valid, ldv);
+      fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(
+          sV, v_ptr + n0 * p.v_st.s, p.v_st.s, static_cast<int>(sp.sk - n0), dv_valid, ldv);
     }
     ptx::cp_async_commit();
 
@@ -283,6 +291,10 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
         warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, kKU>(
             s, sQ + pp * kBM * kPW, sKn + pp * kBN * kPW, warp * 16 * kMT, 0);
       }
+    } else if constexpr (Tr::kWarpOrigin && !kGeneral) {
+      // Tr::kWarpOrigin: one lane base per operand with the warp's rows folded in (WarpFragAddr):
+      // each ldmatrix is one XOR per k slice plus an immediate, the tile base folded in too.
+      warp_gemm_ss_wo<true, kMT, kNT, D, false, false, LQ, LK, kKU>(s, sQ, sKn, warp * 16 * kMT, 0);
     } else {
       warp_gemm_ss<kMT, kNT, D, false, false, LQ, LK, kKU>(s, sQ, sKn, warp * 16 * kMT, 0);
     }
@@ -290,7 +302,8 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     // Element rule only where the block straddles a band edge or the sequence end; the
     // general path (softcap / ALiBi / mask / dropout) transforms every element. Kept as a
     // separate pass so the common unmasked block runs the softmax with no per-element branches.
-    const bool check = !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
+    const bool check =
+        kBlockCheck ? !(n >= nf_lo && n <= nf_hi) : !(last.lo <= n0 && first.hi >= n0 + kBN - 1);
     const int j0 = static_cast<int>(n0) + qc;
     if (kGeneral || check) {
 #pragma unroll
@@ -316,13 +329,16 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     }
     float corr[kMT][2];
     bool rescale = false;
+    // Tr::kMaxPair: the row max starts from the first score pair, not -inf (a NaN pair then gives
+    // a NaN mx, which the fmaxf with m_run below drops as it drops -inf: same m_new).
+    constexpr bool kMaxPair = Tr::kMaxPair && !kGeneral;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx = -INFINITY;
+        float mx = kMaxPair ? fmaxf(s[mt][0][r * 2], s[mt][0][r * 2 + 1]) : -INFINITY;
 #pragma unroll
-        for (int nt = 0; nt < kNT; ++nt)
+        for (int nt = kMaxPair ? 1 : 0; nt < kNT; ++nt)
           mx = fmaxf(mx, fmaxf(s[mt][nt][r * 2], s[mt][nt][r * 2 + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));

@@ -132,7 +132,13 @@ void launch_bwd(const Params& p) {
       static_cast<uint8_t*>(cuda::workspace(delta_bytes + accum_bytes, p.device.index, stream));
   float* delta = reinterpret_cast<float*>(ws);
   float* dq_accum = fused ? reinterpret_cast<float*>(ws + delta_bytes) : nullptr;
-  if (fused) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, accum_bytes, stream));
+  // ATTNKIT_FLASH_BWD_DELTA_ZERO: the delta kernel zeroes dQ_accum (its slot rows are the packed
+  // stats rows with DQ_PERM) instead of a memset.
+  constexpr bool kDeltaZero =
+      ATTNKIT_FLASH_BWD_DELTA_ZERO != 0 && kStatsWs && BwdFusedTraits<D>::kDqPerm;
+  const bool zero_in_delta = kDeltaZero && packed && p.seqlen_q > 0;
+  if (fused && !zero_in_delta)
+    ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, accum_bytes, stream));
   if (p.seqlen_q > 0) {
     // ATTNKIT_FLASH_BWD_DELTA_LANES: D / 8 lanes per row (8..32), 256 / kLanes rows per block.
     constexpr int kLanes =
@@ -141,9 +147,13 @@ void launch_bwd(const Params& p) {
     const int64_t delta_rows = packed ? stats_blocks<kStatsBM>(p) * kStatsBM : p.seqlen_q;
     const dim3 grid(static_cast<unsigned>((delta_rows + kRowsPerBlock - 1) / kRowsPerBlock),
                     static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
-    if (packed)
+    if constexpr (kDeltaZero) {
+      if (zero_in_delta)
+        bwd_delta_zero_kernel<T, kStatsBM, kLanes, D><<<grid, 256, 0, stream>>>(p, delta, dq_accum);
+    }
+    if (packed && !zero_in_delta)
       bwd_delta_kernel<T, kStatsBM, kLanes><<<grid, 256, 0, stream>>>(p, delta);
-    else
+    else if (!packed)
       bwd_delta_kernel<T, 0, kLanes><<<grid, 256, 0, stream>>>(p, delta);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }

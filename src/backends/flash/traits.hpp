@@ -211,6 +211,48 @@
 #ifndef ATTNKIT_FLASH_BWD_DQ_FENCE_128
 #define ATTNKIT_FLASH_BWD_DQ_FENCE_128 0
 #endif
+//   ATTNKIT_FLASH_BWD_SMEM_EPILOGUE (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default): the fused kernel's dK / dV leave through shared memory (sK / sV, free after the
+//     item loop: one barrier), then as 16-byte row chunks (a warp store = 512 contiguous bytes,
+//     4 whole 128-byte lines), instead of one 4-byte store per element pair straight from the
+//     accumulator fragments (store_dk_dv: each warp store touches 8 rows, 16 bytes each: 8 lines
+//     per 128 bytes). FA-2 stages dK / dV through its sK the same way. Per CTA (one CTA per SM,
+//     so nothing overlaps it): 64 KiB at D = 128 / 256 (4096 line requests -> 512), 32 KiB at
+//     D = 64 (2048 -> 256). The forward's SMEM_EPILOGUE (the same change for O) measured +7 / +9 %
+//     at D = 256, S = 512 (H200, session 4). 1 = fast and general path, 0 = off. The
+//     deterministic dK / dV kernel keeps store_dk_dv. Static SASS, prediction and the A/B plan:
+//     bench/notes/flash.md ("Session 6 (helper flashbwd10, compile-only)").
+//     Session 6 (H100, same call, the three bwd knobs together vs off, TFLOP/s on / off): D 64
+//     +3.3 / +2.5 / +0.4 % non-causal, +7.5 / +3.8 / +1.8 % causal at S = 512 / 1k / 4k; D 128
+//     +7.0 / +5.1 / +1.5 %, +11.2 / +7.0 / +2.8 %; D 256 +7.7 / +4.8 / +0.6 %, +9.0 / +5.6 /
+//     +2.2 %; 16k within +-1 %. SMEM_EPILOGUE alone gave most of it (bench/results/
+//     2026-11-22-h100-flash-s6-ab2.md). All three on by default since then.
+#ifndef ATTNKIT_FLASH_BWD_SMEM_EPILOGUE
+#define ATTNKIT_FLASH_BWD_SMEM_EPILOGUE 1
+#endif
+//   ATTNKIT_FLASH_BWD_EARLY_KV (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default; a bit set, fused kernel only): the start of the CTA, exposed once per CTA (one CTA
+//     per SM): by default its first LDGSTS (K) comes after the visible / full query-block range
+//     search (ITEM_RANGE's scans, HOIST's two bisections: loops of dependent scalar 64-bit
+//     math) and after all 16 K / V chunk addresses (load_tile_async: ~20 SASS per chunk);
+//     static SASS, sm_90a, bf16 fast path: instruction 545 / 664 / 630 at D = 64 / 128 / 256.
+//       1 K / V issued right after the CTA's coordinates (BwdKeyBlock<..., kDeferRange>), the
+//         range search after them, under the K / V flight;
+//       2 K / V from per-thread chunk pointers (BwdKeyBlock::load_kv_fast, load_q_do's form).
+//     Same loads, same items, same results. 3 recommended. Notes: "Session 6 (helper flashbwd10,
+//     compile-only)".
+#ifndef ATTNKIT_FLASH_BWD_EARLY_KV
+#define ATTNKIT_FLASH_BWD_EARLY_KV 3
+#endif
+//   ATTNKIT_FLASH_BWD_DELTA_ZERO (session 6, helper flashbwd10, compile-only; 0 = off, the
+//     default): bwd_delta_kernel also zeroes the fused kernel's dQ_accum (each block its rows;
+//     with STATS_WS and DQ_PERM, whose slot rows are the packed stats rows) instead of
+//     launch_bwd's cudaMemsetAsync: FA-2's dot_do_o kernel clears its dQ accumulator likewise.
+//     Same bytes written (B Hq Sq D fp32: 134 MB at every BENCHMARKS.md shape), one launch and
+//     one kernel boundary fewer per backward.
+#ifndef ATTNKIT_FLASH_BWD_DELTA_ZERO
+#define ATTNKIT_FLASH_BWD_DELTA_ZERO 1
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_SMEM
 #define ATTNKIT_FLASH_BWD_STATS_SMEM 1
 #endif
@@ -423,8 +465,43 @@
 #define ATTNKIT_FLASH_FWD_BN64_DIET 122
 #endif
 #endif
+//     Session 6 (helper flashfwd13, compile-only), four more bits for every diet (BN64_DIET,
+//     BM64_DIET_256, DIET_64), off by default and exact (same results bit for bit):
+//       128 (with 32) load_tid with a full-tile branch (TileLoader::load_tid's kFull): a tile
+//           with every row and column valid takes no predicate, 3 SASS instructions per
+//           16-byte chunk instead of 6; partial tiles as before;
+//       256 each row's max over the key block starts from its first score pair instead of
+//           -inf (one FMNMX less per row: fmaxf(-inf, x) is not x for a NaN x, so ptxas keeps
+//           it; the running max's fmaxf with m_run absorbs a NaN either way);
+//       512 the per-block "needs the element rule" test as two 32-bit compares of the block
+//           index with precomputed bounds instead of 64-bit key offsets against the row ranges;
+//       1024 the S GEMM through warp_gemm_ss_wo (one lane base per operand with the warp's rows
+//           and the tile base folded in, WarpFragAddr) instead of warp_gemm_ss (FragAddr).
+//     256 / 512 / 1024: fast path only. ptxas (sm_90a, nvcc 13.0, bf16, fast path), executed SASS
+//     per steady full 64-key block (no rescale, no element rule): the 64-row D = 256 kernel 32
+//     (default) 913, 416 (32 + 128 + 256) 821, 1952 (+ 512 + 1024) 792, 249 / 250 registers,
+//     0 B spill (sm_80 too; HMMA 256 / LDSM 144 / LDGSTS 32 per block in all). D = 128: 128 and
+//     1024 add instructions there (ptxas rematerializes the S GEMM's lane addresses; 1914 spills
+//     8 B); 890 (122 + 256 + 512) 874 -> 867. Candidate for D = 256: 1952. Details:
+//     bench/notes/flash.md ("Session 6 (helper flashfwd13, compile-only)").
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
-#define ATTNKIT_FLASH_FWD_BM64_DIET_256 32
+#define ATTNKIT_FLASH_FWD_BM64_DIET_256 32  // session 6: 1952 -6..-10 %, 416 -5..-13 % (H100)
+#endif
+//   ATTNKIT_FLASH_FWD_DIET_64 (session 6, helper flashfwd13, compile-only; 0 = off, the
+//     default): BN64_DIET's bits for the D = 64 forward's fast path, the one-pair kernel and the
+//     KV2 kernel (ATTNKIT_FLASH_FWD_KV2_64_MAX_S) alike: 32 K / V / first-Q tiles through
+//     TileLoader::load_tid (today: load_tile_async in the one-pair kernel, TileLoader's full /
+//     partial branch in the KV2 one), 128 / 256 / 512 / 1024 as above. Executed SASS per steady
+//     64-key block, one-pair / KV2 kernel (sm_90a, bf16): 0 645 / 689; 288 (32 + 256) 639 / 688;
+//     416 659 / 680; 1824 (288 + 512 + 1024) 636 / 669; 1952 (1824 + 128) 641 / 661; 0 B spill,
+//     <= 241 registers in all (sm_80 1952: 0 B). Candidate: 1952 (the KV2 kernel runs the
+//     S <= 512 rows, the one D = 64 row below FA-2). Unmeasured.
+//     Session 6 (H100, same call, vs 0, TFLOP/s): 1824 +5.7 / -0.3 / -2.1 % non-causal, +9.6 /
+//     +2.8 / -0.6 % causal at S = 512 / 1k / 4k; 1952 +0.4 / -0.8 / -1.5 / -1.2 %, +5.8 / +4.2 /
+//     0 / 0 % at 512 / 1k / 4k / 16k (bit 128 costs at 512; D = 256 lost with it too). Default
+//     1824: the S <= 1k rows are the ones below FA-2.
+#ifndef ATTNKIT_FLASH_FWD_DIET_64
+#define ATTNKIT_FLASH_FWD_DIET_64 1824
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
@@ -467,8 +544,12 @@ struct FwdTraits {
   static constexpr bool kEarlyK = ATTNKIT_FLASH_FWD_EARLY_K != 0;
   // The 64-row D = 256 kernel's diet (ATTNKIT_FLASH_FWD_BM64_DIET_256): BN64_DIET's bits.
   static constexpr bool kDiet256 = D == 256 && BM256 == 64 && ATTNKIT_FLASH_FWD_BM64_DIET_256 != 0;
-  static constexpr int kDietBits =
-      kDiet128 ? ATTNKIT_FLASH_FWD_BN64_DIET : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256 : 0);
+  // The D = 64 forward's diet (ATTNKIT_FLASH_FWD_DIET_64): BN64_DIET's bits.
+  static constexpr bool kDiet64 = D == 64 && ATTNKIT_FLASH_FWD_DIET_64 != 0;
+  static constexpr int kDietBits = kDiet128
+                                       ? ATTNKIT_FLASH_FWD_BN64_DIET
+                                       : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256
+                                                   : (kDiet64 ? ATTNKIT_FLASH_FWD_DIET_64 : 0));
   static constexpr bool kPackP = (kDietBits & 1) != 0;
   static constexpr bool kFastLoad =
       kDiet256 ? (kDietBits & 34) != 0
@@ -477,7 +558,14 @@ struct FwdTraits {
   static constexpr bool kThrPtr = (kDietBits & 4) != 0;
   static constexpr bool kTreeSum = (kDietBits & 8) != 0;
   static constexpr bool kSumFence = (kDietBits & 16) != 0;
-  static constexpr bool kTidLoad = (kDiet128 || kDiet256) && (kDietBits & 32) != 0;
+  static constexpr bool kTidLoad = (kDiet128 || kDiet256 || kDiet64) && (kDietBits & 32) != 0;
+  // load_tid's full-tile branch (bit 128); row maxima from the first score pair (bit 256).
+  static constexpr bool kTidFull = kTidLoad && (kDietBits & 128) != 0;
+  static constexpr bool kMaxPair = (kDietBits & 256) != 0;
+  // The element-rule test per key block from two block indices (bit 512); the S GEMM through
+  // warp_gemm_ss_wo's warp-origin lane bases (bit 1024). Fast path only.
+  static constexpr bool kBlockCheck = (kDietBits & 512) != 0;
+  static constexpr bool kWarpOrigin = (kDietBits & 1024) != 0;
   // The fast path's S GEMM unroll: BN64_DIET bit 64 fully unrolls it at D = 128 (0 B spill with
   // bit 32); the general path keeps kKUnroll.
   static constexpr int kKUnrollFast =

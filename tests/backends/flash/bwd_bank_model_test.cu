@@ -364,6 +364,81 @@ TEST(FlashBwdBankModel, StmatrixStoresMatchAndConflictFree) {
   check_stsm<256>();
 }
 
+// Session 6 (helper flashbwd10): the fused kernel's epilogue with ATTNKIT_FLASH_BWD_SMEM_EPILOGUE
+// (store_dk_dv_smem: the dK / dV warp tiles (origin k_m0, k_n0) into the (kBN, D) tile of sK / sV
+// by store_c_smem_stsm, then 16-byte chunks idx = it * kThreads + tid read back at off(idx / kCpr,
+// 8 (idx % kCpr))) and ATTNKIT_FLASH_BWD_EARLY_KV's load_kv_fast (thread tid's chunk it at row
+// tid / kCpr + it * kR, column 8 (tid % kCpr), smem byte offset 2 off(row0, c0) + it * kR * 128).
+// Checked: the stmatrix pairs cover the tile once, conflict-free; the read-back and
+// load_kv_fast's chunks are load_tile_async's, at the same offsets, conflict-free.
+template <int D>
+void check_epilogue_and_kv() {
+  using Tr = BwdFusedTraits<D>;
+  using LK = SmemLayout<Tr::kBN, D>;
+  constexpr int MT = Tr::kKMT, NT = Tr::kKNT;
+  static_assert((NT & (NT - 1)) == 0 && NT >= 2 && 8 * NT <= 64 && !LK::kHasHalfPanel,
+                "store_c_smem_stsm's shapes");
+  Table t;
+  std::set<uint32_t> written;
+  for (int warp = 0; warp < Tr::kWarps; ++warp) {
+    const int m0 = (warp / Tr::kKvWC) * 16 * MT, n0 = (warp % Tr::kKvWC) * 8 * NT;
+    for (int mt = 0; mt < MT; ++mt)
+      for (int np = 0; np < NT / 2; ++np) {
+        Inst in{};
+        in.lanes_per_phase = 8;
+        uint32_t row_addr[32];
+        for (int l = 0; l < 32; ++l) {
+          const int o = LK::off(m0 + (((l >> 3) & 1) << 3) + (l & 7), n0 + ((l >> 4) << 3));
+          row_addr[l] = 2u * static_cast<uint32_t>((o ^ (np << 4)) + mt * 16 * 64);
+          in.lane[l] = Access{row_addr[l], 16};
+        }
+        add(t, "epilogue STSM dK or dV", in);
+        for (int th = 0; th < 32; ++th)
+          for (int j = 0; j < 4; ++j) {
+            const uint32_t got = row_addr[8 * j + th / 4] + 4u * static_cast<uint32_t>(th % 4);
+            const int row = m0 + mt * 16 + (j & 1) * 8 + th / 4;
+            const int col = n0 + (2 * np + (j >> 1)) * 8 + (th % 4) * 2;
+            ASSERT_EQ(got, 2u * static_cast<uint32_t>(LK::off(row, col)))
+                << "D " << D << " warp " << warp << " thread " << th << " register " << j;
+            ASSERT_TRUE(written.insert(got).second) << "D " << D << ": written twice";
+          }
+      }
+  }
+  EXPECT_EQ(static_cast<int64_t>(written.size()) * 2, static_cast<int64_t>(LK::kSize))
+      << "D " << D << ": the warps' dK / dV stores cover the (kBN, D) tile";
+  constexpr int kCpr = D / 8, kIts = LK::kRows * kCpr / Tr::kThreads, kR = Tr::kThreads / kCpr;
+  static_assert(Tr::kThreads % kCpr == 0 && kR % 8 == 0, "load_kv_fast's shape");
+  std::set<uint32_t> read;
+  for (int warp = 0; warp < Tr::kWarps; ++warp)
+    for (int it = 0; it < kIts; ++it) {
+      Inst in{};
+      in.lanes_per_phase = 8;
+      for (int l = 0; l < 32; ++l) {
+        const int tid = warp * 32 + l, idx = it * Tr::kThreads + tid;
+        const int r = idx / kCpr, c = (idx % kCpr) * 8;
+        const uint32_t a = 2u * static_cast<uint32_t>(LK::off(r, c));
+        in.lane[l] = Access{a, 16};
+        ASSERT_TRUE(read.insert(a).second) << "D " << D << ": chunk read twice";
+        // load_kv_fast: row tid / kCpr + it * kR, column 8 (tid % kCpr), smem + it * kR rows.
+        ASSERT_EQ(tid / kCpr + it * kR, r) << "D " << D;
+        ASSERT_EQ((tid % kCpr) * 8, c) << "D " << D;
+        ASSERT_EQ(2u * static_cast<uint32_t>(LK::off(tid / kCpr, c)) +
+                      static_cast<uint32_t>(it * kR * 64 * 2),
+                  a)
+            << "D " << D << " tid " << tid << " it " << it;
+      }
+      add(t, "epilogue LDS.128 / K, V LDGSTS", in);
+    }
+  EXPECT_EQ(static_cast<int64_t>(read.size()) * 8, static_cast<int64_t>(LK::kSize)) << "D " << D;
+  print(D, t);
+  EXPECT_EQ(excess(t), 0) << "D " << D;
+}
+TEST(FlashBwdBankModel, SmemEpilogueAndFastKvLoad) {
+  check_epilogue_and_kv<64>();
+  check_epilogue_and_kv<128>();
+  check_epilogue_and_kv<256>();
+}
+
 // Negative control: the same tiles without the XOR swizzle (row-major 64-wide panels): every
 // ldmatrix phase reads 8 rows of one 16-byte column = 8 words per bank.
 template <int ROWS, int COLS>
