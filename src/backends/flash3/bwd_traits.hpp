@@ -104,6 +104,10 @@ inline constexpr bool kProducerWaitDefault = false;
 //   in the coupled dQ-first kernels (bwd_kernel.cuh kDvEarly says why). Compile-only so far: off
 //   until a same-run A/B on a GPU says otherwise.
 inline constexpr bool kDvEarlyDefault = false;
+// kPrepVecDefault (session 6, helper f3bwd8, variant "+vpp"): the preprocess and dQ conversion
+//   kernels with 16-byte loads / stores (bwd_kernel.cuh 1v / 3v). Compile-only so far: off until
+//   a same-run A/B on a GPU says otherwise.
+inline constexpr bool kPrepVecDefault = false;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
