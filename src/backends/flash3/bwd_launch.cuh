@@ -43,7 +43,8 @@ struct Variant {
   bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
   uint32_t wait_ns = 0;   // producer's try_wait suspend hint, ns (kProducerWaitNs; 0 = none)
   bool dv_early = false;  // dV issued before the dS^T stretch (kDvEarly; needs dq_first)
-  bool prep_vec = false;  // 16-byte pre / post kernels where eligible (kPrepVecDefault, +vpp)
+  bool prep_vec = false;  // 16-byte preprocess where eligible (kPrepVecDefault, +vpp)
+  bool conv_vec = false;  // 16-byte dQ conversion where eligible (kConvVecDefault, +vcv)
 };
 
 /// The vectorised preprocess (bwd_kernel.cuh 1v) can read out / dout: d-stride 1, every row
@@ -154,7 +155,7 @@ void launch_backward(const Params& p, const Variant& v) {
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
-  if (p.seqlen_q > 0 && v.prep_vec && convert_vec_ok(p, v.dq_vec4)) {
+  if (p.seqlen_q > 0 && v.conv_vec && convert_vec_ok(p, v.dq_vec4)) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 63) / 64 * (D / 64)),
                     static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
     bwd::bwd_dq_convert_vec_kernel<D, Tr::kDqN, BF16>
@@ -226,6 +227,8 @@ inline bool env_variant(int d, Variant& v) {
         x.dv_early = true;
       else if (i >= 2 && tok == "vpp")
         x.prep_vec = true;
+      else if (i >= 2 && tok == "vcv")
+        x.conv_vec = true;
       else
         return false;
     }
@@ -280,6 +283,7 @@ inline Variant default_variant(int d, bool causal) {
   v.wait_ns = kProducerWaitDefault ? kProducerWaitNs : 0;
   v.dv_early = kDvEarlyDefault && v.dq_first;
   v.prep_vec = kPrepVecDefault;
+  v.conv_vec = kConvVecDefault;
   return v;
 }
 
@@ -342,6 +346,7 @@ void run_backward(const Params& p) {
   if (t.wait_ns >= 0) v.wait_ns = static_cast<uint32_t>(t.wait_ns);
   if (t.dv_early >= 0) v.dv_early = t.dv_early != 0;
   if (t.prep_vec >= 0) v.prep_vec = t.prep_vec != 0;
+  if (t.conv_vec >= 0) v.conv_vec = t.conv_vec != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;

@@ -109,7 +109,7 @@ struct TuningScope {
   flash3::BwdTuning saved;
   TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
               int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1, int wait_ns = -1,
-              int dv_early = -1, int prep_vec = -1)
+              int dv_early = -1, int prep_vec = -1, int conv_vec = -1)
       : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
@@ -122,6 +122,7 @@ struct TuningScope {
     flash3::bwd_tuning().wait_ns = wait_ns;
     flash3::bwd_tuning().dv_early = dv_early;
     flash3::bwd_tuning().prep_vec = prep_vec;
+    flash3::bwd_tuning().conv_vec = conv_vec;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
@@ -291,13 +292,20 @@ TEST_P(Flash3Backward, DvEarlyDkDvBitwiseEqual) {
   EXPECT_TRUE(a.dv.bytes == b.dv.bytes) << "dV differs with +dve";
 }
 
-// Session 6 (helper f3bwd8): the 16-byte preprocess / dQ conversion kernels (+vpp, bwd_kernel.cuh
-// 1v / 3v) on every case's default variant (the BHSD case included), and with the float2 dQ
-// layout (vectorised preprocess, scalar conversion: 3v needs the float4 layout) on the bulk path.
+// Session 6 (helper f3bwd8): the pre / post kernels on every case's default variant (the BHSD
+// case included): the scalar preprocess 1 (the default is 1v since session 6), the 16-byte dQ
+// conversion 3v (+vcv, off by default) with 1v, and with the float2 dQ layout (vectorised
+// preprocess, scalar conversion: 3v needs the float4 layout) on the bulk path.
 TEST_P(Flash3Backward, MatchesOraclePrepVec) {
-  TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1);
-  expect_backward_passes(GetParam());
-  TuningScope t2(1, -1, -1, -1, -1, -1, 0, -1, -1, -1, 1);
+  {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
+    expect_backward_passes(GetParam());
+  }
+  {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1);
+    expect_backward_passes(GetParam());
+  }
+  TuningScope t2(1, -1, -1, -1, -1, -1, 0, -1, -1, -1, 1, 1);
   expect_backward_passes(GetParam());
 }
 
@@ -337,23 +345,28 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
     EXPECT_EQ(flash3::bwd::default_variant(128, causal).stat, 3) << causal;
 }
 
-// "+vpp" (session 6) parses into Variant::prep_vec, no default turns it on (kPrepVecDefault), and
-// the eligibility tests of the 16-byte kernels refuse what they cannot read or write.
-TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaultOff) {
+// "+vpp" / "+vcv" (session 6) parse into Variant::prep_vec / conv_vec, the defaults take 1v and
+// not 3v (kPrepVecDefault / kConvVecDefault), and the eligibility tests of the 16-byte kernels
+// refuse what they cannot read or write.
+TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaults) {
   const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   const std::string saved = prev != nullptr ? prev : "";
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pfl+vpp", 1);
-  flash3::bwd::Variant v;
-  const bool ok = flash3::bwd::env_variant(128, v);
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pfl+vpp;64:m128+atomic+dqf+vcv",
+         1);
+  flash3::bwd::Variant v, v64;
+  const bool ok = flash3::bwd::env_variant(128, v) && flash3::bwd::env_variant(64, v64);
   if (prev != nullptr)
     setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
   else
     unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
   ASSERT_TRUE(ok);
-  EXPECT_TRUE(v.prep_vec && v.stat == 3 && v.dq_vec4);
+  EXPECT_TRUE(v.prep_vec && !v.conv_vec && v.stat == 3 && v.dq_vec4);
+  EXPECT_TRUE(!v64.prep_vec && v64.conv_vec);
   for (int d : {64, 128})
-    for (bool causal : {false, true})
-      EXPECT_FALSE(flash3::bwd::default_variant(d, causal).prep_vec) << d << " " << causal;
+    for (bool causal : {false, true}) {
+      EXPECT_TRUE(flash3::bwd::default_variant(d, causal).prep_vec) << d << " " << causal;
+      EXPECT_FALSE(flash3::bwd::default_variant(d, causal).conv_vec) << d << " " << causal;
+    }
   alignas(16) static uint16_t buf[64];
   Params p;
   const Strides4 st{1024 * 128, 8 * 128, 128, 1};
