@@ -98,6 +98,8 @@ void run_one(int S, bool causal) {
     int wait_ns = 0;   // +sl: producer try_wait suspend hint (kProducerWaitNs)
     int dv_early = 0;  // +dve: dV issued before the dS^T stretch (kDvEarly)
     bool d128_only = false;
+    int prep_vec = -1;  // +vpp: 16-byte preprocess (bwd_kernel.cuh 1v; -1 = the default's choice)
+    int conv_vec = -1;  // +vcv: 16-byte dQ conversion (3v)
   };
   // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
   // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
@@ -143,6 +145,10 @@ void run_one(int S, bool causal) {
       {"default+dve", -1, -1, -1, -1, -1, -1, false, -1, -1, 0, 1},
       {"coupled+atomic+dqf+v4+pfl", 0, 0, 64, 1, 3, 0, false, 1, 0, 0, 0, true},
       {"coupled+atomic+dqf+v4+pfl+dve", 0, 0, 64, 1, 3, 0, false, 1, 0, 0, 1, true},
+      // Session 6 (helper f3bwd8): the library default with the 16-byte pre / post kernels.
+      // The session-6 defaults with the scalar preprocess (1) / with the 16-byte conversion (3v).
+      {"default-vpp", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, 0, -1},
+      {"default+vcv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, 1},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
@@ -169,6 +175,8 @@ void run_one(int S, bool causal) {
     flash3::bwd_tuning().item_rot = var.item_rot;
     flash3::bwd_tuning().wait_ns = var.name == std::string("default") ? -1 : var.wait_ns;
     flash3::bwd_tuning().dv_early = var.name == std::string("default") ? -1 : var.dv_early;
+    flash3::bwd_tuning().prep_vec = var.name == std::string("default") ? -1 : var.prep_vec;
+    flash3::bwd_tuning().conv_vec = var.name == std::string("default") ? -1 : var.conv_vec;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;

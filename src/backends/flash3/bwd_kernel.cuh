@@ -125,6 +125,102 @@ __device__ __forceinline__ float unpack_half(uint32_t x, int e) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// 1v / 3v. Vectorised pre- and post-processing (session 6, helper f3bwd8; variant "+vpp",
+// BwdTuning::prep_vec, off by default). Same work as 1 / 3 with 16-byte accesses, for calls whose
+// out / dout / dq have d-stride 1 and 16-byte aligned rows (prep_vec_ok in bwd_launch.cuh; the
+// others keep 1 / 3). Why (SASS of 1 / 3, CUDA 13.0, D 128): 1 loads O and dO as LDG.E.U16 (64
+// bytes a warp instruction) in a runtime-bound loop whose D = 128 trip count (4 per lane) runs the
+// one-element remainder loop, i.e. 4 dependent round trips of 2 x 64 B per warp; 3 issues its
+// second LDG.E.64 after the first pair of STG.E.U16 (dst may alias the workspace), 2 round trips
+// and 2-byte stores. The bytes are fixed by the token count, not S (16k tokens, hidden 2048:
+// 1 reads 134 MB and writes 134 MB of zeros, 3 reads 134 MB and writes 67 MB), so at S = 1k
+// they weigh most: floor 90 + 67 us of a 0.9 ms call at 3 TB/s.
+// ---------------------------------------------------------------------------------------------
+/// 1v. kTpr = D / 8 threads per row, each 8 elements (16 B) of O and dO and D / 2 bytes of the
+/// zeroed dQ workspace row (float4 stores, a warp's stores contiguous over 32 / kTpr rows).
+/// grid (sq_pad / (256 / kTpr), Hq, B), block 256.
+template <int D, bool BF16>
+__global__ void __launch_bounds__(256)
+    bwd_preprocess_vec_kernel(const Params p, int sq_pad, float* __restrict__ lse2,
+                              float* __restrict__ delta, float* __restrict__ dq_acc) {
+  constexpr int kTpr = D / 8, kRows = 256 / kTpr;
+  static_assert(32 % kTpr == 0, "a row's threads inside one warp");
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int i = blockIdx.x * kRows + threadIdx.x / kTpr;
+  const int t = threadIdx.x % kTpr;
+  const int64_t row = (b * p.heads_q + h) * sq_pad + i;
+  float acc = 0.f;
+  if (i < p.seqlen_q) {
+    const uint4 o =
+        __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.out) + b * p.out_st.b +
+                                             i * p.out_st.s + h * p.out_st.h) +
+              t);
+    const uint4 d =
+        __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.dout) +
+                                             b * p.dout_st.b + i * p.dout_st.s + h * p.dout_st.h) +
+              t);
+    const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        acc = fmaf(unpack_half<BF16>(ow[k], e), unpack_half<BF16>(dw[k], e), acc);
+  }
+#pragma unroll
+  for (int s = kTpr / 2; s > 0; s /= 2)
+    acc += __shfl_xor_sync(0xffffffffu, acc, s);
+  float4* dq_row = reinterpret_cast<float4*>(dq_acc + row * D);
+#pragma unroll
+  for (int k = 0; k < D / 4 / kTpr; ++k)
+    dq_row[t + k * kTpr] = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (t == 0) {
+    delta[row] = acc;
+    float l2 = INFINITY;
+    if (i < p.seqlen_q) {
+      const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + static_cast<int64_t>(i) * p.lse_st.s];
+      l2 = l == -INFINITY ? INFINITY : l * kLog2e;
+    }
+    lse2[row] = l2;
+  }
+}
+
+/// 3v (float4 workspace layout, kDqVec4, only). Thread = 4 consecutive float4 of a part =
+/// threads tid = 4 t4 .. 4 t4 + 3 of one j: rows R = 16 (t4 / 8) + t4 % 8 and R + 8, columns
+/// part * kN + 8 j .. + 7 (dq_tile_offset): 64 contiguous bytes in, two 16-byte rows out.
+/// grid (ceil(Sq / 64) * D / 64, Hq, B), block 256 (a 64 x D tile = 4 D threads).
+template <int D, int kDqN, bool BF16>
+__global__ void __launch_bounds__(256)
+    bwd_dq_convert_vec_kernel(const Params p, int sq_pad, const float* __restrict__ dq_acc) {
+  constexpr int kBlocksPerTile = D / 64;
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int tile = blockIdx.x / kBlocksPerTile;
+  const int g = (blockIdx.x % kBlocksPerTile) * 256 + threadIdx.x;  // [0, 4 D)
+  const int part = g / (4 * kDqN), gg = g % (4 * kDqN);
+  const int j = gg / 32, t4 = gg % 32;
+  const int r0 = 16 * (t4 / 8) + t4 % 8;
+  const int i0 = tile * 64 + r0;
+  if (i0 >= p.seqlen_q) return;  // rows i0 + 8 >= Sq too
+  const float4* src =
+      reinterpret_cast<const float4*>(dq_acc + ((b * p.heads_q + h) * sq_pad + tile * 64) * D +
+                                      part * 64 * kDqN) +
+      j * 128 + 4 * t4;
+  float4 v[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    v[k] = src[k];
+  const float sc = p.scale;
+  const int col = part * kDqN + 8 * j;
+  uint16_t* dst = static_cast<uint16_t*>(p.dq) + b * p.dq_st.b + h * p.dq_st.h + col;
+  *reinterpret_cast<uint4*>(dst + i0 * p.dq_st.s) =
+      make_uint4(pack2<BF16>(v[0].x * sc, v[0].y * sc), pack2<BF16>(v[1].x * sc, v[1].y * sc),
+                 pack2<BF16>(v[2].x * sc, v[2].y * sc), pack2<BF16>(v[3].x * sc, v[3].y * sc));
+  if (i0 + 8 < p.seqlen_q)
+    *reinterpret_cast<uint4*>(dst + (i0 + 8) * p.dq_st.s) =
+        make_uint4(pack2<BF16>(v[0].z * sc, v[0].w * sc), pack2<BF16>(v[1].z * sc, v[1].w * sc),
+                   pack2<BF16>(v[2].z * sc, v[2].w * sc), pack2<BF16>(v[3].z * sc, v[3].w * sc));
+}
+
 /// Work item it of a CTA -> (q head, query block): q heads of the group outermost, then the
 /// query blocks m_begin .. num_m_blocks-1 (those that can see the CTA's keys).
 struct Item {

@@ -43,7 +43,23 @@ struct Variant {
   bool item_rot = false;  // per-CTA rotated item order (kItemRotate)
   uint32_t wait_ns = 0;   // producer's try_wait suspend hint, ns (kProducerWaitNs; 0 = none)
   bool dv_early = false;  // dV issued before the dS^T stretch (kDvEarly; needs dq_first)
+  bool prep_vec = false;  // 16-byte preprocess where eligible (kPrepVecDefault, +vpp)
+  bool conv_vec = false;  // 16-byte dQ conversion where eligible (kConvVecDefault, +vcv)
 };
+
+/// The vectorised preprocess (bwd_kernel.cuh 1v) can read out / dout: d-stride 1, every row
+/// start 16-byte aligned (pointer and the b / s / h strides in 8-element units).
+inline bool rows16(const void* ptr, const Strides4& st) {
+  return st.d == 1 && reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && st.b % 8 == 0 &&
+         st.s % 8 == 0 && st.h % 8 == 0;
+}
+inline bool prep_vec_ok(const Params& p) {
+  return rows16(p.out, p.out_st) && rows16(p.dout, p.dout_st);
+}
+/// The vectorised dQ conversion (3v): dq rows as above, and the float4 workspace layout.
+inline bool convert_vec_ok(const Params& p, bool dq_vec4) {
+  return dq_vec4 && rows16(p.dq, p.dq_st);
+}
 
 /// Launches one kernel instantiation; v supplies the run-time choices (dQ path, dQ workspace
 /// layout, item order) that the instantiation does not fix.
@@ -66,7 +82,14 @@ void launch_backward(const Params& p, const Variant& v) {
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows;
 
-  {
+  if (v.prep_vec && prep_vec_ok(p)) {
+    constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad is a multiple of 64)
+    const dim3 grid(static_cast<unsigned>(sq_pad / kRows), static_cast<unsigned>(p.heads_q),
+                    static_cast<unsigned>(p.batch));
+    bwd::bwd_preprocess_vec_kernel<D, BF16>
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  } else {
     const dim3 grid(static_cast<unsigned>(sq_pad / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd::bwd_preprocess_kernel<BF16>
@@ -132,7 +155,13 @@ void launch_backward(const Params& p, const Variant& v) {
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
-  if (p.seqlen_q > 0) {
+  if (p.seqlen_q > 0 && v.conv_vec && convert_vec_ok(p, v.dq_vec4)) {
+    const dim3 grid(static_cast<unsigned>((p.seqlen_q + 63) / 64 * (D / 64)),
+                    static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+    bwd::bwd_dq_convert_vec_kernel<D, Tr::kDqN, BF16>
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  } else if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd::bwd_dq_convert_kernel<D, Tr::kDqN, BF16>
@@ -147,7 +176,8 @@ namespace bwd {
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve].
+/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve]
+/// [+vpp].
 /// Fills `v` for head dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
@@ -195,6 +225,10 @@ inline bool env_variant(int d, Variant& v) {
         x.wait_ns = kProducerWaitNs;
       else if (i >= 2 && tok == "dve")
         x.dv_early = true;
+      else if (i >= 2 && tok == "vpp")
+        x.prep_vec = true;
+      else if (i >= 2 && tok == "vcv")
+        x.conv_vec = true;
       else
         return false;
     }
@@ -248,6 +282,8 @@ inline Variant default_variant(int d, bool causal) {
   v.item_rot = causal ? kItemRotateCausal : kItemRotate;
   v.wait_ns = kProducerWaitDefault ? kProducerWaitNs : 0;
   v.dv_early = kDvEarlyDefault && v.dq_first;
+  v.prep_vec = kPrepVecDefault;
+  v.conv_vec = kConvVecDefault;
   return v;
 }
 
@@ -309,6 +345,8 @@ void run_backward(const Params& p) {
   if (t.item_rot >= 0) v.item_rot = t.item_rot != 0;
   if (t.wait_ns >= 0) v.wait_ns = static_cast<uint32_t>(t.wait_ns);
   if (t.dv_early >= 0) v.dv_early = t.dv_early != 0;
+  if (t.prep_vec >= 0) v.prep_vec = t.prep_vec != 0;
+  if (t.conv_vec >= 0) v.conv_vec = t.conv_vec != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;

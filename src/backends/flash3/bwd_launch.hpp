@@ -38,6 +38,12 @@ struct BwdTuning {
   // dV GEMM issued right after P^T, before the dS^T code (bwd_kernel.cuh kDvEarly; coupled dQ-
   // first kernels only, ignored otherwise): 1 / 0 / -1 = default.
   int dv_early = -1;
+  // Preprocess (bwd_kernel.cuh 1v, variant "+vpp") and dQ conversion (3v, "+vcv") with 16-byte
+  // accesses (session 6): 1 / 0 / -1 = default. Apply where bwd::prep_vec_ok / convert_vec_ok
+  // hold (d-stride 1, 16-byte aligned rows; the conversion also needs the float4 dQ layout), the
+  // scalar kernels 1 / 3 otherwise.
+  int prep_vec = -1;
+  int conv_vec = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

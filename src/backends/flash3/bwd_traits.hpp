@@ -104,6 +104,14 @@ inline constexpr bool kProducerWaitDefault = false;
 //   in the coupled dQ-first kernels (bwd_kernel.cuh kDvEarly says why). Compile-only so far: off
 //   until a same-run A/B on a GPU says otherwise.
 inline constexpr bool kDvEarlyDefault = false;
+// kPrepVecDefault / kConvVecDefault (session 6, helper f3bwd8, variants "+vpp" / "+vcv"): the
+//   preprocess (bwd_kernel.cuh 1v) and the dQ conversion (3v) with 16-byte loads / stores.
+//   H100 per-kernel times (bench/gpu/flash3_bwd_breakdown.py, 16k tokens, hidden 2048; results
+//   2026-11-22-h100-flash3-bwd-s6-f3bwd8.md): preprocess 1v 93 / 95 us vs 1's 159-165 at D 64
+//   (cuDNN's dot(dO, O) kernel 97-100), 92 vs 96 at D 128: on. Conversion 3v 139-162 us vs 3's
+//   83-86 (cuDNN 75): off.
+inline constexpr bool kPrepVecDefault = true;
+inline constexpr bool kConvVecDefault = false;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {

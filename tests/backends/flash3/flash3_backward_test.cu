@@ -109,7 +109,7 @@ struct TuningScope {
   flash3::BwdTuning saved;
   TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
               int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1, int wait_ns = -1,
-              int dv_early = -1)
+              int dv_early = -1, int prep_vec = -1, int conv_vec = -1)
       : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
@@ -121,6 +121,8 @@ struct TuningScope {
     flash3::bwd_tuning().item_rot = item_rot;
     flash3::bwd_tuning().wait_ns = wait_ns;
     flash3::bwd_tuning().dv_early = dv_early;
+    flash3::bwd_tuning().prep_vec = prep_vec;
+    flash3::bwd_tuning().conv_vec = conv_vec;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
@@ -290,6 +292,23 @@ TEST_P(Flash3Backward, DvEarlyDkDvBitwiseEqual) {
   EXPECT_TRUE(a.dv.bytes == b.dv.bytes) << "dV differs with +dve";
 }
 
+// Session 6 (helper f3bwd8): the pre / post kernels on every case's default variant (the BHSD
+// case included): the scalar preprocess 1 (the default is 1v since session 6), the 16-byte dQ
+// conversion 3v (+vcv, off by default) with 1v, and with the float2 dQ layout (vectorised
+// preprocess, scalar conversion: 3v needs the float4 layout) on the bulk path.
+TEST_P(Flash3Backward, MatchesOraclePrepVec) {
+  {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
+    expect_backward_passes(GetParam());
+  }
+  {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1);
+    expect_backward_passes(GetParam());
+  }
+  TuningScope t2(1, -1, -1, -1, -1, -1, 0, -1, -1, -1, 1, 1);
+  expect_backward_passes(GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
                          CaseParamName{});
 
@@ -324,6 +343,47 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
   // Session 6: D = 128 defaults to the late refill (+pfl, stat 3) in both causal modes.
   for (bool causal : {false, true})
     EXPECT_EQ(flash3::bwd::default_variant(128, causal).stat, 3) << causal;
+}
+
+// "+vpp" / "+vcv" (session 6) parse into Variant::prep_vec / conv_vec, the defaults take 1v and
+// not 3v (kPrepVecDefault / kConvVecDefault), and the eligibility tests of the 16-byte kernels
+// refuse what they cannot read or write.
+TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaults) {
+  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const std::string saved = prev != nullptr ? prev : "";
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pfl+vpp;64:m128+atomic+dqf+vcv",
+         1);
+  flash3::bwd::Variant v, v64;
+  const bool ok = flash3::bwd::env_variant(128, v) && flash3::bwd::env_variant(64, v64);
+  if (prev != nullptr)
+    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
+  else
+    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(v.prep_vec && !v.conv_vec && v.stat == 3 && v.dq_vec4);
+  EXPECT_TRUE(!v64.prep_vec && v64.conv_vec);
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      EXPECT_TRUE(flash3::bwd::default_variant(d, causal).prep_vec) << d << " " << causal;
+      EXPECT_FALSE(flash3::bwd::default_variant(d, causal).conv_vec) << d << " " << causal;
+    }
+  alignas(16) static uint16_t buf[64];
+  Params p;
+  const Strides4 st{1024 * 128, 8 * 128, 128, 1};
+  p.out = p.dq = buf;
+  p.dout = buf;
+  p.out_st = p.dout_st = p.dq_st = st;
+  EXPECT_TRUE(flash3::bwd::prep_vec_ok(p));
+  EXPECT_TRUE(flash3::bwd::convert_vec_ok(p, true));
+  EXPECT_FALSE(flash3::bwd::convert_vec_ok(p, false));  // float2 workspace layout
+  p.dout = buf + 1;                                     // 2-byte aligned
+  EXPECT_FALSE(flash3::bwd::prep_vec_ok(p));
+  p.dout = buf;
+  p.out_st.s = 130;  // rows 260 bytes apart
+  EXPECT_FALSE(flash3::bwd::prep_vec_ok(p));
+  p.out_st = st;
+  p.dq_st.d = 2;  // strided d
+  EXPECT_FALSE(flash3::bwd::convert_vec_ok(p, true));
 }
 
 // ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
@@ -432,6 +492,63 @@ TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
     if (d != 256 && flash3_built_with(static_cast<int>(d)))
       EXPECT_TRUE(fwd.empty()) << (fwd.empty() ? "" : fwd[0]);
   }
+}
+
+// ---- 3v against 3 (session 6, +vpp) ----------------------------------------------------------
+
+// The 16-byte dQ conversion (bwd_kernel.cuh 3v) against the scalar one on a random float4-layout
+// workspace: same arithmetic (scale * v rounded to nearest), so the dQ bytes must be equal, padding
+// columns / rows past Sq untouched (poisoned). Sq = 300: a partial last tile; D = 64 and both
+// D = 128 part widths (coupled 64, decoupled 128).
+template <int D, int kN>
+void check_convert_vec() {
+  const int b = 2, h = 3, sq = 300, sq_pad = 320;
+  const size_t ws_n = static_cast<size_t>(b) * h * sq_pad * D;
+  const size_t dq_n = static_cast<size_t>(b) * sq * h * D;
+  std::vector<float> ws(ws_n);
+  uint32_t x = 12345u;
+  for (float& f : ws) {
+    x = x * 1664525u + 1013904223u;
+    f = static_cast<float>(x >> 8) * (1.f / 16777216.f) - 0.5f;
+  }
+  DevMem d_ws(ws_n * 4), d_a(dq_n * 2), d_b(dq_n * 2);
+  ASSERT_EQ(cudaMemcpy(d_ws.p, ws.data(), ws_n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d_a.p, 0x7f, dq_n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d_b.p, 0x7f, dq_n * 2), cudaSuccess);
+  Params p;
+  p.batch = b;
+  p.seqlen_q = sq;
+  p.heads_q = h;
+  p.head_dim = D;
+  p.scale = 0.0883883f;
+  p.dq_st = {static_cast<int64_t>(sq) * h * D, h * D, D, 1};
+  const float* wsp = static_cast<const float*>(d_ws.p);
+  p.dq = d_a.p;
+  flash3::bwd::bwd_dq_convert_kernel<D, kN, true>
+      <<<dim3((sq + 7) / 8, h, b), 256>>>(p, sq_pad, wsp, 1);
+  p.dq = d_b.p;
+  ASSERT_TRUE(flash3::bwd::convert_vec_ok(p, true));
+  flash3::bwd::bwd_dq_convert_vec_kernel<D, kN, true>
+      <<<dim3((sq + 63) / 64 * (D / 64), h, b), 256>>>(p, sq_pad, wsp);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<uint16_t> a(dq_n), v(dq_n);
+  ASSERT_EQ(cudaMemcpy(a.data(), d_a.p, dq_n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(v.data(), d_b.p, dq_n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t bad = 0, first = dq_n;
+  for (size_t i = 0; i < dq_n; ++i)
+    if (a[i] != v[i]) {
+      ++bad;
+      first = std::min(first, i);
+    }
+  EXPECT_EQ(bad, 0u) << "D " << D << " kN " << kN << ": first difference at element " << first;
+}
+
+TEST(Flash3BackwardLayout, ConvertVecBitwiseEqual) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90";
+  check_convert_vec<64, 64>();
+  check_convert_vec<128, 64>();
+  check_convert_vec<128, 128>();
 }
 
 }  // namespace
