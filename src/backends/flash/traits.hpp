@@ -369,10 +369,15 @@
 //     Session 6 (H100, same call, knob at 1 << 30 vs 0, ours / FA-2): non-causal 0.96 / 0.97 /
 //     0.98 / 0.99 vs 0.91 / 0.99 / 1.03 / 1.05 at S = 512 / 1k / 4k / 16k (ours +5.9 % at 512,
 //     -2..-5 % above); causal 1.07 / 0.98 / 0.95 / 0.99 vs 1.08 / 1.01 / 0.99 / 1.04. Hence
-//     512: the short-S rows where V's exposed latency dominates. Tests + memcheck / racecheck
-//     ran with every D = 64 fast-path case on it (bench/results/2026-11-22-h100-flash-s6-ab.md).
+//     512 would take the short-S rows where V's exposed latency dominates. Not the default:
+//     racecheck reports 8 hazards (warnings, 1984 instances each) in this kernel only
+//     (fwd_tile<64, bf16, false, 128, kKV2 = true>): ldmatrix reads against the epilogue's O
+//     stores into sQ (fwd_kernel.cuh, the kSmemEpilogue loop), in both session-6 calls that ran
+//     it (with and without DIET_64); the one-pair D = 64 kernel is clean in the same runs. Tests
+//     pass with it (bench/results/2026-11-22-h100-flash-s6-ab.md, -s6-merged.md). 0 until the
+//     hazard is understood and fixed; then 512.
 #ifndef ATTNKIT_FLASH_FWD_KV2_64_MAX_S
-#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 512
+#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 0
 #endif
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1

@@ -429,11 +429,10 @@ std::vector<Cfg> cases() {
     add_pair("partial_cols", 1, 150, 200, 2, 1, 112);
   }
   // D = 64: head_dim 48 (zero-filled columns 48..63 in every K / V / Q tile) with a partial last
-  // key block, sk = 200 (3 x 64 + 8) on the KV2 kernel (ATTNKIT_FLASH_FWD_KV2_64_MAX_S) and
-  // sk = 1000 (15 x 64 + 40) on the one-pair kernel, and head_dim 64 over sk = 1000 (full tiles
-  // then a partial one, one-pair kernel), non-causal and causal: the column and row predicates
-  // of TileLoader::load_tid and its full-tile branch (ATTNKIT_FLASH_FWD_DIET_64 bits 32 / 128);
-  // by default load_tile_async (one-pair kernel) and TileLoader's full / partial branch (KV2).
+  // key block, sk = 200 (3 x 64 + 8: the KV2 kernel where ATTNKIT_FLASH_FWD_KV2_64_MAX_S >= 200,
+  // the one-pair kernel by default) and sk = 1000 (15 x 64 + 40), and head_dim 64 over sk = 1000
+  // (full tiles then a partial one), non-causal and causal: the column and row predicates of
+  // TileLoader::load_tid and its full-tile branch (ATTNKIT_FLASH_FWD_DIET_64 bits 32 / 128).
   if (built(64)) {
     add_pair("many_blocks", 1, 200, 1000, 4, 2, 64);
     add_pair("partial_cols", 1, 150, 200, 2, 1, 48);
