@@ -32,6 +32,20 @@ using Elem = std::conditional_t<BF16, __nv_bfloat16, __half>;
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 
+/// One workspace row's statistics (one thread per row, both preprocess kernels): delta = the row's
+/// dot(dO, O) (acc), lse2 = lse * log2(e), +inf for padding rows past Sq and for fully masked
+/// rows (lse = -inf), so that exp2(S * scale_log2 - lse2) is 0 there.
+__device__ __forceinline__ void store_row_stats(const Params& p, int64_t b, int64_t h, int i,
+                                                int64_t row, float acc, float* lse2, float* delta) {
+  delta[row] = acc;
+  float l2 = INFINITY;
+  if (i < p.seqlen_q) {
+    const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + static_cast<int64_t>(i) * p.lse_st.s];
+    l2 = l == -INFINITY ? INFINITY : l * kLog2e;
+  }
+  lse2[row] = l2;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. Preprocess: one warp per (b, h, row) of the padded [B*Hq, sq_pad] workspace rows.
 //    grid (sq_pad / 8, Hq, B), block 256.
@@ -59,15 +73,7 @@ __global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, f
   float* dq_row = dq_acc + row * d_len;
   for (int c = lane; c < d_len; c += 32)
     dq_row[c] = 0.f;
-  if (lane == 0) {
-    delta[row] = acc;
-    float l2 = INFINITY;
-    if (i < p.seqlen_q) {
-      const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + static_cast<int64_t>(i) * p.lse_st.s];
-      l2 = l == -INFINITY ? INFINITY : l * kLog2e;
-    }
-    lse2[row] = l2;
-  }
+  if (lane == 0) store_row_stats(p, b, h, i, row, acc, lse2, delta);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,8 +132,9 @@ __device__ __forceinline__ float unpack_half(uint32_t x, int e) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1v / 3v. Vectorised pre- and post-processing (session 6, helper f3bwd8; variant "+vpp",
-// BwdTuning::prep_vec, off by default). Same work as 1 / 3 with 16-byte accesses, for calls whose
+// 1v / 3v. Vectorised pre- and post-processing (session 6, helper f3bwd8; variants "+vpp" /
+// "+vcv", BwdTuning::prep_vec / conv_vec; 1v is the default since session 6, 3v is off: slower,
+// bwd_traits.hpp kConvVecDefault). Same work as 1 / 3 with 16-byte accesses, for calls whose
 // out / dout / dq have d-stride 1 and 16-byte aligned rows (prep_vec_ok in bwd_launch.cuh; the
 // others keep 1 / 3). Why (SASS of 1 / 3, CUDA 13.0, D 128): 1 loads O and dO as LDG.E.U16 (64
 // bytes a warp instruction) in a runtime-bound loop whose D = 128 trip count (4 per lane) runs the
@@ -174,15 +181,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int k = 0; k < D / 4 / kTpr; ++k)
     dq_row[t + k * kTpr] = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (t == 0) {
-    delta[row] = acc;
-    float l2 = INFINITY;
-    if (i < p.seqlen_q) {
-      const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + static_cast<int64_t>(i) * p.lse_st.s];
-      l2 = l == -INFINITY ? INFINITY : l * kLog2e;
-    }
-    lse2[row] = l2;
-  }
+  if (t == 0) store_row_stats(p, b, h, i, row, acc, lse2, delta);
 }
 
 /// 3v (float4 workspace layout, kDqVec4, only). Thread = 4 consecutive float4 of a part =
