@@ -17,7 +17,9 @@
 #   AB_FLAGS entry, dims inside an entry ','-separated, e.g. "256;128;64,128"; default 128),
 #   AB_BENCH (';'-separated peers.py arguments, one per AB_FLAGS entry, default "--shapes 4k
 #   --d 128 --causal both --passes fwd,bwd" for each), SAN_FILTER (gtest filter for the
-#   sanitizer), NCU / NCU_ARGS (';'-separated flash_ncu.py argument sets, default "--s 4096 --d 128"),
+#   sanitizer), SAN_GTEST (test_flash's extra arguments under the sanitizer, default
+#   --gtest_brief=1; set it empty to get the [ RUN ] lines that name the case each hazard
+#   follows), NCU / NCU_ARGS (';'-separated flash_ncu.py argument sets, default "--s 4096 --d 128"),
 #   T_TESTS / T_BENCH / T_SAN / T_AB / T_NCU (seconds).
 set -uo pipefail
 OUT=$1
@@ -58,12 +60,16 @@ tail -n 45 "$OUT/bench.log"
 
 el "compute-sanitizer"
 FILTER=${SAN_FILTER:-"*FlashVsMath*causal_square_d256_bf16_fwd:*FlashVsMath*gqa8_d64_bf16_bwd:*FlashVsMath*causal_square_d64_bf16_bwd:*FlashVsMath*causal_tl_d128_bf16_bwd:*FlashVsMath*varlen_d256_bf16_bwd:*FlashVsMath*dropout_d128_bf16_bwd:*FlashVsMath*window_d192_bf16_bwd:*FlashVsMath*plain_d96_bf16_bwd_det:*FlashDeterminism*"}
+SAN_GTEST=${SAN_GTEST-"--gtest_brief=1"}
 for tool in memcheck racecheck; do
   echo "==== $tool" >>"$OUT/r/sanitizer.log"
+  # shellcheck disable=SC2086
   timeout "${T_SAN:-90}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-    build-gpu/tests/test_flash --gtest_filter="$FILTER" --gtest_brief=1 \
+    build-gpu/tests/test_flash --gtest_filter="$FILTER" $SAN_GTEST \
     >>"$OUT/r/sanitizer.log" 2>&1
-  echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|PASSED' "$OUT/r/sanitizer.log" | tail -2 | tr '\n' ' ')"
+  # racecheck's hazards are counted in its own summary line (warnings do not reach ERROR SUMMARY)
+  echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED' "$OUT/r/sanitizer.log" |
+    tail -2 | tr '\n' ' ')"
 done
 
 for i in "${!AB_LIST[@]}"; do

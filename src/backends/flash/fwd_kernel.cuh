@@ -443,9 +443,16 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   }
 
   // Epilogue: normalize, store O and lse. Tr::kSmemEpilogue: O goes through this warp's own
-  // rows of sQ (only this warp's S GEMM reads them, and it is past its last one: no CTA barrier,
-  // one __syncwarp) and out as 16-byte row chunks (coalesced), instead of one 4-byte store per
-  // element pair (each warp store then touches 8 rows: 8x the L1 wavefronts per byte).
+  // rows of sQ (only this warp's S GEMM reads them, and it is past its last one: no CTA barrier)
+  // and out as 16-byte row chunks (coalesced), instead of one 4-byte store per element pair
+  // (each warp store then touches 8 rows: 8x the L1 wavefronts per byte). The stores of one lane
+  // overwrite words that other lanes of the warp read in the last S GEMM's ldmatrix: the one-pair
+  // kernel has wait_v_load_next_k's CTA barrier in between, the KV2 key loop ends without one
+  // (its barrier is at the top of a block), so there a __syncwarp orders them. Without it only
+  // data dependence did (the stored O comes from those reads through the MMAs): safe on the
+  // hardware, a hazard in the programming model, 8 racecheck warnings (one per A ldmatrix of the
+  // S GEMM, 124 of 128 words per warp: all but those a lane reads and writes itself).
+  if constexpr (kKV2 && Tr::kSmemEpilogue) __syncwarp();
   T* o_ptr = static_cast<T*>(p.out) + b * p.out_st.b + sp.q_start * p.out_st.s + h * p.out_st.h;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {

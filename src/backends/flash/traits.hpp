@@ -374,8 +374,11 @@
 //     (fwd_tile<64, bf16, false, 128, kKV2 = true>): ldmatrix reads against the epilogue's O
 //     stores into sQ (fwd_kernel.cuh, the kSmemEpilogue loop), in both session-6 calls that ran
 //     it (with and without DIET_64); the one-pair D = 64 kernel is clean in the same runs. Tests
-//     pass with it (bench/results/2026-11-22-h100-flash-s6-ab.md, -s6-merged.md). 0 until the
-//     hazard is understood and fixed; then 512.
+//     pass with it (bench/results/2026-11-22-h100-flash-s6-ab.md, -s6-merged.md). Cause (helper
+//     kv2race, from the SASS): the KV2 key loop has no CTA barrier after its last S GEMM, so the
+//     A ldmatrix of that GEMM and other lanes' O stores into the same sQ words were ordered by
+//     data dependence only (no hazard on the hardware, one in the programming model); fixed by a
+//     __syncwarp before the epilogue (fwd_kernel.cuh). 0 until a racecheck run shows 0 hazards.
 #ifndef ATTNKIT_FLASH_FWD_KV2_64_MAX_S
 #define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 0
 #endif
