@@ -309,6 +309,37 @@ TEST(FlashBwdBankModel, CountsMatchNcuAtD128) {
   EXPECT_EQ(2048LL * (64 * (260 + 8 * (144 * 4 + 8 + 32)) + 512), 681050112LL);
 }
 
+/// One warp tile (origin m0, n0; MT x NT m16n8 fragments) stored by store_c_smem_stsm into layout
+/// L: each stmatrix.x4 goes into `t` under `label`; every packed C pair's address must be
+/// 2 off(row, col) and none written twice (`written`, shared by the warps of a tile).
+template <typename L>
+void model_stsm_warp_tile(Table& t, const char* label, std::set<uint32_t>& written, int d, int warp,
+                          int m0, int n0, int mt_count, int nt_count) {
+  for (int mt = 0; mt < mt_count; ++mt)
+    for (int np = 0; np < nt_count / 2; ++np) {
+      // The kernel's lane address: o ^ (np << 4) + 16 mt rows, o from lane row / column.
+      Inst in{};
+      in.lanes_per_phase = 8;
+      uint32_t row_addr[32];
+      for (int l = 0; l < 32; ++l) {
+        const int o = L::off(m0 + (((l >> 3) & 1) << 3) + (l & 7), n0 + ((l >> 4) << 3));
+        row_addr[l] = 2u * static_cast<uint32_t>((o ^ (np << 4)) + mt * 16 * 64);
+        in.lane[l] = Access{row_addr[l], 16};
+      }
+      add(t, label, in);
+      for (int th = 0; th < 32; ++th)
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t got = row_addr[8 * j + th / 4] + 4u * static_cast<uint32_t>(th % 4);
+          const int row = m0 + mt * 16 + (j & 1) * 8 + th / 4;
+          const int col = n0 + (2 * np + (j >> 1)) * 8 + (th % 4) * 2;
+          ASSERT_EQ(got, 2u * static_cast<uint32_t>(L::off(row, col)))
+              << "D " << d << " warp " << warp << " mt " << mt << " np " << np << " thread " << th
+              << " register " << j;
+          ASSERT_TRUE(written.insert(got).second) << "D " << d << ": written twice";
+        }
+    }
+}
+
 // ATTNKIT_FLASH_BWD_STSM (store_c_smem_stsm): one stmatrix.x4 per (mt, n16 pair np) of the warp's
 // S / dP tile. Lane l gives the row address of matrix l / 8, row l % 8; thread t's register j
 // (matrix j's row t / 4, bytes 4 (t % 4)..+3) holds the packed C pair (mt, nt = 2 np + j / 2,
@@ -325,29 +356,8 @@ void check_stsm() {
   std::set<uint32_t> written;
   for (int warp = 0; warp < Tr::kWarps; ++warp) {
     const int m0 = (warp / Tr::kSdpWC) * 16 * MT, n0 = (warp % Tr::kSdpWC) * 8 * NT;
-    for (int mt = 0; mt < MT; ++mt)
-      for (int np = 0; np < NT / 2; ++np) {
-        // The kernel's lane address: o ^ (np << 4) + 16 mt rows, o from lane row / column.
-        Inst in{};
-        in.lanes_per_phase = 8;
-        uint32_t row_addr[32];
-        for (int l = 0; l < 32; ++l) {
-          const int o = LP::off(m0 + (((l >> 3) & 1) << 3) + (l & 7), n0 + ((l >> 4) << 3));
-          row_addr[l] = 2u * static_cast<uint32_t>((o ^ (np << 4)) + mt * 16 * 64);
-          in.lane[l] = Access{row_addr[l], 16};
-        }
-        add(t, "STSM (one tile, P or dS)", in);
-        for (int th = 0; th < 32; ++th)
-          for (int j = 0; j < 4; ++j) {
-            const uint32_t got = row_addr[8 * j + th / 4] + 4u * static_cast<uint32_t>(th % 4);
-            const int row = m0 + mt * 16 + (j & 1) * 8 + th / 4;
-            const int col = n0 + (2 * np + (j >> 1)) * 8 + (th % 4) * 2;
-            const uint32_t want = 2u * static_cast<uint32_t>(LP::off(row, col));
-            ASSERT_EQ(got, want) << "D " << D << " warp " << warp << " mt " << mt << " np " << np
-                                 << " thread " << th << " register " << j;
-            ASSERT_TRUE(written.insert(got).second) << "D " << D << ": written twice";
-          }
-      }
+    model_stsm_warp_tile<LP>(t, "STSM (one tile, P or dS)", written, D, warp, m0, n0, MT, NT);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   EXPECT_EQ(static_cast<int64_t>(written.size()) * 2, static_cast<int64_t>(LP::kSize))
       << "D " << D << ": the warps' stores cover the (kBM, kBN) tile";
@@ -382,27 +392,8 @@ void check_epilogue_and_kv() {
   std::set<uint32_t> written;
   for (int warp = 0; warp < Tr::kWarps; ++warp) {
     const int m0 = (warp / Tr::kKvWC) * 16 * MT, n0 = (warp % Tr::kKvWC) * 8 * NT;
-    for (int mt = 0; mt < MT; ++mt)
-      for (int np = 0; np < NT / 2; ++np) {
-        Inst in{};
-        in.lanes_per_phase = 8;
-        uint32_t row_addr[32];
-        for (int l = 0; l < 32; ++l) {
-          const int o = LK::off(m0 + (((l >> 3) & 1) << 3) + (l & 7), n0 + ((l >> 4) << 3));
-          row_addr[l] = 2u * static_cast<uint32_t>((o ^ (np << 4)) + mt * 16 * 64);
-          in.lane[l] = Access{row_addr[l], 16};
-        }
-        add(t, "epilogue STSM dK or dV", in);
-        for (int th = 0; th < 32; ++th)
-          for (int j = 0; j < 4; ++j) {
-            const uint32_t got = row_addr[8 * j + th / 4] + 4u * static_cast<uint32_t>(th % 4);
-            const int row = m0 + mt * 16 + (j & 1) * 8 + th / 4;
-            const int col = n0 + (2 * np + (j >> 1)) * 8 + (th % 4) * 2;
-            ASSERT_EQ(got, 2u * static_cast<uint32_t>(LK::off(row, col)))
-                << "D " << D << " warp " << warp << " thread " << th << " register " << j;
-            ASSERT_TRUE(written.insert(got).second) << "D " << D << ": written twice";
-          }
-      }
+    model_stsm_warp_tile<LK>(t, "epilogue STSM dK or dV", written, D, warp, m0, n0, MT, NT);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   EXPECT_EQ(static_cast<int64_t>(written.size()) * 2, static_cast<int64_t>(LK::kSize))
       << "D " << D << ": the warps' dK / dV stores cover the (kBN, D) tile";
