@@ -206,8 +206,9 @@
 //     made to wait for slice (value - 1)'s first MMA (warp_gemm_ss_wo's kFence): the same bound
 //     on run-ahead as DQ_UNROLL_128 without its loop. ptxas (sm_90a, bf16 / f16): 2, 4, 5, 6 0 B
 //     spill (item loop 1167-1169 static SASS, = default's 1169 less its 2 LDL plus ISETP + 2
-//     SEL), 7 8 B; with LATE_LOAD 3 28 B (do not combine). 6 recommended. Unmeasured; static
-//     SASS and the device plan: bench/notes/flash.md (session 5, round 3).
+//     SEL), 7 8 B; with LATE_LOAD 3 28 B (do not combine). Session 6 (H100, 6 vs 0, same call):
+//     -0.4..+0.3 % (bench/results/2026-11-22-h100-flash-s6-ab.md): off. Static SASS:
+//     bench/notes/flash.md (session 5, round 3).
 #ifndef ATTNKIT_FLASH_BWD_DQ_FENCE_128
 #define ATTNKIT_FLASH_BWD_DQ_FENCE_128 0
 #endif
@@ -364,8 +365,8 @@
 //     ~4.5 us per CTA generation vs FA-2's ~2 us, and at S = 512 each head's K / V is shared by 4
 //     CTAs only (32 at 4k), so most K / V tiles come from DRAM (0.66 TB/s average while the key
 //     loop runs) and V_n's latency is exposed once per 64 keys (FA-2: 128-key blocks, half the
-//     exposures, each hidden by twice the S GEMM). Unmeasured; not with D = 256's MIO problem
-//     (4 cp.async per thread per tile here, 32 there).
+//     exposures, each hidden by twice the S GEMM); not with D = 256's MIO problem (4 cp.async per
+//     thread per tile here, 32 there).
 //     Session 6 (H100, same call, knob at 1 << 30 vs 0, ours / FA-2): non-causal 0.96 / 0.97 /
 //     0.98 / 0.99 vs 0.91 / 0.99 / 1.03 / 1.05 at S = 512 / 1k / 4k / 16k (ours +5.9 % at 512,
 //     -2..-5 % above); causal 1.07 / 0.98 / 0.95 / 0.99 vs 1.08 / 1.01 / 0.99 / 1.04. Hence
@@ -502,14 +503,17 @@
 //     partial branch in the KV2 one), 128 / 256 / 512 / 1024 as above. Executed SASS per steady
 //     64-key block, one-pair / KV2 kernel (sm_90a, bf16): 0 645 / 689; 288 (32 + 256) 639 / 688;
 //     416 659 / 680; 1824 (288 + 512 + 1024) 636 / 669; 1952 (1824 + 128) 641 / 661; 0 B spill,
-//     <= 241 registers in all (sm_80 1952: 0 B). Candidate: 1952 (the KV2 kernel runs the
-//     S <= 512 rows, the one D = 64 row below FA-2). Unmeasured.
+//     <= 241 registers in all (sm_80 1952: 0 B). Candidate then: 1952 (the KV2 kernel runs
+//     the S <= 512 rows, the one D = 64 row below FA-2).
 //     Session 6 (H100, same call, vs 0, TFLOP/s): 1824 +5.7 / -0.3 / -2.1 % non-causal, +9.6 /
 //     +2.8 / -0.6 % causal at S = 512 / 1k / 4k; 1952 +0.4 / -0.8 / -1.5 / -1.2 %, +5.8 / +4.2 /
-//     0 / 0 % at 512 / 1k / 4k / 16k (bit 128 costs at 512; D = 256 lost with it too). Default
-//     1824: the S <= 1k rows are the ones below FA-2.
+//     0 / 0 % at 512 / 1k / 4k / 16k (bit 128 costs at 512; D = 256 lost with it too). The 512
+//     rows ran the KV2 kernel (KV2_64_MAX_S was 512 then); on the one-pair kernel, the one every
+//     D = 64 call takes while KV2_64_MAX_S is 0, 1824 measured -0.3 / -2.1 % non-causal and
+//     +2.8 / -0.6 % causal at 1k / 4k: no gain, so 0 (the kernel every session-6 D = 64 row
+//     outside KV2 was measured with in the "off" builds). Revisit with KV2 back on.
 #ifndef ATTNKIT_FLASH_FWD_DIET_64
-#define ATTNKIT_FLASH_FWD_DIET_64 1824
+#define ATTNKIT_FLASH_FWD_DIET_64 0
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
