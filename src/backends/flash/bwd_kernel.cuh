@@ -587,6 +587,23 @@ __device__ __forceinline__ void red_c_perm(float* tile, const float (&c)[MT][NT]
     }
 }
 
+/// kIts 16-byte cp.async along one thread's column of a 64-wide panel (rows 128 bytes apart):
+/// chunk it to smem s + it * kR rows, from the running byte pointer t (advanced by step per chunk:
+/// one 64-bit add); chunks with it * kR >= left read 0 bytes from `zero`, the tensor's base (a
+/// kernel parameter, valid whatever the item). ptxas rebuilt each address from 64-bit row
+/// products when this was written as a select of the item's pointer or as t + it * step (static
+/// SASS +20-60). Used by load_q_do (LOAD_CHAIN) and load_kv_fast (EARLY_KV bit 2).
+template <int kIts, int kR>
+__device__ __forceinline__ void cp_async_chain(uint32_t s, const char* t, int64_t step,
+                                               const char* zero, int left) {
+#pragma unroll
+  for (int it = 0; it < kIts; ++it) {
+    const bool ok = it * kR < left;
+    ptx::cp_async_16(s + it * kR * 64 * 2, ok ? t : zero, ok);
+    t += step;
+  }
+}
+
 /// dQ_accum layout: (B, Hq, dq_rows, D) fp32, D the kernel head dim (columns >= head_dim stay
 /// 0); varlen sequence b uses rows [0, its length) of slot b (seqlen_q is the maximum). With
 /// DQ_PERM each kBM-row tile is in DqPerm's order.
@@ -732,20 +749,8 @@ struct BwdKeyBlock {
                                         (sp.k_start + n0 + r0) * p.v_st.s + g * p.v_st.h + c0);
       const int64_t kstep = kR * p.k_st.s * static_cast<int64_t>(sizeof(T));
       const int64_t vstep = kR * p.v_st.s * static_cast<int64_t>(sizeof(T));
-      const char* kz = static_cast<const char*>(p.k);
-      const char* vz = static_cast<const char*>(p.v);
-#pragma unroll
-      for (int it = 0; it < kIts; ++it) {
-        const bool ok = it * kR < left;
-        ptx::cp_async_16(s0 + it * kR * 64 * 2, ok ? kt : kz, ok);
-        kt += kstep;
-      }
-#pragma unroll
-      for (int it = 0; it < kIts; ++it) {
-        const bool ok = it * kR < left;
-        ptx::cp_async_16(s1 + it * kR * 64 * 2, ok ? vt : vz, ok);
-        vt += vstep;
-      }
+      cp_async_chain<kIts, kR>(s0, kt, kstep, static_cast<const char*>(p.k), left);
+      cp_async_chain<kIts, kR>(s1, vt, vstep, static_cast<const char*>(p.v), left);
     } else {
       load_kv(sK, sV);
     }
@@ -882,25 +887,10 @@ struct BwdKeyBlock {
           ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2, da, ok);
         }
       } else if constexpr (kLoadChain) {
-        // One running byte pointer per tensor (one 64-bit add per chunk instead of a row
-        // offset from the item's pointer); chunks past the sequence read 0 bytes from the
-        // tensor's base pointer (a kernel parameter, valid whatever the item) instead of the
-        // item's pointer. Written as a select of the item's pointer, or as qt + it * qstep,
-        // ptxas rebuilt each address from 64-bit row products (static SASS +20-60).
-        const char* qz = static_cast<const char*>(p.q);
-        const char* dz = static_cast<const char*>(p.dout);
-#pragma unroll
-        for (int it = 0; it < kIts; ++it) {
-          const bool ok = it * kR < left;
-          ptx::cp_async_16(s0 + it * kR * 64 * 2, ok ? qt : qz, ok);
-          qt += qstep;
-        }
-#pragma unroll
-        for (int it = 0; it < kIts; ++it) {
-          const bool ok = it * kR < left;
-          ptx::cp_async_16(s0 + (LQ::kSize + it * kR * 64) * 2, ok ? dt : dz, ok);
-          dt += dstep;
-        }
+        // One running byte pointer per tensor (cp_async_chain says why).
+        cp_async_chain<kIts, kR>(s0, qt, qstep, static_cast<const char*>(p.q), left);
+        cp_async_chain<kIts, kR>(s0 + LQ::kSize * 2, dt, dstep, static_cast<const char*>(p.dout),
+                                 left);
       } else {
 #pragma unroll
         for (int it = 0; it < kIts; ++it) {
