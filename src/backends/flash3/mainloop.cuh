@@ -403,6 +403,18 @@ __device__ __forceinline__ void issue_qk_rs(float (&s)[Tr::kBlockN / 2],
         s, qa[ks], desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + (ks % 4) * 32), ks > 0 ? 1 : 0);
 }
 
+/// S = Q K_s^T for variant kVar: Q from registers (kVarQReg, issue_qk_rs) or from shared memory
+/// (issue_qk, legacy descriptors with kVarLegacyDesc).
+template <class Tr, bool BF16, int kVar>
+__device__ __forceinline__ void issue_qk_var(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
+                                             const uint32_t (&qa)[Tr::kD / 16][4],
+                                             uint32_t k_stage) {
+  if constexpr ((kVar & kVarQReg) != 0)
+    issue_qk_rs<Tr, BF16>(s, qa, k_stage);
+  else
+    issue_qk<Tr, BF16, (kVar & kVarLegacyDesc) != 0>(s, q_wg, k_stage);
+}
+
 /// O rows r = 0/1 of this thread *= f[r] (accumulator layout: o[4j + 2r + e]).
 template <int kD>
 __device__ __forceinline__ void rescale_o(float (&o)[kD / 2], const float (&f)[2]) {
@@ -481,7 +493,6 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
-  constexpr bool kQReg = (kVar & kVarQReg) != 0;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     return (nb + 1) * kBN > a.seqlen_k ||
@@ -494,10 +505,7 @@ __device__ __forceinline__ void mainloop_turn(
   fence_regs(p);
   turn.wait_turn();
   ptx::wgmma_fence();
-  if constexpr (kQReg)
-    issue_qk_rs<Tr, BF16>(s, qa, k_base + uni(st * Tr::kKVBytes));
-  else
-    issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
+  issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
   ptx::wgmma_commit();
   ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
@@ -1206,10 +1214,7 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      if constexpr (kQReg)
-        issue_qk_rs<Tr, BF16>(s, qa, k_base + uni(st * Tr::kKVBytes));
-      else
-        issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
+      issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
       ptx::wgmma_commit();
       if constexpr (kCanOverlap) issue_pending_pv();
       turn.pass_turn();
