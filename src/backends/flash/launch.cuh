@@ -147,14 +147,14 @@ void launch_bwd(const Params& p) {
     const int64_t delta_rows = packed ? stats_blocks<kStatsBM>(p) * kStatsBM : p.seqlen_q;
     const dim3 grid(static_cast<unsigned>((delta_rows + kRowsPerBlock - 1) / kRowsPerBlock),
                     static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
-    if constexpr (kDeltaZero) {
-      if (zero_in_delta)
+    if (zero_in_delta) {
+      if constexpr (kDeltaZero)
         bwd_delta_zero_kernel<T, kStatsBM, kLanes, D><<<grid, 256, 0, stream>>>(p, delta, dq_accum);
-    }
-    if (packed && !zero_in_delta)
+    } else if (packed) {
       bwd_delta_kernel<T, kStatsBM, kLanes><<<grid, 256, 0, stream>>>(p, delta);
-    else if (!packed)
+    } else {
       bwd_delta_kernel<T, 0, kLanes><<<grid, 256, 0, stream>>>(p, delta);
+    }
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
   if (fused) {
