@@ -177,7 +177,7 @@ namespace bwd {
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
 /// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve]
-/// [+vpp].
+/// [+vpp][+vcv].
 /// Fills `v` for head dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
