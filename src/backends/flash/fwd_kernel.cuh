@@ -97,7 +97,7 @@ __device__ __forceinline__ FwdTile fwd_tile_of(int64_t t, int num_m, int64_t hea
 template <int D, typename T, bool kGeneral, int kBM256, bool kKV2 = false>
 __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, const FwdTile tile,
                                          const FwdTile nxt, bool has_next, bool pre) {
-  using Tr = FwdTraits<D, kBM256>;
+  using Tr = FwdTraits<D, kBM256, kKV2>;
   using LQ = SmemLayout<Tr::kBM, D>;
   using LK = SmemLayout<Tr::kBN, D>;
   constexpr int kBM = Tr::kBM, kBN = Tr::kBN, kMT = Tr::kMT, kNT = kBN / 8, kDT = D / 8;

@@ -515,6 +515,13 @@
 #ifndef ATTNKIT_FLASH_FWD_DIET_64
 #define ATTNKIT_FLASH_FWD_DIET_64 0
 #endif
+//   ATTNKIT_FLASH_FWD_DIET_64_KV2 (session 7): DIET_64's bits for the D = 64 KV2 kernel alone
+//     (the instance launched for seqlen_k <= KV2_64_MAX_S); default DIET_64, so both kernels take
+//     the same bits unless this is set. Why: 1824 measured +5.7 / +9.6 % on the KV2 kernel at
+//     S = 512 but -2.1 % non-causal on the one-pair kernel at 4k (session 6, above).
+#ifndef ATTNKIT_FLASH_FWD_DIET_64_KV2
+#define ATTNKIT_FLASH_FWD_DIET_64_KV2 ATTNKIT_FLASH_FWD_DIET_64
+#endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
 #endif
@@ -529,8 +536,9 @@ namespace attnkit::flash {
 
 /// Forward: CTA tile (kBM query rows, kBN keys), kWarps warps each owning 16 * kMT rows.
 /// BM256: the query block at D > 192 (64 or 128); launch_fwd picks 64 for causal launches up to
-/// kCausalBm64MaxS query rows (ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S).
-template <int D, int BM256 = ATTNKIT_FLASH_FWD_BM_256>
+/// kCausalBm64MaxS query rows (ATTNKIT_FLASH_FWD_CAUSAL_BM64_MAX_S). KV2Inst: the traits as seen
+/// by fwd_tile's kKV2 = true instance (only the diet bits differ: ATTNKIT_FLASH_FWD_DIET_64_KV2).
+template <int D, int BM256 = ATTNKIT_FLASH_FWD_BM_256, bool KV2Inst = false>
 struct FwdTraits {
   static constexpr int kHeadDim = D;
   static constexpr int kBN =
@@ -557,11 +565,12 @@ struct FwdTraits {
   // The 64-row D = 256 kernel's diet (ATTNKIT_FLASH_FWD_BM64_DIET_256): BN64_DIET's bits.
   static constexpr bool kDiet256 = D == 256 && BM256 == 64 && ATTNKIT_FLASH_FWD_BM64_DIET_256 != 0;
   // The D = 64 forward's diet (ATTNKIT_FLASH_FWD_DIET_64): BN64_DIET's bits.
-  static constexpr bool kDiet64 = D == 64 && ATTNKIT_FLASH_FWD_DIET_64 != 0;
-  static constexpr int kDietBits = kDiet128
-                                       ? ATTNKIT_FLASH_FWD_BN64_DIET
-                                       : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256
-                                                   : (kDiet64 ? ATTNKIT_FLASH_FWD_DIET_64 : 0));
+  static constexpr int kDiet64Bits =
+      KV2Inst ? ATTNKIT_FLASH_FWD_DIET_64_KV2 : ATTNKIT_FLASH_FWD_DIET_64;
+  static constexpr bool kDiet64 = D == 64 && kDiet64Bits != 0;
+  static constexpr int kDietBits =
+      kDiet128 ? ATTNKIT_FLASH_FWD_BN64_DIET
+               : (kDiet256 ? ATTNKIT_FLASH_FWD_BM64_DIET_256 : (kDiet64 ? kDiet64Bits : 0));
   static constexpr bool kPackP = (kDietBits & 1) != 0;
   static constexpr bool kFastLoad =
       kDiet256 ? (kDietBits & 34) != 0
