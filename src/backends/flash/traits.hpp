@@ -379,9 +379,14 @@
 //     kv2race, from the SASS): the KV2 key loop has no CTA barrier after its last S GEMM, so the
 //     A ldmatrix of that GEMM and other lanes' O stores into the same sQ words were ordered by
 //     data dependence only (no hazard on the hardware, one in the programming model); fixed by a
-//     __syncwarp before the epilogue (fwd_kernel.cuh). 0 until a racecheck run shows 0 hazards.
+//     __syncwarp before the epilogue (fwd_kernel.cuh).
+//     Session 7 (H100, bench/results/2026-11-22-h100-flash-s7-merged.md): racecheck 0 hazards and
+//     memcheck 0 errors on 9 D = 64 / 48 cases that take this kernel; 512 with DIET_64_KV2 1824
+//     vs off (the one-pair kernel), same call: +9.3 % non-causal, +7.8 % causal at S = 512 (ours
+//     / FA-2 1.01 / 1.17); 512 without the diet +5.5 / -0.8 %. Default 512 since then (with
+//     DIET_64_KV2 1824); the one-pair kernel keeps every longer key range (KV2 -2..-5 % there).
 #ifndef ATTNKIT_FLASH_FWD_KV2_64_MAX_S
-#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 0
+#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 512
 #endif
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
@@ -516,11 +521,13 @@
 #define ATTNKIT_FLASH_FWD_DIET_64 0
 #endif
 //   ATTNKIT_FLASH_FWD_DIET_64_KV2 (session 7): DIET_64's bits for the D = 64 KV2 kernel alone
-//     (the instance launched for seqlen_k <= KV2_64_MAX_S); default DIET_64, so both kernels take
-//     the same bits unless this is set. Why: 1824 measured +5.7 / +9.6 % on the KV2 kernel at
-//     S = 512 but -2.1 % non-causal on the one-pair kernel at 4k (session 6, above).
+//     (the instance launched for seqlen_k <= KV2_64_MAX_S), 0 = none. Why: 1824 measured +5.7 /
+//     +9.6 % on the KV2 kernel at S = 512 but -2.1 % non-causal on the one-pair kernel at 4k
+//     (session 6, above); session 7 (H100, same call): KV2 + 1824 vs KV2 alone +3.6 / +8.6 %
+//     non-causal / causal at S = 512 (265.2 vs 255.9, 178.7 vs 164.5 TFLOP/s). sm_80: 0 B spill,
+//     not timed.
 #ifndef ATTNKIT_FLASH_FWD_DIET_64_KV2
-#define ATTNKIT_FLASH_FWD_DIET_64_KV2 ATTNKIT_FLASH_FWD_DIET_64
+#define ATTNKIT_FLASH_FWD_DIET_64_KV2 1824
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
