@@ -249,6 +249,19 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     kv_sum = ptx::smem_addr(sK) + off + kv_dst;
   }
 
+  // Tr::kKV2Lanes (D = 64 KV2 fast path): the lane bases of Q (S GEMM A), K (B) and V (P V's
+  // B, [k][n]) as WarpFragAddr bases, kept in registers across the key loop; kb / vb are this
+  // block's pair's (pair 0 first), toggled by *_sum - * at the end of each block.
+  constexpr bool kLanes = kKV2 && Tr::kKV2Lanes && !kGeneral;
+  [[maybe_unused]] uint32_t qa = 0, kb = 0, kb_sum = 0, vb = 0, vb_sum = 0;
+  if constexpr (kLanes) {
+    qa = WarpFragAddr<LQ>(sQ, lane_r_a() + warp * 16 * kMT, lane_c_a()).base;
+    kb = WarpFragAddr<LK>(sK, lane_r_t(), lane_c_t()).base;
+    kb_sum = kb + WarpFragAddr<LK>(sK2, lane_r_t(), lane_c_t()).base;
+    vb = WarpFragAddr<LK>(sV, lane_r_kn(), lane_c_kn()).base;
+    vb_sum = vb + WarpFragAddr<LK>(sV2, lane_r_kn(), lane_c_kn()).base;
+  }
+
   // Waits for V_n, then starts K_{n-1} into sK (free once every warp is past this barrier).
   // Where it runs in the loop is Tr::kEarlyK's choice (before or after the softmax).
   // After the last key block's S GEMM: nxt's first Q and K tiles (one group), if it has any key.
@@ -348,6 +361,8 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
         warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, kKU>(
             s, sQ + pp * kBM * kPW, sKn + pp * kBN * kPW, warp * 16 * kMT, 0);
       }
+    } else if constexpr (kLanes) {
+      warp_gemm_ss_fa<kMT, kNT, D, LQ, LK, kKU, T>(s, WarpFragAddr<LQ>(qa), WarpFragAddr<LK>(kb));
     } else if constexpr (Tr::kWarpOrigin && !kGeneral) {
       // Tr::kWarpOrigin: one lane base per operand with the warp's rows folded in (WarpFragAddr):
       // each ldmatrix is one XOR per k slice plus an immediate, the tile base folded in too.
@@ -492,7 +507,24 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     } else if constexpr (!Tr::kEarlyK) {
       wait_v_load_next_k(n, n0);
     }
-    if constexpr (kPackP) {
+    if constexpr (kLanes) {
+      // warp_gemm_rs / _rp with V's kept lane base (mma_b_slice: the same loads and MMAs).
+      const WarpFragAddr<LK> fv(vb);
+#pragma unroll
+      for (int kk = 0; kk < kBN / 16; ++kk) {
+        if constexpr (kPackP) {
+          mma_b_slice<kMT, kDT, true, LK>(o, pa[kk], fv, sVn, kk, 0);
+        } else {
+          uint32_t a[kMT][4];
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+            c_to_a<T, kNT>(a[mt], s[mt], kk);
+          mma_b_slice<kMT, kDT, true, LK>(o, a, fv, sVn, kk, 0);
+        }
+      }
+      kb = kb_sum - kb;
+      vb = vb_sum - vb;
+    } else if constexpr (kPackP) {
       warp_gemm_rp<kMT, kDT, kBN, true, LK>(o, pa, sVn, 0);
     } else {
       warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sVn, 0);
