@@ -75,6 +75,27 @@ __device__ __forceinline__ void fwd_load_tile_thr(T* smem, const T* gthr, int64_
                                valid_rows, valid_cols);
 }
 
+/// FwdTraits::kKV2Chain: one full-row (kRows, D) tile of the KV2 key loop from `src`, the
+/// thread's chunk-0 byte address of the tile above it (kRows rows further), walked down one row
+/// group per chunk: chunk it (row r0 + it * kRowStep, TileLoader's assignment) is issued last to
+/// first, each after a 64-bit subtract of `step` (kRowStep rows in bytes), so `src` ends on this
+/// tile's chunk 0, the next call's start. `dst`: the shared address of chunk 0 (rows r and
+/// r + kRowStep share their swizzle: kPhases == 1). `ok`: the thread's column is inside head_dim
+/// (else zero-filled from an in-row address, as load_tile_async does).
+template <typename L, int kThreads>
+__device__ __forceinline__ void fwd_chain_tile(uint32_t dst, uint64_t& src, int64_t step, bool ok) {
+  using TL = TileLoader<L, kThreads>;
+  static_assert(TL::kSupported && TL::kPhases == 1 && !L::kHasHalfPanel, "kKV2Chain layouts");
+#pragma unroll
+  for (int it = TL::kIters - 1; it >= 0; --it) {
+    // A PTX subtract: written in C++, NVVM may rebuild each chunk's address from the base with a
+    // 64-bit multiply-add per chunk (as in TileLoader::load_tid).
+    asm("sub.s64 %0, %0, %1;" : "+l"(src) : "l"(step));
+    ptx::cp_async_16(dst + static_cast<uint32_t>(it * TL::kRowStep * 128),
+                     reinterpret_cast<const void*>(src), ok);
+  }
+}
+
 /// A query tile (m block, q head, batch) in the launch order of the 3-D grid: m blocks fastest,
 /// heavy causal blocks (the last) first.
 struct FwdTile {
@@ -198,6 +219,49 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     }
   }
 
+  // Tr::kKV2Chain (D = 64 KV2 fast path): the key loop's K / V loads from running per-thread
+  // byte pointers (fwd_chain_tile), starting on chunk 0 of the first block's tile; `kv_dst` is
+  // the thread's chunk-0 address in the pair the next loads fill (pair 1 first), toggled by
+  // kv_sum - kv_dst. Every tile the loop loads is full in rows (n - 1 < n_end - 1 and last.hi <=
+  // seqlen_k - 1), so only the column predicate remains, fixed per thread.
+  constexpr bool kChain = kKV2 && Tr::kKV2Chain && !kGeneral;
+  using TLK = TileLoader<LK, Tr::kThreads>;
+  [[maybe_unused]] uint64_t k_src = 0, v_src = 0;
+  [[maybe_unused]] int64_t k_step = 0, v_step = 0;
+  [[maybe_unused]] uint32_t kv_dst = 0, kv_sum = 0;
+  [[maybe_unused]] bool k_ok = false, v_ok = false;
+  if constexpr (kChain) {
+    const int t = static_cast<int>(threadIdx.x);
+    const int r0 = t / TLK::kChunksPerRow, c = (t % TLK::kChunksPerRow) * 8;
+    k_ok = c < dq_valid;
+    v_ok = c < dv_valid;
+    // Integer byte addresses: the first block's row r0 may lie past the sequence (a partial last
+    // tile); it is only a start, every chunk is issued after a subtract.
+    const int64_t row = static_cast<int64_t>(n_end - 1) * kBN + r0;
+    k_src = reinterpret_cast<uint64_t>(k_ptr) +
+            static_cast<uint64_t>(row * p.k_st.s + (k_ok ? c : 0)) * sizeof(T);
+    v_src = reinterpret_cast<uint64_t>(v_ptr) +
+            static_cast<uint64_t>(row * p.v_st.s + (v_ok ? c : 0)) * sizeof(T);
+    k_step = TLK::kRowStep * p.k_st.s * static_cast<int64_t>(sizeof(T));
+    v_step = TLK::kRowStep * p.v_st.s * static_cast<int64_t>(sizeof(T));
+    const uint32_t off = 2u * static_cast<uint32_t>(LK::off(r0, c));
+    kv_dst = ptx::smem_addr(sK2) + off;
+    kv_sum = ptx::smem_addr(sK) + off + kv_dst;
+  }
+
+  // Tr::kKV2Lanes (D = 64 KV2 fast path): the lane bases of Q (S GEMM A), K (B) and V (P V's
+  // B, [k][n]) as WarpFragAddr bases, kept in registers across the key loop; kb / vb are this
+  // block's pair's (pair 0 first), toggled by *_sum - * at the end of each block.
+  constexpr bool kLanes = kKV2 && Tr::kKV2Lanes && !kGeneral;
+  [[maybe_unused]] uint32_t qa = 0, kb = 0, kb_sum = 0, vb = 0, vb_sum = 0;
+  if constexpr (kLanes) {
+    qa = WarpFragAddr<LQ>(sQ, lane_r_a() + warp * 16 * kMT, lane_c_a()).base;
+    kb = WarpFragAddr<LK>(sK, lane_r_t(), lane_c_t()).base;
+    kb_sum = kb + WarpFragAddr<LK>(sK2, lane_r_t(), lane_c_t()).base;
+    vb = WarpFragAddr<LK>(sV, lane_r_kn(), lane_c_kn()).base;
+    vb_sum = vb + WarpFragAddr<LK>(sV2, lane_r_kn(), lane_c_kn()).base;
+  }
+
   // Waits for V_n, then starts K_{n-1} into sK (free once every warp is past this barrier).
   // Where it runs in the loop is Tr::kEarlyK's choice (before or after the softmax).
   // After the last key block's S GEMM: nxt's first Q and K tiles (one group), if it has any key.
@@ -261,13 +325,19 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
       // K_{n-1} and V_{n-1} into the pair block n + 1 used, one group (empty in the last block,
       // so that the group counts above hold).
       if (n > n_begin) {
-        const int64_t n1 = n0 - kBN;
-        T* const sKo = odd ? sK : sK2;
-        T* const sVo = odd ? sV : sV2;
-        fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(
-            sKo, k_ptr + n1 * p.k_st.s, p.k_st.s, static_cast<int>(sp.sk - n1), dq_valid, ldk);
-        fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(
-            sVo, v_ptr + n1 * p.v_st.s, p.v_st.s, static_cast<int>(sp.sk - n1), dv_valid, ldv);
+        if constexpr (kChain) {
+          fwd_chain_tile<LK, Tr::kThreads>(kv_dst, k_src, k_step, k_ok);
+          fwd_chain_tile<LK, Tr::kThreads>(kv_dst + 2u * LK::kSize, v_src, v_step, v_ok);
+          kv_dst = kv_sum - kv_dst;
+        } else {
+          const int64_t n1 = n0 - kBN;
+          T* const sKo = odd ? sK : sK2;
+          T* const sVo = odd ? sV : sV2;
+          fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(
+              sKo, k_ptr + n1 * p.k_st.s, p.k_st.s, static_cast<int>(sp.sk - n1), dq_valid, ldk);
+          fwd_load_tile<LK, Tr::kThreads, kFast, kTid, kFullT>(
+              sVo, v_ptr + n1 * p.v_st.s, p.v_st.s, static_cast<int>(sp.sk - n1), dv_valid, ldv);
+        }
       }
     } else if constexpr (kThr) {
       fwd_load_tile_thr<LK, Tr::kThreads>(sV, v_thr + n0 * p.v_st.s, p.v_st.s,
@@ -291,6 +361,8 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
         warp_gemm_ss<kMT, kNT, kPW, false, false, LQp, LKp, kKU>(
             s, sQ + pp * kBM * kPW, sKn + pp * kBN * kPW, warp * 16 * kMT, 0);
       }
+    } else if constexpr (kLanes) {
+      warp_gemm_ss_fa<kMT, kNT, D, LQ, LK, kKU, T>(s, WarpFragAddr<LQ>(qa), WarpFragAddr<LK>(kb));
     } else if constexpr (Tr::kWarpOrigin && !kGeneral) {
       // Tr::kWarpOrigin: one lane base per operand with the warp's rows folded in (WarpFragAddr):
       // each ldmatrix is one XOR per k slice plus an immediate, the tile base folded in too.
@@ -435,7 +507,24 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     } else if constexpr (!Tr::kEarlyK) {
       wait_v_load_next_k(n, n0);
     }
-    if constexpr (kPackP) {
+    if constexpr (kLanes) {
+      // warp_gemm_rs / _rp with V's kept lane base (mma_b_slice: the same loads and MMAs).
+      const WarpFragAddr<LK> fv(vb);
+#pragma unroll
+      for (int kk = 0; kk < kBN / 16; ++kk) {
+        if constexpr (kPackP) {
+          mma_b_slice<kMT, kDT, true, LK>(o, pa[kk], fv, sVn, kk, 0);
+        } else {
+          uint32_t a[kMT][4];
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+            c_to_a<T, kNT>(a[mt], s[mt], kk);
+          mma_b_slice<kMT, kDT, true, LK>(o, a, fv, sVn, kk, 0);
+        }
+      }
+      kb = kb_sum - kb;
+      vb = vb_sum - vb;
+    } else if constexpr (kPackP) {
       warp_gemm_rp<kMT, kDT, kBN, true, LK>(o, pa, sVn, 0);
     } else {
       warp_gemm_rs<kMT, kDT, kBN, true, LK>(o, s, sVn, 0);

@@ -526,6 +526,20 @@
 //     (session 6, above); session 7 (H100, same call): KV2 + 1824 vs KV2 alone +3.6 / +8.6 %
 //     non-causal / causal at S = 512 (265.2 vs 255.9, 178.7 vs 164.5 TFLOP/s). sm_80: 0 B spill,
 //     not timed.
+//     Bit 2048 (session 7, helper flashfwd14, compile-only; off in the default 1824): the KV2
+//     key loop's K / V loads (tile n - 1, issued in block n) as one running per-thread byte
+//     pointer per tensor, walked down one row group (TileLoader::kRowStep rows) per 16-byte
+//     chunk by a 64-bit subtract, into a per-thread shared address toggled between the two
+//     pairs: no row predicate (every tile the loop loads is full: n - 1 < n_end - 1, and
+//     row_range clips last.hi to seqlen_k - 1), the column predicate (head_dim < D) per thread,
+//     fixed before the loop; no %tid / swizzle / 64-bit row product per block. The prologue's
+//     first K / V tile (the only partial one in rows) keeps fwd_load_tile. Same chunks, same
+//     zero fill: same results. FwdTraits::kKV2Chain; D = 64 KV2 kernel only.
+//     Bit 4096 (same session; off): the KV2 key loop's S GEMM (Q, K) and P V (V) lane bases
+//     (WarpFragAddr, warp origin and tile folded in, as bit 1024 builds them) computed once
+//     before the loop, the K / V ones toggled between the pairs by base_sum - base at the end of
+//     each block: loop-carried, so ptxas cannot re-derive them from %tid and the pair select per
+//     block (it did: ~30 SASS per block). Same addresses, same MMA order. FwdTraits::kKV2Lanes.
 #ifndef ATTNKIT_FLASH_FWD_DIET_64_KV2
 #define ATTNKIT_FLASH_FWD_DIET_64_KV2 1824
 #endif
@@ -594,6 +608,10 @@ struct FwdTraits {
   // warp_gemm_ss_wo's warp-origin lane bases (bit 1024). Fast path only.
   static constexpr bool kBlockCheck = (kDietBits & 512) != 0;
   static constexpr bool kWarpOrigin = (kDietBits & 1024) != 0;
+  // The D = 64 KV2 key loop's K / V loads from running per-thread pointers (bit 2048).
+  static constexpr bool kKV2Chain = KV2Inst && kDiet64 && (kDietBits & 2048) != 0;
+  // ... and its S GEMM / P V lane bases kept across key blocks, K / V toggled per pair (4096).
+  static constexpr bool kKV2Lanes = KV2Inst && kDiet64 && (kDietBits & 4096) != 0;
   // The fast path's S GEMM unroll: BN64_DIET bit 64 fully unrolls it at D = 128 (0 B spill with
   // bit 32); the general path keeps kKUnroll.
   static constexpr int kKUnrollFast =

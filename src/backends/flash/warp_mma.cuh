@@ -174,6 +174,8 @@ struct WarpFragAddr {
   uint32_t base;
   __device__ __forceinline__ WarpFragAddr(const void* s, int r, int c)
       : base(ptx::smem_addr(s) + 2u * static_cast<uint32_t>(L::off(r, c))) {}
+  /// From a base the caller computed (and kept) itself.
+  __device__ __forceinline__ explicit WarpFragAddr(uint32_t b) : base(b) {}
   __device__ __forceinline__ uint32_t at(int R, int C) const {
     return (base ^ L::xor_of(C)) + L::add_of(R, C);
   }
@@ -232,6 +234,35 @@ __device__ __forceinline__ void warp_gemm_ss_wo(float (&acc)[MT][NT][4], const T
       } else {
         ptx::ldmatrix_x4(b, fb.at(bn + np * 16, kk * 16));
       }
+      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        ptx::mma_m16n8k16<T>(acc[mt][2 * np], a[mt], b0);
+        ptx::mma_m16n8k16<T>(acc[mt][2 * np + 1], a[mt], b1);
+      }
+    }
+  }
+}
+
+/// warp_gemm_ss_wo<true, MT, NT, K, false, false, LA, LB, UNROLL> (A [m][k], B [n][k], both
+/// operands WarpFragAddr, column origins 0) from the caller's lane bases, so that a loop can
+/// keep them in registers (ptxas otherwise re-derives them from %tid per call under pressure).
+/// Same ldmatrix addresses (for bases built as warp_gemm_ss_wo builds them), same MMA order.
+template <int MT, int NT, int K, typename LA, typename LB, int UNROLL, typename T>
+__device__ __forceinline__ void warp_gemm_ss_fa(float (&acc)[MT][NT][4], const WarpFragAddr<LA> fa,
+                                                const WarpFragAddr<LB> fb) {
+  static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
+  static_assert(!LA::kHasHalfPanel && !LB::kHasHalfPanel, "WarpFragAddr: 64-wide panels");
+#pragma unroll UNROLL
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      ptx::ldmatrix_x4(a[mt], fa.at(mt * 16, kk * 16));
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      uint32_t b[4];
+      ptx::ldmatrix_x4(b, fb.at(np * 16, kk * 16));
       const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
