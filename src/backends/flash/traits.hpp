@@ -355,7 +355,7 @@
 #ifndef ATTNKIT_FLASH_FWD_KV2_256
 #define ATTNKIT_FLASH_FWD_KV2_256 0
 #endif
-//   ATTNKIT_FLASH_FWD_KV2_64_MAX_S (session 5 round 5, helper flashfwd12; 0 = off, the default):
+//   ATTNKIT_FLASH_FWD_KV2_64_MAX_S (session 5 round 5, helper flashfwd12; 0 = off):
 //     D = 64 fast-path launches with seqlen_k <= this take KV2_256's two-pair kernel (Q 16 +
 //     2 x 2 x 8 = 48 KiB; still two CTAs per SM, registers bound it): K_n and V_n are issued a
 //     whole key block ahead instead of V_n at the start of block n (hidden by one 64-key S GEMM
@@ -383,10 +383,13 @@
 //     Session 7 (H100, bench/results/2026-11-22-h100-flash-s7-merged.md): racecheck 0 hazards and
 //     memcheck 0 errors on 9 D = 64 / 48 cases that take this kernel; 512 with DIET_64_KV2 1824
 //     vs off (the one-pair kernel), same call: +9.3 % non-causal, +7.8 % causal at S = 512 (ours
-//     / FA-2 1.01 / 1.17); 512 without the diet +5.5 / -0.8 %. Default 512 since then (with
-//     DIET_64_KV2 1824); the one-pair kernel keeps every longer key range (KV2 -2..-5 % there).
+//     / FA-2 1.01 / 1.17); 512 without the diet +5.5 / -0.8 %. With helper flashfwd14's bits
+//     (DIET_64_KV2 7968, below: 576 executed SASS per steady block vs the one-pair kernel's 645)
+//     KV2 wins at every length (H100, same call, bench/results/2026-11-22-h100-flash-s7-kv2all.md,
+//     vs the one-pair kernel): +6.6 / +5.3 / +2.4 / +3.2 % non-causal at S = 1k / 2k / 4k / 16k,
+//     +8.1 / +7.9 / +3.5 / +2.8 % causal; racecheck 0 hazards. Hence every length (1 << 30).
 #ifndef ATTNKIT_FLASH_FWD_KV2_64_MAX_S
-#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 512
+#define ATTNKIT_FLASH_FWD_KV2_64_MAX_S 1073741824
 #endif
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
@@ -540,8 +543,10 @@
 //     before the loop, the K / V ones toggled between the pairs by base_sum - base at the end of
 //     each block: loop-carried, so ptxas cannot re-derive them from %tid and the pair select per
 //     block (it did: ~30 SASS per block). Same addresses, same MMA order. FwdTraits::kKV2Lanes.
+//     Measured (session 7, H100, same call): 7968 (1824 + 2048 + 4096) vs 1824, both KV2 at
+//     S <= 2048: +6.2 / +4.7 % non-causal, +3.9 / +5.4 % causal at 1k / 2k; the default since.
 #ifndef ATTNKIT_FLASH_FWD_DIET_64_KV2
-#define ATTNKIT_FLASH_FWD_DIET_64_KV2 1824
+#define ATTNKIT_FLASH_FWD_DIET_64_KV2 7968
 #endif
 #ifndef ATTNKIT_FLASH_KK_UNROLL_FWD_BN64
 #define ATTNKIT_FLASH_KK_UNROLL_FWD_BN64 4
