@@ -117,7 +117,7 @@ void launch_forward(const Params& p) {
   constexpr bool kDietCapable = kQRegCapable && VS == 2;
   const bool diet = kDietCapable && tuning().tile_diet && !tuning().legacy_desc && !qreg;
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
-                       !tuning().legacy_desc && s4 == 0 && !a.causal && !dynamic &&
+                       !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);

@@ -72,8 +72,8 @@ struct Tuning {
   // with scale-d = 0) and the tile schedule decoded without divisions (tile_scheduler.cuh
   // FastDiv). D = 128, 128-key tiles, 2 V stages; runs with uniform
   // descriptors, without the other variant bits (q_regs / legacy_desc take precedence).
-  // Exact. Compiled only (SASS: ~190 of ~1110 per-tile consumer instructions per warp gone):
-  // off until a GPU A/B shows a gain.
+  // Exact. Compiled only (SASS: ~170 of ~1060 per-tile consumer instructions per warp gone,
+  // +4 per steady K/V turn; bench/notes/flash3-fwd-s3.md session 7): off until a GPU A/B.
   bool tile_diet = false;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
