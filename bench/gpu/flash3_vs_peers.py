@@ -64,6 +64,7 @@ def load(lib_path):
             knobs_qreg(qreg)
         if knobs_diet is not None:
             knobs_diet(diet)
+    set_tuning.has_diet = knobs_diet is not None
     return f, set_tuning
 
 
@@ -190,7 +191,7 @@ def main():
                                     ("uni+lazy", {"uni": 1, "lazy": 1}), ("cudnn", None)]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s7d":  # session 7 (helper f3fwd15): per-tile diet, D = 128
-                        if knobs_diet is None:
+                        if not getattr(set_tuning, "has_diet", False):
                             raise SystemExit("--ab-set s7d: the shim has no flash3_set_knobs_diet")
                         variants = [("default", {}), ("diet", {"diet": 1}), ("cudnn", None)]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
