@@ -36,11 +36,11 @@ echo "== SASS: softmax before the P V wait? (bench/gpu/sass_softmax_order.py)"
 for o in $B/fwd_d*_bf16.o; do cuobjdump --dump-sass $o | python3 bench/gpu/sass_softmax_order.py; done
 [ "${F3_SASS_DUMP:-1}" = 1 ] && cuobjdump --dump-sass $B/fwd_d128_bf16.o > $OUT/sass_d128_bf16.txt 2>&1
 
-echo "== tests (F3_TEST_SHARDS=${F3_TEST_SHARDS:-1} parallel gtest shards)"
+echo "== tests (F3_TEST_SHARDS=${F3_TEST_SHARDS:-1} parallel gtest shards; filter ${F3_TEST_FILTER:-none})"
 NS=${F3_TEST_SHARDS:-1}
 for i in $(seq 0 $((NS - 1))); do
   GTEST_TOTAL_SHARDS=$NS GTEST_SHARD_INDEX=$i timeout ${F3_TEST_TIMEOUT:-200} $B/flash3_test \
-    --gtest_brief=1 > $OUT/test_$i.log 2>&1 &
+    --gtest_brief=1 ${F3_TEST_FILTER:+--gtest_filter="$F3_TEST_FILTER"} > $OUT/test_$i.log 2>&1 &
 done
 wait
 cat $OUT/test_*.log > $OUT/test.log; rm -f $OUT/test_*.log

@@ -17,7 +17,7 @@ import flash3_vs_peers as peers
 
 VARIANTS = {"early": {"early": 1}, "v3": {"vst": 3}, "ordered": {"ordered": 1}, "cluster": {"cluster": 2},
             "base": {"uni": 0, "lazy": 0}, "uni": {"uni": 1, "lazy": 0}, "unilazy": {"uni": 1, "lazy": 1},
-            "qreg": {"qreg": 1}}
+            "qreg": {"qreg": 1}, "diet": {"diet": 1}}
 
 
 def main():

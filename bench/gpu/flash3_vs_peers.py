@@ -44,10 +44,13 @@ def load(lib_path):
     knobs_qreg = getattr(lib, "flash3_set_knobs_qreg", None)  # session 5 (q_regs)
     if knobs_qreg is not None:
         knobs_qreg.argtypes = [ctypes.c_int]
+    knobs_diet = getattr(lib, "flash3_set_knobs_diet", None)  # session 7 (tile_diet)
+    if knobs_diet is not None:
+        knobs_diet.argtypes = [ctypes.c_int]
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
-                   qreg=0):
+                   qreg=0, diet=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -59,6 +62,9 @@ def load(lib_path):
             knobs5(uni, lazy)
         if knobs_qreg is not None:
             knobs_qreg(qreg)
+        if knobs_diet is not None:
+            knobs_diet(diet)
+    set_tuning.has_diet = knobs_diet is not None
     return f, set_tuning
 
 
@@ -183,6 +189,11 @@ def main():
                     elif a.ab_set == "s5q":  # session 5 (helper f3fwd9): Q in registers, D = 128
                         variants = [("default", {}), ("base", {"uni": 0, "lazy": 0}), ("qreg", {"qreg": 1}),
                                     ("uni+lazy", {"uni": 1, "lazy": 1}), ("cudnn", None)]
+                        variants = variants + [(n + "-again", kw) for n, kw in variants]
+                    elif a.ab_set == "s7d":  # session 7 (helper f3fwd15): per-tile diet, D = 128
+                        if not getattr(set_tuning, "has_diet", False):
+                            raise SystemExit("--ab-set s7d: the shim has no flash3_set_knobs_diet")
+                        variants = [("default", {}), ("diet", {"diet": 1}), ("cudnn", None)]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
                         variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),

@@ -54,6 +54,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   SmemLayout<Tr> sm(smem);
 
   const int wg = threadIdx.x / 128;
+  constexpr bool kDiet = (kVar & kVarTileDiet) != 0;  // (tile_scheduler.cuh FastDiv)
   const bool dynamic = args.tile_counter != nullptr;
   constexpr int kConsumerWarps = Tr::kConsumerWGs * 4;  // lane 0 of each arrives on "empty"
   // K/V "empty": the consumer warps of every CTA of the cluster (cluster.cuh).
@@ -101,12 +102,14 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       // the next one): a tile claimed earlier would sit reserved behind a long causal row
       // while other CTAs run out of work (measured: claiming at the start of the previous
       // tile cost 15 % at D = 256, S = 4k causal, run 5).
-      int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile(args, 0);
+      int t = dynamic ? static_cast<int>(blockIdx.x)
+              : kDiet ? static_tile_fast(args, 0)
+                      : static_tile(args, 0);
       for (int k = 0;; ++k) {
         if (dynamic) slot.put(k, t, lane);
         if (t < 0) break;
         if (lane == 0) {
-          const Tile tile = decode_tile(args, t);
+          const Tile tile = kDiet ? decode_tile_fast(args, t) : decode_tile(args, t);
           produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
                            num_n_blocks<Tr>(args, tile.m_block), pipe, qi);
         }
@@ -117,7 +120,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
           n = __shfl_sync(0xffffffffu, n, 0);
           t = n < args.num_tiles ? n : -1;
         } else {
-          t = static_tile(args, k + 1);
+          t = kDiet ? static_tile_fast(args, k + 1) : static_tile(args, k + 1);
         }
       }
     }
@@ -129,8 +132,12 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       for (int k = 0;; ++k) {
-        const int t = dynamic ? slot.get() : static_tile(args, k);
-        const Tile tile = decode_tile(args, t < 0 ? 0 : t);
+        // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
+        const int t = dynamic ? slot.get()
+                      : kDiet ? static_tile_fast(args, k)
+                              : static_tile(args, k);
+        const Tile tile =
+            kDiet ? decode_tile_fast(args, t < 0 ? 0 : t) : decode_tile(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
         // Flush turn (the same decision in every consumer warpgroup): after the last tile,
         // before a tile without keys, and between tiles when they do not overlap.

@@ -111,12 +111,17 @@ void launch_forward(const Params& p) {
   // D = 128, 128-key tiles only, alone (ignored with legacy_desc; lazy_rescale is not in it).
   constexpr bool kQRegCapable = D == 128 && Tr::kBlockN == 128 && WGs == 2 && !Tr::kFused;
   const bool qreg = kQRegCapable && tuning().q_regs && !tuning().legacy_desc;
+  // Session 7 (helper f3fwd15): the per-tile instruction diet (mainloop.cuh kVarTileDiet; slot
+  // 13, with uniform descriptors, without the other variant bits): D = 128, 128-key tiles,
+  // 2 V stages only (Tuning::tile_diet; q_regs and legacy_desc take precedence).
+  constexpr bool kDietCapable = kQRegCapable && VS == 2;
+  const bool diet = kDietCapable && tuning().tile_diet && !tuning().legacy_desc && !qreg;
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
-                       !tuning().legacy_desc && s4 == 0 && !a.causal && !dynamic &&
+                       !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[13])(FwdArgs) = {};
+  void (*kernels[14])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
       k = fwd_kernel<D, BF16, BN, WGs, VS, 0, 1, RS>;
@@ -132,6 +137,8 @@ void launch_forward(const Params& p) {
     kernels[11] = fwd_kernel<D, BF16, BN, WGs, VS, kVarUniformDesc | kVarLazyRescale>;
     if constexpr (kQRegCapable)
       kernels[12] = fwd_kernel<D, BF16, BN, WGs, VS, kVarQReg | kVarUniformDesc>;
+    if constexpr (kDietCapable)
+      kernels[13] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
@@ -139,12 +146,12 @@ void launch_forward(const Params& p) {
     kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
-  const int slot = tuning().legacy_desc ? 8 : qreg ? 12 : s4 != 0 ? 8 + s4 : var;
+  const int slot = tuning().legacy_desc ? 8 : qreg ? 12 : diet ? 13 : s4 != 0 ? 8 + s4 : var;
   auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[13][kMaxDevices] = {};
+  static std::atomic<int> attr_set[14][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];
@@ -194,6 +201,12 @@ void launch_forward(const Params& p) {
   const bool persistent = tuning().persistent &&
                           (dynamic || !a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
   const int ctas = (a.num_tiles < max_ctas || !persistent) ? a.num_tiles : max_ctas;
+  {  // (read by kVarTileDiet kernels only: tile_scheduler.cuh FastDiv)
+    const FastDiv fm = make_fast_div(a.num_m_blocks), fh = make_fast_div(a.heads_q);
+    a.m_div_mul = fm.mul, a.m_div_shift = fm.shift;
+    a.h_div_mul = fh.mul, a.h_div_shift = fh.shift;
+    a.num_rounds = (a.num_tiles + ctas - 1) / ctas;
+  }
   a.tile_counter = nullptr;
   if (dynamic && ctas < a.num_tiles) {
     a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));

@@ -67,6 +67,14 @@ struct Tuning {
   // non-causal, but -2.2 % at 1k causal and +0.2 % at 4k causal (f3fwd9 run 1): shared-memory
   // bandwidth is not what holds D = 128 back (cuDNN's Q K^T is SS too).
   bool q_regs = false;
+  // Session 7 (helper f3fwd15): per-tile instruction diet of the overlapped consumer
+  // (mainloop.cuh kVarTileDiet): no O = 0 after each epilogue (the tile's first P V is issued
+  // with scale-d = 0) and the tile schedule decoded without divisions (tile_scheduler.cuh
+  // FastDiv). D = 128, 128-key tiles, 2 V stages; runs with uniform
+  // descriptors, without the other variant bits (q_regs / legacy_desc take precedence).
+  // Exact. Compiled only (SASS: ~170 of ~1060 per-tile consumer instructions per warp gone,
+  // +4 per steady K/V turn; bench/notes/flash3-fwd-s3.md session 7): off until a GPU A/B.
+  bool tile_diet = false;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

@@ -297,11 +297,13 @@ __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q
 }
 
 /// O[64 x kD] += P[64 x kBlockN] V_s[kBlockN x kD] (issued, not waited). V is MN-major in smem.
+/// scale_first: the first wgmma's scale-d (0: O = P V, the old O is not read; kVarTileDiet).
 template <class Tr, bool BF16, bool kLegacy = false>
 __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
                                          const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage,
                                          uint32_t kk_stride = 16 * Tr::kChunkRowBytes,
-                                         uint32_t chunk_stride = Tr::kKVChunkBytes) {
+                                         uint32_t chunk_stride = Tr::kKVChunkBytes,
+                                         int scale_first = 1) {
   const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(v_stage, chunk_stride, 1024);
 #pragma unroll
   for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
@@ -309,7 +311,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
         kLegacy ? attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024)
                 : desc_add(db0, kk * kk_stride);
     const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-    Wgmma<Tr::kD, BF16>::rs(o, a, db, 1);
+    Wgmma<Tr::kD, BF16>::rs(o, a, db, kk == 0 ? scale_first : 1);
   }
 }
 
@@ -369,6 +371,22 @@ inline constexpr int kVarLazyRescale = 32;
 // run 1): +0.8 % at S = 1k / 4k non-causal, -2.2 % at 1k causal; ncu: 7 % fewer instructions,
 // 0.9 % fewer cycles. The hypothesis was wrong (cuDNN's Q K^T is SS); kept as an A/B knob.
 inline constexpr int kVarQReg = 128;
+// Session 7 (helper f3fwd15): per-tile instruction diet of the overlapped consumer (Consumer,
+// kernel.cuh; Tuning::tile_diet). The SASS of the D = 128 default spends ~575 instructions per
+// consumer warp and tile beyond one steady K/V block (537): at S = 1k (8 blocks) ~12 % of what
+// a consumer warp issues (bench/notes/flash3-fwd-s3.md, session 7). Two of those items go:
+//  - O = 0 after each epilogue (zero_o: ptxas emits 48 UMOV + 64 MOV for it, ~115 per warp
+//    and tile): the first P V into O of a tile is issued with scale-d = 0 instead (O = P V,
+//    the stale O is not read): mainloop turn 1, or the pending P V of a one-block tile;
+//  - the schedule's three integer divisions per tile (num_rounds, decode_tile: ~110 per warp
+//    and tile): multiplications by the launch's precomputed reciprocals instead (FastDiv,
+//    tile_scheduler.cuh), in the consumers and the producer warp. (First tried: walking the
+//    static schedule incrementally with per-CTA deltas; ptxas rematerialised the deltas, with
+//    their divisions, in every iteration: no gain.)
+// Turn 1 is peeled (its P V with scale-d = 0): a runtime `it == 1` scale-d in the loop cost
+// ISETP + VOTEU.ANY + UMOV per turn. Exact (the same values are computed and stored). With
+// uniform descriptors; D = 128, 128-key tiles (launch.cuh).
+inline constexpr int kVarTileDiet = 256;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -485,7 +503,7 @@ __device__ __forceinline__ void mainloop_turn(
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
-    const uint32_t (&qa)[Tr::kD / 16][4]) {
+    const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
@@ -510,7 +528,9 @@ __device__ __forceinline__ void mainloop_turn(
   ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
-  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes));
+  // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
+  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
+                                  Tr::kKVChunkBytes, pv_scale);
   ptx::wgmma_commit();
   turn.pass_turn();
   ptx::wgmma_wait<1>();  // S ready
@@ -1032,6 +1052,8 @@ struct Consumer {
   static constexpr bool kQReg = (kVar & kVarQReg) != 0;
   static_assert(!kQReg || (Tr::kD == 128 && kBN == 128 && Tr::kConsumerWGs == 2),
                 "flash3: kVarQReg is D = 128, 128-key tiles, 2 consumer warpgroups");
+  static constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
+  static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1051,6 +1073,7 @@ struct Consumer {
   float pf[2] = {1.f, 1.f};  // kEarly: the factor that goes with P (O *= pf before P's P V)
   bool pending = false;      // P V of the last block of tile (pb, ph, prow0) not issued yet
   int pb = 0, ph = 0, prow0 = 0;
+  int pacc = 1;  // kDiet: the pending P V accumulates (0: it is its tile's only one, O = P V)
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
@@ -1100,18 +1123,20 @@ struct Consumer {
     const uint32_t chunk_stride = pending ? Tr::kKVChunkBytes : 16 * Tr::kChunkRowBytes;
     if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // O = 0 without a pending P V
     ptx::wgmma_fence();
-    issue_pv<Tr, BF16, kLegacyDesc>(o, p, base, kk_stride, chunk_stride);
+    // (kDiet: without a pending P V, O is not stored afterwards, whatever pacc says.)
+    issue_pv<Tr, BF16, kLegacyDesc>(o, p, base, kk_stride, chunk_stride, kDiet ? pacc : 1);
     ptx::wgmma_commit();
   }
   /// After that P V completed: finishes the pending tile (frees its V buffer, writes O and
   /// lse; inv/lse = its finalised softmax state), then clears O (P is cleared by the callers
-  /// whose next P V may be a zero-block one).
+  /// whose next P V may be a zero-block one). kDiet: O is left as it is (the next tile's first
+  /// P V overwrites it, scale-d = 0).
   __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
     if (pending) {
       release_kv<Tr>(&sm.empty_v[pipe.vs(-1)], lane);
       store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
     }
-    zero_o();
+    if constexpr (!kDiet) zero_o();
     pending = false;
   }
   /// A turn with only the pending P V in it (a zero-block P V for a warpgroup without one).
@@ -1137,6 +1162,7 @@ struct Consumer {
     st.init();
     float inv[2], lse[2];
     st.finalize(a.scale, inv, lse);
+    if constexpr (kDiet) zero_o();  // (finish_pending left O as it was)
     store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);  // o is zero here
   }
 
@@ -1244,7 +1270,15 @@ struct Consumer {
       }
       pf[0] = factor[0], pf[1] = factor[1];
     }
-    for (int it = 1; it < n_blocks; ++it)
+    // kDiet: turn 1 (the tile's first P V, O = P V) peeled, so that the loop's P V keeps a
+    // constant scale-d (a per-turn `it == 1` cost ISETP + VOTEU.ANY + UMOV in the loop).
+    if constexpr (kDiet) {
+      if (n_blocks > 1)
+        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_blocks, q_wg, k_base,
+                                      attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf,
+                                      state, sl2, first_row, row0, lane, qa, 0);
+    }
+    for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base,
                                     attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf, state,
                                     sl2, first_row, row0, lane, qa);
@@ -1253,6 +1287,7 @@ struct Consumer {
     pipe.count += n_blocks;
     pending = true;
     pb = b, ph = h, prow0 = row0;
+    if constexpr (kDiet) pacc = n_blocks > 1 ? 1 : 0;
   }
 };
 

@@ -102,4 +102,51 @@ __device__ __forceinline__ Tile decode_tile(const FwdArgs& a, int t) {
   return tile;
 }
 
+/// Division without a divide (mainloop.cuh kVarTileDiet): n / d for 0 <= n < 2^31, 1 <= d < 2^31
+/// as (umulhi(n, mul) + n) >> shift, with shift = ceil(log2 d) and
+/// mul = floor(2^32 (2^shift - d) / d) + 1 (the round-up multiplier 2^32 + mul; umulhi(n, mul) <
+/// n < 2^31, so the sum does not wrap). The launch precomputes mul / shift for num_m_blocks and
+/// heads_q (FwdArgs); decode_tile's signed divisions cost ~25 instructions each in the SASS,
+/// this one 3. Checked exhaustively for small n and d and on random pairs (flash3_forward_test).
+struct FastDiv {
+  uint32_t mul;
+  int shift;
+};
+inline FastDiv make_fast_div(int d) {
+  int l = 0;
+  while ((int64_t{1} << l) < d)
+    ++l;
+  const uint64_t m = ((uint64_t{1} << 32) * ((uint64_t{1} << l) - static_cast<uint64_t>(d))) /
+                         static_cast<uint64_t>(d) +
+                     1;
+  return {static_cast<uint32_t>(m), l};
+}
+__host__ __device__ __forceinline__ int fast_div(int n, uint32_t mul, int shift) {
+  const uint32_t u = static_cast<uint32_t>(n);
+#if defined(__CUDA_ARCH__)
+  const uint32_t hi = __umulhi(u, mul);
+#else
+  const uint32_t hi = static_cast<uint32_t>((static_cast<uint64_t>(u) * mul) >> 32);
+#endif
+  return static_cast<int>((hi + u) >> shift);
+}
+
+/// decode_tile with FwdArgs' precomputed divisors (kVarTileDiet); t >= 0.
+__host__ __device__ __forceinline__ Tile decode_tile_fast(const FwdArgs& a, int t) {
+  const int hb = fast_div(t, a.m_div_mul, a.m_div_shift);
+  const int m = t - hb * a.num_m_blocks;
+  const int b = fast_div(hb, a.h_div_mul, a.h_div_shift);
+  Tile tile;
+  tile.m_block = a.causal ? a.num_m_blocks - 1 - m : m;
+  tile.h = hb - b * a.heads_q;
+  tile.b = b;
+  return tile;
+}
+
+/// static_tile with the launch's round count (FwdArgs::num_rounds: ceil(num_tiles / grid), one
+/// more division per tile otherwise; kVarTileDiet).
+__device__ __forceinline__ int static_tile_fast(const FwdArgs& a, int k) {
+  return k < a.num_rounds ? tile_of_round(a, k) : -1;
+}
+
 }  // namespace attnkit::flash3

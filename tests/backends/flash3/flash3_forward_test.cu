@@ -21,6 +21,7 @@
 
 #include "attnkit/error.hpp"
 #include "backends/flash3/launch.hpp"
+#include "backends/flash3/tile_scheduler.cuh"
 #include "core/params.hpp"
 #include "dispatch/backend.hpp"
 
@@ -317,6 +318,16 @@ TEST_P(Flash3Forward, MatchesReference) {
     if (c.tag == "qreg_q1") flash3::tuning().q_bufs = 1;
     if (c.tag == "qreg_serial") flash3::tuning().overlap_tiles = false;
   }
+  // "diet"/"diet_dyn"/"diet_q1"/"diet_serial": the per-tile instruction diet (Tuning::tile_diet,
+  // D = 128 with 128-key tiles; ignored elsewhere): alone (static schedule walked without
+  // divisions, no O = 0 between tiles), with the dynamic scheduler (decode_tile, the O part
+  // only), with one Q buffer, with tiles not overlapped (flush turn after every tile).
+  if (c.tag.rfind("diet", 0) == 0) {
+    flash3::tuning().tile_diet = true;
+    if (c.tag == "diet_dyn") flash3::tuning().scheduler = 1;
+    if (c.tag == "diet_q1") flash3::tuning().q_bufs = 1;
+    if (c.tag == "diet_serial") flash3::tuning().overlap_tiles = false;
+  }
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -474,6 +485,33 @@ std::vector<Cfg> cases() {
       } else {
         add({"qreg", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::bottom_right});
       }
+      // Session 7: the per-tile diet (Tuning::tile_diet). D = 128: ping-pong + persistent tiles
+      // (GPU reference); the benchmark's S = 1k shape, non-causal and causal (several rounds per
+      // CTA: the causal zig-zag walk); bottom-right with tiles without keys (empty_tile after a
+      // flush) and idle warpgroups; one-block tiles after long ones (causal S = 1000: m block 0
+      // has one K/V block, its only P V is the pending one, scale-d = 0); Sk <= 128 (every tile
+      // one block); GQA / rows without keys / partial blocks in every causal mode; padded
+      // strides; dynamic scheduler, one Q buffer, tiles not overlapped. Other D: ignored.
+      if (d == 128) {
+        add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left, true, false, true});
+        add({"diet", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"diet", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"diet", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+        }
+        add({"diet_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
+      } else {
+        add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::bottom_right});
+      }
       // Peaky scores (amp = 4): the reference max moves often (lazy rescale's moved branch).
       for (const char* knob : {"square", "lazy", "s4"}) {
         add({knob, 1, 300, 1000, 4, 2, 0, DType::bf16, Causal::none, false, false, false, 4.f});
@@ -538,6 +576,52 @@ std::vector<Cfg> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Forward, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name(); });
+
+// Session 7: the divisions without a divide (FastDiv, Tuning::tile_diet): every n < 20000 and
+// random n < 2^31 (and 2^31 - 1) for d < 3000, random d up to 2^31 - 1; decode_tile_fast ==
+// decode_tile's arithmetic (restated here for the host) for both causal modes. Host only.
+TEST(Flash3FastDiv, MatchesDivision) {
+  std::mt19937 rng(7);
+  int64_t checked = 0;
+  auto check = [&](int d, int n) {
+    const flash3::FastDiv f = flash3::make_fast_div(d);
+    ASSERT_EQ(flash3::fast_div(n, f.mul, f.shift), n / d) << "n " << n << " d " << d;
+    ++checked;
+  };
+  for (int d = 1; d < 3000; ++d) {
+    for (int n = 0; n < 20000; ++n)
+      check(d, n);
+    for (int i = 0; i < 200; ++i)
+      check(d, static_cast<int>(rng() & 0x7fffffffu));
+    check(d, 0x7fffffff);
+  }
+  for (int i = 0; i < 1000000; ++i) {
+    const int d = std::max(1, static_cast<int>((rng() & 0x7fffffffu) >> (rng() % 31)));
+    check(d, static_cast<int>(rng() & 0x7fffffffu));
+    check(d, 0x7fffffff);
+    check(d, d);
+    check(d, d - 1);
+  }
+  for (int causal = 0; causal < 2; ++causal)
+    for (int mb : {1, 2, 3, 7, 8, 32, 33, 128, 1000})
+      for (int hq : {1, 2, 3, 16, 24, 40, 128}) {
+        flash3::FwdArgs a{};
+        a.num_m_blocks = mb;
+        a.heads_q = hq;
+        a.causal = causal;
+        const flash3::FastDiv fm = flash3::make_fast_div(mb), fh = flash3::make_fast_div(hq);
+        a.m_div_mul = fm.mul, a.m_div_shift = fm.shift;
+        a.h_div_mul = fh.mul, a.h_div_shift = fh.shift;
+        for (int t = 0; t < 200000; t += 1 + t / 64) {
+          const int m = t % mb, hb = t / mb;
+          const flash3::Tile d = flash3::decode_tile_fast(a, t);
+          ASSERT_EQ(d.m_block, causal ? mb - 1 - m : m) << "t " << t;
+          ASSERT_EQ(d.h, hb % hq) << "t " << t;
+          ASSERT_EQ(d.b, hb / hq) << "t " << t;
+        }
+      }
+  EXPECT_GT(checked, 60000000);
+}
 
 TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   const auto& caps = backend_flash3().description().caps;
