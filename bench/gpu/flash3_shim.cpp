@@ -93,7 +93,7 @@ extern "C" void flash3_set_knobs5(int uniform_desc, int lazy_rescale) {
 extern "C" void flash3_set_knobs_qreg(int q_regs) {
   attnkit::flash3::tuning().q_regs = q_regs != 0;
 }
-// Session 7 (helper f3fwd15): Tuning::tile_diet (0 / 1).
+// Session 7 (helper f3fwd15): Tuning::tile_diet (-1 auto, the default / 0 / 1).
 extern "C" void flash3_set_knobs_diet(int tile_diet) {
-  attnkit::flash3::tuning().tile_diet = tile_diet != 0;
+  attnkit::flash3::tuning().tile_diet = tile_diet;
 }

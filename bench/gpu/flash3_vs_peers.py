@@ -50,7 +50,7 @@ def load(lib_path):
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
-                   qreg=0, diet=0):
+                   qreg=0, diet=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -193,7 +193,8 @@ def main():
                     elif a.ab_set == "s7d":  # session 7 (helper f3fwd15): per-tile diet, D = 128
                         if not getattr(set_tuning, "has_diet", False):
                             raise SystemExit("--ab-set s7d: the shim has no flash3_set_knobs_diet")
-                        variants = [("default", {}), ("diet", {"diet": 1}), ("cudnn", None)]
+                        variants = [("default", {}), ("nodiet", {"diet": 0}), ("diet", {"diet": 1}),
+                                    ("cudnn", None)]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
                         variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),

@@ -113,9 +113,13 @@ void launch_forward(const Params& p) {
   const bool qreg = kQRegCapable && tuning().q_regs && !tuning().legacy_desc;
   // Session 7 (helper f3fwd15): the per-tile instruction diet (mainloop.cuh kVarTileDiet; slot
   // 13, with uniform descriptors, without the other variant bits): D = 128, 128-key tiles,
-  // 2 V stages only (Tuning::tile_diet; q_regs and legacy_desc take precedence).
+  // 2 V stages only (Tuning::tile_diet; q_regs and legacy_desc take precedence). Auto: where
+  // the uniform descriptors are on by auto (it runs with them), nothing else forced.
   constexpr bool kDietCapable = kQRegCapable && VS == 2;
-  const bool diet = kDietCapable && tuning().tile_diet && !tuning().legacy_desc && !qreg;
+  const bool diet_auto = D == 128 && uni_auto && tuning().uniform_desc < 0 &&
+                         tuning().lazy_rescale < 0 && p.seqlen_k <= 4096;
+  const bool diet = kDietCapable && !tuning().legacy_desc && !qreg &&
+                    (tuning().tile_diet < 0 ? diet_auto : tuning().tile_diet != 0);
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;

@@ -72,9 +72,13 @@ struct Tuning {
   // with scale-d = 0) and the tile schedule decoded without divisions (tile_scheduler.cuh
   // FastDiv). D = 128, 128-key tiles, 2 V stages; runs with uniform
   // descriptors, without the other variant bits (q_regs / legacy_desc take precedence).
-  // Exact. Compiled only (SASS: ~170 of ~1060 per-tile consumer instructions per warp gone,
-  // +4 per steady K/V turn; bench/notes/flash3-fwd-s3.md session 7): off until a GPU A/B.
-  bool tile_diet = false;
+  // Exact. SASS: ~170 of ~1060 per-tile consumer instructions per warp gone, +4 per steady K/V
+  // turn (bench/notes/flash3-fwd-s3.md session 7). H100 same-process A/B against the session-6
+  // default (bench/results/2026-11-22-h100-flash3-fwd-s7-f3fwd15.md): +5.3 / +4.5 % at S = 1k
+  // (non-causal / causal), +3.2 / +3.1 % at 2k, +2.4 / +2.3 % at 4k. -1 = auto: on wherever the
+  // auto uniform descriptors run at D = 128 (Sk <= 4096, uniform_desc and lazy_rescale left at
+  // auto; 16k unmeasured); 0 / 1 force it off / on.
+  int tile_diet = -1;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

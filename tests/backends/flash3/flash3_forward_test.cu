@@ -323,7 +323,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   // divisions, no O = 0 between tiles), with the dynamic scheduler (decode_tile, the O part
   // only), with one Q buffer, with tiles not overlapped (flush turn after every tile).
   if (c.tag.rfind("diet", 0) == 0) {
-    flash3::tuning().tile_diet = true;
+    flash3::tuning().tile_diet = 1;
     if (c.tag == "diet_dyn") flash3::tuning().scheduler = 1;
     if (c.tag == "diet_q1") flash3::tuning().q_bufs = 1;
     if (c.tag == "diet_serial") flash3::tuning().overlap_tiles = false;
