@@ -22,8 +22,10 @@ const std::vector<KnownBackend>& known_backends() {
   // some S >= 16k shapes) and 0.68-0.87 backward; session 5 (H100, S = 1k-16k,
   // bench/notes/flash3.md "Session 5"): 0.86-1.01 forward, 0.89-1.03 backward (above 1.0 by
   // at most 3 %); session 6 (H100, bench/results/2026-11-22-h100-flash3-s6-final.md):
-  // 0.86-1.12 forward (above 1.05 only at D 64 S 16k), 0.93-1.04 backward. flash3 before flash
-  // (flash3/FA2 on that H100, session 6: 1.38-2.25 fwd, 1.33-1.67 bwd).
+  // 0.86-1.12 forward (above 1.05 only at D 64 S 16k), 0.93-1.04 backward; session 7 (H100,
+  // bench/results/2026-11-22-h100-flash3-s7-final.md): 0.86-1.10 forward (above 1.05 only at D 64
+  // S 16k non-causal), 0.92-1.05 backward. flash3 before flash (flash3/FA2 on that H100, session 7:
+  // 1.36-2.24 fwd, 1.34-1.66 bwd).
   // Revisit when flash3 beats cuDNN on a shape class by more than the noise.
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
