@@ -158,10 +158,10 @@ void launch_forward(const Params& p) {
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
   const int slot = tuning().legacy_desc ? 8
-                   : qreg             ? 12
-                   : diet             ? (D == 64 && uni ? 14 : 13)
-                   : s4 != 0          ? 8 + s4
-                                      : var;
+                   : qreg               ? 12
+                   : diet               ? (D == 64 && uni ? 14 : 13)
+                   : s4 != 0            ? 8 + s4
+                                        : var;
   auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels

@@ -497,7 +497,8 @@ std::vector<Cfg> cases() {
       // flush) and idle warpgroups; one-block tiles after long ones (causal S = 1000: m block 0
       // has one K/V block, its only P V is the pending one, scale-d = 0); Sk <= 128 (every tile
       // one block); GQA / rows without keys / partial blocks in every causal mode; padded
-      // strides; dynamic scheduler, one Q buffer, tiles not overlapped. Other D: ignored.
+      // strides; dynamic scheduler, one Q buffer, tiles not overlapped. D = 64 below; D = 256:
+      // ignored.
       if (d == 128) {
         add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
@@ -527,8 +528,7 @@ std::vector<Cfg> cases() {
         add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet_wgs3", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
              true});
-        add({"diet_wgs2", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
-             true});
+        add({"diet_wgs2", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
         add({"diet", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
@@ -553,8 +553,7 @@ std::vector<Cfg> cases() {
         add({"diet_nonpersist", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false,
              true});
         add({"diet_uni", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"diet_uni", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
-             true});
+        add({"diet_uni", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
         add({"diet_uni", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_uni", 1, 300, 77, 2, 1, 0, DType::bf16, Causal::bottom_right});
       } else {
