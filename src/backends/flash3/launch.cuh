@@ -119,9 +119,13 @@ void launch_forward(const Params& p) {
   // stages; forced by tile_diet = 1, not in the auto): there slot 13 runs the diet without
   // uniform descriptors (as the D = 64 default, which has none), slot 14 with them (uniform_desc
   // forced on with it).
-  constexpr bool kDietCapable =
-      (kQRegCapable || (D == 64 && Tr::kBlockN == 128 && !Tr::kFused)) && VS == 2;
-  constexpr int kDietVar = kVarTileDiet | (D == 128 ? kVarUniformDesc : 0);
+  // D = 256 (64-key tiles, the tile-at-a-time consumer consume_tile_simple; not the 128-key
+  // fused / ring ones): slot 13 with the D = 256 default's uniform descriptors + lazy rescale.
+  constexpr bool kDietCapable = (kQRegCapable || (D == 64 && Tr::kBlockN == 128 && !Tr::kFused) ||
+                                 (D == 256 && Tr::kBlockN == 64 && !Tr::kFused)) &&
+                                VS == 2;
+  constexpr int kDietVar = kVarTileDiet | (D == 128 ? kVarUniformDesc : 0) |
+                           (D == 256 ? kVarUniformDesc | kVarLazyRescale : 0);
   const bool diet_auto = D == 128 && uni_auto && tuning().uniform_desc < 0 &&
                          tuning().lazy_rescale < 0 && p.seqlen_k <= 4096;
   const bool diet = kDietCapable && !tuning().legacy_desc && !qreg &&

@@ -497,8 +497,7 @@ std::vector<Cfg> cases() {
       // flush) and idle warpgroups; one-block tiles after long ones (causal S = 1000: m block 0
       // has one K/V block, its only P V is the pending one, scale-d = 0); Sk <= 128 (every tile
       // one block); GQA / rows without keys / partial blocks in every causal mode; padded
-      // strides; dynamic scheduler, one Q buffer, tiles not overlapped. D = 64 below; D = 256:
-      // ignored.
+      // strides; dynamic scheduler, one Q buffer, tiles not overlapped. D = 64 / 256 below.
       if (d == 128) {
         add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
@@ -557,7 +556,29 @@ std::vector<Cfg> cases() {
         add({"diet_uni", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_uni", 1, 300, 77, 2, 1, 0, DType::bf16, Causal::bottom_right});
       } else {
-        add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::bottom_right});
+        // D = 256 (helper f3fwd16): the tile-at-a-time consumer (64-key tiles, no overlap), O
+        // not zeroed per tile (turn 1's P V with scale-d 0; a one-block tile's only P V with a
+        // runtime scale-d 0; tiles without keys store zeros of their own). S = 1k shapes,
+        // bottom-right with tiles without keys and one-block tiles (S_k = 200: 4 blocks),
+        // S_k = 60 (every tile one block), S_q = 50 (the second warpgroup has no rows: idle),
+        // GQA / rows without keys / padded in every causal mode, dynamic scheduler, one CTA
+        // per tile.
+        add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet", 3, 333, 60, 48, 4, 0, DType::bf16, Causal::none});
+        add({"diet", 2, 50, 300, 8, 2, 0, DType::bf16, Causal::none});
+        add({"diet", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left, true, false, true});
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"diet", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"diet", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+        }
+        add({"diet_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_nonpersist", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false,
+             true});
       }
       // Peaky scores (amp = 4): the reference max moves often (lazy rescale's moved branch).
       for (const char* knob : {"square", "lazy", "s4"}) {
