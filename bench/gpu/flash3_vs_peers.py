@@ -195,6 +195,8 @@ def main():
                             raise SystemExit("--ab-set s7d: the shim has no flash3_set_knobs_diet")
                         variants = [("default", {}), ("nodiet", {"diet": 0}), ("diet", {"diet": 1}),
                                     ("cudnn", None)]
+                        if d == 64:  # helper f3fwd16: D = 64 diet also with uniform descriptors (slot 14)
+                            variants[3:3] = [("diet-uni", {"diet": 1, "uni": 1})]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
                         variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),

@@ -147,9 +147,11 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       }
     } else {
       for (int k = 0;; ++k) {
-        const int t = dynamic ? slot.get() : static_tile(args, k);
+        const int t = dynamic ? slot.get()
+                      : kDiet ? static_tile_fast(args, k)
+                              : static_tile(args, k);
         if (t < 0) break;
-        const Tile tile = decode_tile(args, t);
+        const Tile tile = kDiet ? decode_tile_fast(args, t) : decode_tile(args, t);
         if constexpr (Tr::kRing) {
           consume_tile_ring<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
                                       num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,

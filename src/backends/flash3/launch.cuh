@@ -115,7 +115,17 @@ void launch_forward(const Params& p) {
   // 13, with uniform descriptors, without the other variant bits): D = 128, 128-key tiles,
   // 2 V stages only (Tuning::tile_diet; q_regs and legacy_desc take precedence). Auto: where
   // the uniform descriptors are on by auto (it runs with them), nothing else forced.
-  constexpr bool kDietCapable = kQRegCapable && VS == 2;
+  // Session 7 (helper f3fwd16): also D = 64 (128-key tiles, 2 or 3 consumer warpgroups, 2 V
+  // stages; forced by tile_diet = 1, not in the auto): there slot 13 runs the diet without
+  // uniform descriptors (as the D = 64 default, which has none), slot 14 with them (uniform_desc
+  // forced on with it).
+  // D = 256 (64-key tiles, the tile-at-a-time consumer consume_tile_simple; not the 128-key
+  // fused / ring ones): slot 13 with the D = 256 default's uniform descriptors + lazy rescale.
+  constexpr bool kDietCapable = (kQRegCapable || (D == 64 && Tr::kBlockN == 128 && !Tr::kFused) ||
+                                 (D == 256 && Tr::kBlockN == 64 && !Tr::kFused)) &&
+                                VS == 2;
+  constexpr int kDietVar = kVarTileDiet | (D == 128 ? kVarUniformDesc : 0) |
+                           (D == 256 ? kVarUniformDesc | kVarLazyRescale : 0);
   const bool diet_auto = D == 128 && uni_auto && tuning().uniform_desc < 0 &&
                          tuning().lazy_rescale < 0 && p.seqlen_k <= 4096;
   const bool diet = kDietCapable && !tuning().legacy_desc && !qreg &&
@@ -125,7 +135,7 @@ void launch_forward(const Params& p) {
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[14])(FwdArgs) = {};
+  void (*kernels[15])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
       k = fwd_kernel<D, BF16, BN, WGs, VS, 0, 1, RS>;
@@ -141,8 +151,9 @@ void launch_forward(const Params& p) {
     kernels[11] = fwd_kernel<D, BF16, BN, WGs, VS, kVarUniformDesc | kVarLazyRescale>;
     if constexpr (kQRegCapable)
       kernels[12] = fwd_kernel<D, BF16, BN, WGs, VS, kVarQReg | kVarUniformDesc>;
-    if constexpr (kDietCapable)
-      kernels[13] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc>;
+    if constexpr (kDietCapable) kernels[13] = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar>;
+    if constexpr (kDietCapable && D == 64)
+      kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
@@ -150,12 +161,16 @@ void launch_forward(const Params& p) {
     kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
-  const int slot = tuning().legacy_desc ? 8 : qreg ? 12 : diet ? 13 : s4 != 0 ? 8 + s4 : var;
+  const int slot = tuning().legacy_desc ? 8
+                   : qreg               ? 12
+                   : diet               ? (D == 64 && uni ? 14 : 13)
+                   : s4 != 0            ? 8 + s4
+                                        : var;
   auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[14][kMaxDevices] = {};
+  static std::atomic<int> attr_set[15][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

@@ -564,6 +564,10 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
+  // kVarTileDiet (helper f3fwd16, D = 256): O is not zeroed per tile; the tile's first P V
+  // (turn 1, peeled; or the last one of a one-block tile) is issued with scale-d = 0.
+  constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
+  static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
   // kUniform: shared-memory offsets through REDUX (warp-uniform; all 32 lanes are active here).
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   const int warp = tid / 32, lane = tid % 32;
@@ -571,9 +575,13 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   const float sl2 = a.scale_log2;
 
   float o[Tr::kD / 2];
+  // (kDiet: O is written by the first P V (scale-d 0) before it is read; zeroed below only for
+  // a tile without keys, whose O is stored as it is.)
+  if constexpr (!kDiet) {
 #pragma unroll
-  for (int i = 0; i < Tr::kD / 2; ++i)
-    o[i] = 0.f;
+    for (int i = 0; i < Tr::kD / 2; ++i)
+      o[i] = 0.f;
+  }
   OnlineSoftmax<kBN> sm_state;
   sm_state.init();
 
@@ -625,7 +633,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     static_assert((kVar & kVarQReg) == 0,
                   "flash3: Q in registers is a Consumer (D <= 128) variant");
     const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
-    for (int it = 1; it < n_blocks; ++it)
+    if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
+      if (n_blocks > 1)
+        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_blocks, q_wg, k_base, v_base, o, p, s,
+                                      factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0);
+    }
+    for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base, v_base, o, p, s,
                                     factor, pf, sm_state, sl2, first_row, row0, lane, no_qa);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
@@ -638,7 +651,13 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes));
+      if constexpr (kDiet) {  // a one-block tile: this is its only P V (O = P V)
+        issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes),
+                                        16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes,
+                                        n_blocks > 1 ? 1 : 0);
+      } else {
+        issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes));
+      }
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
@@ -649,6 +668,17 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   }
   float inv[2], lse[2];
   sm_state.finalize(a.scale, inv, lse);
+  if constexpr (kDiet) {
+    if (n_blocks <= 0) {  // no visible key: out = 0 (from an array of its own: zeroing o here
+      // made the compiler zero it on every path, o being undefined on the others)
+      float z[Tr::kD / 2];
+#pragma unroll
+      for (int i = 0; i < Tr::kD / 2; ++i)
+        z[i] = 0.f;
+      store_output<Tr::kD, BF16>(a, z, inv, lse, b, h, row0, lane);
+      return;
+    }
+  }
   store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);
 }
 

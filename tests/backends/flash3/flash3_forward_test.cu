@@ -327,6 +327,12 @@ TEST_P(Flash3Forward, MatchesReference) {
     if (c.tag == "diet_dyn") flash3::tuning().scheduler = 1;
     if (c.tag == "diet_q1") flash3::tuning().q_bufs = 1;
     if (c.tag == "diet_serial") flash3::tuning().overlap_tiles = false;
+    // D = 64 (helper f3fwd16): 2 or 3 consumer warpgroups forced, one CTA per tile, and the
+    // diet with uniform descriptors (launch.cuh slot 14; D = 128's slot-13 kernel has them).
+    if (c.tag == "diet_wgs2") flash3::tuning().consumer_wgs = 2;
+    if (c.tag == "diet_wgs3") flash3::tuning().consumer_wgs = 3;
+    if (c.tag == "diet_nonpersist") flash3::tuning().persistent = false;
+    if (c.tag == "diet_uni") flash3::tuning().uniform_desc = 1;
   }
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
@@ -491,7 +497,7 @@ std::vector<Cfg> cases() {
       // flush) and idle warpgroups; one-block tiles after long ones (causal S = 1000: m block 0
       // has one K/V block, its only P V is the pending one, scale-d = 0); Sk <= 128 (every tile
       // one block); GQA / rows without keys / partial blocks in every causal mode; padded
-      // strides; dynamic scheduler, one Q buffer, tiles not overlapped. Other D: ignored.
+      // strides; dynamic scheduler, one Q buffer, tiles not overlapped. D = 64 / 256 below.
       if (d == 128) {
         add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
@@ -509,8 +515,70 @@ std::vector<Cfg> cases() {
         add({"diet_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
+      } else if (d == 64) {
+        // D = 64 (helper f3fwd16): the default picks 3 consumer warpgroups (192-row tiles), 2 for
+        // causal S_q <= 1024; both forced as well. 192-row tiles whose last warpgroups have no
+        // rows (S_q = 1024: m block 5 = rows 960 .. 1151; S_q = 100, 333) take idle turns
+        // between real ones; bottom-right S_q > S_k gives tiles without keys (empty_tile after
+        // a flush) and one-block tiles after longer ones (their only P V is the pending one,
+        // scale-d 0); S_k = 100: every tile one block.
+        add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_wgs3", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"diet_wgs2", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"diet", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left, true, false, true});
+        add({"diet", 2, 1100, 1100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"diet", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"diet", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+        }
+        add({"diet_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_q1", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
+        add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none});
+        add({"diet_nonpersist", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"diet_nonpersist", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false,
+             true});
+        add({"diet_uni", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_uni", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet_uni", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_uni", 1, 300, 77, 2, 1, 0, DType::bf16, Causal::bottom_right});
       } else {
-        add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::bottom_right});
+        // D = 256 (helper f3fwd16): the tile-at-a-time consumer (64-key tiles, no overlap), O
+        // not zeroed per tile (turn 1's P V with scale-d 0; a one-block tile's only P V with a
+        // runtime scale-d 0; tiles without keys store zeros of their own). S = 1k shapes,
+        // bottom-right with tiles without keys and one-block tiles (S_k = 200: 4 blocks),
+        // S_k = 60 (every tile one block), S_q = 50 (the second warpgroup has no rows: idle),
+        // GQA / rows without keys / padded in every causal mode, dynamic scheduler, one CTA
+        // per tile.
+        add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet", 3, 333, 60, 48, 4, 0, DType::bf16, Causal::none});
+        add({"diet", 2, 50, 300, 8, 2, 0, DType::bf16, Causal::none});
+        add({"diet", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left, true, false, true});
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"diet", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"diet", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+        }
+        add({"diet_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_nonpersist", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false,
+             true});
       }
       // Peaky scores (amp = 4): the reference max moves often (lazy rescale's moved branch).
       for (const char* knob : {"square", "lazy", "s4"}) {
