@@ -126,10 +126,17 @@ void launch_forward(const Params& p) {
                                 VS == 2;
   constexpr int kDietVar = kVarTileDiet | (D == 128 ? kVarUniformDesc : 0) |
                            (D == 256 ? kVarUniformDesc | kVarLazyRescale : 0);
-  const bool diet_auto = D == 128 && uni_auto && tuning().uniform_desc < 0 &&
-                         tuning().lazy_rescale < 0 && p.seqlen_k <= 4096;
+  // Auto (session 7, H100 same-process A/Bs, bench/results/2026-11-22-h100-flash3-fwd-s7-f3fwd15.md
+  // and -f3fwd16.md): D 128 +2.3..+5.3 % at S 1k-4k; D 64 with uniform descriptors (slot 14)
+  // +4.5 / +6.6 % at 1k (non-causal / causal), +2.5 / +3.4 % at 4k (the diet alone, slot 13:
+  // -3.4 % at 4k non-causal); D 256 +0.3..+1.5 %. Sk <= 4096 only (16k unmeasured), and only
+  // while uniform_desc / lazy_rescale are left at auto (an A/B that forces them gets its kernel).
+  const bool diet_auto = tuning().uniform_desc < 0 && tuning().lazy_rescale < 0 && s4_ok &&
+                         p.seqlen_k <= 4096 && (D == 128 ? uni_auto : D == 64 || D == 256);
   const bool diet = kDietCapable && !tuning().legacy_desc && !qreg &&
                     (tuning().tile_diet < 0 ? diet_auto : tuning().tile_diet != 0);
+  // D 64: the auto diet runs with uniform descriptors (slot 14); tile_diet = 1 alone is slot 13.
+  const bool diet_uni64 = D == 64 && diet && (uni || tuning().tile_diet < 0);
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
@@ -163,7 +170,7 @@ void launch_forward(const Params& p) {
   }
   const int slot = tuning().legacy_desc ? 8
                    : qreg               ? 12
-                   : diet               ? (D == 64 && uni ? 14 : 13)
+                   : diet               ? (diet_uni64 ? 14 : 13)
                    : s4 != 0            ? 8 + s4
                                         : var;
   auto kernel = kernels[slot];

@@ -75,15 +75,16 @@ struct Tuning {
   // Exact. SASS: ~170 of ~1060 per-tile consumer instructions per warp gone, +4 per steady K/V
   // turn (bench/notes/flash3-fwd-s3.md session 7). H100 same-process A/B against the session-6
   // default (bench/results/2026-11-22-h100-flash3-fwd-s7-f3fwd15.md): +5.3 / +4.5 % at S = 1k
-  // (non-causal / causal), +3.2 / +3.1 % at 2k, +2.4 / +2.3 % at 4k. -1 = auto: on wherever the
-  // auto uniform descriptors run at D = 128 (Sk <= 4096, uniform_desc and lazy_rescale left at
-  // auto; 16k unmeasured); 0 / 1 force it off / on. Helper f3fwd16: 1 also forces it at D = 64
-  // (2 or 3 consumer warpgroups, 2 V stages; compiled only, not in the auto): without uniform
-  // descriptors (as the D = 64 default; slot 13), with them when uniform_desc = 1 (slot 14).
-  // D = 256 (64-key tiles, the tile-at-a-time consumer consume_tile_simple; slot 13, with the
-  // uniform descriptors and lazy rescale of its default; compiled only): O not zeroed per tile,
-  // the schedule without divisions. D = 256 with 128-key tiles (kv_tile_256 / kv_ring_256)
-  // ignores it.
+  // (non-causal / causal), +3.2 / +3.1 % at 2k, +2.4 / +2.3 % at 4k. Helper f3fwd16 extended it
+  // to D = 64 (with uniform descriptors: +4.5 / +6.6 % at 1k, +2.5 / +3.4 % at 4k) and D = 256
+  // (+0.3..+1.5 %). -1 = auto: on at D = 64 / 128 / 256 for Sk <= 4096 with uniform_desc and
+  // lazy_rescale left at auto (launch.cuh diet_auto; 16k unmeasured); 0 / 1 force it off / on.
+  // D = 64 (2 or 3 consumer warpgroups, 2 V stages): the auto runs it with uniform descriptors
+  // (slot 14); tile_diet = 1 alone runs it without them (slot 13, as the pre-diet D = 64 default),
+  // with them when uniform_desc = 1 too. D = 256 (64-key tiles, the tile-at-a-time consumer
+  // consume_tile_simple; slot 13, with the uniform descriptors and lazy rescale of its default):
+  // O not zeroed per tile, the schedule without divisions. D = 256 with 128-key tiles
+  // (kv_tile_256 / kv_ring_256) ignores it.
   int tile_diet = -1;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
