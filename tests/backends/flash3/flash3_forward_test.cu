@@ -498,7 +498,8 @@ std::vector<Cfg> cases() {
       // has one K/V block, its only P V is the pending one, scale-d = 0); Sk <= 128 (every tile
       // one block); GQA / rows without keys / partial blocks in every causal mode; padded
       // strides; dynamic scheduler, one Q buffer, tiles not overlapped. D = 64 / 256 below.
-      if (d == 128) {
+      // The cases D = 128 and D = 64 share (D = 64 adds its warpgroup counts and more below).
+      const auto add_diet_common = [&] {
         add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
         add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false, true});
@@ -515,6 +516,9 @@ std::vector<Cfg> cases() {
         add({"diet_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
+      };
+      if (d == 128) {
+        add_diet_common();
       } else if (d == 64) {
         // D = 64 (helper f3fwd16): the default picks 3 consumer warpgroups (192-row tiles), 2 for
         // causal S_q <= 1024; both forced as well. 192-row tiles whose last warpgroups have no
@@ -522,30 +526,15 @@ std::vector<Cfg> cases() {
         // between real ones; bottom-right S_q > S_k gives tiles without keys (empty_tile after
         // a flush) and one-block tiles after longer ones (their only P V is the pending one,
         // scale-d 0); S_k = 100: every tile one block.
-        add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
-        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false, true});
+        add_diet_common();
         add({"diet_wgs3", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
              true});
         add({"diet_wgs2", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
-        add({"diet", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
-        add({"diet", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left, true, false, true});
         add({"diet", 2, 1100, 1100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"diet", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
-        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
-          add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
-          add({"diet", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
-          add({"diet", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
-        }
-        add({"diet_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
-        add({"diet_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
-        add({"diet_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"diet_q1", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
-        add({"diet_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
-        add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
         add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none});
         add({"diet_nonpersist", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false,
              true});
