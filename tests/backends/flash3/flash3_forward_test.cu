@@ -474,20 +474,26 @@ std::vector<Cfg> cases() {
       // tiles per CTA), GQA / rows without keys / partial K/V blocks in every causal mode, padded
       // strides, the dynamic scheduler, one Q buffer, tiles not overlapped. Other D: ignored
       // (one case each, the default kernel must run).
-      if (d == 128) {
-        add({"qreg", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"qreg", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
-        add({"qreg", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
-        add({"qreg", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+      // The cases every D = 128 variant knob with its own kernel gets (tag, tag_dyn, tag_q1,
+      // tag_serial: the knob alone and with the dynamic scheduler, one Q buffer, tiles not
+      // overlapped); each knob adds its own below.
+      const auto add_knob_core = [&](const std::string& t) {
+        add({t, 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({t, 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({t, 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
         for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
-          add({"qreg", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
-          add({"qreg", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
-          add({"qreg", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+          add({t, 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({t, 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({t, 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
         }
-        add({"qreg_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
-        add({"qreg_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"qreg_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"qreg_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({t + "_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({t + "_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({t + "_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({t + "_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      };
+      if (d == 128) {
+        add_knob_core("qreg");
+        add({"qreg", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
       } else {
         add({"qreg", 1, 77, 300, 4, 2, 0, DType::bf16, Causal::bottom_right});
       }
@@ -500,21 +506,10 @@ std::vector<Cfg> cases() {
       // strides; dynamic scheduler, one Q buffer, tiles not overlapped. D = 64 / 256 below.
       // The cases D = 128 and D = 64 share (D = 64 adds its warpgroup counts and more below).
       const auto add_diet_common = [&] {
-        add({"diet", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add_knob_core("diet");
         add({"diet", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"diet", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left, true, false, true});
         add({"diet", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
-        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
-          add({"diet", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
-          add({"diet", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
-          add({"diet", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
-        }
-        add({"diet_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
-        add({"diet_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"diet_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"diet_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
       };
       if (d == 128) {
