@@ -102,14 +102,12 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       // the next one): a tile claimed earlier would sit reserved behind a long causal row
       // while other CTAs run out of work (measured: claiming at the start of the previous
       // tile cost 15 % at D = 256, S = 4k causal, run 5).
-      int t = dynamic ? static_cast<int>(blockIdx.x)
-              : kDiet ? static_tile_fast(args, 0)
-                      : static_tile(args, 0);
+      int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile_of<kDiet>(args, 0);
       for (int k = 0;; ++k) {
         if (dynamic) slot.put(k, t, lane);
         if (t < 0) break;
         if (lane == 0) {
-          const Tile tile = kDiet ? decode_tile_fast(args, t) : decode_tile(args, t);
+          const Tile tile = decode_tile_of<kDiet>(args, t);
           produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
                            num_n_blocks<Tr>(args, tile.m_block), pipe, qi);
         }
@@ -120,7 +118,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
           n = __shfl_sync(0xffffffffu, n, 0);
           t = n < args.num_tiles ? n : -1;
         } else {
-          t = kDiet ? static_tile_fast(args, k + 1) : static_tile(args, k + 1);
+          t = static_tile_of<kDiet>(args, k + 1);
         }
       }
     }
@@ -133,11 +131,8 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
-        const int t = dynamic ? slot.get()
-                      : kDiet ? static_tile_fast(args, k)
-                              : static_tile(args, k);
-        const Tile tile =
-            kDiet ? decode_tile_fast(args, t < 0 ? 0 : t) : decode_tile(args, t < 0 ? 0 : t);
+        const int t = dynamic ? slot.get() : static_tile_of<kDiet>(args, k);
+        const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
         // Flush turn (the same decision in every consumer warpgroup): after the last tile,
         // before a tile without keys, and between tiles when they do not overlap.
@@ -147,11 +142,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       }
     } else {
       for (int k = 0;; ++k) {
-        const int t = dynamic ? slot.get()
-                      : kDiet ? static_tile_fast(args, k)
-                              : static_tile(args, k);
+        const int t = dynamic ? slot.get() : static_tile_of<kDiet>(args, k);
         if (t < 0) break;
-        const Tile tile = kDiet ? decode_tile_fast(args, t) : decode_tile(args, t);
+        const Tile tile = decode_tile_of<kDiet>(args, t);
         if constexpr (Tr::kRing) {
           consume_tile_ring<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,
                                       num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,

@@ -149,4 +149,15 @@ __device__ __forceinline__ int static_tile_fast(const FwdArgs& a, int k) {
   return k < a.num_rounds ? tile_of_round(a, k) : -1;
 }
 
+/// The static schedule's k-th tile and a tile's decode, with (kFast: kVarTileDiet) or without the
+/// precomputed divisors.
+template <bool kFast>
+__device__ __forceinline__ int static_tile_of(const FwdArgs& a, int k) {
+  return kFast ? static_tile_fast(a, k) : static_tile(a, k);
+}
+template <bool kFast>
+__device__ __forceinline__ Tile decode_tile_of(const FwdArgs& a, int t) {
+  return kFast ? decode_tile_fast(a, t) : decode_tile(a, t);
+}
+
 }  // namespace attnkit::flash3
