@@ -181,34 +181,13 @@ struct WarpFragAddr {
   }
 };
 
-/// warp_gemm_ss with each operand's warp origin folded into its lane address once
-/// (WarpFragAddr), so that every ldmatrix of the unrolled k loop is one XOR per k-slice phase
-/// plus an immediate (the backward's fused kernel; ATTNKIT_FLASH_BWD_HOIST). An operand falls
-/// back to FragAddr where its tile has a 32-wide panel or where the warp's offset along the
-/// tile's columns (m0 for A_T, n0 for B_KN) is not a multiple of a power-of-two extent <= 64
-/// (the caller's warp origins are multiples of the warp tile: 16 MT rows, 8 NT columns).
-/// kEnable false: both operands through FragAddr, i.e. warp_gemm_ss's split-address form.
-/// kFence > 0 (both operands WarpFragAddr, full unroll): the ldmatrix of k slices >= kFence wait
-/// for slice kFence - 1's first MMA (their lane bases made to depend on acc[0][0][0] by
-/// dep_fence), bounding ptxas's ldmatrix run-ahead, hence the fragments it keeps live, without
-/// the loop of a partial unroll (ATTNKIT_FLASH_BWD_DQ_FENCE_128).
-template <bool kEnable, int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB,
-          int UNROLL, int kFence = 0, typename T>
-__device__ __forceinline__ void warp_gemm_ss_wo(float (&acc)[MT][NT][4], const T* sa, const T* sb,
-                                                int m0, int n0) {
-  static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
-  constexpr bool kPow2M = (MT & (MT - 1)) == 0 && 16 * MT <= 64;
-  constexpr bool kPow2N = ((NT / 2) & (NT / 2 - 1)) == 0 && 8 * NT <= 64;
-  constexpr bool kWoA = kEnable && !LA::kHasHalfPanel && (!A_T || kPow2M);
-  constexpr bool kWoB = kEnable && !LB::kHasHalfPanel && (!B_KN || kPow2N);
-  const int ra = A_T ? lane_r_t() : lane_r_a(), ca = A_T ? lane_c_t() : lane_c_a();
-  const int rb = B_KN ? lane_r_kn() : lane_r_t(), cb = B_KN ? lane_c_kn() : lane_c_t();
-  using FA = std::conditional_t<kWoA, WarpFragAddr<LA>, FragAddr<LA>>;
-  using FB = std::conditional_t<kWoB, WarpFragAddr<LB>, FragAddr<LB>>;
-  FA fa = kWoA ? FA(sa, ra + (A_T ? 0 : m0), ca + (A_T ? m0 : 0)) : FA(sa, ra, ca);
-  FB fb = kWoB ? FB(sb, rb + (B_KN ? 0 : n0), cb + (B_KN ? n0 : 0)) : FB(sb, rb, cb);
-  const int am = kWoA ? 0 : m0, bn = kWoB ? 0 : n0;  // what at() still adds
-  static_assert(kFence == 0 || (kWoA && kWoB && kFence < K / 16), "kFence: WarpFragAddr only");
+/// The k loop of warp_gemm_ss_wo / warp_gemm_ss_fa over prepared lane addresses (FragAddr or
+/// WarpFragAddr): `am` / `bn` are the row / column origins at() still adds. kFence > 0
+/// (WarpFragAddr only): both bases pass through dep_fence on the accumulator at k slice kFence.
+template <int MT, int NT, int K, bool A_T, bool B_KN, int UNROLL, int kFence, typename T,
+          typename FA, typename FB>
+__device__ __forceinline__ void warp_gemm_frag(float (&acc)[MT][NT][4], FA fa, FB fb, int am,
+                                               int bn) {
 #pragma unroll UNROLL
   for (int kk = 0; kk < K / 16; ++kk) {
     if constexpr (kFence > 0) {
@@ -244,6 +223,37 @@ __device__ __forceinline__ void warp_gemm_ss_wo(float (&acc)[MT][NT][4], const T
   }
 }
 
+/// warp_gemm_ss with each operand's warp origin folded into its lane address once
+/// (WarpFragAddr), so that every ldmatrix of the unrolled k loop is one XOR per k-slice phase
+/// plus an immediate (the backward's fused kernel; ATTNKIT_FLASH_BWD_HOIST). An operand falls
+/// back to FragAddr where its tile has a 32-wide panel or where the warp's offset along the
+/// tile's columns (m0 for A_T, n0 for B_KN) is not a multiple of a power-of-two extent <= 64
+/// (the caller's warp origins are multiples of the warp tile: 16 MT rows, 8 NT columns).
+/// kEnable false: both operands through FragAddr, i.e. warp_gemm_ss's split-address form.
+/// kFence > 0 (both operands WarpFragAddr, full unroll): the ldmatrix of k slices >= kFence wait
+/// for slice kFence - 1's first MMA (their lane bases made to depend on acc[0][0][0] by
+/// dep_fence), bounding ptxas's ldmatrix run-ahead, hence the fragments it keeps live, without
+/// the loop of a partial unroll (ATTNKIT_FLASH_BWD_DQ_FENCE_128).
+template <bool kEnable, int MT, int NT, int K, bool A_T, bool B_KN, typename LA, typename LB,
+          int UNROLL, int kFence = 0, typename T>
+__device__ __forceinline__ void warp_gemm_ss_wo(float (&acc)[MT][NT][4], const T* sa, const T* sb,
+                                                int m0, int n0) {
+  static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
+  constexpr bool kPow2M = (MT & (MT - 1)) == 0 && 16 * MT <= 64;
+  constexpr bool kPow2N = ((NT / 2) & (NT / 2 - 1)) == 0 && 8 * NT <= 64;
+  constexpr bool kWoA = kEnable && !LA::kHasHalfPanel && (!A_T || kPow2M);
+  constexpr bool kWoB = kEnable && !LB::kHasHalfPanel && (!B_KN || kPow2N);
+  const int ra = A_T ? lane_r_t() : lane_r_a(), ca = A_T ? lane_c_t() : lane_c_a();
+  const int rb = B_KN ? lane_r_kn() : lane_r_t(), cb = B_KN ? lane_c_kn() : lane_c_t();
+  using FA = std::conditional_t<kWoA, WarpFragAddr<LA>, FragAddr<LA>>;
+  using FB = std::conditional_t<kWoB, WarpFragAddr<LB>, FragAddr<LB>>;
+  FA fa = kWoA ? FA(sa, ra + (A_T ? 0 : m0), ca + (A_T ? m0 : 0)) : FA(sa, ra, ca);
+  FB fb = kWoB ? FB(sb, rb + (B_KN ? 0 : n0), cb + (B_KN ? n0 : 0)) : FB(sb, rb, cb);
+  const int am = kWoA ? 0 : m0, bn = kWoB ? 0 : n0;  // what at() still adds
+  static_assert(kFence == 0 || (kWoA && kWoB && kFence < K / 16), "kFence: WarpFragAddr only");
+  warp_gemm_frag<MT, NT, K, A_T, B_KN, UNROLL, kFence, T>(acc, fa, fb, am, bn);
+}
+
 /// warp_gemm_ss_wo<true, MT, NT, K, false, false, LA, LB, UNROLL> (A [m][k], B [n][k], both
 /// operands WarpFragAddr, column origins 0) from the caller's lane bases, so that a loop can
 /// keep them in registers (ptxas otherwise re-derives them from %tid per call under pressure).
@@ -253,24 +263,7 @@ __device__ __forceinline__ void warp_gemm_ss_fa(float (&acc)[MT][NT][4], const W
                                                 const WarpFragAddr<LB> fb) {
   static_assert(NT % 2 == 0 && K % 16 == 0, "warp tile: NT even, K a multiple of 16");
   static_assert(!LA::kHasHalfPanel && !LB::kHasHalfPanel, "WarpFragAddr: 64-wide panels");
-#pragma unroll UNROLL
-  for (int kk = 0; kk < K / 16; ++kk) {
-    uint32_t a[MT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-      ptx::ldmatrix_x4(a[mt], fa.at(mt * 16, kk * 16));
-#pragma unroll
-    for (int np = 0; np < NT / 2; ++np) {
-      uint32_t b[4];
-      ptx::ldmatrix_x4(b, fb.at(np * 16, kk * 16));
-      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        ptx::mma_m16n8k16<T>(acc[mt][2 * np], a[mt], b0);
-        ptx::mma_m16n8k16<T>(acc[mt][2 * np + 1], a[mt], b1);
-      }
-    }
-  }
+  warp_gemm_frag<MT, NT, K, false, false, UNROLL, 0, T>(acc, fa, fb, 0, 0);
 }
 
 /// The A fragment of k-slice kk built from C accumulators (16 x 8 tiles 2kk and 2kk+1): FA-2's
