@@ -153,10 +153,10 @@ void launch_forward(const Params& p) {
   // (mainloop.cuh kVarTmaEpi; slot 15): D = 128 only so far, both Q buffers in use, and an O map
   // that encodes (o_map_ok; else the STG epilogue of slot 13 runs, never a wrong store).
   constexpr bool kTmaEpiCapable = kDietCapable && D == 128;
-  const bool tma_epi = kTmaEpiCapable && diet && tuning().tma_epilogue != 0 &&
-                       tuning().q_bufs >= 2 && Tr::kQStages == 2 && o_map_ok(p) &&
-                       make_map_nothrow(&a.tma_o, p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q,
-                                        D, 16, BF16) == 0;
+  const bool tma_epi =
+      kTmaEpiCapable && diet && tuning().tma_epilogue != 0 && tuning().q_bufs >= 2 &&
+      Tr::kQStages == 2 && o_map_ok(p) &&
+      make_map_nothrow(&a.tma_o, p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q, D, 16, BF16) == 0;
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
@@ -192,7 +192,9 @@ void launch_forward(const Params& p) {
   }
   const int slot = tuning().legacy_desc ? 8
                    : qreg               ? 12
-                   : diet               ? (tma_epi ? 15 : diet_uni64 ? 14 : 13)
+                   : diet               ? (tma_epi      ? 15
+                                           : diet_uni64 ? 14
+                                                        : 13)
                    : s4 != 0            ? 8 + s4
                                         : var;
   auto kernel = kernels[slot];

@@ -1119,8 +1119,8 @@ struct Consumer {
   static constexpr bool kTmaEpi = (kVar & kVarTmaEpi) != 0;
   static_assert(!kTmaEpi || (kDiet && Tr::kQStages == 2),
                 "flash3: kVarTmaEpi is a kVarTileDiet variant and stages O in the 2nd Q buffer");
-  int pqb = 0;   // kTmaEpi: the pending tile's Q buffer (the epilogue's staging)
-  int sq = -1;   // kTmaEpi: the Q buffer this warp's TMA store reads, not yet released (-1: none)
+  int pqb = 0;  // kTmaEpi: the pending tile's Q buffer (the epilogue's staging)
+  int sq = -1;  // kTmaEpi: the Q buffer this warp's TMA store reads, not yet released (-1: none)
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
