@@ -150,12 +150,15 @@ void launch_forward(const Params& p) {
   // D 64: the auto diet runs with uniform descriptors (slot 14); tile_diet = 1 alone is slot 13.
   const bool diet_uni64 = D == 64 && diet && (uni || tuning().tile_diet < 0);
   // Session 7 (helper f3fwd17): the diet kernel with O through shared memory + TMA stores
-  // (mainloop.cuh kVarTmaEpi; slot 15): D = 128 only so far, both Q buffers in use, and an O map
+  // (mainloop.cuh kVarTmaEpi; slot 15): D = 128 and 64, both Q buffers in use, and an O map
   // that encodes (o_map_ok; else the STG epilogue of slot 13 runs, never a wrong store).
-  constexpr bool kTmaEpiCapable = kDietCapable && D == 128;
+  // D = 64 (2 or 3 consumer warpgroups): with the diet's uniform descriptors (slot 14, the auto
+  // diet) only; tile_diet = 1 without uniform_desc (slot 13) keeps the STG epilogue.
+  constexpr bool kTmaEpiCapable = kDietCapable && (D == 128 || D == 64);
+  constexpr int kTmaEpiVar = (D == 64 ? kVarTileDiet | kVarUniformDesc : kDietVar) | kVarTmaEpi;
   const bool tma_epi =
-      kTmaEpiCapable && diet && tuning().tma_epilogue != 0 && tuning().q_bufs >= 2 &&
-      Tr::kQStages == 2 && o_map_ok(p) &&
+      kTmaEpiCapable && diet && (D != 64 || diet_uni64) && tuning().tma_epilogue != 0 &&
+      tuning().q_bufs >= 2 && Tr::kQStages == 2 && o_map_ok(p) &&
       make_map_nothrow(&a.tma_o, p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q, D, 16, BF16) == 0;
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
@@ -181,8 +184,7 @@ void launch_forward(const Params& p) {
     if constexpr (kDietCapable) kernels[13] = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar>;
     if constexpr (kDietCapable && D == 64)
       kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc>;
-    if constexpr (kTmaEpiCapable)
-      kernels[15] = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar | kVarTmaEpi>;
+    if constexpr (kTmaEpiCapable) kernels[15] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
