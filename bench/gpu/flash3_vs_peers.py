@@ -47,10 +47,13 @@ def load(lib_path):
     knobs_diet = getattr(lib, "flash3_set_knobs_diet", None)  # session 7 (tile_diet)
     if knobs_diet is not None:
         knobs_diet.argtypes = [ctypes.c_int]
+    knobs_tmaepi = getattr(lib, "flash3_set_knobs_tmaepi", None)  # session 7 (tma_epilogue)
+    if knobs_tmaepi is not None:
+        knobs_tmaepi.argtypes = [ctypes.c_int]
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
-                   qreg=0, diet=-1):
+                   qreg=0, diet=-1, tmaepi=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -64,7 +67,10 @@ def load(lib_path):
             knobs_qreg(qreg)
         if knobs_diet is not None:
             knobs_diet(diet)
+        if knobs_tmaepi is not None:
+            knobs_tmaepi(tmaepi)
     set_tuning.has_diet = knobs_diet is not None
+    set_tuning.has_tmaepi = knobs_tmaepi is not None
     return f, set_tuning
 
 
@@ -197,6 +203,12 @@ def main():
                                     ("cudnn", None)]
                         if d == 64:  # helper f3fwd16: D = 64 diet also with uniform descriptors (slot 14)
                             variants[3:3] = [("diet-uni", {"diet": 1, "uni": 1})]
+                        variants = variants + [(n + "-again", kw) for n, kw in variants]
+                    elif a.ab_set == "s7t":  # session 7 (helper f3fwd17): epilogue via smem + TMA store
+                        if not getattr(set_tuning, "has_tmaepi", False):
+                            raise SystemExit("--ab-set s7t: the shim has no flash3_set_knobs_tmaepi")
+                        # default = the diet at D 128 (Sk <= 4096); tmaepi = the same + TMA epilogue
+                        variants = [("default", {}), ("tmaepi", {"tmaepi": 1}), ("cudnn", None)]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
                         variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),

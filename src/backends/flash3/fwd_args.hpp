@@ -36,6 +36,11 @@ struct FwdArgs {
   uint32_t m_div_mul, h_div_mul;
   int m_div_shift, h_div_shift;
   int num_rounds;
+  // Session 7 (helper f3fwd17; mainloop.cuh kVarTmaEpi): O as a TMA store target, dims (D, Sq,
+  // Hq, B) with the out_* strides, box (64, 16, 1, 1) (one consumer warp's rows), 128B swizzle.
+  // Appended (64-byte aligned): the fields above keep their offsets; only kVarTmaEpi kernels
+  // read it.
+  CUtensorMap tma_o;
 };
 
 }  // namespace attnkit::flash3

@@ -96,6 +96,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         ptx::tma_prefetch_map(&args.tma_q);
         ptx::tma_prefetch_map(&args.tma_k);
         ptx::tma_prefetch_map(&args.tma_v);
+        if constexpr ((kVar & kVarTmaEpi) != 0) ptx::tma_prefetch_map(&args.tma_o);
       }
       // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, taken when
       // this tile's loads are all issued (about kStagesK K/V tiles before the consumers need
@@ -140,6 +141,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         if (t < 0) break;
         consumer.tile(tile.m_block, tile.h, tile.b, n_blocks);
       }
+      consumer.drain();  // (kVarTmaEpi only)
     } else {
       for (int k = 0;; ++k) {
         const int t = dynamic ? slot.get() : static_tile_of<kDiet>(args, k);

@@ -52,6 +52,18 @@ inline int sm_count() {
   return n;
 }
 
+/// O can be a TMA store target (kVarTmaEpi): 16-byte aligned base, every stride of a dim with
+/// more than one index a positive multiple of 8 elements (16 bytes). (Checked here as well as by
+/// the encode, so that the fallback does not rest on the driver's checks alone.)
+inline bool o_map_ok(const Params& p) {
+  if ((reinterpret_cast<uintptr_t>(p.out) & 15) != 0) return false;
+  const int64_t st[3] = {p.out_st.s, p.out_st.h, p.out_st.b};
+  const int64_t n[3] = {p.seqlen_q, p.heads_q, p.batch};
+  for (int i = 0; i < 3; ++i)
+    if (n[i] > 1 && (st[i] <= 0 || st[i] % 8 != 0)) return false;
+  return true;
+}
+
 template <int D, bool BF16, int BN, int WGs, int VS = 2, int RS = 0>
 void launch_forward(const Params& p) {
   using Tr = FwdTraits<D, BN, WGs, VS, 1, RS>;
@@ -137,12 +149,23 @@ void launch_forward(const Params& p) {
                     (tuning().tile_diet < 0 ? diet_auto : tuning().tile_diet != 0);
   // D 64: the auto diet runs with uniform descriptors (slot 14); tile_diet = 1 alone is slot 13.
   const bool diet_uni64 = D == 64 && diet && (uni || tuning().tile_diet < 0);
+  // Session 7 (helper f3fwd17): the diet kernel with O through shared memory + TMA stores
+  // (mainloop.cuh kVarTmaEpi; slot 15): D = 128 and 64, both Q buffers in use, and an O map
+  // that encodes (o_map_ok; else the STG epilogue of slot 13 runs, never a wrong store).
+  // D = 64 (2 or 3 consumer warpgroups): with the diet's uniform descriptors (slot 14, the auto
+  // diet) only; tile_diet = 1 without uniform_desc (slot 13) keeps the STG epilogue.
+  constexpr bool kTmaEpiCapable = kDietCapable && (D == 128 || D == 64);
+  constexpr int kTmaEpiVar = (D == 64 ? kVarTileDiet | kVarUniformDesc : kDietVar) | kVarTmaEpi;
+  const bool tma_epi =
+      kTmaEpiCapable && diet && (D != 64 || diet_uni64) && tuning().tma_epilogue != 0 &&
+      tuning().q_bufs >= 2 && Tr::kQStages == 2 && o_map_ok(p) &&
+      make_map_nothrow(&a.tma_o, p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q, D, 16, BF16) == 0;
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[15])(FwdArgs) = {};
+  void (*kernels[16])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
       k = fwd_kernel<D, BF16, BN, WGs, VS, 0, 1, RS>;
@@ -161,6 +184,7 @@ void launch_forward(const Params& p) {
     if constexpr (kDietCapable) kernels[13] = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar>;
     if constexpr (kDietCapable && D == 64)
       kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc>;
+    if constexpr (kTmaEpiCapable) kernels[15] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
@@ -170,14 +194,16 @@ void launch_forward(const Params& p) {
   }
   const int slot = tuning().legacy_desc ? 8
                    : qreg               ? 12
-                   : diet               ? (diet_uni64 ? 14 : 13)
+                   : diet               ? (tma_epi      ? 15
+                                           : diet_uni64 ? 14
+                                                        : 13)
                    : s4 != 0            ? 8 + s4
                                         : var;
   auto kernel = kernels[slot];
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[15][kMaxDevices] = {};
+  static std::atomic<int> attr_set[16][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

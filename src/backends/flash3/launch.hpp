@@ -86,6 +86,14 @@ struct Tuning {
   // O not zeroed per tile, the schedule without divisions. D = 256 with 128-key tiles
   // (kv_tile_256 / kv_ring_256) ignores it.
   int tile_diet = -1;
+  // Session 7 (helper f3fwd17): the diet kernel's epilogue through shared memory and TMA stores
+  // (mainloop.cuh kVarTmaEpi; launch slot 15): each consumer warp stmatrix-es its normalised O
+  // rows into the finished tile's Q buffer and one lane issues the TMA stores; that Q buffer is
+  // released after the stores have read it. D = 128 (128-key tiles, 2 V stages) where the diet
+  // kernel (slot 13) runs; needs q_bufs = 2 and an O that a tensor map can describe (16-byte
+  // aligned base, strides multiples of 8 elements); otherwise the STG epilogue runs (ignored).
+  // 0 = off (default), nonzero = on. Exact (same bits). Compiled only: A/B pending.
+  int tma_epilogue = 0;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

@@ -387,6 +387,18 @@ inline constexpr int kVarQReg = 128;
 // ISETP + VOTEU.ANY + UMOV per turn. Exact (the same values are computed and stored). With
 // uniform descriptors; D = 128, 128-key tiles (launch.cuh).
 inline constexpr int kVarTileDiet = 256;
+// kVarTmaEpi (Tuning::tma_epilogue, helper f3fwd17; with kVarTileDiet, D = 128 first): the
+// overlapped consumer's epilogue writes O through shared memory: each warp stmatrix-es its
+// normalised 16 x kD rows into its own rows of the finished tile's Q buffer (the tile's last
+// Q K^T was waited for in its last turn; a warpgroup's Q K^T reads only its own 64 rows), and
+// lane 0 issues the TMA stores (FwdArgs::tma_o, box 64 x 16; rows >= seqlen_q clipped by the
+// map's extent). That Q buffer goes back to the producer only after the store has read it: the
+// tile's own end no longer releases it; each warp arrives on empty_q after its lane 0's
+// cp.async.bulk.wait_group.read, in the next tile's turn 1 (or at its end for a one-block tile,
+// or at the end of an idle tile). Needs both Q buffers (q_bufs = 2: the next tile's Q must not
+// land in the buffer being stored from; with one buffer the deferred release would deadlock),
+// which launch.cuh checks (fallback: the STG epilogue kernel). Same bits as store_output.
+inline constexpr int kVarTmaEpi = 512;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -1104,6 +1116,11 @@ struct Consumer {
   bool pending = false;      // P V of the last block of tile (pb, ph, prow0) not issued yet
   int pb = 0, ph = 0, prow0 = 0;
   int pacc = 1;  // kDiet: the pending P V accumulates (0: it is its tile's only one, O = P V)
+  static constexpr bool kTmaEpi = (kVar & kVarTmaEpi) != 0;
+  static_assert(!kTmaEpi || (kDiet && Tr::kQStages == 2),
+                "flash3: kVarTmaEpi is a kVarTileDiet variant and stages O in the 2nd Q buffer");
+  int pqb = 0;  // kTmaEpi: the pending tile's Q buffer (the epilogue's staging)
+  int sq = -1;  // kTmaEpi: the Q buffer this warp's TMA store reads, not yet released (-1: none)
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
@@ -1164,10 +1181,37 @@ struct Consumer {
   __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
     if (pending) {
       release_kv<Tr>(&sm.empty_v[pipe.vs(-1)], lane);
-      store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
+      if constexpr (kTmaEpi) {
+        const uint32_t stage = attnkit::cuda::sm90::smem_u32(sm.q) +
+                               uni(pqb * Tr::kQBytes + (cwg * 64 + warp * 16) * Tr::kChunkRowBytes);
+        store_output_tma<Tr::kD, Tr::kQChunkBytes, BF16>(a, o, inv, lse, pb, ph, prow0,
+                                                         prow0 - lane / 4, lane, stage);
+        sq = pqb;
+      } else {
+        store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
+      }
     }
     if constexpr (!kDiet) zero_o();
     pending = false;
+  }
+  /// kTmaEpi: once this warp's TMA store has read its staging rows, that Q buffer goes back to
+  /// the producer (this warp's arrival; lane 0 issued the store, so lane 0 waits and arrives).
+  __device__ __forceinline__ void release_staged() {
+    if constexpr (kTmaEpi) {
+      if (sq >= 0) {
+        if (lane == 0) {
+          attnkit::cuda::sm90::bulk_wait_read<0>();
+          attnkit::cuda::sm90::mbar_arrive(&sm.empty_q[sq]);
+        }
+        sq = -1;
+      }
+    }
+  }
+  /// kTmaEpi: before the CTA exits, its TMA stores must be done with shared memory.
+  __device__ __forceinline__ void drain() {
+    if constexpr (kTmaEpi) {
+      if (lane == 0) attnkit::cuda::sm90::bulk_wait<0>();
+    }
   }
   /// A turn with only the pending P V in it (a zero-block P V for a warpgroup without one).
   __device__ __forceinline__ void flush_turn() {
@@ -1225,6 +1269,7 @@ struct Consumer {
       release_kv<Tr>(&sm.empty_v[sp], lane);
     }
     release<Tr>(&sm.empty_q[qb], lane);
+    release_staged();  // (kTmaEpi: the previous tile's store, staged above)
     ptx::mbar_wait(&sm.full_v[pipe.vs(n_blocks - 1)], pipe.vph(n_blocks - 1));
     release_kv<Tr>(&sm.empty_v[pipe.vs(n_blocks - 1)], lane);
     pipe.count += n_blocks;
@@ -1303,17 +1348,25 @@ struct Consumer {
     // kDiet: turn 1 (the tile's first P V, O = P V) peeled, so that the loop's P V keeps a
     // constant scale-d (a per-turn `it == 1` cost ISETP + VOTEU.ANY + UMOV in the loop).
     if constexpr (kDiet) {
-      if (n_blocks > 1)
+      if (n_blocks > 1) {
         mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_blocks, q_wg, k_base,
                                       attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf,
                                       state, sl2, first_row, row0, lane, qa, 0);
+        release_staged();  // kTmaEpi: turn 0's store has had a turn to read its rows
+      }
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base,
                                     attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf, state,
                                     sl2, first_row, row0, lane, qa);
-    // Every QK^T of this tile is done: the producer may load a later tile's Q here.
-    release<Tr>(&sm.empty_q[qb], lane);
+    // Every QK^T of this tile is done: the producer may load a later tile's Q here (kTmaEpi:
+    // only after the epilogue's TMA store has read it, release_staged in a later tile).
+    if constexpr (kTmaEpi) {
+      release_staged();  // a one-block tile's turn-0 store (no turn 1)
+      pqb = qb;
+    } else {
+      release<Tr>(&sm.empty_q[qb], lane);
+    }
     pipe.count += n_blocks;
     pending = true;
     pb = b, ph = h, prow0 = row0;

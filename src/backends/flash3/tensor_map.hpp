@@ -15,9 +15,10 @@ namespace attnkit::flash3 {
 /// box (64, box_rows, 1, 1), 128B swizzle. Size-1 dims get a harmless valid stride (TMA rejects
 /// 0 and non-multiples of 16 bytes). `who` starts the error message ("flash3", "flash3
 /// backward"), `what` names the tensor.
-inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int64_t b, int64_t s,
-                     int64_t h, int64_t d, uint32_t box_rows, bool bf16, const char* what,
-                     const char* who = "flash3") {
+/// make_map without the throw: the CUresult of the encode (0 = success; the driver rejects a
+/// misaligned base, strides that are not multiples of 16 bytes or >= 2^40, negative ones too).
+inline int make_map_nothrow(CUtensorMap* map, const void* base, const Strides4& st, int64_t b,
+                            int64_t s, int64_t h, int64_t d, uint32_t box_rows, bool bf16) {
   const uint64_t dims[4] = {static_cast<uint64_t>(d), static_cast<uint64_t>(s < 1 ? 1 : s),
                             static_cast<uint64_t>(h), static_cast<uint64_t>(b)};
   const int64_t raw[3] = {st.s, st.h, st.b};
@@ -26,7 +27,13 @@ inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int
     bytes[i] =
         dims[i + 1] == 1 ? static_cast<uint64_t>(d) * 2 * 16 : static_cast<uint64_t>(raw[i]) * 2;
   const uint32_t box[4] = {64, box_rows, 1, 1};
-  const int r = cuda::sm90::encode_tensor_map_4d_16bit(map, base, dims, bytes, box, bf16);
+  return cuda::sm90::encode_tensor_map_4d_16bit(map, base, dims, bytes, box, bf16);
+}
+
+inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int64_t b, int64_t s,
+                     int64_t h, int64_t d, uint32_t box_rows, bool bf16, const char* what,
+                     const char* who = "flash3") {
+  const int r = make_map_nothrow(map, base, st, b, s, h, d, box_rows, bf16);
   if (r != 0)
     throw Error(ErrorCode::kCudaError, std::string(who) + ": cuTensorMapEncodeTiled failed for " +
                                            what + " (CUresult " + std::to_string(r) + ")");

@@ -334,6 +334,24 @@ TEST_P(Flash3Forward, MatchesReference) {
     if (c.tag == "diet_nonpersist") flash3::tuning().persistent = false;
     if (c.tag == "diet_uni") flash3::tuning().uniform_desc = 1;
   }
+  // "tmaepi*" (helper f3fwd17): the diet kernel's epilogue through shared memory + TMA stores
+  // (Tuning::tma_epilogue, launch slot 15; D = 128 only, ignored elsewhere): with the diet forced
+  // on, or left at auto (tmaepi_auto); with the dynamic scheduler, tiles not overlapped, one CTA
+  // per tile; with one Q buffer (tmaepi_q1: not supported there, the STG epilogue runs).
+  // D = 128 and 64 (ignored at 256).
+  if (c.tag.rfind("tmaepi", 0) == 0) {
+    flash3::tuning().tma_epilogue = 1;
+    if (c.tag != "tmaepi_auto") flash3::tuning().tile_diet = 1;
+    if (c.tag == "tmaepi_dyn") flash3::tuning().scheduler = 1;
+    if (c.tag == "tmaepi_q1") flash3::tuning().q_bufs = 1;
+    if (c.tag == "tmaepi_serial") flash3::tuning().overlap_tiles = false;
+    if (c.tag == "tmaepi_nonpersist") flash3::tuning().persistent = false;
+    // D = 64: the TMA epilogue is in the diet kernel with uniform descriptors (slot 14's, as
+    // the auto diet runs it); 2 or 3 consumer warpgroups forced.
+    if (c.d == 64 && c.tag != "tmaepi_auto") flash3::tuning().uniform_desc = 1;
+    if (c.tag == "tmaepi_wgs2") flash3::tuning().consumer_wgs = 2;
+    if (c.tag == "tmaepi_wgs3") flash3::tuning().consumer_wgs = 3;
+  }
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -514,7 +532,72 @@ std::vector<Cfg> cases() {
       };
       if (d == 128) {
         add_diet_common();
+        // Helper f3fwd17: the diet with O through shared memory + TMA stores
+        // (Tuning::tma_epilogue). Partial last tiles (S_q = 900: rows 896 .. 903 in warp 0 of
+        // warpgroup 0; its warps 1-3 and warpgroup 1 have no rows, the box is clipped / not
+        // issued), idle warpgroups (S_q = 77, 700), tiles without keys after a flush
+        // (bottom-right S_q > S_k), one-block tiles after long ones (causal S = 1000) and only
+        // one-block tiles (S_k = 100: the store is waited for at the tile's end), S_q not a
+        // multiple of 16 / 64, GQA, padded strides, bhsd (with and without padding), the
+        // benchmark's S = 1k shape both causal modes, the dynamic scheduler, tiles not overlapped
+        // (the store staged in the flush turn), one CTA per tile, one Q buffer (fallback to the
+        // STG epilogue), and the diet left at auto.
+        add({"tmaepi", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"tmaepi", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"tmaepi", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left, true, false, true});
+        add({"tmaepi", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"tmaepi", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"tmaepi", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"tmaepi", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+          add({"tmaepi", 2, 333, 517, 8, 2, 0, DType::bf16, cz, true, true});
+        }
+        add({"tmaepi_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"tmaepi_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"tmaepi_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"tmaepi_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"tmaepi_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
+        add({"tmaepi_nonpersist", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"tmaepi_nonpersist", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false,
+             true});
+        add({"tmaepi_auto", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
+             true});
+        add({"tmaepi_auto", 2, 700, 517, 16, 4, 0, DType::bf16, Causal::bottom_right, true});
       } else if (d == 64) {
+        // Helper f3fwd17: the TMA epilogue at D = 64 (one 64-column chunk per store): the default
+        // warpgroup choice and both forced (3 WGs: 192-row tiles with idle warpgroups), the S =
+        // 1k shape, bottom-right with tiles without keys, one-block tiles, GQA / padded / bhsd
+        // in every causal mode, the dynamic scheduler, tiles not overlapped, one CTA per tile,
+        // the diet at auto.
+        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"tmaepi_wgs3", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"tmaepi_wgs2", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
+             true});
+        add({"tmaepi", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"tmaepi_wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"tmaepi_wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
+        add({"tmaepi", 2, 1100, 1100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"tmaepi", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"tmaepi", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"tmaepi", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"tmaepi", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+          add({"tmaepi", 2, 333, 517, 8, 2, 0, DType::bf16, cz, true, true});
+        }
+        add({"tmaepi_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
+        add({"tmaepi_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
+        add({"tmaepi_nonpersist", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false,
+             true});
+        add({"tmaepi_auto", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
+             true});
         // D = 64 (helper f3fwd16): the default picks 3 consumer warpgroups (192-row tiles), 2 for
         // causal S_q <= 1024; both forced as well. 192-row tiles whose last warpgroups have no
         // rows (S_q = 1024: m block 5 = rows 960 .. 1151; S_q = 100, 333) take idle turns
