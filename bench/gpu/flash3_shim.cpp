@@ -97,7 +97,7 @@ extern "C" void flash3_set_knobs_qreg(int q_regs) {
 extern "C" void flash3_set_knobs_diet(int tile_diet) {
   attnkit::flash3::tuning().tile_diet = tile_diet;
 }
-// Session 7 (helper f3fwd17): Tuning::tma_epilogue (0 = off, the default / 1 = on).
+// Session 7 (helper f3fwd17): Tuning::tma_epilogue (-1 = auto, the default / 0 = off / 1 = on).
 extern "C" void flash3_set_knobs_tmaepi(int tma_epilogue) {
   attnkit::flash3::tuning().tma_epilogue = tma_epilogue;
 }

@@ -53,7 +53,7 @@ def load(lib_path):
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
-                   qreg=0, diet=-1, tmaepi=0):
+                   qreg=0, diet=-1, tmaepi=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -207,8 +207,10 @@ def main():
                     elif a.ab_set == "s7t":  # session 7 (helper f3fwd17): epilogue via smem + TMA store
                         if not getattr(set_tuning, "has_tmaepi", False):
                             raise SystemExit("--ab-set s7t: the shim has no flash3_set_knobs_tmaepi")
-                        # default = the diet at D 128 (Sk <= 4096); tmaepi = the same + TMA epilogue
-                        variants = [("default", {}), ("tmaepi", {"tmaepi": 1}), ("cudnn", None)]
+                        # default: the auto (session 8: TMA epilogue at D 128, not at D 64);
+                        # notmaepi / tmaepi: the diet's STG / TMA epilogue forced
+                        variants = [("default", {}), ("notmaepi", {"tmaepi": 0}), ("tmaepi", {"tmaepi": 1}),
+                                    ("cudnn", None)]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
                         variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),

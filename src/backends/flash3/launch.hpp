@@ -92,8 +92,11 @@ struct Tuning {
   // released after the stores have read it. D = 128 (128-key tiles, 2 V stages) where the diet
   // kernel (slot 13) runs; needs q_bufs = 2 and an O that a tensor map can describe (16-byte
   // aligned base, strides multiples of 8 elements); otherwise the STG epilogue runs (ignored).
-  // 0 = off (default), nonzero = on. Exact (same bits). Compiled only: A/B pending.
-  int tma_epilogue = 0;
+  // -1 = auto (default): on at D = 128, off at D = 64; 0 = off; 1 = on. Exact (same bits).
+  // Session 8, H100 same-process A/B against the D = 128 diet (STG epilogue), two runs each:
+  // +3.6 / +3.8 % at S = 1k non-causal, +1.4 / +2.4 % causal, +0.4 / +0.6 % at 4k non-causal,
+  // +0.8 / +1.4 % causal (bench/results/2026-11-22-h100-flash3-fwd-s8-tmaepi.md).
+  int tma_epilogue = -1;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

@@ -333,9 +333,12 @@ TEST_P(Flash3Forward, MatchesReference) {
     if (c.tag == "diet_wgs3") flash3::tuning().consumer_wgs = 3;
     if (c.tag == "diet_nonpersist") flash3::tuning().persistent = false;
     if (c.tag == "diet_uni") flash3::tuning().uniform_desc = 1;
+    // D = 128 (session 8): the diet's own STG epilogue (slot 13), now that the auto runs the
+    // TMA epilogue with it.
+    if (c.tag.rfind("diet_stg", 0) == 0) flash3::tuning().tma_epilogue = 0;
   }
   // "tmaepi*" (helper f3fwd17): the diet kernel's epilogue through shared memory + TMA stores
-  // (Tuning::tma_epilogue, launch slot 15; D = 128 only, ignored elsewhere): with the diet forced
+  // (Tuning::tma_epilogue, launch slot 15; D = 128 and 64, ignored at 256): with the diet forced
   // on, or left at auto (tmaepi_auto); with the dynamic scheduler, tiles not overlapped, one CTA
   // per tile; with one Q buffer (tmaepi_q1: not supported there, the STG epilogue runs).
   // D = 128 and 64 (ignored at 256).
@@ -532,6 +535,11 @@ std::vector<Cfg> cases() {
       };
       if (d == 128) {
         add_diet_common();
+        // Session 8: the diet's STG epilogue (slot 13) forced, the TMA one being the auto.
+        add({"diet_stg", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"diet_stg", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"diet_stg", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"diet_stg", 1, 190, 190, 3, 3, 0, DType::bf16, Causal::bottom_right, false, true});
         // Helper f3fwd17: the diet with O through shared memory + TMA stores
         // (Tuning::tma_epilogue). Partial last tiles (S_q = 900: rows 896 .. 903 in warp 0 of
         // warpgroup 0; its warps 1-3 and warpgroup 1 have no rows, the box is clipped / not
