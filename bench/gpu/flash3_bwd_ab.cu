@@ -100,6 +100,7 @@ void run_one(int S, bool causal) {
     bool d128_only = false;
     int prep_vec = -1;  // +vpp: 16-byte preprocess (bwd_kernel.cuh 1v; -1 = the default's choice)
     int conv_vec = -1;  // +vcv: 16-byte dQ conversion (3v)
+    int idiet = -1;     // +idiet: item loop without per-item divisions (bwd_kernel.cuh kIdiet)
   };
   // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
   // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
@@ -149,6 +150,8 @@ void run_one(int S, bool causal) {
       // The session-6 defaults with the scalar preprocess (1) / with the 16-byte conversion (3v).
       {"default-vpp", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, 0, -1},
       {"default+vcv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, 1},
+      // Session 7 (helper f3bwd11): the library default with the item-loop diet (+idiet).
+      {"default+idiet", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, 1},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
@@ -177,6 +180,7 @@ void run_one(int S, bool causal) {
     flash3::bwd_tuning().dv_early = var.name == std::string("default") ? -1 : var.dv_early;
     flash3::bwd_tuning().prep_vec = var.name == std::string("default") ? -1 : var.prep_vec;
     flash3::bwd_tuning().conv_vec = var.name == std::string("default") ? -1 : var.conv_vec;
+    flash3::bwd_tuning().idiet = var.name == std::string("default") ? -1 : var.idiet;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;

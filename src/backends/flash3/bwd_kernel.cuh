@@ -13,6 +13,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -233,6 +234,52 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
   return x;
 }
 
+/// kIdiet (session 7, helper f3bwd11, variant "+idiet"): item_of's walk carried from one item to
+/// the next instead of decoded per item. item_of divides by the CTA's m_count (a run-time value,
+/// per CTA under causal masking: no host-precomputed divisor fits), which the default SASS does at
+/// the head of every consumer item, between the previous item's last wgmma wait (dK) and the next
+/// S^T issue (~50 of the ~90 instructions there, most of them one dependent chain through I2F /
+/// MUFU.RCP / F2I / R2UR / UIMAD.WIDE), again for the kStat 2 / 3 refill of item it + 1, and in
+/// the producer. The cursor: query block m0 steps by BM; past the last block it restarts at the
+/// first visible one (m_lo) of the next q head, and past the group's last head (only reached with
+/// item_rot's cyclic order) at the first item. row = the item's workspace row (b * Hq + h) * sq_pad
+/// + m0, carried too (the 64-bit multiply-add per item, and the refill's second one, go).
+struct ItemCursor {
+  int h, m0;
+  int64_t row;
+};
+template <int kBM>
+struct ItemWalk {
+  int m_lo = 0, m_end = 0;  // first visible query block * kBM, num_m_blocks * kBM
+  int h_lo = 0, h_end = 0;  // the group's q heads
+  int64_t head_step = 0;    // row jump from past the last block to the next head's first
+  int64_t row_lo = 0;       // the group's first item's row
+  __device__ __forceinline__ void init(const BwdArgs& a, int g, int b, int m_begin) {
+    m_lo = m_begin * kBM;
+    m_end = a.num_m_blocks * kBM;
+    h_lo = g * a.group;
+    h_end = h_lo + a.group;
+    head_step = static_cast<int64_t>(a.sq_pad) + m_lo - m_end;
+    row_lo = (static_cast<int64_t>(b) * a.heads_q + h_lo) * a.sq_pad + m_lo;
+  }
+  __device__ __forceinline__ ItemCursor at(const BwdArgs& a, int b, Item x) const {
+    return {x.h, x.m0, (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0};
+  }
+  __device__ __forceinline__ ItemCursor next(ItemCursor c) const {
+    c.m0 += kBM;
+    c.row += kBM;
+    if (c.m0 >= m_end) {
+      c.m0 = m_lo;
+      c.row += head_step;
+      if (++c.h == h_end) {
+        c.h = h_lo;
+        c.row = row_lo;
+      }
+    }
+    return c;
+  }
+};
+
 /// kDqFirst (session 3): issue order of the three GEMMs after dS^T, as FlashAttention-3 does:
 ///   dV (RS) | barrier | dQ (SS) | wait dV | dK (RS) | wait dQ | dQ -> workspace | wait dK
 /// so the tensor pipe always has a GEMM queued while a drain is waited for, and the dQ hand-off
@@ -279,7 +326,7 @@ __device__ __forceinline__ Item item_of(const BwdArgs& a, int g, int it, int m_b
 /// takes P^T from the 16-bit copy (the fp32 one dies at the pack): the rounding FA3 / cuDNN do
 /// not add; dS^T is rounded to 16 bits right after anyway (tests: tolerance, not bitwise).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
-          bool kKVRegs = false, bool kDvEarly = false>
+          bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -338,6 +385,12 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const int i2 = it + rot;
     return item_of(a, g, i2 >= items ? i2 - items : i2, m_begin, m_count, kBM);
   };
+  // kIdiet: the walk's per-CTA constants; the first item decoded once (item_at(0): a division only
+  // with item_rot), then ItemWalk::next per item.
+  // (Built only with kIdiet: unused loads and compares left for DCE changed ptxas's register
+  // assignment in two D = 64 kernels without it.)
+  ItemWalk<kBM> walk;
+  if constexpr (kIdiet) walk.init(a, g, b, m_begin);
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(full_kv, 1);
@@ -365,10 +418,18 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &a.tma_v, full_kv, c * 64, n0, g,
                          b);
       }
+      ItemCursor pc{};
+      if constexpr (kIdiet) pc = walk.at(a, b, item_at(0));
       for (int it = 0; it < items; ++it) {
         const int s = it % kStages;
         const uint32_t ph = (it / kStages) & 1;
-        const Item x = item_at(it);
+        Item x;
+        if constexpr (kIdiet) {
+          x = Item{pc.h, pc.m0};
+          pc = walk.next(pc);
+        } else {
+          x = item_at(it);
+        }
         // wait_ns (variant +sl, session 5): ncu (H100, D 128 coupled, S 4k) counted ~490
         // try_wait + branch pairs per item on this wait (64 M of them, one every ~11 cycles on
         // the scheduler that also issues two consumer warps); the hint lets the thread sleep.
@@ -403,6 +464,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   const uint32_t k_w = base + Tr::kOffK + 64 * w * Tr::kRowBytes;  // this WG's 64 key rows
   const uint32_t v_w = base + Tr::kOffV + 64 * w * Tr::kRowBytes;
   const float sl2 = a.scale_log2;
+  // kIdiet: need_mask (below) iff m0 < mask_below, hoisted per CTA: every item when this WG's keys
+  // reach Sk, causal: key_base + 63 > m0 + causal_offset, else none (|values| < 2^30).
+  int mask_below = 0;
+  if constexpr (kIdiet)
+    mask_below = key_base + 63 >= a.seqlen_k ? INT_MAX
+                 : a.causal                  ? key_base + 63 - a.causal_offset
+                                             : INT_MIN;
 
   float dk[D / 2], dv[D / 2];  // [64 keys x D] of this WG, accumulator layout
 #pragma unroll
@@ -413,9 +481,18 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // registers held across the iteration). BM = 128: thread tid copies rows m0 + tid of lse2 and
   // delta; BM = 64: staging index tid = lse2 row tid for tid < 64, delta row tid - 64 otherwise.
   const uint32_t stat_smem = ptx::smem_u32(smem + Tr::kOffStat) + w * 2 * 2 * kBM * 4;
+  // kIdiet: cursor of the consumer's current item (the loop advances it to the next item at its
+  // head, so the refill of item it + 1 reads cur.row).
+  ItemCursor cur{};
+  if constexpr (kIdiet) cur = walk.at(a, b, item_at(0));
   auto prefetch_stats = [&](int it2) {
-    const Item y = item_at(it2);
-    const int64_t r = (static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0;
+    int64_t r;
+    if constexpr (kIdiet) {
+      r = cur.row;
+    } else {
+      const Item y = item_at(it2);
+      r = (static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0;
+    }
     const uint32_t dst = stat_smem + (it2 & 1) * 2 * kBM * 4 + tid * 4;
     if constexpr (kBM == 128) {
       sm80::cp_async_4(dst, a.lse2 + r + tid, true);
@@ -447,10 +524,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
-    const Item x = item_at(it);
+    const Item x = kIdiet ? Item{cur.h, cur.m0} : item_at(it);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
-    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+    const int64_t row =
+        kIdiet ? cur.row : (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
     // BM = 128: this thread's lse2 / delta row (query m0 + tid), staged through smem below, or
     // (kStatShfl) rows lane + 32 t of this warp's lanes.
     float my_l2[kStatShfl ? 4 : 1], my_dl[kStatShfl ? 4 : 1];
@@ -487,6 +565,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     ptx::wgmma_fence();
     gemm_wt(st, kf, k_w, q_s);
     gemm_wt(dpt, vf, v_w, do_s);
+    // kIdiet: advance to item it + 1 (the kStat 2 / 3 refill's) under the two GEMMs, not at the
+    // loop head (the head's instructions sit between the previous dK wait and the S^T issue).
+    if constexpr (kIdiet) cur = walk.next(cur);
 
     // lse2 / delta of this thread's kBM / 4 query columns (8j + qc + e), index 2j + e.
     // BM = 64: read straight from the padded fp32 workspace (in bounds, 8-byte aligned: sq_pad
@@ -547,8 +628,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // P^T = exp2(S^T scale_log2 - lse2), masked where key >= Sk or (causal) key > row + offset.
     ptx::wgmma_wait<1>();
     fence_regs(st);
-    const bool need_mask =
-        key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset);
+    const bool need_mask = kIdiet ? x.m0 < mask_below
+                                  : key_base + 63 >= a.seqlen_k ||
+                                        (a.causal && key_base + 63 > x.m0 + a.causal_offset);
     // kMaskHoist (bwd_traits.hpp): one branch per item around two copies of the loop (the masked
     // copy branch-free: 2 ISETP + FSEL an element) instead of the per-element `if (need_mask)`,
     // which ptxas compiled as BSSY / BRA / BSYNC around each of the kBM / 2 elements (ncu, H100,

@@ -45,6 +45,7 @@ struct Variant {
   bool dv_early = false;  // dV issued before the dS^T stretch (kDvEarly; needs dq_first)
   bool prep_vec = false;  // 16-byte preprocess where eligible (kPrepVecDefault, +vpp)
   bool conv_vec = false;  // 16-byte dQ conversion where eligible (kConvVecDefault, +vcv)
+  bool idiet = false;     // item loop without per-item divisions (kIdiet, +idiet; see run_backward)
 };
 
 /// The vectorised preprocess (bwd_kernel.cuh 1v) can read out / dout: d-stride 1, every row
@@ -64,7 +65,7 @@ inline bool convert_vec_ok(const Params& p, bool dq_vec4) {
 /// Launches one kernel instantiation; v supplies the run-time choices (dQ path, dQ workspace
 /// layout, item order) that the instantiation does not fix.
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
-          bool kDvEarly = false>
+          bool kDvEarly = false, bool kIdiet = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
@@ -138,7 +139,8 @@ void launch_backward(const Params& p, const Variant& v) {
     a.item_rot = v.item_rot ? 1 : 0;
     a.wait_ns = v.wait_ns;
 
-    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly>;
+    auto kernel =
+        bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly, kIdiet>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -177,7 +179,7 @@ namespace bwd {
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
 /// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve]
-/// [+vpp][+vcv].
+/// [+vpp][+vcv][+idiet].
 /// Fills `v` for head dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
@@ -229,6 +231,8 @@ inline bool env_variant(int d, Variant& v) {
         x.prep_vec = true;
       else if (i >= 2 && tok == "vcv")
         x.conv_vec = true;
+      else if (i >= 2 && tok == "idiet")
+        x.idiet = true;
       else
         return false;
     }
@@ -284,28 +288,32 @@ inline Variant default_variant(int d, bool causal) {
   v.dv_early = kDvEarlyDefault && v.dq_first;
   v.prep_vec = kPrepVecDefault;
   v.conv_vec = kConvVecDefault;
+  v.idiet = kIdietDefault && v.dq_first && !v.decoupled && !v.dv_early;
   return v;
 }
 
 /// kDvEarly (v.dv_early) is instantiated only for the coupled dQ-first kernels (the defaults'
-/// structures: D = 128 coupled, D = 64 128-row), without K / V in registers.
-template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, bool kDvEarly = false>
+/// structures: D = 128 coupled, D = 64 128-row), without K / V in registers; kIdiet (v.idiet)
+/// for the same two structures without kDvEarly (every lse2 / delta source).
+template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, bool kDvEarly = false,
+          bool kIdiet = false>
 void launch_stat(const Params& p, const Variant& v) {
   static_assert(!kDvEarly || (kDqFirst && !kDecoupled), "dV-early: coupled dQ-first kernels");
+  static_assert(!kIdiet || (kDqFirst && !kDecoupled && !kDvEarly), "item diet: see kIdiet");
   if constexpr (BM == 128) {
     if (v.stat == 1)
-      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1, false, kDvEarly>(p, v);
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1, false, kDvEarly, kIdiet>(p, v);
   }
   if constexpr (BM == 64 && !kDecoupled && kDqFirst) {
     if (v.stat == 3)
-      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 3, false, kDvEarly>(p, v);
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 3, false, kDvEarly, kIdiet>(p, v);
   }
   if (v.stat == 2 || v.stat == 3)
-    return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2, false, kDvEarly>(p, v);
+    return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2, false, kDvEarly, kIdiet>(p, v);
   if constexpr (D == 64 && BM == 64 && kDecoupled) {
     if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v);
   }
-  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0, false, kDvEarly>(p, v);
+  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0, false, kDvEarly, kIdiet>(p, v);
 }
 
 }  // namespace bwd
@@ -317,7 +325,8 @@ void launch_stat(const Params& p, const Variant& v) {
 /// dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
 /// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise); dV-early
 /// only with coupled dQ-first (ignored otherwise); the late prefetch refill (stat 3) only with
-/// coupled 64-row dQ-first (stat 2 otherwise).
+/// coupled 64-row dQ-first (stat 2 otherwise); the item diet (+idiet) only with coupled dQ-first
+/// without dv_early at D = 128 (64-row) or D = 64 with block_m 128 (ignored otherwise).
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
@@ -347,14 +356,18 @@ void run_backward(const Params& p) {
   if (t.dv_early >= 0) v.dv_early = t.dv_early != 0;
   if (t.prep_vec >= 0) v.prep_vec = t.prep_vec != 0;
   if (t.conv_vec >= 0) v.conv_vec = t.conv_vec != 0;
+  if (t.idiet >= 0) v.idiet = t.idiet != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;
   if (v.block_m != 128 && v.stat == 1) v.stat = 0;
   if (v.decoupled || !v.dq_first) v.dv_early = false;
+  if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128)) v.idiet = false;
   if constexpr (D == 64) {
     if (v.block_m == 128) {
       if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 128, true, true>(p, v);
+      if (v.dq_first && v.idiet)
+        return bwd::launch_stat<D, BF16, false, 128, true, false, true>(p, v);
       if (v.dq_first) return bwd::launch_stat<D, BF16, false, 128, true>(p, v);
       return bwd::launch_stat<D, BF16, false, 128, false>(p, v);
     }
@@ -362,6 +375,9 @@ void run_backward(const Params& p) {
   }
   if (v.decoupled) return bwd::launch_stat<D, BF16, true, 64, false>(p, v);
   if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 64, true, true>(p, v);
+  if constexpr (D != 64) {
+    if (v.dq_first && v.idiet) return bwd::launch_stat<D, BF16, false, 64, true, false, true>(p, v);
+  }
   if (v.dq_first) return bwd::launch_stat<D, BF16, false, 64, true>(p, v);
   bwd::launch_stat<D, BF16, false, 64, false>(p, v);
 }

@@ -44,6 +44,11 @@ struct BwdTuning {
   // scalar kernels 1 / 3 otherwise.
   int prep_vec = -1;
   int conv_vec = -1;
+  // Per-item diet of the item loop (bwd_kernel.cuh kIdiet, variant "+idiet", session 7): the
+  // (q head, query block) walk and workspace row carried from item to item instead of decoded
+  // with divisions, the mask test hoisted. Coupled dQ-first kernels without dv_early at 64-row
+  // blocks (D 128) or 128-row blocks (D 64) only (ignored otherwise): 1 / 0 / -1 = default.
+  int idiet = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

@@ -112,6 +112,10 @@ inline constexpr bool kDvEarlyDefault = false;
 //   83-86 (cuDNN 75): off.
 inline constexpr bool kPrepVecDefault = true;
 inline constexpr bool kConvVecDefault = false;
+// kIdietDefault (session 7, helper f3bwd11, variant "+idiet"): the item loop without per-item
+//   divisions (bwd_kernel.cuh kIdiet), the backward analogue of the forward's tile diet.
+//   Compile-only so far: off until a same-run A/B on a GPU says otherwise.
+inline constexpr bool kIdietDefault = false;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {

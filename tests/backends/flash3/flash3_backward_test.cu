@@ -109,7 +109,7 @@ struct TuningScope {
   flash3::BwdTuning saved;
   TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
               int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1, int wait_ns = -1,
-              int dv_early = -1, int prep_vec = -1, int conv_vec = -1)
+              int dv_early = -1, int prep_vec = -1, int conv_vec = -1, int idiet = -1)
       : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
@@ -123,6 +123,7 @@ struct TuningScope {
     flash3::bwd_tuning().dv_early = dv_early;
     flash3::bwd_tuning().prep_vec = prep_vec;
     flash3::bwd_tuning().conv_vec = conv_vec;
+    flash3::bwd_tuning().idiet = idiet;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
@@ -309,6 +310,64 @@ TEST_P(Flash3Backward, MatchesOraclePrepVec) {
   expect_backward_passes(GetParam());
 }
 
+// Session 7 (helper f3bwd11): the item loop without per-item divisions (+idiet, bwd_kernel.cuh
+// kIdiet: the (q head, query block) walk and workspace row carried from item to item, the mask test
+// hoisted) on every case's default variant (D = 128: coupled + dQ-first + kStat 3; D = 64: the
+// 128-row kernel, direct lse2 / delta), with the rotated item order (+rot: the walk wraps from the
+// group's last item to its first), and on the other sources it is built for: D = 128 kStat 2 with
+// the bulk dQ path and the direct loads (kStat 0); D = 64 128-row kStat 2 + bulk and the shuffles.
+// The cases cover GQA groups (h4x2), causal top-left / bottom-right (m_begin > 0), Sq and Sk not
+// multiples of the blocks, Sq > Sk and Sq < Sk.
+TEST_P(Flash3Backward, MatchesOracleIdiet) {
+  {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+    expect_backward_passes(GetParam());
+  }
+  TuningScope t2(-1, -1, -1, -1, -1, -1, -1, 1, -1, -1, -1, -1, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleIdietOther) {
+  if (GetParam().d == 128) {
+    {
+      TuningScope t(1, 0, 64, 1, 2, -1, -1, -1, -1, -1, -1, -1, 1);
+      expect_backward_passes(GetParam());
+    }
+    TuningScope t2(0, 0, 64, 1, 0, -1, -1, -1, -1, -1, -1, -1, 1);
+    expect_backward_passes(GetParam());
+  } else {
+    {
+      TuningScope t(1, 0, 128, 1, 2, -1, -1, -1, -1, -1, -1, -1, 1);
+      expect_backward_passes(GetParam());
+    }
+    TuningScope t2(0, 0, 128, 1, 1, -1, -1, -1, -1, -1, -1, -1, 1);
+    expect_backward_passes(GetParam());
+  }
+}
+// +idiet visits the same items in the same order with the same addresses and masks: dK and dV (no
+// atomics) must be bitwise equal to the kernel without it, for the default variant of every case
+// and with the rotated item order (the cursor's wrap to the first item).
+TEST_P(Flash3Backward, IdietDkDvBitwiseEqual) {
+  const check::Case& c = GetParam();
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
+  if (!flash3_built_with(static_cast<int>(c.d)))
+    GTEST_SKIP() << "flash3 built without head dim " << c.d;
+  const check::detail::Inputs in = check::detail::build_inputs(c, 23);
+  for (const int rot : {-1, 1}) {
+    auto run = [&](int idiet) {
+      TuningScope t(-1, -1, -1, -1, -1, -1, -1, rot, -1, -1, -1, -1, idiet);
+      std::string stage;
+      return check::detail::execute(c, in, "flash3", Device::cuda(0), stage);
+    };
+    const check::detail::Outputs a = run(0), b = run(1);
+    ASSERT_TRUE(a.has_grads && b.has_grads);
+    ASSERT_EQ(a.out.bytes, b.out.bytes) << "forward not bitwise reproducible: comparison void";
+    ASSERT_EQ(a.lse.bytes, b.lse.bytes) << "forward not bitwise reproducible: comparison void";
+    EXPECT_TRUE(a.dk.bytes == b.dk.bytes) << "dK differs with +idiet (rot = " << rot << ")";
+    EXPECT_TRUE(a.dv.bytes == b.dv.bytes) << "dV differs with +idiet (rot = " << rot << ")";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
                          CaseParamName{});
 
@@ -384,6 +443,35 @@ TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaults) {
   p.out_st = st;
   p.dq_st.d = 2;  // strided d
   EXPECT_FALSE(flash3::bwd::convert_vec_ok(p, true));
+}
+
+// "+idiet" (session 7) parses into Variant::idiet next to the other tokens, and no library
+// default turns it on yet (kIdietDefault).
+TEST(Flash3BackwardVariant, IdietTokenAndDefaultOff) {
+  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const std::string saved = prev != nullptr ? prev : "";
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT",
+         "128:coupled+atomic+dqf+v4+pfl+vpp+idiet;64:m128+atomic+dqf+v4+vpp+idiet", 1);
+  flash3::bwd::Variant v128, v64;
+  const bool ok = flash3::bwd::env_variant(128, v128) && flash3::bwd::env_variant(64, v64);
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pfl", 1);
+  flash3::bwd::Variant v_off;
+  const bool ok_off = flash3::bwd::env_variant(128, v_off);
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+idietx", 1);
+  flash3::bwd::Variant v_bad;
+  const bool ok_bad = flash3::bwd::env_variant(128, v_bad);
+  if (prev != nullptr)
+    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
+  else
+    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  ASSERT_TRUE(ok && ok_off);
+  EXPECT_FALSE(ok_bad);
+  EXPECT_TRUE(v128.idiet && v128.dq_first && !v128.decoupled && v128.stat == 3 && v128.prep_vec);
+  EXPECT_TRUE(v64.idiet && v64.block_m == 128 && v64.dq_first && v64.prep_vec);
+  EXPECT_FALSE(v_off.idiet);
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      EXPECT_FALSE(flash3::bwd::default_variant(d, causal).idiet) << d << " " << causal;
 }
 
 // ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
