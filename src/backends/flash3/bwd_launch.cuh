@@ -288,7 +288,8 @@ inline Variant default_variant(int d, bool causal) {
   v.dv_early = kDvEarlyDefault && v.dq_first;
   v.prep_vec = kPrepVecDefault;
   v.conv_vec = kConvVecDefault;
-  v.idiet = kIdietDefault && v.dq_first && !v.decoupled && !v.dv_early;
+  v.idiet =
+      (d == 64 ? kIdietDefault64 : kIdietDefault) && v.dq_first && !v.decoupled && !v.dv_early;
   return v;
 }
 

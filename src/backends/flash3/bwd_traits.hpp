@@ -114,8 +114,12 @@ inline constexpr bool kPrepVecDefault = true;
 inline constexpr bool kConvVecDefault = false;
 // kIdietDefault (session 7, helper f3bwd11, variant "+idiet"): the item loop without per-item
 //   divisions (bwd_kernel.cuh kIdiet), the backward analogue of the forward's tile diet.
-//   Compile-only so far: off until a same-run A/B on a GPU says otherwise.
-inline constexpr bool kIdietDefault = false;
+//   Session 8, H100 same-process A/B (best of 20 each, TFLOP/s; bench/results/
+//   2026-11-22-h100-flash3-bwd-s8-f3bwd11.md): D 128 +0.9 / +3.2 % at S 1k (non-causal /
+//   causal), +5.4 / +1.6 % at 4k, +2.3 / +7.3 % at 16k: on. D 64 +0.6 / +1.5, +2.6 / -3.1,
+//   +0.1 / 0.0 %: mixed, off (kIdietDefault64).
+inline constexpr bool kIdietDefault = true;
+inline constexpr bool kIdietDefault64 = false;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {

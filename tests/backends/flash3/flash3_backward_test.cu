@@ -445,9 +445,9 @@ TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaults) {
   EXPECT_FALSE(flash3::bwd::convert_vec_ok(p, true));
 }
 
-// "+idiet" (session 7) parses into Variant::idiet next to the other tokens, and no library
-// default turns it on yet (kIdietDefault).
-TEST(Flash3BackwardVariant, IdietTokenAndDefaultOff) {
+// "+idiet" (session 7) parses into Variant::idiet next to the other tokens; the library
+// default runs it at D = 128 (session 8: kIdietDefault), not at D = 64 (kIdietDefault64).
+TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
   const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   const std::string saved = prev != nullptr ? prev : "";
   setenv("ATTNKIT_FLASH3_BWD_VARIANT",
@@ -469,9 +469,12 @@ TEST(Flash3BackwardVariant, IdietTokenAndDefaultOff) {
   EXPECT_TRUE(v128.idiet && v128.dq_first && !v128.decoupled && v128.stat == 3 && v128.prep_vec);
   EXPECT_TRUE(v64.idiet && v64.block_m == 128 && v64.dq_first && v64.prep_vec);
   EXPECT_FALSE(v_off.idiet);
-  for (int d : {64, 128})
-    for (bool causal : {false, true})
-      EXPECT_FALSE(flash3::bwd::default_variant(d, causal).idiet) << d << " " << causal;
+  for (bool causal : {false, true}) {
+    EXPECT_EQ(flash3::bwd::default_variant(128, causal).idiet, flash3::bwd::kIdietDefault)
+        << causal;
+    EXPECT_FALSE(flash3::bwd::default_variant(64, causal).idiet && !flash3::bwd::kIdietDefault64)
+        << causal;
+  }
 }
 
 // ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
