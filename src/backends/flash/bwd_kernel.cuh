@@ -1123,8 +1123,12 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
     warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO,
                                                                                     k_m0, k_n0);
-    warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ,
-                                                                                    k_m0, k_n0);
+    // ATTNKIT_FLASH_BWD_DQ_MID: dK after dQ (traits.hpp).
+    constexpr bool kDqMid = (ATTNKIT_FLASH_BWD_DQ_MID & (D <= 64 ? 1 : D <= 128 ? 2 : 4)) != 0;
+    if constexpr (!kDqMid) {
+      warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ,
+                                                                                      k_m0, k_n0);
+    }
     // dQ (kBM, D) += dS (kBM, kBN) K (kBN, D), in kDqChunks column chunks, into the workspace.
 #if ATTNKIT_FLASH_BWD_HOIST
     float* dqa = decltype(kb)::kBases ? dq_b + (kb.rel_head(t) * dq_rows<D>(p) + m0) * D
@@ -1147,6 +1151,10 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
 #else
       red_c_global(dqa, D, dq, q_m0, c0, static_cast<int>(rows));
 #endif
+    }
+    if constexpr (kDqMid) {
+      warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ,
+                                                                                      k_m0, k_n0);
     }
     if (kStages == 1 && tn < items) {
       __syncthreads();  // single stage: reload only after every warp is done with it

@@ -272,6 +272,17 @@
 #ifndef ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER
 #define ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER 0
 #endif
+//   ATTNKIT_FLASH_BWD_DQ_MID (session 8; bits, 0 = off, the default): the fused kernel's GEMM
+//     order dV, dQ (+ its atomics), dK instead of dV, dK, dQ, so the last dQ chunk's atomics
+//     drain under the dK GEMM rather than at the next item's barrier (FA-2's order). Bit 1:
+//     D <= 64, bit 2: D 65..128, bit 4: D > 128. Why (ncu source view, H100, S 4k, D 256,
+//     non-causal, bench/notes/flash.md session 8): 16 back-to-back REDG.F32x2 per dQ chunk stall
+//     on the LSU queue (lg 5.5 % of samples; FA-2 0), the instruction after each burst waits on
+//     the reds' operand reads (long_sb 3.6 + 1.8 %), and the next item's barrier waits 4.5 %
+//     (FA-2 2.4 %); ours 5.23 ms vs FA-2 5.10 ms there.
+#ifndef ATTNKIT_FLASH_BWD_DQ_MID
+#define ATTNKIT_FLASH_BWD_DQ_MID 0
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_WS
 #define ATTNKIT_FLASH_BWD_STATS_WS 1
 #endif
