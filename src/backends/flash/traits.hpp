@@ -64,8 +64,21 @@
 #ifndef ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE
 #define ATTNKIT_FLASH_KK_UNROLL_BWD_FUSED_SDP_WIDE 64
 #endif
+//   ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 / _128 / _64: column chunks of the fused backward's dQ GEMM
+//     at D = 256 / exactly 128 / exactly 64 (each chunk: GEMM, then its atomics; fewer columns
+//     per chunk = fewer accumulator registers and a shorter burst of back-to-back reds, but the
+//     dS fragments are loaded once per chunk). Session 8 (H100, S 1k-8k, ours / FA-2 in the same
+//     process, bench/results/2026-11-22-h100-flash-s8-dqmid.md): D 256 4 chunks against 2:
+//     +1.3..+2.5 % (1.01-1.03 vs 0.99-1.02 of FA-2; ptxas 250 registers, 0 spill, was 255 + 12 B):
+//     4 by default. _128 / _64: 1 by default (session 8 A/B of 2 pending).
 #ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
-#define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 2
+#define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 4
+#endif
+#ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_128
+#define ATTNKIT_FLASH_BWD_DQ_CHUNKS_128 1
+#endif
+#ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_64
+#define ATTNKIT_FLASH_BWD_DQ_CHUNKS_64 1
 #endif
 //   ATTNKIT_FLASH_SPLIT_ADDR: fragment loads from per-lane base + XOR (1) or the full swizzle
 //     per ldmatrix (0, as before run 5); see SmemLayout.
@@ -272,16 +285,19 @@
 #ifndef ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER
 #define ATTNKIT_FLASH_BWD_LATE_LOAD_OTHER 0
 #endif
-//   ATTNKIT_FLASH_BWD_DQ_MID (session 8; bits, 0 = off, the default): the fused kernel's GEMM
+//   ATTNKIT_FLASH_BWD_DQ_MID (session 8; bits, 0 = off; default 1): the fused kernel's GEMM
 //     order dV, dQ (+ its atomics), dK instead of dV, dK, dQ, so the last dQ chunk's atomics
 //     drain under the dK GEMM rather than at the next item's barrier (FA-2's order). Bit 1:
 //     D <= 64, bit 2: D 65..128, bit 4: D > 128. Why (ncu source view, H100, S 4k, D 256,
 //     non-causal, bench/notes/flash.md session 8): 16 back-to-back REDG.F32x2 per dQ chunk stall
 //     on the LSU queue (lg 5.5 % of samples; FA-2 0), the instruction after each burst waits on
 //     the reds' operand reads (long_sb 3.6 + 1.8 %), and the next item's barrier waits 4.5 %
-//     (FA-2 2.4 %); ours 5.23 ms vs FA-2 5.10 ms there.
+//     (FA-2 2.4 %); ours 5.23 ms vs FA-2 5.10 ms there. Session 8 A/B (H100, S 1k-8k, against
+//     0, bench/results/2026-11-22-h100-flash-s8-dqmid.md): D 64 +1.0..+2.5 % (ours / FA-2 1.02
+//     / 1.03-1.04 vs 1.00-1.01 / 1.01-1.02), D 128 -0.9..-2.3 %, D 256 -0..-1.3 % (2 dQ chunks)
+//     and -1.5..-2.4 % (4 chunks): 1 (D <= 64 only) by default.
 #ifndef ATTNKIT_FLASH_BWD_DQ_MID
-#define ATTNKIT_FLASH_BWD_DQ_MID 0
+#define ATTNKIT_FLASH_BWD_DQ_MID 1
 #endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_WS
 #define ATTNKIT_FLASH_BWD_STATS_WS 1
@@ -694,7 +710,11 @@ struct BwdFusedTraits {
   static constexpr int kSdpWR = kBM / 32, kSdpWC = 8 / kSdpWR;
   // dK / dV: 32-row warp tiles (kBN / 32 warp rows): each B fragment (dO, Q) feeds 2 MMAs.
   static constexpr int kKvWR = kBN / 32, kKvWC = 8 / kKvWR;
-  static constexpr int kDqChunks = D > 192 ? ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 : (D > 128 ? 2 : 1);
+  static constexpr int kDqChunks = D > 192    ? ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
+                                   : D > 128  ? 2
+                                   : D == 128 ? ATTNKIT_FLASH_BWD_DQ_CHUNKS_128
+                                   : D == 64  ? ATTNKIT_FLASH_BWD_DQ_CHUNKS_64
+                                              : 1;
   // dQ: 2 x 4 (32-row tiles) where a chunk's quarter is a multiple of 16 columns, else 4 x 2.
   static constexpr int kDqWR = kBM == 128 ? 4 : ((D / kDqChunks / 4) % 16 == 0 ? 2 : 4);
   static constexpr int kDqWC = 8 / kDqWR;
