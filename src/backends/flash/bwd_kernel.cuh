@@ -913,7 +913,9 @@ struct BwdKeyBlock {
   }
 };
 
-template <int D, typename T, bool kGeneral>
+/// kDqMid: the dK GEMM after the dQ chunks (ATTNKIT_FLASH_BWD_DQ_MID, traits.hpp); the launch
+/// picks it per call on the fast path (ATTNKIT_FLASH_BWD_DQ_MID_MIN_SK).
+template <int D, typename T, bool kGeneral, bool kDqMid = kDqMidClass<D>>
 __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     bwd_fused_kernel(const Params p, const float* delta, float* dq_accum) {
   using Tr = BwdFusedTraits<D>;
@@ -1123,9 +1125,7 @@ __global__ void __launch_bounds__(BwdFusedTraits<D>::kThreads)
     // dV (kBN, D) += P^T (kBN, kBM) dO (kBM, D);  dK += dS^T Q.
     warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dv, sP, sdO,
                                                                                     k_m0, k_n0);
-    // ATTNKIT_FLASH_BWD_DQ_MID: dK after dQ (traits.hpp).
-    constexpr bool kDqMid = (ATTNKIT_FLASH_BWD_DQ_MID & (D <= 64 ? 1 : D <= 128 ? 2 : 4)) != 0;
-    if constexpr (!kDqMid) {
+    if constexpr (!kDqMid) {  // else dK after dQ (ATTNKIT_FLASH_BWD_DQ_MID)
       warp_gemm_ss_wo<kWo, Tr::kKMT, Tr::kKNT, kBM, true, true, LP, LQ, Tr::kKUnroll>(dk, sdS, sQ,
                                                                                       k_m0, k_n0);
     }

@@ -163,6 +163,12 @@ void launch_bwd(const Params& p) {
       const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBN - 1) / Tr::kBN),
                       static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
       auto kernel = general ? bwd_fused_kernel<D, T, true> : bwd_fused_kernel<D, T, false>;
+      // DQ_MID's order from ATTNKIT_FLASH_BWD_DQ_MID_MIN_SK keys on (traits.hpp), the other
+      // below; the general path keeps its compile-time order.
+      if constexpr (kDqMidClass<D>) {
+        if (!general && p.seqlen_k < ATTNKIT_FLASH_BWD_DQ_MID_MIN_SK)
+          kernel = bwd_fused_kernel<D, T, false, false>;
+      }
       set_smem(kernel, Tr::kSmemBytes);
       kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, delta, dq_accum);
       ATTNKIT_CUDA_CHECK_LAUNCH();

@@ -299,6 +299,15 @@
 #ifndef ATTNKIT_FLASH_BWD_DQ_MID
 #define ATTNKIT_FLASH_BWD_DQ_MID 1
 #endif
+//   ATTNKIT_FLASH_BWD_DQ_MID_MIN_SK: where DQ_MID's head-dim bit is set, the fast path runs the
+//     dQ-before-dK kernel from this seqlen_k on (the other order below it; the general path keeps
+//     the other order). Session 8 (H100): D 64 non-causal at S 512 measured 0.98 of FA-2 with
+//     DQ_MID (194.6 vs 198.1 TFLOP/s) against 1.00 without it in session 7, while 1k-16k gained:
+//     513 by default, so S 512 keeps the old order (and the tests' S_k <= 512 / > 512 cases run
+//     both kernels).
+#ifndef ATTNKIT_FLASH_BWD_DQ_MID_MIN_SK
+#define ATTNKIT_FLASH_BWD_DQ_MID_MIN_SK 513
+#endif
 #ifndef ATTNKIT_FLASH_BWD_STATS_WS
 #define ATTNKIT_FLASH_BWD_STATS_WS 1
 #endif
@@ -694,6 +703,13 @@ struct FwdTraits {
 /// D <= 192: <= 161 KiB, under an A100's 163 KiB. D = 256 double-buffers Q / dO like D <= 192
 /// (209 KiB: H100 / H200; run 5 measured single-buffered D = 256 no faster than the 7-GEMM
 /// kernels); where that does not fit (A100: 163 KiB) the deterministic kernels run instead.
+/// The head-dim class bit of ATTNKIT_FLASH_BWD_DQ_MID is set for D (1: D <= 64, 2: D 65..128,
+/// 4: D > 128).
+template <int D>
+inline constexpr bool kDqMidClass = (ATTNKIT_FLASH_BWD_DQ_MID & (D <= 64    ? 1
+                                                                 : D <= 128 ? 2
+                                                                            : 4)) != 0;
+
 template <int D>
 struct BwdFusedTraits {
   static constexpr int kHeadDim = D;
