@@ -128,6 +128,29 @@ struct TuningScope {
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
+/// Case c twice on the same inputs (seed 23), under the tuning scope tune(0) returns and then
+/// under tune(1)'s: the forward must be bitwise reproducible (else the comparison is void) and
+/// dK / dV (no atomics) bitwise equal. `what` names the knob in the failure messages.
+template <typename Tune>
+void expect_dk_dv_bitwise_equal(const check::Case& c, const Tune& tune, const std::string& what) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
+  if (!flash3_built_with(static_cast<int>(c.d)))
+    GTEST_SKIP() << "flash3 built without head dim " << c.d;
+  const check::detail::Inputs in = check::detail::build_inputs(c, 23);
+  auto run = [&](int which) {
+    const TuningScope t = tune(which);
+    std::string stage;
+    return check::detail::execute(c, in, "flash3", Device::cuda(0), stage);
+  };
+  const check::detail::Outputs a = run(0), b = run(1);
+  ASSERT_TRUE(a.has_grads && b.has_grads);
+  ASSERT_EQ(a.out.bytes, b.out.bytes) << "forward not bitwise reproducible: comparison void";
+  ASSERT_EQ(a.lse.bytes, b.lse.bytes) << "forward not bitwise reproducible: comparison void";
+  EXPECT_TRUE(a.dk.bytes == b.dk.bytes) << "dK differs with " << what;
+  EXPECT_TRUE(a.dv.bytes == b.dv.bytes) << "dV differs with " << what;
+}
+
 // Default variant per call (bwd_launch.cuh default_variant, session 5: D = 64 128-row blocks +
 // atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
 // registers), D = 128 coupled + atomics + dQ-first + prefetched lse2/delta with the late refill
@@ -274,23 +297,10 @@ TEST_P(Flash3Backward, MatchesOraclePrefetchLate) {
 // forward runs again for each call and is bitwise reproducible (one CTA per tile, no split).
 TEST_P(Flash3Backward, DvEarlyDkDvBitwiseEqual) {
   const check::Case& c = GetParam();
-  ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
-  if (!flash3_built_with(static_cast<int>(c.d)))
-    GTEST_SKIP() << "flash3 built without head dim " << c.d;
-  const check::detail::Inputs in = check::detail::build_inputs(c, 23);
   const int bm = c.d == 64 ? 64 : -1, dec = c.d == 64 ? 0 : -1, dqf = c.d == 64 ? 1 : -1;
-  auto run = [&](int dv_early) {
-    TuningScope t(-1, dec, bm, dqf, -1, -1, -1, -1, -1, dv_early);
-    std::string stage;
-    return check::detail::execute(c, in, "flash3", Device::cuda(0), stage);
-  };
-  const check::detail::Outputs a = run(0), b = run(1);
-  ASSERT_TRUE(a.has_grads && b.has_grads);
-  ASSERT_EQ(a.out.bytes, b.out.bytes) << "forward not bitwise reproducible: comparison void";
-  ASSERT_EQ(a.lse.bytes, b.lse.bytes) << "forward not bitwise reproducible: comparison void";
-  EXPECT_TRUE(a.dk.bytes == b.dk.bytes) << "dK differs with +dve";
-  EXPECT_TRUE(a.dv.bytes == b.dv.bytes) << "dV differs with +dve";
+  expect_dk_dv_bitwise_equal(
+      c, [&](int dv_early) { return TuningScope(-1, dec, bm, dqf, -1, -1, -1, -1, -1, dv_early); },
+      "+dve");
 }
 
 // Session 6 (helper f3bwd8): the pre / post kernels on every case's default variant (the BHSD
@@ -347,25 +357,13 @@ TEST_P(Flash3Backward, MatchesOracleIdietOther) {
 // atomics) must be bitwise equal to the kernel without it, for the default variant of every case
 // and with the rotated item order (the cursor's wrap to the first item).
 TEST_P(Flash3Backward, IdietDkDvBitwiseEqual) {
-  const check::Case& c = GetParam();
-  ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
-  if (!flash3_built_with(static_cast<int>(c.d)))
-    GTEST_SKIP() << "flash3 built without head dim " << c.d;
-  const check::detail::Inputs in = check::detail::build_inputs(c, 23);
-  for (const int rot : {-1, 1}) {
-    auto run = [&](int idiet) {
-      TuningScope t(-1, -1, -1, -1, -1, -1, -1, rot, -1, -1, -1, -1, idiet);
-      std::string stage;
-      return check::detail::execute(c, in, "flash3", Device::cuda(0), stage);
-    };
-    const check::detail::Outputs a = run(0), b = run(1);
-    ASSERT_TRUE(a.has_grads && b.has_grads);
-    ASSERT_EQ(a.out.bytes, b.out.bytes) << "forward not bitwise reproducible: comparison void";
-    ASSERT_EQ(a.lse.bytes, b.lse.bytes) << "forward not bitwise reproducible: comparison void";
-    EXPECT_TRUE(a.dk.bytes == b.dk.bytes) << "dK differs with +idiet (rot = " << rot << ")";
-    EXPECT_TRUE(a.dv.bytes == b.dv.bytes) << "dV differs with +idiet (rot = " << rot << ")";
-  }
+  for (const int rot : {-1, 1})
+    expect_dk_dv_bitwise_equal(
+        GetParam(),
+        [&](int idiet) {
+          return TuningScope(-1, -1, -1, -1, -1, -1, -1, rot, -1, -1, -1, -1, idiet);
+        },
+        "+idiet (rot = " + std::to_string(rot) + ")");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),

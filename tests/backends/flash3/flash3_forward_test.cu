@@ -533,6 +533,27 @@ std::vector<Cfg> cases() {
         add({"diet", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
         add({"diet_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
       };
+      // The TMA-epilogue cases D = 128 and D = 64 share (each adds its own below): the S = 1k
+      // shape in both causal modes, bottom-right with tiles without keys, one-block tiles, GQA /
+      // padded / bhsd in every causal mode, tiles not overlapped, one CTA per tile, the auto.
+      const auto add_tmaepi_common = [&] {
+        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"tmaepi", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"tmaepi", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
+        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          add({"tmaepi", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
+          add({"tmaepi", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
+          add({"tmaepi", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
+          add({"tmaepi", 2, 333, 517, 8, 2, 0, DType::bf16, cz, true, true});
+        }
+        add({"tmaepi_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
+        add({"tmaepi_nonpersist", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false,
+             true});
+        add({"tmaepi_auto", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
+             true});
+      };
       if (d == 128) {
         add_diet_common();
         // Session 8: the diet's STG epilogue (slot 13) forced, the TMA one being the auto.
@@ -540,6 +561,7 @@ std::vector<Cfg> cases() {
         add({"diet_stg", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"diet_stg", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
         add({"diet_stg", 1, 190, 190, 3, 3, 0, DType::bf16, Causal::bottom_right, false, true});
+        add_tmaepi_common();
         // Helper f3fwd17: the diet with O through shared memory + TMA stores
         // (Tuning::tma_epilogue). Partial last tiles (S_q = 900: rows 896 .. 903 in warp 0 of
         // warpgroup 0; its warps 1-3 and warpgroup 1 have no rows, the box is clipped / not
@@ -551,29 +573,13 @@ std::vector<Cfg> cases() {
         // (the store staged in the flush turn), one CTA per tile, one Q buffer (fallback to the
         // STG epilogue), and the diet left at auto.
         add({"tmaepi", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
-        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
-             true});
-        add({"tmaepi", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"tmaepi", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left, true, false, true});
-        add({"tmaepi", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
-        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
-          add({"tmaepi", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
-          add({"tmaepi", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
-          add({"tmaepi", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
-          add({"tmaepi", 2, 333, 517, 8, 2, 0, DType::bf16, cz, true, true});
-        }
         add({"tmaepi_dyn", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
         add({"tmaepi_dyn", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false,
              true});
         add({"tmaepi_q1", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"tmaepi_serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
-        add({"tmaepi_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
         add({"tmaepi_nonpersist", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false,
-             true});
-        add({"tmaepi_nonpersist", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false,
-             true});
-        add({"tmaepi_auto", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
              true});
         add({"tmaepi_auto", 2, 700, 517, 16, 4, 0, DType::bf16, Causal::bottom_right, true});
       } else if (d == 64) {
@@ -582,30 +588,15 @@ std::vector<Cfg> cases() {
         // 1k shape, bottom-right with tiles without keys, one-block tiles, GQA / padded / bhsd
         // in every causal mode, the dynamic scheduler, tiles not overlapped, one CTA per tile,
         // the diet at auto.
-        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
-        add({"tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
-             true});
+        add_tmaepi_common();
         add({"tmaepi_wgs3", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::top_left, false, false,
              true});
         add({"tmaepi_wgs2", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
              true});
-        add({"tmaepi", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"tmaepi_wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
         add({"tmaepi_wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
         add({"tmaepi", 2, 1100, 1100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"tmaepi", 3, 333, 100, 48, 4, 0, DType::bf16, Causal::none});
-        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
-          add({"tmaepi", 1, 77, 300, 4, 2, 0, DType::bf16, cz});
-          add({"tmaepi", 1, 300, 77, 2, 1, 0, DType::bf16, cz});
-          add({"tmaepi", 1, 190, 190, 3, 3, 0, DType::bf16, cz, false, true});
-          add({"tmaepi", 2, 333, 517, 8, 2, 0, DType::bf16, cz, true, true});
-        }
         add({"tmaepi_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
-        add({"tmaepi_serial", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::top_left});
-        add({"tmaepi_nonpersist", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false,
-             true});
-        add({"tmaepi_auto", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
-             true});
         // D = 64 (helper f3fwd16): the default picks 3 consumer warpgroups (192-row tiles), 2 for
         // causal S_q <= 1024; both forced as well. 192-row tiles whose last warpgroups have no
         // rows (S_q = 1024: m block 5 = rows 960 .. 1151; S_q = 100, 333) take idle turns
