@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Summarises an ncu source-page CSV (SASS, warp-stall sampling) of one kernel: the top
-instructions by stall samples with their dominant reasons, and the samples per opcode.
+instructions by stall samples with their dominant reasons, and the samples per opcode. A report
+of several kernels (one "Kernel Name" row and its own column header per kernel; cuDNN's backward
+launches several) is split per kernel and the kernel with the most samples is summarised (session
+8: reading every kernel's rows with the first kernel's header mislabelled the stall columns).
 usage: ncu --import r.ncu-rep --page source --csv --print-source sass ... | ncu_stall_summary.py"""
 import collections
 import csv
@@ -9,16 +12,29 @@ import sys
 
 text = sys.stdin.read()
 lines = text.splitlines()
-start = next((i for i, l in enumerate(lines) if l.startswith('"#') or '"Address"' in l or '"Source"' in l), None)
+start = next((i for i, l in enumerate(lines)
+              if l.startswith('"#') or l.startswith('"Kernel Name"') or '"Address"' in l or '"Source"' in l), None)
 if start is None:
     print("no CSV header found; first lines:\n" + "\n".join(lines[:5]))
     sys.exit(0)
-rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-hdr = rows[0]
-print("columns:", "|".join(hdr[:40]))
-src = next((i for i, h in enumerate(hdr) if h.strip() == "Source"), None)
-allc = next((i for i, h in enumerate(hdr) if "Stall Sampling (All" in h), None)
-reason = [(i, h) for i, h in enumerate(hdr) if h.startswith("stall_") or "Stall Reason" in h]
+sections = []  # [name, header, rows] per kernel
+for row in csv.reader(io.StringIO("\n".join(lines[start:]))):
+    if not row:
+        continue
+    if row[0] == "Kernel Name":
+        sections.append([row[1] if len(row) > 1 else "?", None, []])
+    elif row[0] in ("#", "Address") or "Source" in row[:3]:
+        if not sections or sections[-1][1] is not None:
+            sections.append(["(unnamed)", None, []])
+        sections[-1][1] = row
+    elif sections and sections[-1][1] is not None:
+        sections[-1][2].append(row)
+
+
+def samples(sec):
+    h = sec[1]
+    c = next((i for i, x in enumerate(h) if "Stall Sampling (All" in x), None)
+    return 0.0 if c is None else sum(num(r[c]) for r in sec[2] if len(r) > c)
 
 
 def num(x):
@@ -28,10 +44,23 @@ def num(x):
         return 0.0
 
 
+sections = [sec for sec in sections if sec[1] is not None]
+if not sections:
+    print("no kernel section with a column header; first lines:\n" + "\n".join(lines[:5]))
+    sys.exit(0)
+if len(sections) > 1:
+    for sec in sections:
+        print(f"kernel {samples(sec):9.0f} samples  {sec[0][:100]}")
+name, hdr, rows = max(sections, key=samples)
+print("summarised:", name[:160])
+print("columns:", "|".join(hdr[:40]))
+src = next((i for i, h in enumerate(hdr) if h.strip() == "Source"), None)
+allc = next((i for i, h in enumerate(hdr) if "Stall Sampling (All" in h), None)
+reason = [(i, h) for i, h in enumerate(hdr) if h.startswith("stall_") or "Stall Reason" in h]
 if src is None or allc is None:
     print("missing Source / Warp Stall Sampling columns")
     sys.exit(0)
-data = [r for r in rows[1:] if len(r) > allc]
+data = [r for r in rows if len(r) > allc]
 tot = sum(num(r[allc]) for r in data) or 1.0
 by_op = collections.Counter()
 for r in data:
