@@ -70,7 +70,8 @@
 //     dS fragments are loaded once per chunk). Session 8 (H100, S 1k-8k, ours / FA-2 in the same
 //     process, bench/results/2026-11-22-h100-flash-s8-dqmid.md): D 256 4 chunks against 2:
 //     +1.3..+2.5 % (1.01-1.03 vs 0.99-1.02 of FA-2; ptxas 250 registers, 0 spill, was 255 + 12 B):
-//     4 by default. _128 / _64: 1 by default (session 8 A/B of 2 pending).
+//     4 by default. _128 / _64 = 2 (bench/results/2026-11-22-h100-flash-s8-chunks.md): about
+//     -1 % at D 128 (0 spill instead of 16 B) and at D 64: 1 by default.
 #ifndef ATTNKIT_FLASH_BWD_DQ_CHUNKS_256
 #define ATTNKIT_FLASH_BWD_DQ_CHUNKS_256 4
 #endif
