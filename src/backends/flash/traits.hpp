@@ -42,7 +42,9 @@
 //     executes 438 M instructions vs 564 M, same duration (1.84 vs 1.85 ms): the 128-row kernel
 //     is bound by the shared-memory pipe (309 M wavefronts in both and in FA-2's), not by issue.
 //     Hence 1 for the 128-row kernel, 64 for the 64-row kernel. Call 2 (same-run A/B of the
-//     64-row kernel's 64 vs 1): causal +4.8 / +2.9 / +2.3 % at S = 512 / 1k / 4k.
+//     64-row kernel's 64 vs 1): causal +4.8 / +2.9 / +2.3 % at S = 512 / 1k / 4k. Session 8
+//     (H100, the spill-free 64-row kernel that now runs every D = 256 fast-path forward, S 512-2k,
+//     bench/results/2026-11-22-h100-flash-s8-unroll256.md): 1 -7..-9 %, 4 -1..-3 % against 64.
 #ifndef ATTNKIT_FLASH_FWD_KK_UNROLL_256
 #define ATTNKIT_FLASH_FWD_KK_UNROLL_256 1
 #endif
