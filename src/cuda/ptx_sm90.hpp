@@ -98,6 +98,27 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, u
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
+/// 4-D tile store shared -> global (box at element coordinates c0 .. c3, from `src`, the shared
+/// address of a box laid out as the map's swizzle expects), joining the issuing thread's current
+/// bulk async-group (bulk_commit, then bulk_wait_read before `src` is overwritten). Elements
+/// outside the map's extents are not written.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, uint32_t src, int32_t c0,
+                                             int32_t c1, int32_t c2, int32_t c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::
+          "l"(reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+/// stmatrix .x4: four 8x8 16-bit matrices; lane l gives the shared address of row l % 8 of
+/// matrix l / 8, and r[m] holds this lane's pair of matrix m in the mma accumulator layout
+/// (row l / 4, columns 2 (l % 4) .. +1).
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2,
+                                            uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
 
 // ---------------------------------------------------------------------------------------------
 // Named barriers (bar.sync / bar.arrive on ids 1..15; id 0 is __syncthreads). `threads` counts

@@ -11,8 +11,23 @@
 
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/reg_ops.cuh"
+#include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3 {
+
+/// lse of this thread's rows row0 and row0 + 8 (those < seqlen_q), from lane 0 of each quad.
+/// (store_output keeps its own copy inside its row loop: calling this there changed the SASS of
+/// the measured default kernels.)
+__device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2], int b, int h,
+                                          int row0, int lane) {
+  if (a.lse == nullptr || (lane & 3) != 0) return;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + 8 * r;
+    if (i < a.seqlen_q)
+      a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
+  }
+}
 
 /// o: 64 x kD accumulator (kD/2 registers), row0 = global query row of this thread's r = 0.
 template <int kD, bool BF16>
@@ -34,35 +49,9 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
   }
 }
 
-}  // namespace attnkit::flash3
-
-namespace attnkit::flash3 {
-
 // ---------------------------------------------------------------------------------------------
 // Session 7 (helper f3fwd17; mainloop.cuh kVarTmaEpi): O through shared memory and a TMA store.
 // ---------------------------------------------------------------------------------------------
-
-/// stmatrix .x4: four 8x8 16-bit matrices; lane l gives the shared address of row l % 8 of
-/// matrix l / 8, and r[m] holds this lane's pair of matrix m in the mma accumulator layout
-/// (row l / 4, columns 2 (l % 4) .. +1).
-__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2,
-                                            uint32_t r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr),
-               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
-               : "memory");
-}
-
-/// 4-D TMA tile store shared -> global (box at element coordinates c0 .. c3), joining the
-/// issuing thread's current bulk async-group. Elements outside the map's extents are not
-/// written (rows >= seqlen_q of the last tile).
-__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, uint32_t src, int32_t c0,
-                                             int32_t c1, int32_t c2, int32_t c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::
-          "l"(reinterpret_cast<uint64_t>(map)),
-      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-      : "memory");
-}
 
 /// The epilogue of one consumer warp through shared memory: its 16 rows x kD columns of O,
 /// normalised and rounded as in store_output (same bits), go with 8 (kD = 128) stmatrix.x4 into
@@ -70,7 +59,7 @@ __device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, uint32_t sr
 /// [rows][64] chunk layout, chunks kChunkBytes apart, 1024-byte aligned: the layout TMA reads
 /// with the O map's 128B swizzle), then lane 0 issues one TMA store per 64-column chunk (box
 /// 64 x 16 rows, FwdArgs::tma_o) and commits the bulk group. The caller keeps `stage` unwritten
-/// until lane 0's cp.async.bulk.wait_group.read. lse is written as in store_output.
+/// until lane 0's cp.async.bulk.wait_group.read. lse as in store_output (store_lse).
 /// warp_row0 = the global query row of the warp's first row (row0 - lane / 4).
 template <int kD, int kChunkBytes, bool BF16>
 __device__ __forceinline__ void store_output_tma(const FwdArgs& a, const float (&o)[kD / 2],
@@ -86,27 +75,21 @@ __device__ __forceinline__ void store_output_tma(const FwdArgs& a, const float (
     // g of row r sits at unit (g % 8) ^ (r % 8), and r % 8 = l7 (stage is 1024-aligned).
     const int g = 2 * (j % 4) + hi;
     const uint32_t addr = row_addr + (j / 4) * kChunkBytes + static_cast<uint32_t>((g ^ l7) << 4);
-    stmatrix_x4(addr, pack2<BF16>(o[8 * j + 0] * inv[0], o[8 * j + 1] * inv[0]),
-                pack2<BF16>(o[8 * j + 2] * inv[1], o[8 * j + 3] * inv[1]),
-                pack2<BF16>(o[8 * j + 4] * inv[0], o[8 * j + 5] * inv[0]),
-                pack2<BF16>(o[8 * j + 6] * inv[1], o[8 * j + 7] * inv[1]));
+    attnkit::cuda::sm90::stmatrix_x4(addr,
+                                     pack2<BF16>(o[8 * j + 0] * inv[0], o[8 * j + 1] * inv[0]),
+                                     pack2<BF16>(o[8 * j + 2] * inv[1], o[8 * j + 3] * inv[1]),
+                                     pack2<BF16>(o[8 * j + 4] * inv[0], o[8 * j + 5] * inv[0]),
+                                     pack2<BF16>(o[8 * j + 6] * inv[1], o[8 * j + 7] * inv[1]));
   }
   attnkit::cuda::sm90::fence_proxy_async_smem();  // stmatrix (generic) -> TMA store (async)
   __syncwarp();
   if (lane == 0 && warp_row0 < a.seqlen_q) {
 #pragma unroll
     for (int c = 0; c < kD / 64; ++c)
-      tma_store_4d(&a.tma_o, stage + c * kChunkBytes, c * 64, warp_row0, h, b);
+      attnkit::cuda::sm90::tma_store_4d(&a.tma_o, stage + c * kChunkBytes, c * 64, warp_row0, h, b);
     attnkit::cuda::sm90::bulk_commit();
   }
-  if (a.lse != nullptr && (lane & 3) == 0) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int i = row0 + 8 * r;
-      if (i < a.seqlen_q)
-        a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
-    }
-  }
+  store_lse(a, lse, b, h, row0, lane);
 }
 
 }  // namespace attnkit::flash3
