@@ -31,25 +31,19 @@ def load(lib_path):
     lib.flash3_set_tuning.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.flash3_set_knobs.argtypes = [ctypes.c_int] * 5
     lib.flash3_set_knobs2.argtypes = [ctypes.c_int] * 4
-    knobs3 = getattr(lib, "flash3_set_knobs3", None)  # round 2 (kv_tile_256)
-    if knobs3 is not None:
-        knobs3.argtypes = [ctypes.c_int]
-    knobs4 = getattr(lib, "flash3_set_knobs4", None)  # round 3 (kv_ring_256)
-    if knobs4 is not None:
-        knobs4.argtypes = [ctypes.c_int]
-    knobs5 = getattr(lib, "flash3_set_knobs5", None)  # session 4 (uniform_desc, lazy_rescale)
-    if knobs5 is not None:
-        knobs5.argtypes = [ctypes.c_int] * 2
 
-    knobs_qreg = getattr(lib, "flash3_set_knobs_qreg", None)  # session 5 (q_regs)
-    if knobs_qreg is not None:
-        knobs_qreg.argtypes = [ctypes.c_int]
-    knobs_diet = getattr(lib, "flash3_set_knobs_diet", None)  # session 7 (tile_diet)
-    if knobs_diet is not None:
-        knobs_diet.argtypes = [ctypes.c_int]
-    knobs_tmaepi = getattr(lib, "flash3_set_knobs_tmaepi", None)  # session 7 (tma_epilogue)
-    if knobs_tmaepi is not None:
-        knobs_tmaepi.argtypes = [ctypes.c_int]
+    def optional(name, nargs):  # a knob setter of a later session; None in older shims
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.argtypes = [ctypes.c_int] * nargs
+        return fn
+
+    knobs3 = optional("flash3_set_knobs3", 1)  # round 2 (kv_tile_256)
+    knobs4 = optional("flash3_set_knobs4", 1)  # round 3 (kv_ring_256)
+    knobs5 = optional("flash3_set_knobs5", 2)  # session 4 (uniform_desc, lazy_rescale)
+    knobs_qreg = optional("flash3_set_knobs_qreg", 1)  # session 5 (q_regs)
+    knobs_diet = optional("flash3_set_knobs_diet", 1)  # session 7 (tile_diet)
+    knobs_tmaepi = optional("flash3_set_knobs_tmaepi", 1)  # session 7 (tma_epilogue)
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,

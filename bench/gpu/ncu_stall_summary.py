@@ -31,17 +31,17 @@ for row in csv.reader(io.StringIO("\n".join(lines[start:]))):
         sections[-1][2].append(row)
 
 
-def samples(sec):
-    h = sec[1]
-    c = next((i for i, x in enumerate(h) if "Stall Sampling (All" in x), None)
-    return 0.0 if c is None else sum(num(r[c]) for r in sec[2] if len(r) > c)
-
-
 def num(x):
     try:
         return float(x.replace(",", ""))
     except ValueError:
         return 0.0
+
+
+def samples(sec):
+    h = sec[1]
+    c = next((i for i, x in enumerate(h) if "Stall Sampling (All" in x), None)
+    return 0.0 if c is None else sum(num(r[c]) for r in sec[2] if len(r) > c)
 
 
 sections = [sec for sec in sections if sec[1] is not None]
