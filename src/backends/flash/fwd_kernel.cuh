@@ -584,14 +584,47 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
     constexpr int kCpr = D / 8, kWarpRows = 16 * kMT;
     static_assert((kWarpRows * kCpr) % 32 == 0, "O chunks must split evenly over the lanes");
     __syncwarp();
+    // Tr::kEpiRowPtr (fast path): a warp whose rows all lie in the sequence, every column valid,
+    // stores from one running row pointer per lane. kCpr % 32 == 0 or 32 % kCpr == 0, so a
+    // lane's column is fixed and its row advances kRpi per pass; the warp's first row is a
+    // multiple of 16, so row (r0 + it * kRpi) % 8 == r0 % 8 + (it * kRpi) % 8 (no carry: r0 % 8
+    // < kRpi <= 8 or kRpi = 1), and its swizzled chunk is the lane's XOR (it * kRpi) % 8
+    // (SmemLayout's split form; the panel and row offsets have no bits in 4..6 of a byte offset).
+    constexpr bool kRowPtr = Tr::kEpiRowPtr && !kGeneral;
+    bool stored = false;
+    if constexpr (kRowPtr) {
+      constexpr int kRpi = kCpr >= 32 ? 1 : 32 / kCpr;  // rows per warp-wide pass
+      constexpr int kLpr = kCpr >= 32 ? 32 : kCpr;      // lanes per row (per pass)
+      const int r0 = warp * kWarpRows + lane / kLpr;
+      if (m0 + (warp + 1) * kWarpRows <= sp.sq && dv_valid >= D) {
 #pragma unroll
-    for (int it = 0; it < kWarpRows * kCpr / 32; ++it) {
-      const int idx = it * 32 + lane;
-      const int rl = warp * kWarpRows + idx / kCpr, c = (idx % kCpr) * 8;
-      const int i = static_cast<int>(m0) + rl;
-      if (i < sp.sq && c < dv_valid)
-        *reinterpret_cast<uint4*>(o_ptr + i * p.out_st.s + c) =
-            *reinterpret_cast<const uint4*>(sQ + LQ::off(rl, c));
+        for (int cc = 0; cc < kCpr / kLpr; ++cc) {
+          const int c = (cc * kLpr + lane % kLpr) * 8;
+          const uint32_t lane_off = 2u * static_cast<uint32_t>(LQ::off(r0, c));
+          T* dst = o_ptr + (m0 + r0) * p.out_st.s + c;
+          const int64_t step = kRpi * p.out_st.s;
+#pragma unroll
+          for (int it = 0; it < kWarpRows / kRpi; ++it) {
+            const uint32_t off =
+                (lane_off ^ (static_cast<uint32_t>((it * kRpi) & 7) << 4)) + it * kRpi * 128u;
+            *reinterpret_cast<uint4*>(dst) =
+                *reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(sQ) + off);
+            dst += step;
+          }
+        }
+        stored = true;
+      }
+    }
+    if (!stored) {
+#pragma unroll
+      for (int it = 0; it < kWarpRows * kCpr / 32; ++it) {
+        const int idx = it * 32 + lane;
+        const int rl = warp * kWarpRows + idx / kCpr, c = (idx % kCpr) * 8;
+        const int i = static_cast<int>(m0) + rl;
+        if (i < sp.sq && c < dv_valid)
+          *reinterpret_cast<uint4*>(o_ptr + i * p.out_st.s + c) =
+              *reinterpret_cast<const uint4*>(sQ + LQ::off(rl, c));
+      }
     }
   }
   return issued_next;

@@ -433,6 +433,20 @@
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
 #endif
+//   ATTNKIT_FLASH_FWD_EPI_ROWPTR (session 9; bits, 0 = off): SMEM_EPILOGUE's global stores on
+//     the fast path, for a warp whose rows all lie inside the sequence with every column valid,
+//     from one running row pointer per lane (64-bit add per 16-byte chunk) and a shared address
+//     in FragAddr's split form (one XOR per chunk), instead of a row bound check, a 64-bit row
+//     product and the full swizzle per chunk (~21 SASS instructions per chunk, each in its own
+//     BSSY / BSYNC region: 16 chunks per lane at D = 256, ~340 instructions per warp and CTA).
+//     Bit 1: D <= 64, bit 2: D 65..128, bit 4: D > 128 (only where 32 lanes cover whole rows
+//     or a row covers whole warps: D 64 / 128 / 256; 96 and 192 keep the checked loop).
+//     Why (ncu, H100, D 256 S 512 non-causal, session 8 profile): ours and FA-2 take the same
+//     cycles (435.4 k vs 435.0 k) with 16 % more warp instructions (7.81e7 vs 6.75e7), the
+//     per-CTA (8 key blocks) region 13.2 M of them; at the 700 W limit the row sits at 0.995.
+#ifndef ATTNKIT_FLASH_FWD_EPI_ROWPTR
+#define ATTNKIT_FLASH_FWD_EPI_ROWPTR 0
+#endif
 #ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128
 #define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 0
 #endif
@@ -668,6 +682,10 @@ struct FwdTraits {
           : ((ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 != 0 && D == 128) ? 2 : 1);
   // O through shared memory (sQ) in the epilogue; the persistent kernel prefetches into sQ.
   static constexpr bool kSmemEpilogue = ATTNKIT_FLASH_FWD_SMEM_EPILOGUE != 0 && !kPersist;
+  // Its stores from running row pointers (ATTNKIT_FLASH_FWD_EPI_ROWPTR, this D's class bit).
+  static constexpr bool kEpiRowPtr =
+      kSmemEpilogue && (ATTNKIT_FLASH_FWD_EPI_ROWPTR & (D <= 64 ? 1 : D <= 128 ? 2 : 4)) != 0 &&
+      (32 % (D / 8) == 0 || (D / 8) % 32 == 0);
   // Causal fast-path launches with seqlen_q <= this run FwdTraits<D, 64> (0: never; only where
   // this is the 128-row, non-persistent D = 256 kernel).
   static constexpr int kCausalBm64MaxS =
