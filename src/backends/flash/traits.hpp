@@ -683,9 +683,11 @@ struct FwdTraits {
   // O through shared memory (sQ) in the epilogue; the persistent kernel prefetches into sQ.
   static constexpr bool kSmemEpilogue = ATTNKIT_FLASH_FWD_SMEM_EPILOGUE != 0 && !kPersist;
   // Its stores from running row pointers (ATTNKIT_FLASH_FWD_EPI_ROWPTR, this D's class bit).
-  static constexpr bool kEpiRowPtr =
-      kSmemEpilogue && (ATTNKIT_FLASH_FWD_EPI_ROWPTR & (D <= 64 ? 1 : D <= 128 ? 2 : 4)) != 0 &&
-      (32 % (D / 8) == 0 || (D / 8) % 32 == 0);
+  static constexpr bool kEpiRowPtr = kSmemEpilogue &&
+                                     (ATTNKIT_FLASH_FWD_EPI_ROWPTR & (D <= 64    ? 1
+                                                                      : D <= 128 ? 2
+                                                                                 : 4)) != 0 &&
+                                     (32 % (D / 8) == 0 || (D / 8) % 32 == 0);
   // Causal fast-path launches with seqlen_q <= this run FwdTraits<D, 64> (0: never; only where
   // this is the 128-row, non-persistent D = 256 kernel).
   static constexpr int kCausalBm64MaxS =
