@@ -5,7 +5,8 @@
 # Usage: OUT=dir KNOB=ATTNKIT_FLASH_... VALUES="0 7 7 0" [DIMS="64;128;256"] [ROUNDS=2]
 #        [BENCH="--shapes 512,1k,2k --d 64,128,256 --causal both --passes fwd"]
 #        bash bench/gpu/flash_knob_ab.sh
-# Writes $OUT/build-<v>.log, $OUT/ab-<i>-<v>.{json,md,log}; prints every table last.
+# Writes $OUT/ab-<i>-<v>.json per process and $OUT/ab_logs.tgz (builds, tables, logs: the lent
+# machine returns at most 8 files); prints every table last.
 set -u
 OUT=${OUT:?OUT}
 KNOB=${KNOB:?KNOB}
@@ -13,7 +14,7 @@ VALUES=${VALUES:?VALUES}
 DIMS=${DIMS:-64;128;256}
 ROUNDS=${ROUNDS:-2}
 BENCH=${BENCH:---shapes 512,1k,2k --d 64,128,256 --causal both --passes fwd}
-mkdir -p "$OUT"
+mkdir -p "$OUT/logs"
 uniq_vals=$(echo $VALUES | tr ' ' '\n' | sort -u)
 n=$(echo $uniq_vals | wc -w)
 jobs=$(( $(nproc) / n )); [ $jobs -lt 1 ] && jobs=1
@@ -22,18 +23,20 @@ for v in $uniq_vals; do
   ( cmake -S . -B build-ab$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
       -DATTNKIT_CUDA_ARCHS=90a -DATTNKIT_HEAD_DIMS="$DIMS" -DATTNKIT_BACKENDS="math;flash" \
       -DATTNKIT_BUILD_TESTS=OFF -DATTNKIT_BUILD_CLI=OFF -DCMAKE_CUDA_FLAGS="-D$KNOB=$v" &&
-    cmake --build build-ab$v -j $jobs --target attnkit_c ) > "$OUT/build-$v.log" 2>&1 &
+    cmake --build build-ab$v -j $jobs --target attnkit_c ) > "$OUT/logs/build-$v.log" 2>&1 &
 done
 wait
 echo "builds: $(( $(date +%s) - t0 )) s"
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo "${ATTNKIT_COMMIT:-unknown}")
+commit=${ATTNKIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}  # the lent copy's .git may lag
 i=0
 for v in $VALUES; do
   i=$((i + 1))
-  [ -f build-ab$v/libattnkit_c.so ] || { echo "build $v failed"; tail -n 20 "$OUT/build-$v.log"; continue; }
+  [ -f build-ab$v/libattnkit_c.so ] || { echo "build $v failed"; tail -n 20 "$OUT/logs/build-$v.log"; continue; }
   python3 bench/peers.py --lib build-ab$v/libattnkit_c.so --backends flash --peers flash \
     --pause 0.5 --no-preflight --rounds $ROUNDS --commit "$commit $KNOB=$v" $BENCH \
-    --json "$OUT/ab-$i-$v.json" --md "$OUT/ab-$i-$v.md" > "$OUT/ab-$i-$v.log" 2>&1
+    --json "$OUT/ab-$i-$v.json" --md "$OUT/logs/ab-$i-$v.md" > "$OUT/logs/ab-$i-$v.log" 2>&1
   echo "process $i ($KNOB=$v) rc=$? ($(( $(date +%s) - t0 )) s)"
 done
-for f in "$OUT"/ab-*.md; do echo "== $f"; cat "$f"; done
+tar -C "$OUT" -czf "$OUT/ab_logs.tgz" logs && rm -rf "$OUT/logs/build-"*
+for f in "$OUT"/logs/ab-*.md; do echo "== $f"; sed -n '/^```$/,/^```$/p' "$f"; done
+rm -rf "$OUT/logs"

@@ -433,19 +433,22 @@
 #ifndef ATTNKIT_FLASH_FWD_SMEM_EPILOGUE
 #define ATTNKIT_FLASH_FWD_SMEM_EPILOGUE 1
 #endif
-//   ATTNKIT_FLASH_FWD_EPI_ROWPTR (session 9; bits, 0 = off): SMEM_EPILOGUE's global stores on
-//     the fast path, for a warp whose rows all lie inside the sequence with every column valid,
-//     from one running row pointer per lane (64-bit add per 16-byte chunk) and a shared address
-//     in FragAddr's split form (one XOR per chunk), instead of a row bound check, a 64-bit row
-//     product and the full swizzle per chunk (~21 SASS instructions per chunk, each in its own
-//     BSSY / BSYNC region: 16 chunks per lane at D = 256, ~340 instructions per warp and CTA).
-//     Bit 1: D <= 64, bit 2: D 65..128, bit 4: D > 128 (only where 32 lanes cover whole rows
+//   ATTNKIT_FLASH_FWD_EPI_ROWPTR (session 9; bits, 0 = off, default 3): SMEM_EPILOGUE's global
+//     stores on the fast path, for a warp whose rows all lie inside the sequence with every
+//     column valid, from one running row pointer per lane (64-bit add per 16-byte chunk) and a
+//     shared address in FragAddr's split form (one XOR per chunk), instead of a row bound check, a
+//     64-bit row product and the full swizzle per chunk (~21 SASS instructions per chunk, each in
+//     its own BSSY / BSYNC region: 16 chunks per lane at D = 256, ~340 instructions per warp and
+//     CTA). Bit 1: D <= 64, bit 2: D 65..128, bit 4: D > 128 (only where 32 lanes cover whole rows
 //     or a row covers whole warps: D 64 / 128 / 256; 96 and 192 keep the checked loop).
 //     Why (ncu, H100, D 256 S 512 non-causal, session 8 profile): ours and FA-2 take the same
 //     cycles (435.4 k vs 435.0 k) with 16 % more warp instructions (7.81e7 vs 6.75e7), the
 //     per-CTA (8 key blocks) region 13.2 M of them; at the 700 W limit the row sits at 0.995.
+//     Session 9 (H100, one call, four interleaved processes 0 / 7 / 7 / 0 of two rounds each, S
+//     512-2k, bench/results/2026-11-22-h100-flash-s9-epirowptr.md): D 64 +0.5..+1.1 %, D 128
+//     +0.3..+0.7 % (every row of both causal modes up), D 256 -0.7..+1.2 % (its noise): 3.
 #ifndef ATTNKIT_FLASH_FWD_EPI_ROWPTR
-#define ATTNKIT_FLASH_FWD_EPI_ROWPTR 0
+#define ATTNKIT_FLASH_FWD_EPI_ROWPTR 3
 #endif
 #ifndef ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128
 #define ATTNKIT_FLASH_FWD_PANEL_PROLOGUE_128 0
