@@ -420,6 +420,9 @@ std::vector<Cfg> cases() {
   // D = 128 forward over many key blocks (sk = 1000: 15 full 64-key blocks + 40 keys, or 31 full
   // 32-key blocks + 8), both causal modes: the online-softmax rescale across blocks and the
   // partial last block of the BN_128 = 64 tile (ATTNKIT_FLASH_FWD_BN64_DIET) on its fast path.
+  // sq = 200 (here and at D = 64): the second 128-row query tile has two full warps (O stored
+  // from running row pointers, ATTNKIT_FLASH_FWD_EPI_ROWPTR), one partial and one empty warp
+  // (the checked store loop).
   if (built(128)) {
     add_pair("many_blocks", 1, 200, 1000, 4, 2, 128);
     // head_dim 112 on the D = 128 kernels (zero-filled columns 112..127 in every K / V / Q tile)
