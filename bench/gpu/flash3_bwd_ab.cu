@@ -101,6 +101,7 @@ void run_one(int S, bool causal) {
     int prep_vec = -1;  // +vpp: 16-byte preprocess (bwd_kernel.cuh 1v; -1 = the default's choice)
     int conv_vec = -1;  // +vcv: 16-byte dQ conversion (3v)
     int idiet = -1;     // +idiet: item loop without per-item divisions (bwd_kernel.cuh kIdiet)
+    int tmakv = -1;     // +tmakv: dK / dV through smem + TMA stores (bwd_kernel.cuh kTmaKV)
   };
   // Names (parsed by bwd_launch.cuh env_variant): warpgroups (decoupled / coupled / m128 =
   // 128-row query blocks, coupled), dQ path, +dqf = dQ-first GEMM order, +shfl = lse2/delta by
@@ -152,6 +153,8 @@ void run_one(int S, bool causal) {
       {"default+vcv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, 1},
       // Session 7 (helper f3bwd11): the library default with the item-loop diet (+idiet).
       {"default+idiet", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, 1},
+      // Session 9 (helper f3bwd13): the library default with the TMA dK / dV epilogue (+tmakv).
+      {"default+tmakv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, -1, 1},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
@@ -181,6 +184,7 @@ void run_one(int S, bool causal) {
     flash3::bwd_tuning().prep_vec = var.name == std::string("default") ? -1 : var.prep_vec;
     flash3::bwd_tuning().conv_vec = var.name == std::string("default") ? -1 : var.conv_vec;
     flash3::bwd_tuning().idiet = var.name == std::string("default") ? -1 : var.idiet;
+    flash3::bwd_tuning().tmakv = var.name == std::string("default") ? -1 : var.tmakv;
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
     std::vector<float> ms;

@@ -32,6 +32,12 @@ struct BwdArgs {
   int dq_vec4;         // dQ workspace tile layout (bwd_traits.hpp): 1 float4 runs, 0 float2
   int item_rot;        // 1: each CTA starts its item loop at its own offset (bwd_kernel.cuh)
   uint32_t wait_ns;    // producer's empty-slot wait: 0 plain try_wait loop, else its suspend hint
+  // Session 9 (helper f3bwd13; bwd_kernel.cuh kTmaKV, variant "+tmakv"): dK / dV as TMA store
+  // targets, dims (D, Sk, Hkv, B), box (64, 16, 1, 1) (one consumer warp's 16 key rows), 128B
+  // swizzle; rows >= Sk are clipped by the extent. Appended (64-byte aligned): the fields above
+  // keep their offsets; only kTmaKV kernels read these (encoded only for them).
+  CUtensorMap tma_dk;
+  CUtensorMap tma_dv;
 };
 
 }  // namespace attnkit::flash3::bwd

@@ -280,6 +280,37 @@ struct ItemWalk {
   }
 };
 
+/// kTmaKV (session 9, helper f3bwd13): one consumer warp's 16 rows x kD columns of a dK / dV
+/// accumulator (m64nkD layout: acc[4 j + 2 r + e] = row lane / 4 + 8 r, column 8 j + 2 (lane % 4)
+/// + e), times `scale` if kScaled, rounded by pack2 exactly as the STG epilogue does (same bits),
+/// go with kD / 16 stmatrix.x4 into `stage`: the shared address of the warp's first row in column
+/// chunk 0 of a 128B-swizzled [rows][64] chunk layout, chunks kChunkBytes apart, 1024-aligned (the
+/// layout a TMA store with a 128B-swizzle map reads; the forward's store_output_tma, epilogue.cuh).
+template <int kD, int kChunkBytes, bool BF16, bool kScaled>
+__device__ __forceinline__ void stage_acc_rows(const float (&acc)[kD / 2], float scale, int lane,
+                                               uint32_t stage) {
+  const int l7 = lane & 7, hi = (lane >> 4) & 1;
+  // Row of the warp's 16 that this lane addresses: matrix (lane / 8) & 1 is the upper / lower 8.
+  const uint32_t row_addr = stage + static_cast<uint32_t>((l7 + 8 * ((lane >> 3) & 1)) * 128);
+  auto v = [&](int i) {
+    if constexpr (kScaled)
+      return acc[i] * scale;
+    else
+      return acc[i];
+  };
+#pragma unroll
+  for (int j = 0; j < kD / 16; ++j) {
+    // Matrices 0 / 1: rows 0-7 / 8-15 of columns 16 j .. + 7 (16-byte group 2 j of its chunk);
+    // 2 / 3: the same rows of columns 16 j + 8 .. + 15. 128B swizzle: group g of row r at unit
+    // (g % 8) ^ (r % 8), r % 8 = l7 (stage is 1024-aligned).
+    const int g = 2 * (j % 4) + hi;
+    const uint32_t addr = row_addr + (j / 4) * kChunkBytes + static_cast<uint32_t>((g ^ l7) << 4);
+    attnkit::cuda::sm90::stmatrix_x4(
+        addr, pack2<BF16>(v(8 * j + 0), v(8 * j + 1)), pack2<BF16>(v(8 * j + 2), v(8 * j + 3)),
+        pack2<BF16>(v(8 * j + 4), v(8 * j + 5)), pack2<BF16>(v(8 * j + 6), v(8 * j + 7)));
+  }
+}
+
 /// kDqFirst (session 3): issue order of the three GEMMs after dS^T, as FlashAttention-3 does:
 ///   dV (RS) | barrier | dQ (SS) | wait dV | dK (RS) | wait dQ | dQ -> workspace | wait dK
 /// so the tensor pipe always has a GEMM queued while a drain is waited for, and the dQ hand-off
@@ -325,8 +356,29 @@ struct ItemWalk {
 /// (stat 0, 2) and 68 + C7512 wgmma serialisation (stat 1), so there dS^T = P^T (dP^T - delta)
 /// takes P^T from the 16-bit copy (the fp32 one dies at the pack): the rounding FA3 / cuDNN do
 /// not add; dS^T is rounded to 16 bits right after anyway (tests: tolerance, not bitwise).
+///
+/// kTmaKV (session 9, helper f3bwd13, variant "+tmakv", off by default; the session 8 ncu source
+/// view put 4.5 % of the D = 128 stall samples on the STG epilogue): dK / dV through shared memory
+/// and TMA stores, as the forward's kVarTmaEpi. Each consumer warp stmatrix-es its 16 rows of
+/// scale * dK into its WG's dQ staging tile (kOffDQ + w kDqPartBytes, [64 rows][64] chunks, 8 KB
+/// apart) and its 16 rows of dV into its WG's own 64 rows of the V tile (the layout V was loaded
+/// in), then lane 0 issues the TMA stores (BwdArgs::tma_dk / tma_dv, box 64 x 16; rows >= Sk
+/// clipped by the maps' extent) and waits for them to have read shared memory before the CTA
+/// exits. Why those regions are free without a CTA-wide barrier: both are private to the WG —
+/// V rows [64 w, 64 w + 64) are read only by this WG's dP^T GEMMs (or, kKVRegs, its fragment
+/// loads), written only by the producer's one TMA load (waited for: full_kv) — the dQ stage only
+/// by this WG's dQ hand-off — and the loop ends with wgmma_wait<0> in every structure, so no
+/// wgmma of this WG still reads V; with the bulk dQ path thread 0 of the WG waits for its last
+/// reduce (bulk_wait<0> after the loop) and a WG barrier (2 + w) orders that before every warp's
+/// stmatrix into the stage. Ordering: stmatrix (generic proxy) -> fence.proxy.async.shared::cta
+/// (every lane) -> __syncwarp -> lane 0's cp.async.bulk.tensor (async proxy); commit_group; then
+/// cp.async.bulk.wait_group.read 0 before exit (the shared source must outlive the reads; the
+/// global writes complete by the kernel boundary, as CUTLASS's / FA3's epilogues rely on). Same
+/// values (stage_acc_rows: the STG path's products and pack2), same rows: dK / dV bitwise equal.
+/// bwd_launch.cuh runs it only where dK and dV are TMA store targets (16-byte aligned, strides
+/// multiples of 8 elements), the STG kernel otherwise.
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
-          bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false>
+          bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -410,6 +462,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       // TMA issue: K and V once, then Q and dO of every item through the ring.
       ptx::tma_prefetch_map(&a.tma_q);
       ptx::tma_prefetch_map(&a.tma_do);
+      if constexpr (kTmaKV) {  // the consumers' epilogue stores (kTmaKV)
+        ptx::tma_prefetch_map(&a.tma_dk);
+        ptx::tma_prefetch_map(&a.tma_dv);
+      }
       ptx::mbar_arrive_expect_tx(full_kv, 2 * Tr::kKBytes);
 #pragma unroll
       for (int c = 0; c < Tr::kChunks; ++c) {
@@ -854,21 +910,47 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // Every reduce must have read its smem source before the CTA exits (and be complete).
   if (a.dq_bulk && tid == 0) ptx::bulk_wait<0>();
 
+  if constexpr (kTmaKV) {
+    // ---- epilogue through smem + TMA stores (see the template): dK = scale * acc -> this WG's
+    // dQ stage, dV = acc -> this WG's V rows; warp = key rows key_base + 16 warp .. + 15.
+    static_assert(64 * D * 2 <= Tr::kDqPartBytes, "dK of a WG fits its dQ stage");
+    constexpr int kStageChunk = 64 * Tr::kRowBytes;  // [64 rows][64] chunks of the dK stage
+    // Bulk dQ path: thread 0's last reduce has completed (above) before any warp overwrites it.
+    if (a.dq_bulk) ptx::named_bar_sync(2 + w, 128);
+    const uint32_t dk_stage =
+        base + Tr::kOffDQ + w * Tr::kDqPartBytes + 16 * warp * Tr::kRowBytes;  // 1024-aligned
+    const uint32_t dv_stage = base + Tr::kOffV + (64 * w + 16 * warp) * Tr::kRowBytes;
+    stage_acc_rows<D, kStageChunk, BF16, true>(dk, a.scale, lane, dk_stage);
+    stage_acc_rows<D, Tr::kKChunkBytes, BF16, false>(dv, 0.f, lane, dv_stage);
+    ptx::fence_proxy_async_smem();  // stmatrix (generic proxy) -> the TMA stores' reads (async)
+    __syncwarp();
+    const int warp_key0 = key_base + 16 * warp;
+    if (lane == 0 && warp_key0 < a.seqlen_k) {
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::tma_store_4d(&a.tma_dk, dk_stage + c * kStageChunk, c * 64, warp_key0, g, b);
+        ptx::tma_store_4d(&a.tma_dv, dv_stage + c * Tr::kKChunkBytes, c * 64, warp_key0, g, b);
+      }
+      ptx::bulk_commit();
+      ptx::bulk_wait_read<0>();  // shared memory read before the CTA exits
+    }
+  } else {
     // ---- epilogue: dK = scale * acc, dV = acc, rows < Sk (pairs of 16-bit, d-stride 1) ---------
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = key_r0 + 8 * r;
-    if (key >= a.seqlen_k) continue;
-    uint16_t* dk_row =
-        static_cast<uint16_t*>(a.dk) + b * a.dk_sb + key * a.dk_ss + g * a.dk_sh + qc;
-    uint16_t* dv_row =
-        static_cast<uint16_t*>(a.dv) + b * a.dv_sb + key * a.dv_ss + g * a.dv_sh + qc;
+    for (int r = 0; r < 2; ++r) {
+      const int key = key_r0 + 8 * r;
+      if (key >= a.seqlen_k) continue;
+      uint16_t* dk_row =
+          static_cast<uint16_t*>(a.dk) + b * a.dk_sb + key * a.dk_ss + g * a.dk_sh + qc;
+      uint16_t* dv_row =
+          static_cast<uint16_t*>(a.dv) + b * a.dv_sb + key * a.dv_ss + g * a.dv_sh + qc;
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      *reinterpret_cast<uint32_t*>(dk_row + 8 * j) =
-          pack2<BF16>(dk[4 * j + 2 * r] * a.scale, dk[4 * j + 2 * r + 1] * a.scale);
-      *reinterpret_cast<uint32_t*>(dv_row + 8 * j) =
-          pack2<BF16>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+      for (int j = 0; j < D / 8; ++j) {
+        *reinterpret_cast<uint32_t*>(dk_row + 8 * j) =
+            pack2<BF16>(dk[4 * j + 2 * r] * a.scale, dk[4 * j + 2 * r + 1] * a.scale);
+        *reinterpret_cast<uint32_t*>(dv_row + 8 * j) =
+            pack2<BF16>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+      }
     }
   }
 #endif

@@ -46,6 +46,7 @@ struct Variant {
   bool prep_vec = false;  // 16-byte preprocess where eligible (kPrepVecDefault, +vpp)
   bool conv_vec = false;  // 16-byte dQ conversion where eligible (kConvVecDefault, +vcv)
   bool idiet = false;     // item loop without per-item divisions (kIdiet, +idiet; see run_backward)
+  bool tmakv = false;     // dK / dV epilogue through smem + TMA stores (kTmaKV, +tmakv)
 };
 
 /// The vectorised preprocess (bwd_kernel.cuh 1v) can read out / dout: d-stride 1, every row
@@ -62,13 +63,42 @@ inline bool convert_vec_ok(const Params& p, bool dq_vec4) {
   return dq_vec4 && rows16(p.dq, p.dq_st);
 }
 
+/// dK / dV can be TMA store targets (kTmaKV): 16-byte aligned base, every stride of a dim with more
+/// than one index a positive multiple of 8 elements (16 bytes) below 2^39 (d-stride 1: backend.cpp
+/// requires it of every backward call). The backend itself only asks 4-byte alignment of dK / dV,
+/// so a call that fails this runs the STG epilogue. (Checked here as well as by the encode, as the
+/// forward's o_map_ok.)
+inline bool kv_store_map_ok(const void* ptr, const Strides4& st, int64_t b, int64_t s, int64_t h) {
+  if ((reinterpret_cast<uintptr_t>(ptr) & 15) != 0 || st.d != 1) return false;
+  const int64_t str[3] = {st.s, st.h, st.b};
+  const int64_t n[3] = {s, h, b};
+  for (int i = 0; i < 3; ++i)
+    if (n[i] > 1 && (str[i] <= 0 || str[i] % 8 != 0 || str[i] >= (int64_t{1} << 39))) return false;
+  return true;
+}
+
 /// Launches one kernel instantiation; v supplies the run-time choices (dQ path, dQ workspace
 /// layout, item order) that the instantiation does not fix.
+/// kTmaKV: the dK / dV maps are encoded first; where either cannot be (kv_store_map_ok, or the
+/// driver refuses it), the same kernel without kTmaKV runs (never a wrong store).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
-          bool kDvEarly = false, bool kIdiet = false>
+          bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
+  CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
+  if constexpr (kTmaKV) {
+    const bool ok = p.seqlen_k > 0 &&
+                    kv_store_map_ok(p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
+                    kv_store_map_ok(p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
+                    make_map_nothrow(&kv_maps[0], p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv, D,
+                                     16, BF16) == 0 &&
+                    make_map_nothrow(&kv_maps[1], p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv, D,
+                                     16, BF16) == 0;
+    if (!ok)
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly, kIdiet,
+                             false>(p, v);
+  }
   auto stream = static_cast<cudaStream_t>(p.stream);
   // Query rows padded to whole kBlockM-row blocks (at least one), so the kernel's lse2 / delta /
   // dQ-workspace accesses need no bounds checks.
@@ -138,9 +168,11 @@ void launch_backward(const Params& p, const Variant& v) {
     a.dq_vec4 = v.dq_vec4 ? 1 : 0;
     a.item_rot = v.item_rot ? 1 : 0;
     a.wait_ns = v.wait_ns;
+    a.tma_dk = kv_maps[0];
+    a.tma_dv = kv_maps[1];
 
-    auto kernel =
-        bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly, kIdiet>;
+    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,
+                                  kIdiet, kTmaKV>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -179,7 +211,7 @@ namespace bwd {
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
 /// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve]
-/// [+vpp][+vcv][+idiet].
+/// [+vpp][+vcv][+idiet][+tmakv].
 /// Fills `v` for head dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
@@ -233,6 +265,8 @@ inline bool env_variant(int d, Variant& v) {
         x.conv_vec = true;
       else if (i >= 2 && tok == "idiet")
         x.idiet = true;
+      else if (i >= 2 && tok == "tmakv")
+        x.tmakv = true;
       else
         return false;
     }
@@ -290,31 +324,38 @@ inline Variant default_variant(int d, bool causal) {
   v.conv_vec = kConvVecDefault;
   v.idiet =
       (d == 64 ? kIdietDefault64 : kIdietDefault) && v.dq_first && !v.decoupled && !v.dv_early;
+  v.tmakv = kTmaKvDefault && v.dq_first && !v.decoupled && !v.dv_early;
   return v;
 }
 
 /// kDvEarly (v.dv_early) is instantiated only for the coupled dQ-first kernels (the defaults'
 /// structures: D = 128 coupled, D = 64 128-row), without K / V in registers; kIdiet (v.idiet)
-/// for the same two structures without kDvEarly (every lse2 / delta source).
+/// for the same two structures without kDvEarly (every lse2 / delta source); kTmaKV (v.tmakv) for
+/// the same two structures with the item diet as its default for D (kIdietDefault / 64), without
+/// kDvEarly (every lse2 / delta source).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, bool kDvEarly = false,
-          bool kIdiet = false>
+          bool kIdiet = false, bool kTmaKV = false>
 void launch_stat(const Params& p, const Variant& v) {
   static_assert(!kDvEarly || (kDqFirst && !kDecoupled), "dV-early: coupled dQ-first kernels");
   static_assert(!kIdiet || (kDqFirst && !kDecoupled && !kDvEarly), "item diet: see kIdiet");
+  static_assert(!kTmaKV || (kDqFirst && !kDecoupled && !kDvEarly), "TMA dK / dV: see kTmaKV");
   if constexpr (BM == 128) {
     if (v.stat == 1)
-      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1, false, kDvEarly, kIdiet>(p, v);
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 1, false, kDvEarly, kIdiet, kTmaKV>(
+          p, v);
   }
   if constexpr (BM == 64 && !kDecoupled && kDqFirst) {
     if (v.stat == 3)
-      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 3, false, kDvEarly, kIdiet>(p, v);
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 3, false, kDvEarly, kIdiet, kTmaKV>(
+          p, v);
   }
   if (v.stat == 2 || v.stat == 3)
-    return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2, false, kDvEarly, kIdiet>(p, v);
+    return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 2, false, kDvEarly, kIdiet, kTmaKV>(
+        p, v);
   if constexpr (D == 64 && BM == 64 && kDecoupled) {
     if (v.kv_regs) return launch_backward<D, BF16, true, 64, kDqFirst, 0, true>(p, v);
   }
-  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0, false, kDvEarly, kIdiet>(p, v);
+  launch_backward<D, BF16, kDecoupled, BM, kDqFirst, 0, false, kDvEarly, kIdiet, kTmaKV>(p, v);
 }
 
 }  // namespace bwd
@@ -327,7 +368,10 @@ void launch_stat(const Params& p, const Variant& v) {
 /// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise); dV-early
 /// only with coupled dQ-first (ignored otherwise); the late prefetch refill (stat 3) only with
 /// coupled 64-row dQ-first (stat 2 otherwise); the item diet (+idiet) only with coupled dQ-first
-/// without dv_early at D = 128 (64-row) or D = 64 with block_m 128 (ignored otherwise).
+/// without dv_early at D = 128 (64-row) or D = 64 with block_m 128 (ignored otherwise); the TMA
+/// dK / dV epilogue (+tmakv) on the same two structures with idiet as D's default (kIdietDefault:
+/// on at D = 128; kIdietDefault64: off at D = 64; ignored otherwise), and only where dK / dV are
+/// TMA store targets (launch_backward; the STG kernel otherwise).
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
@@ -358,15 +402,21 @@ void run_backward(const Params& p) {
   if (t.prep_vec >= 0) v.prep_vec = t.prep_vec != 0;
   if (t.conv_vec >= 0) v.conv_vec = t.conv_vec != 0;
   if (t.idiet >= 0) v.idiet = t.idiet != 0;
+  if (t.tmakv >= 0) v.tmakv = t.tmakv != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;
   if (v.block_m != 128 && v.stat == 1) v.stat = 0;
   if (v.decoupled || !v.dq_first) v.dv_early = false;
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128)) v.idiet = false;
+  constexpr bool kIdietDef = D == 64 ? bwd::kIdietDefault64 : bwd::kIdietDefault;
+  if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
+      v.idiet != kIdietDef)
+    v.tmakv = false;
   if constexpr (D == 64) {
     if (v.block_m == 128) {
       if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 128, true, true>(p, v);
+      if (v.tmakv) return bwd::launch_stat<D, BF16, false, 128, true, false, kIdietDef, true>(p, v);
       if (v.dq_first && v.idiet)
         return bwd::launch_stat<D, BF16, false, 128, true, false, true>(p, v);
       if (v.dq_first) return bwd::launch_stat<D, BF16, false, 128, true>(p, v);
@@ -377,6 +427,7 @@ void run_backward(const Params& p) {
   if (v.decoupled) return bwd::launch_stat<D, BF16, true, 64, false>(p, v);
   if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 64, true, true>(p, v);
   if constexpr (D != 64) {
+    if (v.tmakv) return bwd::launch_stat<D, BF16, false, 64, true, false, kIdietDef, true>(p, v);
     if (v.dq_first && v.idiet) return bwd::launch_stat<D, BF16, false, 64, true, false, true>(p, v);
   }
   if (v.dq_first) return bwd::launch_stat<D, BF16, false, 64, true>(p, v);

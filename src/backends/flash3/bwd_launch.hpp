@@ -49,6 +49,13 @@ struct BwdTuning {
   // with divisions, the mask test hoisted. Coupled dQ-first kernels without dv_early at 64-row
   // blocks (D 128) or 128-row blocks (D 64) only (ignored otherwise): 1 / 0 / -1 = default.
   int idiet = -1;
+  // dK / dV epilogue through shared memory (stmatrix) and TMA stores instead of 32-bit STG from
+  // the accumulators (bwd_kernel.cuh kTmaKV, variant "+tmakv", session 9; the forward's
+  // tma_epilogue). The defaults' structures only (coupled dQ-first without dv_early, D 128 with
+  // idiet, D 64 128-row without; ignored otherwise), and only where dK / dV are TMA store targets
+  // (16-byte aligned, strides multiples of 8 elements; else the STG epilogue runs). Exact (same
+  // bits). 1 / 0 / -1 = default (off: bwd_traits.hpp kTmaKvDefault).
+  int tmakv = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

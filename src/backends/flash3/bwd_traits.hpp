@@ -120,6 +120,11 @@ inline constexpr bool kConvVecDefault = false;
 //   +0.1 / 0.0 %: mixed, off (kIdietDefault64).
 inline constexpr bool kIdietDefault = true;
 inline constexpr bool kIdietDefault64 = false;
+// kTmaKvDefault (session 9, helper f3bwd13, variant "+tmakv"): the dK / dV epilogue through shared
+//   memory (stmatrix) and TMA stores (bwd_kernel.cuh kTmaKV) instead of 32-bit STG from the
+//   accumulators, as the forward's kVarTmaEpi. Compile-only so far: off until a same-run A/B on a
+//   GPU says otherwise.
+inline constexpr bool kTmaKvDefault = false;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attnkit/attention.hpp"
@@ -109,7 +110,8 @@ struct TuningScope {
   flash3::BwdTuning saved;
   TuningScope(int dq_mode, int decoupled, int block_m = -1, int dq_first = -1, int stat_mode = -1,
               int kv_regs = -1, int dq_vec4 = -1, int item_rot = -1, int wait_ns = -1,
-              int dv_early = -1, int prep_vec = -1, int conv_vec = -1, int idiet = -1)
+              int dv_early = -1, int prep_vec = -1, int conv_vec = -1, int idiet = -1,
+              int tmakv = -1)
       : saved(flash3::bwd_tuning()) {
     flash3::bwd_tuning().dq_mode = dq_mode;
     flash3::bwd_tuning().decoupled = decoupled;
@@ -124,6 +126,7 @@ struct TuningScope {
     flash3::bwd_tuning().prep_vec = prep_vec;
     flash3::bwd_tuning().conv_vec = conv_vec;
     flash3::bwd_tuning().idiet = idiet;
+    flash3::bwd_tuning().tmakv = tmakv;
   }
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
@@ -366,8 +369,86 @@ TEST_P(Flash3Backward, IdietDkDvBitwiseEqual) {
         "+idiet (rot = " + std::to_string(rot) + ")");
 }
 
+// Session 9 (helper f3bwd13): the dK / dV epilogue through shared memory + TMA stores (+tmakv,
+// bwd_kernel.cuh kTmaKV: each warp stmatrix-es its 16 rows of dK into its WG's dQ stage and of dV
+// into its WG's V rows, lane 0 TMA-stores them, rows >= Sk clipped by the maps) on every case's
+// default variant (D = 128: coupled + dQ-first + idiet + kStat 3; D = 64: the 128-row kernel),
+// with the rotated item order, and with the bulk dQ path (its stage is the dK staging: the WG
+// barrier after the last reduce); and on the other sources it is built for: D = 128 kStat 2 + bulk
+// and kStat 0; D = 64 128-row kStat 2 + bulk and the shuffles. The cases cover partial key blocks
+// (warps wholly past Sk issue no store, the one across it is clipped), CTAs with no item (causal
+// top-left, Sq < Sk: dK = dV = 0 stored through the same path), GQA, BHSD.
+TEST_P(Flash3Backward, MatchesOracleTmaKV) {
+  {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+    expect_backward_passes(GetParam());
+  }
+  {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, 1, -1, -1, -1, -1, -1, 1);
+    expect_backward_passes(GetParam());
+  }
+  TuningScope t2(1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+  expect_backward_passes(GetParam());
+}
+TEST_P(Flash3Backward, MatchesOracleTmaKVOther) {
+  const bool d128 = GetParam().d == 128;
+  {
+    TuningScope t(1, 0, d128 ? 64 : 128, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+    expect_backward_passes(GetParam());
+  }
+  TuningScope t2(0, 0, d128 ? 64 : 128, 1, d128 ? 0 : 1, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+  expect_backward_passes(GetParam());
+}
+// +tmakv stores the same 16-bit values (stage_acc_rows: the STG path's products and pack2) to the
+// same rows: dK and dV must be bitwise equal to the default's, with the atomic and the bulk dQ
+// path.
+TEST_P(Flash3Backward, TmaKVDkDvBitwiseEqual) {
+  for (const int dq : {-1, 1})
+    expect_dk_dv_bitwise_equal(
+        GetParam(),
+        [&](int tmakv) {
+          return TuningScope(dq, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, tmakv);
+        },
+        "+tmakv (dq_mode = " + std::to_string(dq) + ")");
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
                          CaseParamName{});
+
+// +tmakv on the small shapes of the hostile suite: one partial warp (Sk 1, 13, 17), a single
+// query, GQA 3 with Sk < 16 (every warp but one issues no store), against the oracle and bitwise
+// against the default.
+TEST(Flash3BackwardTmaKV, SmallShapes) {
+  for (int64_t d : {64, 128})
+    for (const auto& [sq, sk, hq, hkv, cz] :
+         {std::tuple<int64_t, int64_t, int64_t, int64_t, Causal>{1, 1, 2, 1, Causal::none},
+          {13, 13, 2, 1, Causal::top_left},
+          {40, 17, 6, 2, Causal::bottom_right},
+          {5, 150, 3, 3, Causal::top_left}}) {
+      check::Case c;
+      c.dtype = DType::bf16;
+      c.b = 2;
+      c.sq = sq;
+      c.sk = sk;
+      c.hq = hq;
+      c.hkv = hkv;
+      c.d = c.dv = d;
+      c.causal = cz;
+      c.backward = true;
+      SCOPED_TRACE("d " + std::to_string(d) + " sq " + std::to_string(sq) + " sk " +
+                   std::to_string(sk));
+      {
+        TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+        expect_backward_passes(c);
+      }
+      expect_dk_dv_bitwise_equal(
+          c,
+          [&](int tmakv) {
+            return TuningScope(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, tmakv);
+          },
+          "+tmakv");
+    }
+}
 
 // ---- variant names (host-only; runs without a GPU) ---------------------------------------------
 
@@ -473,6 +554,53 @@ TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
     EXPECT_FALSE(flash3::bwd::default_variant(64, causal).idiet && !flash3::bwd::kIdietDefault64)
         << causal;
   }
+}
+
+// "+tmakv" (session 9) parses into Variant::tmakv next to the other tokens ("tmakvx" does not),
+// no library default runs it yet (kTmaKvDefault), and the TMA-store test refuses the dK / dV that
+// a tensor map cannot describe (the backend asks only 4-byte alignment of them: those calls run
+// the STG epilogue).
+TEST(Flash3BackwardVariant, TmaKvTokenDefaultOffAndMapTest) {
+  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const std::string saved = prev != nullptr ? prev : "";
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT",
+         "128:coupled+atomic+dqf+v4+pfl+vpp+idiet+tmakv;64:m128+atomic+dqf+v4+vpp+tmakv", 1);
+  flash3::bwd::Variant v128, v64;
+  const bool ok = flash3::bwd::env_variant(128, v128) && flash3::bwd::env_variant(64, v64);
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pfl+idiet", 1);
+  flash3::bwd::Variant v_off;
+  const bool ok_off = flash3::bwd::env_variant(128, v_off);
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+tmakvx", 1);
+  flash3::bwd::Variant v_bad;
+  const bool ok_bad = flash3::bwd::env_variant(128, v_bad);
+  if (prev != nullptr)
+    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
+  else
+    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  ASSERT_TRUE(ok && ok_off);
+  EXPECT_FALSE(ok_bad);
+  EXPECT_TRUE(v128.tmakv && v128.idiet && v128.dq_first && !v128.decoupled && v128.stat == 3);
+  EXPECT_TRUE(v64.tmakv && v64.block_m == 128 && v64.dq_first && !v64.idiet);
+  EXPECT_FALSE(v_off.tmakv);
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      EXPECT_EQ(flash3::bwd::default_variant(d, causal).tmakv, flash3::bwd::kTmaKvDefault)
+          << d << " " << causal;
+  alignas(16) static uint16_t buf[64];
+  const Strides4 st{1024 * 8 * 128, 8 * 128, 128, 1};  // [B, S = 1024, H = 8, D = 128]
+  using flash3::bwd::kv_store_map_ok;
+  EXPECT_TRUE(kv_store_map_ok(buf, st, 2, 1024, 8));
+  EXPECT_FALSE(kv_store_map_ok(buf + 2, st, 2, 1024, 8));  // 4-byte aligned only
+  Strides4 odd = st;
+  odd.s = 8 * 128 + 2;  // rows 4 bytes apart from a 16-byte multiple
+  EXPECT_FALSE(kv_store_map_ok(buf, odd, 2, 1024, 8));
+  EXPECT_TRUE(kv_store_map_ok(buf, odd, 2, 1, 8));  // one row: its stride is never used
+  odd = st;
+  odd.h = -128;
+  EXPECT_FALSE(kv_store_map_ok(buf, odd, 2, 1024, 8));
+  odd = st;
+  odd.d = 2;
+  EXPECT_FALSE(kv_store_map_ok(buf, odd, 2, 1024, 8));
 }
 
 // ---- dQ workspace tile layout (host-only; runs without a GPU) ----------------------------------
