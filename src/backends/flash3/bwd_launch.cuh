@@ -324,7 +324,8 @@ inline Variant default_variant(int d, bool causal) {
   v.conv_vec = kConvVecDefault;
   v.idiet =
       (d == 64 ? kIdietDefault64 : kIdietDefault) && v.dq_first && !v.decoupled && !v.dv_early;
-  v.tmakv = kTmaKvDefault && v.dq_first && !v.decoupled && !v.dv_early;
+  v.tmakv =
+      (d == 64 ? kTmaKvDefault64 : kTmaKvDefault) && v.dq_first && !v.decoupled && !v.dv_early;
   return v;
 }
 
@@ -371,7 +372,8 @@ void launch_stat(const Params& p, const Variant& v) {
 /// without dv_early at D = 128 (64-row) or D = 64 with block_m 128 (ignored otherwise); the TMA
 /// dK / dV epilogue (+tmakv) on the same two structures with idiet as D's default (kIdietDefault:
 /// on at D = 128; kIdietDefault64: off at D = 64; ignored otherwise), and only where dK / dV are
-/// TMA store targets (launch_backward; the STG kernel otherwise).
+/// TMA store targets (launch_backward; the STG kernel otherwise); by default on at D = 64 and at
+/// D = 128 up to seqlen_k kTmaKvMaxSk128.
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
@@ -402,6 +404,9 @@ void run_backward(const Params& p) {
   if (t.prep_vec >= 0) v.prep_vec = t.prep_vec != 0;
   if (t.conv_vec >= 0) v.conv_vec = t.conv_vec != 0;
   if (t.idiet >= 0) v.idiet = t.idiet != 0;
+  // The library default's +tmakv at D = 128 only up to kTmaKvMaxSk128 keys (measured: +4-5 % at
+  // S 1k, -3..-12 % at 4k / 16k; bwd_traits.hpp); an explicit variant or knob keeps its choice.
+  if (D != 64 && !env.first && p.seqlen_k > bwd::kTmaKvMaxSk128) v.tmakv = false;
   if (t.tmakv >= 0) v.tmakv = t.tmakv != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;

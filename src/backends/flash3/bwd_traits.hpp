@@ -122,9 +122,15 @@ inline constexpr bool kIdietDefault = true;
 inline constexpr bool kIdietDefault64 = false;
 // kTmaKvDefault (session 9, helper f3bwd13, variant "+tmakv"): the dK / dV epilogue through shared
 //   memory (stmatrix) and TMA stores (bwd_kernel.cuh kTmaKV) instead of 32-bit STG from the
-//   accumulators, as the forward's kVarTmaEpi. Compile-only so far: off until a same-run A/B on a
-//   GPU says otherwise.
-inline constexpr bool kTmaKvDefault = false;
+//   accumulators, as the forward's kVarTmaEpi. Session 9, H100 same-process A/B (median of 20
+//   calls each, TFLOP/s; bench/results/2026-11-22-h100-flash3-bwd-s9-f3bwd12-13.md): D 64 +5.0 /
+//   +7.4 % at S 1k (non-causal / causal), +0.8 / +3.3 % at 4k, +0.6 / +1.3 % at 16k: on
+//   (kTmaKvDefault64). D 128 +4.4 / +5.0 % at 1k but -11.7 / -9.1 % at 4k and -3.3 / -3.1 % at
+//   16k (ptxas reschedules the item loop of the new kernel): on per call up to seqlen_k
+//   kTmaKvMaxSk128 (run_backward), the STG epilogue above it.
+inline constexpr bool kTmaKvDefault = true;
+inline constexpr bool kTmaKvDefault64 = true;
+inline constexpr int64_t kTmaKvMaxSk128 = 1024;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {

@@ -557,10 +557,11 @@ TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
 }
 
 // "+tmakv" (session 9) parses into Variant::tmakv next to the other tokens ("tmakvx" does not),
-// no library default runs it yet (kTmaKvDefault), and the TMA-store test refuses the dK / dV that
-// a tensor map cannot describe (the backend asks only 4-byte alignment of them: those calls run
-// the STG epilogue).
-TEST(Flash3BackwardVariant, TmaKvTokenDefaultOffAndMapTest) {
+// the library defaults carry it as bwd_traits.hpp says (kTmaKvDefault64 / kTmaKvDefault; D = 128
+// per call up to kTmaKvMaxSk128 keys, run_backward), and the TMA-store test refuses the dK / dV
+// that a tensor map cannot describe (the backend asks only 4-byte alignment of them: those calls
+// run the STG epilogue).
+TEST(Flash3BackwardVariant, TmaKvTokenDefaultsAndMapTest) {
   const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
   const std::string saved = prev != nullptr ? prev : "";
   setenv("ATTNKIT_FLASH3_BWD_VARIANT",
@@ -584,7 +585,8 @@ TEST(Flash3BackwardVariant, TmaKvTokenDefaultOffAndMapTest) {
   EXPECT_FALSE(v_off.tmakv);
   for (int d : {64, 128})
     for (bool causal : {false, true})
-      EXPECT_EQ(flash3::bwd::default_variant(d, causal).tmakv, flash3::bwd::kTmaKvDefault)
+      EXPECT_EQ(flash3::bwd::default_variant(d, causal).tmakv,
+                d == 64 ? flash3::bwd::kTmaKvDefault64 : flash3::bwd::kTmaKvDefault)
           << d << " " << causal;
   alignas(16) static uint16_t buf[64];
   const Strides4 st{1024 * 8 * 128, 8 * 128, 128, 1};  // [B, S = 1024, H = 8, D = 128]
