@@ -27,8 +27,10 @@ const std::vector<KnownBackend>& known_backends() {
   // S 16k non-causal), 0.92-1.05 backward; session 8 (H100,
   // bench/results/2026-11-22-h100-flash3-s8-final.md): 0.88-1.10 forward (above 1.05 only at 16k
   // causal D 64 / 256; one D 256 causal 1k row at 1.37 against an outlying cuDNN number left
-  // out), 0.96-1.04 backward. flash3 before flash (flash3/FA2 on that H100, session 8: 1.42-2.31
-  // fwd, 1.34-1.71 bwd).
+  // out), 0.96-1.04 backward; session 9 (H100, backward only, forward unchanged,
+  // bench/results/2026-11-22-h100-flash3-bwd-s9-final.md): 0.98-1.11 backward (above 1.04 only at
+  // D 64 causal 1k). flash3 before flash (flash3/FA2 on that H100, session 8: 1.42-2.31 fwd,
+  // 1.34-1.71 bwd; session 9 backward 1.43-1.76).
   // Revisit when flash3 beats cuDNN on a shape class by more than the noise.
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
