@@ -31,6 +31,20 @@
 namespace attnkit::testing {
 namespace {
 
+/// env_variant(d, v) on `spec` as ATTNKIT_FLASH3_BWD_VARIANT, the variable restored afterwards:
+/// run_backward reads it once, at its first call, so no test may leave it changed.
+bool parse_variant(const char* spec, int d, flash3::bwd::Variant& v) {
+  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const std::string saved = prev != nullptr ? prev : "";
+  setenv("ATTNKIT_FLASH3_BWD_VARIANT", spec, 1);
+  const bool ok = flash3::bwd::env_variant(d, v);
+  if (prev != nullptr)
+    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
+  else
+    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  return ok;
+}
+
 bool device_is_sm90() {
   cudaDeviceProp p{};
   return cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0;
@@ -457,19 +471,11 @@ TEST(Flash3BackwardTmaKV, SmallShapes) {
 // library default turns it on yet (kDvEarlyDefault). The env variable is restored before any
 // backward call: run_backward reads it once, at its first call.
 TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
-  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
-  const std::string saved = prev != nullptr ? prev : "";
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pf+dve;64:m128+atomic+dqf+v4", 1);
-  flash3::bwd::Variant v128, v64;
-  const bool ok128 = flash3::bwd::env_variant(128, v128);
-  const bool ok64 = flash3::bwd::env_variant(64, v64);
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dve+dqf+pfl", 1);
-  flash3::bwd::Variant v_order;
-  const bool ok_order = flash3::bwd::env_variant(128, v_order);
-  if (prev != nullptr)
-    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
-  else
-    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const char* spec = "128:coupled+atomic+dqf+v4+pf+dve;64:m128+atomic+dqf+v4";
+  flash3::bwd::Variant v128, v64, v_order;
+  const bool ok128 = parse_variant(spec, 128, v128);
+  const bool ok64 = parse_variant(spec, 64, v64);
+  const bool ok_order = parse_variant("128:coupled+atomic+dve+dqf+pfl", 128, v_order);
   ASSERT_TRUE(ok128 && ok64 && ok_order);
   EXPECT_TRUE(v128.dv_early && v128.dq_first && !v128.decoupled && v128.stat == 2 && v128.dq_vec4);
   EXPECT_FALSE(v64.dv_early);
@@ -487,16 +493,9 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
 // not 3v (kPrepVecDefault / kConvVecDefault), and the eligibility tests of the 16-byte kernels
 // refuse what they cannot read or write.
 TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaults) {
-  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
-  const std::string saved = prev != nullptr ? prev : "";
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pfl+vpp;64:m128+atomic+dqf+vcv",
-         1);
+  const char* spec = "128:coupled+atomic+dqf+v4+pfl+vpp;64:m128+atomic+dqf+vcv";
   flash3::bwd::Variant v, v64;
-  const bool ok = flash3::bwd::env_variant(128, v) && flash3::bwd::env_variant(64, v64);
-  if (prev != nullptr)
-    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
-  else
-    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const bool ok = parse_variant(spec, 128, v) && parse_variant(spec, 64, v64);
   ASSERT_TRUE(ok);
   EXPECT_TRUE(v.prep_vec && !v.conv_vec && v.stat == 3 && v.dq_vec4);
   EXPECT_TRUE(!v64.prep_vec && v64.conv_vec);
@@ -527,22 +526,11 @@ TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaults) {
 // "+idiet" (session 7) parses into Variant::idiet next to the other tokens; the library
 // default runs it at D = 128 (session 8: kIdietDefault), not at D = 64 (kIdietDefault64).
 TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
-  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
-  const std::string saved = prev != nullptr ? prev : "";
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT",
-         "128:coupled+atomic+dqf+v4+pfl+vpp+idiet;64:m128+atomic+dqf+v4+vpp+idiet", 1);
-  flash3::bwd::Variant v128, v64;
-  const bool ok = flash3::bwd::env_variant(128, v128) && flash3::bwd::env_variant(64, v64);
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pfl", 1);
-  flash3::bwd::Variant v_off;
-  const bool ok_off = flash3::bwd::env_variant(128, v_off);
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+idietx", 1);
-  flash3::bwd::Variant v_bad;
-  const bool ok_bad = flash3::bwd::env_variant(128, v_bad);
-  if (prev != nullptr)
-    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
-  else
-    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const char* spec = "128:coupled+atomic+dqf+v4+pfl+vpp+idiet;64:m128+atomic+dqf+v4+vpp+idiet";
+  flash3::bwd::Variant v128, v64, v_off, v_bad;
+  const bool ok = parse_variant(spec, 128, v128) && parse_variant(spec, 64, v64);
+  const bool ok_off = parse_variant("128:coupled+atomic+dqf+v4+pfl", 128, v_off);
+  const bool ok_bad = parse_variant("128:coupled+atomic+idietx", 128, v_bad);
   ASSERT_TRUE(ok && ok_off);
   EXPECT_FALSE(ok_bad);
   EXPECT_TRUE(v128.idiet && v128.dq_first && !v128.decoupled && v128.stat == 3 && v128.prep_vec);
@@ -562,22 +550,12 @@ TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
 // that a tensor map cannot describe (the backend asks only 4-byte alignment of them: those calls
 // run the STG epilogue).
 TEST(Flash3BackwardVariant, TmaKvTokenDefaultsAndMapTest) {
-  const char* prev = std::getenv("ATTNKIT_FLASH3_BWD_VARIANT");
-  const std::string saved = prev != nullptr ? prev : "";
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT",
-         "128:coupled+atomic+dqf+v4+pfl+vpp+idiet+tmakv;64:m128+atomic+dqf+v4+vpp+tmakv", 1);
-  flash3::bwd::Variant v128, v64;
-  const bool ok = flash3::bwd::env_variant(128, v128) && flash3::bwd::env_variant(64, v64);
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+v4+pfl+idiet", 1);
-  flash3::bwd::Variant v_off;
-  const bool ok_off = flash3::bwd::env_variant(128, v_off);
-  setenv("ATTNKIT_FLASH3_BWD_VARIANT", "128:coupled+atomic+dqf+tmakvx", 1);
-  flash3::bwd::Variant v_bad;
-  const bool ok_bad = flash3::bwd::env_variant(128, v_bad);
-  if (prev != nullptr)
-    setenv("ATTNKIT_FLASH3_BWD_VARIANT", saved.c_str(), 1);
-  else
-    unsetenv("ATTNKIT_FLASH3_BWD_VARIANT");
+  const char* spec =
+      "128:coupled+atomic+dqf+v4+pfl+vpp+idiet+tmakv;64:m128+atomic+dqf+v4+vpp+tmakv";
+  flash3::bwd::Variant v128, v64, v_off, v_bad;
+  const bool ok = parse_variant(spec, 128, v128) && parse_variant(spec, 64, v64);
+  const bool ok_off = parse_variant("128:coupled+atomic+dqf+v4+pfl+idiet", 128, v_off);
+  const bool ok_bad = parse_variant("128:coupled+atomic+dqf+tmakvx", 128, v_bad);
   ASSERT_TRUE(ok && ok_off);
   EXPECT_FALSE(ok_bad);
   EXPECT_TRUE(v128.tmakv && v128.idiet && v128.dq_first && !v128.decoupled && v128.stat == 3);
