@@ -63,24 +63,9 @@ inline bool convert_vec_ok(const Params& p, bool dq_vec4) {
   return dq_vec4 && rows16(p.dq, p.dq_st);
 }
 
-/// dK / dV can be TMA store targets (kTmaKV): 16-byte aligned base, every stride of a dim with more
-/// than one index a positive multiple of 8 elements (16 bytes) below 2^39 (d-stride 1: backend.cpp
-/// requires it of every backward call). The backend itself only asks 4-byte alignment of dK / dV,
-/// so a call that fails this runs the STG epilogue. (Checked here as well as by the encode, as the
-/// forward's o_map_ok.)
-inline bool kv_store_map_ok(const void* ptr, const Strides4& st, int64_t b, int64_t s, int64_t h) {
-  if ((reinterpret_cast<uintptr_t>(ptr) & 15) != 0 || st.d != 1) return false;
-  const int64_t str[3] = {st.s, st.h, st.b};
-  const int64_t n[3] = {s, h, b};
-  for (int i = 0; i < 3; ++i)
-    if (n[i] > 1 && (str[i] <= 0 || str[i] % 8 != 0 || str[i] >= (int64_t{1} << 39))) return false;
-  return true;
-}
-
-/// Launches one kernel instantiation; v supplies the run-time choices (dQ path, dQ workspace
-/// layout, item order) that the instantiation does not fix.
-/// kTmaKV: the dK / dV maps are encoded first; where either cannot be (kv_store_map_ok, or the
-/// driver refuses it), the same kernel without kTmaKV runs (never a wrong store).
+/// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
+/// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
+/// without kTmaKV runs (never a wrong store).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
           bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false>
 void launch_backward(const Params& p, const Variant& v) {
@@ -89,8 +74,8 @@ void launch_backward(const Params& p, const Variant& v) {
   CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
   if constexpr (kTmaKV) {
     const bool ok = p.seqlen_k > 0 &&
-                    kv_store_map_ok(p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
-                    kv_store_map_ok(p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
+                    store_map_ok(p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
+                    store_map_ok(p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
                     make_map_nothrow(&kv_maps[0], p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv, D,
                                      16, BF16) == 0 &&
                     make_map_nothrow(&kv_maps[1], p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv, D,
@@ -306,7 +291,9 @@ inline bool env_variant(int d, Variant& v) {
 /// 528 vs 370 / 495 / 492 non-causal at S 1k / 4k / 16k, causal 426 / 522 vs 420 / 490 at 4k /
 /// 16k; +dve alone mixed (376 / 483 / 520, causal 424 / 507), +pfl+dve below +pfl, D = 64 128-row
 /// +dve below the default (bench/results/2026-11-22-h100-flash3-bwd-s6-f3bwd7.md).
-inline Variant default_variant(int d, bool causal) {
+/// seqlen_k: the call's key count (0: not known, e.g. the tests' look at the per-D defaults), for
+/// the length-dependent choices (D = 128 +tmakv up to kTmaKvMaxSk128 keys).
+inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
   Variant v;
   if (d == 64 && (!causal || kD64CausalM128)) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;
@@ -324,8 +311,8 @@ inline Variant default_variant(int d, bool causal) {
   v.conv_vec = kConvVecDefault;
   v.idiet =
       (d == 64 ? kIdietDefault64 : kIdietDefault) && v.dq_first && !v.decoupled && !v.dv_early;
-  v.tmakv =
-      (d == 64 ? kTmaKvDefault64 : kTmaKvDefault) && v.dq_first && !v.decoupled && !v.dv_early;
+  v.tmakv = (d == 64 ? kTmaKvDefault64 : kTmaKvDefault && seqlen_k <= kTmaKvMaxSk128) &&
+            v.dq_first && !v.decoupled && !v.dv_early;
   return v;
 }
 
@@ -388,7 +375,8 @@ void run_backward(const Params& p) {
     return s.find(",1,") != std::string::npos || s.find(",all,") != std::string::npos ||
            s.find("," + std::to_string(D) + ",") != std::string::npos;
   }();
-  bwd::Variant v = env.first ? env.second : bwd::default_variant(D, p.causal != Causal::none);
+  bwd::Variant v =
+      env.first ? env.second : bwd::default_variant(D, p.causal != Causal::none, p.seqlen_k);
   if (env_coupled) v.decoupled = false, v.block_m = 64;
   const BwdTuning& t = bwd_tuning();
   if (t.decoupled >= 0) v.decoupled = t.decoupled != 0;
@@ -404,9 +392,6 @@ void run_backward(const Params& p) {
   if (t.prep_vec >= 0) v.prep_vec = t.prep_vec != 0;
   if (t.conv_vec >= 0) v.conv_vec = t.conv_vec != 0;
   if (t.idiet >= 0) v.idiet = t.idiet != 0;
-  // The library default's +tmakv at D = 128 only up to kTmaKvMaxSk128 keys (measured: +4-5 % at
-  // S 1k, -3..-12 % at 4k / 16k; bwd_traits.hpp); an explicit variant or knob keeps its choice.
-  if (D != 64 && !env.first && p.seqlen_k > bwd::kTmaKvMaxSk128) v.tmakv = false;
   if (t.tmakv >= 0) v.tmakv = t.tmakv != 0;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;

@@ -54,7 +54,7 @@ struct BwdTuning {
   // tma_epilogue). The defaults' structures only (coupled dQ-first without dv_early, D 128 with
   // idiet, D 64 128-row without; ignored otherwise), and only where dK / dV are TMA store targets
   // (16-byte aligned, strides multiples of 8 elements; else the STG epilogue runs). Exact (same
-  // bits). 1 / 0 / -1 = default (off: bwd_traits.hpp kTmaKvDefault).
+  // bits). 1 / 0 / -1 = default (bwd_traits.hpp: on at D 64, at D 128 up to kTmaKvMaxSk128 keys).
   int tmakv = -1;
 };
 inline BwdTuning& bwd_tuning() {

@@ -127,7 +127,7 @@ inline constexpr bool kIdietDefault64 = false;
 //   +7.4 % at S 1k (non-causal / causal), +0.8 / +3.3 % at 4k, +0.6 / +1.3 % at 16k: on
 //   (kTmaKvDefault64). D 128 +4.4 / +5.0 % at 1k but -11.7 / -9.1 % at 4k and -3.3 / -3.1 % at
 //   16k (ptxas reschedules the item loop of the new kernel): on per call up to seqlen_k
-//   kTmaKvMaxSk128 (run_backward), the STG epilogue above it.
+//   kTmaKvMaxSk128 (default_variant), the STG epilogue above it.
 inline constexpr bool kTmaKvDefault = true;
 inline constexpr bool kTmaKvDefault64 = true;
 inline constexpr int64_t kTmaKvMaxSk128 = 1024;

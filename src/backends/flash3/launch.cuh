@@ -52,18 +52,6 @@ inline int sm_count() {
   return n;
 }
 
-/// O can be a TMA store target (kVarTmaEpi): 16-byte aligned base, every stride of a dim with
-/// more than one index a positive multiple of 8 elements (16 bytes). (Checked here as well as by
-/// the encode, so that the fallback does not rest on the driver's checks alone.)
-inline bool o_map_ok(const Params& p) {
-  if ((reinterpret_cast<uintptr_t>(p.out) & 15) != 0) return false;
-  const int64_t st[3] = {p.out_st.s, p.out_st.h, p.out_st.b};
-  const int64_t n[3] = {p.seqlen_q, p.heads_q, p.batch};
-  for (int i = 0; i < 3; ++i)
-    if (n[i] > 1 && (st[i] <= 0 || st[i] % 8 != 0)) return false;
-  return true;
-}
-
 template <int D, bool BF16, int BN, int WGs, int VS = 2, int RS = 0>
 void launch_forward(const Params& p) {
   using Tr = FwdTraits<D, BN, WGs, VS, 1, RS>;
@@ -151,7 +139,7 @@ void launch_forward(const Params& p) {
   const bool diet_uni64 = D == 64 && diet && (uni || tuning().tile_diet < 0);
   // Session 7 (helper f3fwd17): the diet kernel with O through shared memory + TMA stores
   // (mainloop.cuh kVarTmaEpi; slot 15): D = 128 and 64, both Q buffers in use, and an O map
-  // that encodes (o_map_ok; else the STG epilogue of slot 13 runs, never a wrong store).
+  // that encodes (store_map_ok; else the STG epilogue of slot 13 runs, never a wrong store).
   // D = 64 (2 or 3 consumer warpgroups): with the diet's uniform descriptors (slot 14, the auto
   // diet) only; tile_diet = 1 without uniform_desc (slot 13) keeps the STG epilogue.
   constexpr bool kTmaEpiCapable = kDietCapable && (D == 128 || D == 64);
@@ -161,7 +149,7 @@ void launch_forward(const Params& p) {
   const bool tma_on = tuning().tma_epilogue < 0 ? D == 128 : tuning().tma_epilogue != 0;
   const bool tma_epi =
       kTmaEpiCapable && diet && (D != 64 || diet_uni64) && tma_on && tuning().q_bufs >= 2 &&
-      Tr::kQStages == 2 && o_map_ok(p) &&
+      Tr::kQStages == 2 && store_map_ok(p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q) &&
       make_map_nothrow(&a.tma_o, p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q, D, 16, BF16) == 0;
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&

@@ -30,6 +30,19 @@ inline int make_map_nothrow(CUtensorMap* map, const void* base, const Strides4& 
   return cuda::sm90::encode_tensor_map_4d_16bit(map, base, dims, bytes, box, bf16);
 }
 
+/// A [B, S, H, D] 16-bit tensor can be a TMA store target (the forward's O with kVarTmaEpi, the
+/// backward's dK / dV with kTmaKV): 16-byte aligned base, d-stride 1, every stride of a dim with
+/// more than one index a positive multiple of 8 elements (16 bytes) below 2^39. Checked as well as
+/// by the encode, so that the STG fallback does not rest on the driver's checks alone.
+inline bool store_map_ok(const void* base, const Strides4& st, int64_t b, int64_t s, int64_t h) {
+  if ((reinterpret_cast<uintptr_t>(base) & 15) != 0 || st.d != 1) return false;
+  const int64_t str[3] = {st.s, st.h, st.b};
+  const int64_t n[3] = {s, h, b};
+  for (int i = 0; i < 3; ++i)
+    if (n[i] > 1 && (str[i] <= 0 || str[i] % 8 != 0 || str[i] >= (int64_t{1} << 39))) return false;
+  return true;
+}
+
 inline void make_map(CUtensorMap* map, const void* base, const Strides4& st, int64_t b, int64_t s,
                      int64_t h, int64_t d, uint32_t box_rows, bool bf16, const char* what,
                      const char* who = "flash3") {
