@@ -58,22 +58,28 @@ bool flash3_built_with(int d) {
   return false;
 }
 
+/// One backward case (dv = d).
+check::Case bwd_case(DType dt, int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv,
+                     int64_t d, Causal cz, check::Layout layout = check::Layout::bshd) {
+  check::Case c;
+  c.dtype = dt;
+  c.b = b;
+  c.sq = sq;
+  c.sk = sk;
+  c.hq = hq;
+  c.hkv = hkv;
+  c.d = c.dv = d;
+  c.causal = cz;
+  c.layout = layout;
+  c.backward = true;
+  return c;
+}
+
 std::vector<check::Case> backward_cases() {
   std::vector<check::Case> v;
   auto add = [&](DType dt, int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv, int64_t d,
                  Causal cz, check::Layout layout = check::Layout::bshd) {
-    check::Case c;
-    c.dtype = dt;
-    c.b = b;
-    c.sq = sq;
-    c.sk = sk;
-    c.hq = hq;
-    c.hkv = hkv;
-    c.d = c.dv = d;
-    c.causal = cz;
-    c.layout = layout;
-    c.backward = true;
-    v.push_back(c);
+    v.push_back(bwd_case(dt, b, sq, sk, hq, hkv, d, cz, layout));
   };
   for (DType dt : {DType::bf16, DType::f16}) {
     for (int64_t d : {64, 128}) {
@@ -439,16 +445,7 @@ TEST(Flash3BackwardTmaKV, SmallShapes) {
           {13, 13, 2, 1, Causal::top_left},
           {40, 17, 6, 2, Causal::bottom_right},
           {5, 150, 3, 3, Causal::top_left}}) {
-      check::Case c;
-      c.dtype = DType::bf16;
-      c.b = 2;
-      c.sq = sq;
-      c.sk = sk;
-      c.hq = hq;
-      c.hkv = hkv;
-      c.d = c.dv = d;
-      c.causal = cz;
-      c.backward = true;
+      const check::Case c = bwd_case(DType::bf16, 2, sq, sk, hq, hkv, d, cz);
       SCOPED_TRACE("d " + std::to_string(d) + " sq " + std::to_string(sq) + " sk " +
                    std::to_string(sk));
       {
@@ -568,7 +565,7 @@ TEST(Flash3BackwardVariant, TmaKvTokenDefaultsAndMapTest) {
           << d << " " << causal;
   alignas(16) static uint16_t buf[64];
   const Strides4 st{1024 * 8 * 128, 8 * 128, 128, 1};  // [B, S = 1024, H = 8, D = 128]
-  using flash3::bwd::kv_store_map_ok;
+  const auto kv_store_map_ok = flash3::store_map_ok;   // dK / dV (and O) TMA store targets
   EXPECT_TRUE(kv_store_map_ok(buf, st, 2, 1024, 8));
   EXPECT_FALSE(kv_store_map_ok(buf + 2, st, 2, 1024, 8));  // 4-byte aligned only
   Strides4 odd = st;
