@@ -792,7 +792,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         *reinterpret_cast<uint32_t*>(ds_buf + (j / 8) * Tr::kDSChunkBytes + kr * 128 +
                                      (((j % 8) ^ (kr & 7)) * 16) + 2 * qc) = pds[2 * j + r];
       }
-    ptx::fence_proxy_async_smem();  // generic-proxy stores -> the other WG's wgmma reads
+    // Generic-proxy stores -> the dQ wgmma reads (both WGs'), after the barrier below. kLateFence
+    // (bwd_traits.hpp): after dV's issue, which reads none of them (see there).
+    constexpr bool kFenceAfterDv = kLateFence && !kDvEarly;
+    if constexpr (!kFenceAfterDv) ptx::fence_proxy_async_smem();
 
     if constexpr (!kDvEarly) {
       ptx::wgmma_fence();
@@ -800,6 +803,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       if constexpr (!kDqFirst) issue_dk();
       ptx::wgmma_commit();
     }
+    if constexpr (kFenceAfterDv) ptx::fence_proxy_async_smem();
     if constexpr (kStat == 3) {  // the refill after this item's fence (see the template)
       if (it + 1 < items) prefetch_stats(it + 1);
     }

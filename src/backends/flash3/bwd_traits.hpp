@@ -132,6 +132,24 @@ inline constexpr bool kTmaKvDefault = true;
 inline constexpr bool kTmaKvDefault64 = true;
 inline constexpr int64_t kTmaKvMaxSk128 = 1024;
 
+// kLateFence (ATTNKIT_FLASH3_BWD_LATE_FENCE, default 0; session 9 helper f3bwd12's "+lfence" as a
+//   build switch since session 10, so no kernel is instantiated twice for it): the dS^T proxy
+//   fence (fence.proxy.async.shared::cta, MEMBAR + FENCE.VIEW.ASYNC.S in SASS) after the dV
+//   GEMM's issue instead of before it, FA3's and cuDNN's order, so dV's HGMMAs do not wait for the
+//   dS^T stores to drain. Legal because the fence orders this thread's generic st.shared of dS^T
+//   before later async-proxy reads of those bytes, and the only such readers are the dQ wgmmas,
+//   issued after the named barrier that follows the fence in every writer's program order (write
+//   -> fence -> barrier -> wgmma, unchanged); dV (and dK without dQ-first) read A from registers
+//   and B from Q / dO, written only by TMA. The WAR side (dS^T buffer reuse) is ordered by the dQ
+//   wgmma's wait before an earlier barrier, in either position. Same wgmmas, same order: dK / dV
+//   bitwise equal. Session 9 (H100, same process, +lfence vs default, 20-call medians): D 64
+//   +0.3..+2.7 % on all six rows; D 128 +0.5..+2.5 % except -7.9 % (4k non-causal) and -7.5 %
+//   (16k causal), rows whose default moved 5-10 % between two binaries of that call.
+#ifndef ATTNKIT_FLASH3_BWD_LATE_FENCE
+#define ATTNKIT_FLASH3_BWD_LATE_FENCE 0
+#endif
+inline constexpr bool kLateFence = ATTNKIT_FLASH3_BWD_LATE_FENCE != 0;
+
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
   static_assert(D == 64 || D == 128, "flash3 backward: D in {64, 128}");
