@@ -794,7 +794,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       }
     // Generic-proxy stores -> the dQ wgmma reads (both WGs'), after the barrier below. kLateFence
     // (bwd_traits.hpp): after dV's issue, which reads none of them (see there).
-    constexpr bool kFenceAfterDv = kLateFence && !kDvEarly;
+    constexpr bool kFenceAfterDv = kLateFence<D> && !kDvEarly;
     if constexpr (!kFenceAfterDv) ptx::fence_proxy_async_smem();
 
     if constexpr (!kDvEarly) {

@@ -126,29 +126,37 @@ inline constexpr bool kIdietDefault64 = false;
 //   calls each, TFLOP/s; bench/results/2026-11-22-h100-flash3-bwd-s9-f3bwd12-13.md): D 64 +5.0 /
 //   +7.4 % at S 1k (non-causal / causal), +0.8 / +3.3 % at 4k, +0.6 / +1.3 % at 16k: on
 //   (kTmaKvDefault64). D 128 +4.4 / +5.0 % at 1k but -11.7 / -9.1 % at 4k and -3.3 / -3.1 % at
-//   16k (ptxas reschedules the item loop of the new kernel): on per call up to seqlen_k
-//   kTmaKvMaxSk128 (default_variant), the STG epilogue above it.
+//   16k in that call; session 10 (one process per kernel, 4 rounds ABBA,
+//   `...-flash3-bwd-s10-modes.md`) put that at -1.7 / -0.9 % (4k) and -3.1 / -3.0 % (16k): session
+//   9's 4k loss was a slow process, the few % at 16k are the kernel (ncu 4k: +3.8 % cycles, same
+//   loop code). On per call up to seqlen_k kTmaKvMaxSk128 (default_variant), the STG epilogue
+//   above it.
 inline constexpr bool kTmaKvDefault = true;
 inline constexpr bool kTmaKvDefault64 = true;
 inline constexpr int64_t kTmaKvMaxSk128 = 1024;
 
-// kLateFence (ATTNKIT_FLASH3_BWD_LATE_FENCE, default 0; session 9 helper f3bwd12's "+lfence" as a
-//   build switch since session 10, so no kernel is instantiated twice for it): the dS^T proxy
-//   fence (fence.proxy.async.shared::cta, MEMBAR + FENCE.VIEW.ASYNC.S in SASS) after the dV
-//   GEMM's issue instead of before it, FA3's and cuDNN's order, so dV's HGMMAs do not wait for the
-//   dS^T stores to drain. Legal because the fence orders this thread's generic st.shared of dS^T
-//   before later async-proxy reads of those bytes, and the only such readers are the dQ wgmmas,
-//   issued after the named barrier that follows the fence in every writer's program order (write
-//   -> fence -> barrier -> wgmma, unchanged); dV (and dK without dQ-first) read A from registers
-//   and B from Q / dO, written only by TMA. The WAR side (dS^T buffer reuse) is ordered by the dQ
-//   wgmma's wait before an earlier barrier, in either position. Same wgmmas, same order: dK / dV
-//   bitwise equal. Session 9 (H100, same process, +lfence vs default, 20-call medians): D 64
-//   +0.3..+2.7 % on all six rows; D 128 +0.5..+2.5 % except -7.9 % (4k non-causal) and -7.5 %
-//   (16k causal), rows whose default moved 5-10 % between two binaries of that call.
+// kLateFence (ATTNKIT_FLASH3_BWD_LATE_FENCE, a mask: 1 = D 64, 2 = D 128; default 1; session 9
+//   helper f3bwd12's "+lfence" as a build switch since session 10, so no kernel is instantiated
+//   twice for it): the dS^T proxy fence (fence.proxy.async.shared::cta, MEMBAR + FENCE.VIEW.ASYNC.S
+//   in SASS) after the dV GEMM's issue instead of before it, FA3's and cuDNN's order, so dV's
+//   HGMMAs do not wait for the dS^T stores to drain. Legal because the fence orders this thread's
+//   generic st.shared of dS^T before later async-proxy reads of those bytes, and the only such
+//   readers are the dQ wgmmas, issued after the named barrier that follows the fence in every
+//   writer's program order (write -> fence -> barrier -> wgmma, unchanged); dV (and dK without
+//   dQ-first) read A from registers and B from Q / dO, written only by TMA. The WAR side (dS^T
+//   buffer reuse) is ordered by the dQ wgmma's wait before an earlier barrier, in either
+//   position. Same wgmmas, same order: dK / dV bitwise equal. Measured (H100, late vs early):
+//   session 9 (same process, 20-call medians) D 64 +0.3..+2.7 % on all six rows (1k-16k, both
+//   causal modes), D 128 +0.5..+2.5 % except -7.9 % (4k non-causal) and -7.5 % (16k causal);
+//   session 10 (bench/gpu/flash3_bwd_modes.sh, one process per binary and variant, 4 rounds
+//   ABBA, median of the per-process medians; `...-flash3-bwd-s10-modes.md`) D 64 +0.85 % median
+//   over 12 comparisons (10 positive, -1.5..+2.5 %), D 128 -2.4..+3.0 % (4k -1.2 / -2.4 % with the
+//   STG epilogue): on at D 64, off at D 128.
 #ifndef ATTNKIT_FLASH3_BWD_LATE_FENCE
-#define ATTNKIT_FLASH3_BWD_LATE_FENCE 0
+#define ATTNKIT_FLASH3_BWD_LATE_FENCE 1
 #endif
-inline constexpr bool kLateFence = ATTNKIT_FLASH3_BWD_LATE_FENCE != 0;
+template <int D>
+inline constexpr bool kLateFence = (ATTNKIT_FLASH3_BWD_LATE_FENCE & (D == 64 ? 1 : 2)) != 0;
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
