@@ -890,6 +890,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         ptx::bulk_reduce_add_f32(part, sdq, Tr::kDqPartBytes);
         ptx::bulk_commit();
       }
+    } else if (kTimingSkipDqAtomics) {
+      // TIMING BUILD ONLY (bwd_traits.hpp): no dQ atomics, dQ stays 0. The empty asm reads every
+      // dQ register here, so the dQ GEMM and its wait stay as they are; nothing holds the
+      // registers after it (the REDs' asynchronous register reads are what the bound removes).
+#pragma unroll
+      for (int i = 0; i < Tr::kDqN / 2; ++i)
+        asm volatile("" ::"f"(dq[i]));
     } else if (a.dq_vec4) {
 #pragma unroll
       for (int j = 0; j < Tr::kDqN / 8; ++j)

@@ -158,6 +158,22 @@ inline constexpr int64_t kTmaKvMaxSk128 = 1024;
 template <int D>
 inline constexpr bool kLateFence = (ATTNKIT_FLASH3_BWD_LATE_FENCE & (D == 64 ? 1 : 2)) != 0;
 
+// ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS (session 9, helper f3bwd12; on main since session 10):
+//   TIMING BUILDS ONLY, dQ IS WRONG. 1 drops the dQ atomics (RED.E.ADD.F32x4 / F32x2) of the
+//   consumers' atomic dQ path and keeps everything else (the dQ GEMM, its wait, its registers
+//   consumed by an empty asm), so an A/B binary built with it (bench/gpu/flash3_bwd_modes.sh
+//   FLAVOURS, flash3_bwd_gpu_run.sh F3B_AB_OLD_DEFS) bounds what any dQ hand-off off the register
+//   path or out of L2 could gain. Never a variant token, never set by CMake, never in a library or
+//   test build: the workspace keeps the preprocess's zeros, so dQ = 0 and every backward test
+//   fails. The bulk path (dq_bulk) is not affected. Default 0.
+#ifndef ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS
+#define ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS 0
+#endif
+#if ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS
+#warning "ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS=1: flash3 backward dQ is WRONG (timing build)"
+#endif
+inline constexpr bool kTimingSkipDqAtomics = ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS != 0;
+
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
   static_assert(D == 64 || D == 128, "flash3 backward: D in {64, 128}");
