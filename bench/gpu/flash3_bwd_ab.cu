@@ -155,6 +155,9 @@ void run_one(int S, bool causal) {
       {"default+idiet", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, 1},
       // Session 9 (helper f3bwd13): the library default with the TMA dK / dV epilogue (+tmakv).
       {"default+tmakv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, -1, 1},
+      // Session 10: the library default with the bulk dQ path (smem staging + one
+      // cp.reduce.async.bulk per WG and item) instead of the float4 REDs.
+      {"default+bulk", -1, 1, -1, -1, -1, -1, false, -1, -1},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
