@@ -158,6 +158,9 @@ void run_one(int S, bool causal) {
       // Session 10: the library default with the bulk dQ path (smem staging + one
       // cp.reduce.async.bulk per WG and item) instead of the float4 REDs.
       {"default+bulk", -1, 1, -1, -1, -1, -1, false, -1, -1},
+      // Session 10: the library default with the rotated item order (each CTA starts its query
+      // blocks at x * items / gridDim.x: the key blocks of a head add into different dQ tiles).
+      {"default+rot", -1, -1, -1, -1, -1, -1, false, -1, 1},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs
