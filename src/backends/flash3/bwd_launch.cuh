@@ -304,7 +304,7 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
     v.decoupled = false, v.dq_bulk = false, v.dq_first = true, v.stat = d == 128 ? 3 : 2;
   }
   v.dq_vec4 = kDqVec4;
-  v.item_rot = causal ? kItemRotateCausal : kItemRotate;
+  v.item_rot = causal ? kItemRotateCausal : d == 64 ? kItemRotate64 : kItemRotate;
   v.wait_ns = kProducerWaitDefault ? kProducerWaitNs : 0;
   v.dv_early = kDvEarlyDefault && v.dq_first;
   v.prep_vec = kPrepVecDefault;

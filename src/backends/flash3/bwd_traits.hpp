@@ -71,8 +71,14 @@ inline constexpr bool kDqVec4 = true;
 //   non-causal +0.3-1.7 % at D 64 (m128+bulk+dqf 309.1 / 328.8 -> 310.4 / 332.0), 0 / -4 % at D
 //   128; causal D 64 decoupled+atomic -10 / -14 % (269.8 / 319.3 -> 242.2 / 275.9), D 128 -7 /
 //   -9 %. The same-tile dQ contention it was written for is not what slows the non-causal
-//   kernels. Off.
+//   kernels. Off then.
+//   Session 10 (H100, bench/gpu/flash3_bwd_modes.sh: one process per variant, 6 rounds ABBA,
+//   `...-flash3-bwd-s10-rot.md`), on the session-10 defaults: D 64 non-causal +3.8 / +2.4 / +1.3 %
+//   at S 1k / 4k / 16k (at 1k every rotated process above every default one), D 64 causal -0.7 /
+//   -2.1 / -0.1 %, D 128 -1.3..+0.4 % non-causal, -3.2..-0.1 % causal: on for D 64 non-causal
+//   (kItemRotate64) only.
 inline constexpr bool kItemRotate = false;
+inline constexpr bool kItemRotate64 = true;
 inline constexpr bool kItemRotateCausal = false;
 // kSharedBase: derive the 1024-aligned shared-memory base by pointer arithmetic on the extern
 //   __shared__ array (STS / LDS for every generic-looking access) instead of an integer round
