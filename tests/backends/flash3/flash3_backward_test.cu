@@ -151,6 +151,22 @@ struct TuningScope {
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
+/// Case c against the oracle on the two non-default lse2 / delta sources a coupled dQ-first knob
+/// (+idiet, +tmakv) is built for, under the tuning scope scope(dq_mode, block_m, stat_mode)
+/// returns: bulk dQ + kStat 2, then atomic dQ + kStat 0 (D = 128, 64-row blocks) or the shuffles
+/// (D = 64, 128-row blocks).
+template <typename Scope>
+void expect_other_sources_pass(const check::Case& c, const Scope& scope) {
+  const bool d128 = c.d == 128;
+  const int block_m = d128 ? 64 : 128;
+  {
+    const TuningScope t = scope(1, block_m, 2);
+    expect_backward_passes(c);
+  }
+  const TuningScope t2 = scope(0, block_m, d128 ? 0 : 1);
+  expect_backward_passes(c);
+}
+
 /// Case c twice on the same inputs (seed 23), under the tuning scope tune(0) returns and then
 /// under tune(1)'s: the forward must be bitwise reproducible (else the comparison is void) and
 /// dK / dV (no atomics) bitwise equal. `what` names the knob in the failure messages.
@@ -360,21 +376,9 @@ TEST_P(Flash3Backward, MatchesOracleIdiet) {
   expect_backward_passes(GetParam());
 }
 TEST_P(Flash3Backward, MatchesOracleIdietOther) {
-  if (GetParam().d == 128) {
-    {
-      TuningScope t(1, 0, 64, 1, 2, -1, -1, -1, -1, -1, -1, -1, 1);
-      expect_backward_passes(GetParam());
-    }
-    TuningScope t2(0, 0, 64, 1, 0, -1, -1, -1, -1, -1, -1, -1, 1);
-    expect_backward_passes(GetParam());
-  } else {
-    {
-      TuningScope t(1, 0, 128, 1, 2, -1, -1, -1, -1, -1, -1, -1, 1);
-      expect_backward_passes(GetParam());
-    }
-    TuningScope t2(0, 0, 128, 1, 1, -1, -1, -1, -1, -1, -1, -1, 1);
-    expect_backward_passes(GetParam());
-  }
+  expect_other_sources_pass(GetParam(), [](int dq, int block_m, int stat) {
+    return TuningScope(dq, 0, block_m, 1, stat, -1, -1, -1, -1, -1, -1, -1, 1);
+  });
 }
 // +idiet visits the same items in the same order with the same addresses and masks: dK and dV (no
 // atomics) must be bitwise equal to the kernel without it, for the default variant of every case
@@ -411,13 +415,9 @@ TEST_P(Flash3Backward, MatchesOracleTmaKV) {
   expect_backward_passes(GetParam());
 }
 TEST_P(Flash3Backward, MatchesOracleTmaKVOther) {
-  const bool d128 = GetParam().d == 128;
-  {
-    TuningScope t(1, 0, d128 ? 64 : 128, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, 1);
-    expect_backward_passes(GetParam());
-  }
-  TuningScope t2(0, 0, d128 ? 64 : 128, 1, d128 ? 0 : 1, -1, -1, -1, -1, -1, -1, -1, -1, 1);
-  expect_backward_passes(GetParam());
+  expect_other_sources_pass(GetParam(), [](int dq, int block_m, int stat) {
+    return TuningScope(dq, 0, block_m, 1, stat, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+  });
 }
 // +tmakv stores the same 16-bit values (stage_acc_rows: the STG path's products and pack2) to the
 // same rows: dK and dV must be bitwise equal to the default's, with the atomic and the bulk dQ
