@@ -44,10 +44,14 @@ def load(lib_path):
     knobs_qreg = optional("flash3_set_knobs_qreg", 1)  # session 5 (q_regs)
     knobs_diet = optional("flash3_set_knobs_diet", 1)  # session 7 (tile_diet)
     knobs_tmaepi = optional("flash3_set_knobs_tmaepi", 1)  # session 7 (tma_epilogue)
+    knobs_mmasum = optional("flash3_set_knobs_mmasum", 1)  # session 11 (mma_rowsum)
+    last_slot = getattr(lib, "flash3_last_slot", None)
+    if last_slot is not None:
+        last_slot.restype = ctypes.c_int
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
-                   qreg=0, diet=-1, tmaepi=-1):
+                   qreg=0, diet=-1, tmaepi=-1, mmasum=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -63,7 +67,11 @@ def load(lib_path):
             knobs_diet(diet)
         if knobs_tmaepi is not None:
             knobs_tmaepi(tmaepi)
+        if knobs_mmasum is not None:
+            knobs_mmasum(mmasum)
     set_tuning.has_diet = knobs_diet is not None
+    set_tuning.has_mmasum = knobs_mmasum is not None
+    set_tuning.last_slot = last_slot
     set_tuning.has_tmaepi = knobs_tmaepi is not None
     return f, set_tuning
 
@@ -206,6 +214,16 @@ def main():
                         variants = [("default", {}), ("notmaepi", {"tmaepi": 0}), ("tmaepi", {"tmaepi": 1}),
                                     ("cudnn", None)]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
+                    elif a.ab_set == "s11m":  # session 11: tensor-core row sums (Tuning::mma_rowsum)
+                        if not getattr(set_tuning, "has_mmasum", False):
+                            raise SystemExit("--ab-set s11m: the shim has no flash3_set_knobs_mmasum")
+                        if s <= 4096:  # the auto diet runs (D 64: uniform descriptors, D 128: TMA epilogue)
+                            variants = [("default", {}), ("mmasum", {"mmasum": 1}), ("cudnn", None)]
+                        else:  # the diet forced, with and without the row sums, against the default
+                            diet = {"diet": 1, "uni": 1} if d == 64 else {"diet": 1}
+                            variants = [("default", {}), ("diet", diet), ("diet+mmasum", dict(diet, mmasum=1)),
+                                        ("cudnn", None)]
+                        variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
                         variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),
                                     ("lazy", {"uni": 0, "lazy": 1}), ("uni+lazy", {"uni": 1, "lazy": 1}),
@@ -236,9 +254,10 @@ def main():
                                 print(f"  !! flash3[{name}] disagrees with cuDNN: rel {rel}")
                         time.sleep(a.pause)
                         m = time_it(impls["attnkit:flash3"], a.reps)
+                        slot = set_tuning.last_slot() if getattr(set_tuning, "last_slot", None) else -1
                         set_tuning()
-                        print(f"  A/B D={d} S={s} causal={int(causal)} flash3[{name}] {flops / m / 1e9:6.1f} TFLOP/s",
-                              flush=True)
+                        print(f"  A/B D={d} S={s} causal={int(causal)} flash3[{name}] {flops / m / 1e9:6.1f} TFLOP/s"
+                              f" (slot {slot})", flush=True)
                 # Cross-check flash3 against cuDNN on set 0.
                 impls["attnkit:flash3"][0]()
                 ref = impls["torch:cudnn"][0]().transpose(1, 2).float()

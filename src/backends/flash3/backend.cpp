@@ -4,6 +4,7 @@
 // atomics (bwd_kernel.cuh). Everything not implemented is declared unsupported so the
 // dispatcher falls back.
 #include <cuda_runtime.h>
+#include <atomic>
 
 #include <cstdint>
 #include <mutex>
@@ -236,6 +237,15 @@ namespace flash3 {
 Tuning& tuning() {
   static Tuning t;
   return t;
+}
+namespace {
+std::atomic<int> g_last_forward_slot{-1};
+}
+int last_forward_slot() {
+  return g_last_forward_slot.load(std::memory_order_relaxed);
+}
+void set_last_forward_slot(int slot) {
+  g_last_forward_slot.store(slot, std::memory_order_relaxed);
 }
 }  // namespace flash3
 
