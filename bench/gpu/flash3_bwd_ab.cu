@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/flash3/bwd_launch.cuh"
@@ -191,23 +192,60 @@ void run_one(int S, bool causal) {
     flash3::bwd_tuning().conv_vec = var.name == std::string("default") ? -1 : var.conv_vec;
     flash3::bwd_tuning().idiet = var.name == std::string("default") ? -1 : var.idiet;
     flash3::bwd_tuning().tmakv = var.name == std::string("default") ? -1 : var.tmakv;
+    auto time_median = [&]() {
+      std::vector<float> ms;
+      for (int i = 0; i < reps; ++i) {
+        cudaEventRecord(e0);
+        flash3::run_backward<D, true>(p);
+        cudaEventRecord(e1);
+        check(cudaEventSynchronize(e1), "run");
+        float t = 0;
+        cudaEventElapsedTime(&t, e0, e1);
+        ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      return std::make_pair(ms[ms.size() / 2], ms.front());
+    };
+    // Session 11: F3AB_WS_SHIFTS="0,4096,..." (bytes, multiples of 256) times this variant with
+    // the dQ accumulator moved by each shift (BwdTuning::dq_ws_shift), F3AB_ROUNDS rounds (odd
+    // rounds in reverse order), one line per shift: the medians of the rounds in round order.
+    if (const char* shifts_env = std::getenv("F3AB_WS_SHIFTS")) {
+      std::vector<long long> shifts;
+      for (const char* c = shifts_env; *c;) {
+        char* end = nullptr;
+        shifts.push_back(std::strtoll(c, &end, 10));
+        c = *end == ',' ? end + 1 : end;
+        if (end == c && *c) break;
+      }
+      const int rounds = std::getenv("F3AB_ROUNDS") ? std::atoi(std::getenv("F3AB_ROUNDS")) : 4;
+      // The largest shift first: the workspace grows once, so no shift reallocates it.
+      flash3::bwd_tuning().dq_ws_shift = *std::max_element(shifts.begin(), shifts.end());
+      flash3::run_backward<D, true>(p);
+      std::vector<std::vector<float>> med(shifts.size());
+      for (int r = 0; r < rounds; ++r)
+        for (size_t j = 0; j < shifts.size(); ++j) {
+          const size_t i = r % 2 ? shifts.size() - 1 - j : j;
+          flash3::bwd_tuning().dq_ws_shift = shifts[i];
+          for (int w = 0; w < 3; ++w)
+            flash3::run_backward<D, true>(p);
+          med[i].push_back(time_median().first);
+        }
+      for (size_t i = 0; i < shifts.size(); ++i) {
+        std::printf("S=%5d D=%3d causal=%d %-18s shift %9lld B  TFLOP/s per round:", S, D,
+                    causal ? 1 : 0, (var.name + suffix).c_str(), shifts[i]);
+        for (float m : med[i])
+          std::printf(" %6.1f", flops / (m * 1e-3) / 1e12);
+        std::printf("\n");
+      }
+      flash3::bwd_tuning().dq_ws_shift = 0;
+      continue;
+    }
     for (int i = 0; i < 5; ++i)
       flash3::run_backward<D, true>(p);
-    std::vector<float> ms;
-    for (int i = 0; i < reps; ++i) {
-      cudaEventRecord(e0);
-      flash3::run_backward<D, true>(p);
-      cudaEventRecord(e1);
-      check(cudaEventSynchronize(e1), "run");
-      float t = 0;
-      cudaEventElapsedTime(&t, e0, e1);
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    const float med = ms[ms.size() / 2];
+    const auto [med, lo] = time_median();
     std::printf("S=%5d D=%3d causal=%d %-26s %8.3f ms  %6.1f TFLOP/s  (min %8.3f ms %6.1f)\n", S, D,
-                causal ? 1 : 0, (var.name + suffix).c_str(), med, flops / (med * 1e-3) / 1e12,
-                ms.front(), flops / (ms.front() * 1e-3) / 1e12);
+                causal ? 1 : 0, (var.name + suffix).c_str(), med, flops / (med * 1e-3) / 1e12, lo,
+                flops / (lo * 1e-3) / 1e12);
   }
   flash3::bwd_tuning() = flash3::BwdTuning{};
   for (auto* p : {q, k, v, o, dout, dq, dk, dv})

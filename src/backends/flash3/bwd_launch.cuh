@@ -92,11 +92,12 @@ void launch_backward(const Params& p, const Variant& v) {
   const int64_t bh = p.batch * p.heads_q;
   // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D].
   const size_t rows = static_cast<size_t>(bh) * static_cast<size_t>(sq_pad);
-  float* ws = static_cast<float*>(
-      cuda::workspace(rows * (2 + static_cast<size_t>(D)) * sizeof(float), p.device.index, stream));
+  const size_t shift = static_cast<size_t>(bwd_tuning().dq_ws_shift / 256 * 256) / sizeof(float);
+  float* ws = static_cast<float*>(cuda::workspace(
+      (rows * (2 + static_cast<size_t>(D)) + shift) * sizeof(float), p.device.index, stream));
   float* lse2 = ws;
   float* delta = ws + rows;
-  float* dq_acc = ws + 2 * rows;
+  float* dq_acc = ws + 2 * rows + shift;
 
   if (v.prep_vec && prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad is a multiple of 64)

@@ -1,6 +1,8 @@
 // Entry points of the flash3 backward instantiations (instantiations/bwd_d*_*.cu).
 #pragma once
 
+#include <cstdint>
+
 #include "core/params.hpp"
 
 namespace attnkit::flash3 {
@@ -56,6 +58,10 @@ struct BwdTuning {
   // (16-byte aligned, strides multiples of 8 elements; else the STG epilogue runs). Exact (same
   // bits). 1 / 0 / -1 = default (bwd_traits.hpp: on at D 64, at D 128 up to kTmaKvMaxSk128 keys).
   int tmakv = -1;
+  // Measurement only (session 11): the dQ accumulator starts this many bytes (a multiple of
+  // 256) after its usual place in the workspace, which grows by as much. Lets one process time
+  // the same kernel on other dQ addresses (the D 128 per-process spread of session 10). 0 = off.
+  int64_t dq_ws_shift = 0;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;
