@@ -101,11 +101,8 @@ extern "C" void flash3_set_knobs_diet(int tile_diet) {
 extern "C" void flash3_set_knobs_tmaepi(int tma_epilogue) {
   attnkit::flash3::tuning().tma_epilogue = tma_epilogue;
 }
-// Session 11: Tuning::mma_rowsum (-1 = auto, the default / 0 = off / 1 = on), and the launch
-// slot of the last forward (the A/B prints it, so a variant that fell back is visible).
-extern "C" void flash3_set_knobs_mmasum(int mma_rowsum) {
-  attnkit::flash3::tuning().mma_rowsum = mma_rowsum;
-}
+// Session 11: the launch slot of the last forward (launch.cuh kernels[]; the A/B prints it, so
+// a variant that fell back to another kernel is visible).
 extern "C" int flash3_last_slot() {
   return attnkit::flash3::last_forward_slot();
 }

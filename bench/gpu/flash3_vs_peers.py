@@ -44,14 +44,13 @@ def load(lib_path):
     knobs_qreg = optional("flash3_set_knobs_qreg", 1)  # session 5 (q_regs)
     knobs_diet = optional("flash3_set_knobs_diet", 1)  # session 7 (tile_diet)
     knobs_tmaepi = optional("flash3_set_knobs_tmaepi", 1)  # session 7 (tma_epilogue)
-    knobs_mmasum = optional("flash3_set_knobs_mmasum", 1)  # session 11 (mma_rowsum)
     last_slot = getattr(lib, "flash3_last_slot", None)
     if last_slot is not None:
         last_slot.restype = ctypes.c_int
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=0, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
-                   qreg=0, diet=-1, tmaepi=-1, mmasum=-1):
+                   qreg=0, diet=-1, tmaepi=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -67,10 +66,7 @@ def load(lib_path):
             knobs_diet(diet)
         if knobs_tmaepi is not None:
             knobs_tmaepi(tmaepi)
-        if knobs_mmasum is not None:
-            knobs_mmasum(mmasum)
     set_tuning.has_diet = knobs_diet is not None
-    set_tuning.has_mmasum = knobs_mmasum is not None
     set_tuning.last_slot = last_slot
     set_tuning.has_tmaepi = knobs_tmaepi is not None
     return f, set_tuning
@@ -213,16 +209,6 @@ def main():
                         # notmaepi / tmaepi: the diet's STG / TMA epilogue forced
                         variants = [("default", {}), ("notmaepi", {"tmaepi": 0}), ("tmaepi", {"tmaepi": 1}),
                                     ("cudnn", None)]
-                        variants = variants + [(n + "-again", kw) for n, kw in variants]
-                    elif a.ab_set == "s11m":  # session 11: tensor-core row sums (Tuning::mma_rowsum)
-                        if not getattr(set_tuning, "has_mmasum", False):
-                            raise SystemExit("--ab-set s11m: the shim has no flash3_set_knobs_mmasum")
-                        if s <= 4096:  # the auto diet runs (D 64: uniform descriptors, D 128: TMA epilogue)
-                            variants = [("default", {}), ("mmasum", {"mmasum": 1}), ("cudnn", None)]
-                        else:  # the diet forced, with and without the row sums, against the default
-                            diet = {"diet": 1, "uni": 1} if d == 64 else {"diet": 1}
-                            variants = [("default", {}), ("diet", diet), ("diet+mmasum", dict(diet, mmasum=1)),
-                                        ("cudnn", None)]
                         variants = variants + [(n + "-again", kw) for n, kw in variants]
                     elif a.ab_set == "s4f":  # session 4 (helper f3fwd7): uniform descriptors, lazy rescale
                         variants = [("default", {}), ("uniform", {"uni": 1, "lazy": 0}),

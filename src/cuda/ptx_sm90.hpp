@@ -199,21 +199,6 @@ struct Sw128Desc {
   }
 };
 
-/// No-swizzle ("interleave") layout: 8-row x 16-byte core matrices, LBO / SBO = bytes between
-/// core matrices along the leading / strided dimension. Used for operands whose values do not
-/// depend on the layout (flash3's all-ones row-sum operand, mainloop.cuh kVarMmaRowSum).
-struct NoSwizzleDesc {
-#if defined(__CUDACC__)
-  __host__ __device__
-#endif
-      static constexpr uint64_t
-      make(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
-    return (static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4)) |
-           (static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16) |
-           (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32);
-  }
-};
-
 // ---------------------------------------------------------------------------------------------
 // Host: tensor maps
 // ---------------------------------------------------------------------------------------------

@@ -75,15 +75,10 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     }
     ptx::fence_mbar_init();
   }
-  // The zero V block (Consumer::issue_pending_pv) and the ones block (kVarMmaRowSum): written by
-  // the generic proxy, read by wgmma (async proxy), hence the proxy fence before the barrier.
+  // The zero V block (Consumer::issue_pending_pv): written by the generic proxy, read by wgmma
+  // (async proxy), hence the proxy fence before the barrier.
   for (int i = threadIdx.x; i < Tr::kZeroBytes / 16; i += Tr::kThreads)
     reinterpret_cast<uint4*>(sm.zero)[i] = make_uint4(0, 0, 0, 0);
-  if constexpr ((kVar & kVarMmaRowSum) != 0) {  // the row-sum operand: 16-bit ones (same fence)
-    constexpr uint32_t kOne2 = BF16 ? 0x3F803F80u : 0x3C003C00u;
-    if (threadIdx.x < SmemLayout<Tr>::kOnesBytes / 16)
-      reinterpret_cast<uint4*>(sm.ones)[threadIdx.x] = make_uint4(kOne2, kOne2, kOne2, kOne2);
-  }
   ptx::fence_proxy_async_smem();
   __syncthreads();
   if constexpr (Tr::kCluster > 1) cl::sync();  // the peer's barriers exist before any remote use

@@ -151,17 +151,12 @@ void launch_forward(const Params& p) {
       kTmaEpiCapable && diet && (D != 64 || diet_uni64) && tma_on && tuning().q_bufs >= 2 &&
       Tr::kQStages == 2 && store_map_ok(p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q) &&
       make_map_nothrow(&a.tma_o, p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q, D, 16, BF16) == 0;
-  // Session 11: tensor-core row sums (mainloop.cuh kVarMmaRowSum) in the diet kernel that runs:
-  // D = 128's TMA-epilogue one (slot 16) or D = 64's with uniform descriptors (slot 17).
-  const bool mma_on = tuning().mma_rowsum > 0;
-  const bool mma_sum =
-      kTmaEpiCapable && mma_on && diet && (D == 128 ? tma_epi : diet_uni64 && !tma_epi);
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-  void (*kernels[18])(FwdArgs) = {};
+  void (*kernels[16])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
       k = fwd_kernel<D, BF16, BN, WGs, VS, 0, 1, RS>;
@@ -181,11 +176,6 @@ void launch_forward(const Params& p) {
     if constexpr (kDietCapable && D == 64)
       kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc>;
     if constexpr (kTmaEpiCapable) kernels[15] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar>;
-    if constexpr (kTmaEpiCapable && D == 128)
-      kernels[16] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar | kVarMmaRowSum>;
-    if constexpr (kTmaEpiCapable && D == 64)
-      kernels[17] =
-          fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc | kVarMmaRowSum>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
     kernels[4] = fwd_kernel<D, BF16, BN, WGs, VS, 0, 2>;
@@ -195,7 +185,6 @@ void launch_forward(const Params& p) {
   }
   const int slot = tuning().legacy_desc ? 8
                    : qreg               ? 12
-                   : mma_sum            ? (D == 128 ? 16 : 17)
                    : diet               ? (tma_epi      ? 15
                                            : diet_uni64 ? 14
                                                         : 13)
@@ -206,7 +195,7 @@ void launch_forward(const Params& p) {
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[18][kMaxDevices] = {};
+  static std::atomic<int> attr_set[16][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

@@ -97,15 +97,6 @@ struct Tuning {
   // +3.6 / +3.8 % at S = 1k non-causal, +1.4 / +2.4 % causal, +0.4 / +0.6 % at 4k non-causal,
   // +0.8 / +1.4 % causal (bench/results/2026-11-22-h100-flash3-fwd-s8-tmaepi.md).
   int tma_epilogue = -1;
-  // Session 11: the softmax row sums from the tensor cores (mainloop.cuh kVarMmaRowSum): next to
-  // each P V the consumer issues P times a 16 x 8 block of ones (8 m64n8k16 wgmma per 128-key
-  // block), and the softmax drops its 64 row-sum FADDs per thread and block. In the diet kernels
-  // of D = 64 (slot 14's: launch slot 17) and D = 128 (slot 15's, the TMA epilogue: slot 16);
-  // ignored where another kernel runs (D = 256, Sk > 4096 unless tile_diet = 1, the STG-epilogue
-  // diet at D = 128, ...). Not bit-identical: l = the sum of the 16-bit P that P V used (the
-  // weights of O then sum to 1 exactly), so lse moves by up to 2^-9 (bf16) / 2^-11 (f16)
-  // relative in l. -1 = auto (off until measured), 0 = off, 1 = on.
-  int mma_rowsum = -1;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
   // mainloop.cuh consume_tile_fused). A/B only until a GPU run shows a gain.

@@ -36,7 +36,6 @@ struct SmemLayout {
   uint8_t* k;  // stage s at k + s * kKVBytes
   uint8_t* v;
   uint8_t* zero;      // [kD / 64][16][64] zeros (FwdTraits::kZeroBytes)
-  uint8_t* ones;      // kOnesBytes of 16-bit ones in the barrier KB (kVarMmaRowSum kernels only)
   uint64_t* full_q;   // [kQStages] TMA -> consumers (tx bytes)
   uint64_t* empty_q;  // [kQStages] consumer warps -> producer: that Q is no longer read
   uint64_t* full_k;
@@ -57,13 +56,7 @@ struct SmemLayout {
     empty_k = full_v + Tr::kStagesV;
     empty_v = empty_k + Tr::kStagesK;
     sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStagesV);
-    ones = reinterpret_cast<uint8_t*>(bars) + kOnesOffset;
   }
-  // The barrier KB (FwdTraits::kFixedBytes) holds <= 14 barriers and the scheduler slot (116 B);
-  // its upper half is the all-ones row-sum operand of kVarMmaRowSum.
-  static constexpr int kOnesOffset = 512, kOnesBytes = 512;
-  static_assert(8 * (2 * Tr::kQStages + 2 * Tr::kStagesK + 2 * Tr::kStagesV) + 4 <= kOnesOffset,
-                "barriers + scheduler slot below the ones operand");
 };
 
 /// Q buffer use, counted over the tiles this CTA has visited (producer and consumers count
@@ -407,37 +400,6 @@ inline constexpr int kVarTileDiet = 256;
 // which launch.cuh checks (fallback: the STG epilogue kernel). Same bits as store_output.
 inline constexpr int kVarTmaEpi = 512;
 
-// Session 11: the row sums l of the online softmax from the tensor cores instead of the FP32
-// pipe (Tuning::mma_rowsum; kVarTileDiet kernels of D = 64 / 128, the overlapped Consumer).
-// Next to each O += P V (8 x m64n128k16 at D = 128) the warpgroup issues L += P 1 (8 x
-// m64n8k16, B = a 16 x 8 block of ones in shared memory, SmemLayout::ones), so the softmax
-// drops its row-sum FADDs (kBlockN / 2 per thread and K/V block: 64 of ~380 instructions at
-// D = 128, on the consumer warp's stream, which the session 5-7 A/Bs showed is the critical
-// path) and the quad shuffles of finalize; it adds 8 HGMMA per turn and ~3 % to the tensor
-// work. L is rescaled with O (2 FMUL) and read after the tile's last P V. Every column of L
-// holds the row sum: lacc[0] (row r = 0) and lacc[2] (r = 1) are read, [1] / [3] are not
-// rescaled (bounded by the key count; never read).
-// Numerics: l = sum of the 16-bit P that P V used, so the weights of O sum to 1 exactly (the
-// fp32 sum leaves a common-mode error of up to 2^-9 relative in bf16); lse = m + log l carries
-// that rounding (|error| <= 2^-9 in bf16, 2^-11 in f16), within the 2e-3 exact-tier bound.
-inline constexpr int kVarMmaRowSum = 1024;
-
-/// L[64 x 8] (+)= P[64 x kBlockN] 1[kBlockN x 8] (issued, not waited): every column of L = the
-/// row sums of P. ones = a no-swizzle descriptor of >= 256 bytes of 16-bit ones.
-template <class Tr, bool BF16>
-__device__ __forceinline__ void issue_rowsum(float (&l)[4], const uint32_t (&p)[Tr::kBlockN / 4],
-                                             uint64_t ones, int scale_first = 1) {
-#pragma unroll
-  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-    const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-    Wgmma<8, BF16>::rs(l, a, ones, kk == 0 ? scale_first : 1);
-  }
-}
-template <class Sm>
-__device__ __forceinline__ uint64_t ones_desc(const Sm& sm) {
-  return attnkit::cuda::sm90::NoSwizzleDesc::make(attnkit::cuda::sm90::smem_u32(sm.ones), 128, 128);
-}
-
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
 /// a wgmma register A operand (= mma.m16n8k16's A for the warp's 16 rows): a0 (row g, cols
@@ -553,7 +515,7 @@ __device__ __forceinline__ void mainloop_turn(
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
-    const uint32_t (&qa)[Tr::kD / 16][4], float (&lacc)[4], int pv_scale = 1) {
+    const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
@@ -561,7 +523,6 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
-  constexpr bool kMmaSum = (kVar & kVarMmaRowSum) != 0;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     return (nb + 1) * kBN > a.seqlen_k ||
@@ -572,7 +533,6 @@ __device__ __forceinline__ void mainloop_turn(
   ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
   fence_regs(o);
   fence_regs(p);
-  if constexpr (kMmaSum) fence_regs(lacc);
   turn.wait_turn();
   ptx::wgmma_fence();
   issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
@@ -583,7 +543,6 @@ __device__ __forceinline__ void mainloop_turn(
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
   issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
                                   Tr::kKVChunkBytes, pv_scale);
-  if constexpr (kMmaSum) issue_rowsum<Tr, BF16>(lacc, p, ones_desc(sm), pv_scale);
   ptx::wgmma_commit();
   turn.pass_turn();
   ptx::wgmma_wait<1>();  // S ready
@@ -591,18 +550,14 @@ __device__ __forceinline__ void mainloop_turn(
   release_kv<Tr>(&sm.empty_k[st], lane);
   if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-  const bool moved = sm_state.template step<!kLegacyDesc, kLazy, !kMmaSum>(s, sl2, factor);
+  const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
   ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
   fence_regs(o);
   fence_regs(p);
-  if constexpr (kMmaSum) fence_regs(lacc);
   release_kv<Tr>(&sm.empty_v[sp], lane);
   if constexpr (!kEarly) {
-    if (moved) {
-      rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
-      if constexpr (kMmaSum) lacc[0] *= factor[0], lacc[2] *= factor[1];
-    }
+    if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
   }
   // P is converted only now: writing its registers while P V_{it-1} still reads them makes
   // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
@@ -689,19 +644,15 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     }
     static_assert((kVar & kVarQReg) == 0,
                   "flash3: Q in registers is a Consumer (D <= 128) variant");
-    static_assert((kVar & kVarMmaRowSum) == 0,
-                  "flash3: tensor-core row sums are a Consumer (D <= 128) variant");
     const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
-    float no_l[4];                              // (unused without kVarMmaRowSum)
     if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
       if (n_blocks > 1)
         mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_blocks, q_wg, k_base, v_base, o, p, s,
-                                      factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, no_l,
-                                      0);
+                                      factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base, v_base, o, p, s,
-                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, no_l);
+                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
@@ -1145,9 +1096,6 @@ struct Consumer {
                 "flash3: kVarQReg is D = 128, 128-key tiles, 2 consumer warpgroups");
   static constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
-  static constexpr bool kMmaSum = (kVar & kVarMmaRowSum) != 0;
-  static_assert(!kMmaSum || (kDiet && !kOrdered),
-                "flash3: kVarMmaRowSum is a kVarTileDiet variant (no row sums to order on)");
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1168,7 +1116,6 @@ struct Consumer {
   bool pending = false;      // P V of the last block of tile (pb, ph, prow0) not issued yet
   int pb = 0, ph = 0, prow0 = 0;
   int pacc = 1;  // kDiet: the pending P V accumulates (0: it is its tile's only one, O = P V)
-  float lacc[4] = {0.f, 0.f, 0.f, 0.f};  // kMmaSum: L = P 1 with O (issue_rowsum)
   static constexpr bool kTmaEpi = (kVar & kVarTmaEpi) != 0;
   static_assert(!kTmaEpi || (kDiet && Tr::kQStages == 2),
                 "flash3: kVarTmaEpi is a kVarTileDiet variant and stages O in the 2nd Q buffer");
@@ -1225,19 +1172,7 @@ struct Consumer {
     ptx::wgmma_fence();
     // (kDiet: without a pending P V, O is not stored afterwards, whatever pacc says.)
     issue_pv<Tr, BF16, kLegacyDesc>(o, p, base, kk_stride, chunk_stride, kDiet ? pacc : 1);
-    if constexpr (kMmaSum) issue_rowsum<Tr, BF16>(lacc, p, ones_desc(sm), pacc);
     ptx::wgmma_commit();
-  }
-  /// The pending tile's inv / lse once its last P V has completed: from the tensor-core sums
-  /// (kMmaSum; mx = the reference maxima of that tile) or the softmax state's own sums.
-  __device__ __forceinline__ void finalize_pending(const float (&mx)[2], float (&inv)[2],
-                                                   float (&lse)[2]) {
-    if constexpr (kMmaSum) {
-      const float l[2] = {lacc[0], lacc[2]};
-      OnlineSoftmax<kBN>::finalize_sums(l, mx, a.scale, inv, lse);
-    } else {
-      state.finalize(a.scale, inv, lse);
-    }
   }
   /// After that P V completed: finishes the pending tile (frees its V buffer, writes O and
   /// lse; inv/lse = its finalised softmax state), then clears O (P is cleared by the callers
@@ -1283,16 +1218,14 @@ struct Consumer {
     namespace ptx = attnkit::cuda::sm90;
     fence_regs(o);
     fence_regs(p);
-    if constexpr (kMmaSum) fence_regs(lacc);
     turn.wait_turn();
     issue_pending_pv();
     turn.pass_turn();
     ptx::wgmma_wait<0>();
     fence_regs(o);
     fence_regs(p);
-    if constexpr (kMmaSum) fence_regs(lacc);
     float inv[2], lse[2];
-    finalize_pending(state.row_max, inv, lse);
+    state.finalize(a.scale, inv, lse);
     finish_pending(inv, lse);
     zero_p();
   }
@@ -1313,7 +1246,6 @@ struct Consumer {
     ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
     fence_regs(o);
     fence_regs(p);
-    if constexpr (kMmaSum) fence_regs(lacc);
     turn.wait_turn();
     if constexpr (kCanOverlap) issue_pending_pv();
     turn.pass_turn();
@@ -1322,9 +1254,8 @@ struct Consumer {
       ptx::wgmma_wait<0>();
       fence_regs(o);
       fence_regs(p);
-      if constexpr (kMmaSum) fence_regs(lacc);
       float inv[2], lse[2];
-      finalize_pending(state.row_max, inv, lse);
+      state.finalize(a.scale, inv, lse);
       finish_pending(inv, lse);
       zero_p();
     }
@@ -1382,7 +1313,6 @@ struct Consumer {
       ptx::mbar_wait(&sm.full_k[st], pipe.kph());
       fence_regs(o);
       fence_regs(p);
-      if constexpr (kMmaSum) fence_regs(lacc);
       turn.wait_turn();
       ptx::wgmma_fence();
       issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
@@ -1397,24 +1327,17 @@ struct Consumer {
       fence_regs(s);
       release_kv<Tr>(&sm.empty_k[st], lane);
       float inv[2], lse[2];
-      // kMmaSum: the previous tile's sums come with its P V (finalized after the wait below),
-      // against its reference maxima (saved before init).
-      const float prev_max[2] = {state.row_max[0], state.row_max[1]};
-      if constexpr (kCanOverlap && !kMmaSum)
+      if constexpr (kCanOverlap)
         state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc, kLazy, !kMmaSum>(s, sl2, factor);  // O starts from zero
+      state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
         fence_regs(o);
         fence_regs(p);
-        if constexpr (kMmaSum) {
-          fence_regs(lacc);
-          finalize_pending(prev_max, inv, lse);
-        }
         convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
         finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
       } else {
@@ -1428,14 +1351,14 @@ struct Consumer {
       if (n_blocks > 1) {
         mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_blocks, q_wg, k_base,
                                       attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf,
-                                      state, sl2, first_row, row0, lane, qa, lacc, 0);
+                                      state, sl2, first_row, row0, lane, qa, 0);
         release_staged();  // kTmaEpi: turn 0's store has had a turn to read its rows
       }
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base,
                                     attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf, state,
-                                    sl2, first_row, row0, lane, qa, lacc);
+                                    sl2, first_row, row0, lane, qa);
     // Every QK^T of this tile is done: the producer may load a later tile's Q here (kTmaEpi:
     // only after the epilogue's TMA store has read it, release_staged in a later tile).
     if constexpr (kTmaEpi) {

@@ -49,15 +49,12 @@ struct OnlineSoftmax {
   /// (lse = ref * scale + log l). P <= 256 is representable in bf16 and f16 (same relative
   /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
   /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
-  ///
-  /// kSum = false (kVarMmaRowSum, mainloop.cuh): no row sums here; the tensor cores add P's rows
-  /// (P times a column of ones, next to P V) and row_sum stays unused.
-  template <bool kTree = true, bool kLazy = false, bool kSum = true>
+  template <bool kTree = true, bool kLazy = false>
   __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
     if constexpr (!kLazy) {  // row by row, as before kLazy existed (same PTX order)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kSum>(s, r, block_max<kTree>(s, r), scale_log2, factor);
+        exp_row(s, r, block_max<kTree>(s, r), scale_log2, factor);
       return true;
     } else {
       float mx[2];
@@ -71,7 +68,7 @@ struct OnlineSoftmax {
       if (!moved) mx[0] = row_max[0], mx[1] = row_max[1];
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kSum>(s, r, mx[r], scale_log2, factor);
+        exp_row(s, r, mx[r], scale_log2, factor);
       return moved;
     }
   }
@@ -104,8 +101,7 @@ struct OnlineSoftmax {
   }
 
   /// Row r against the new reference max mx: factor[r], p = 2^(s * scale_log2 - ref) in place,
-  /// row_max / row_sum (kSum) updated.
-  template <bool kSum = true>
+  /// row_max / row_sum updated.
   __device__ __forceinline__ void exp_row(float (&s)[kRegs], int r, float mx, float scale_log2,
                                           float (&factor)[2]) {
     const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
@@ -118,10 +114,10 @@ struct OnlineSoftmax {
       for (int e = 0; e < 2; ++e) {
         const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
         s[4 * j + 2 * r + e] = p;
-        if constexpr (kSum) sum += p;
+        sum += p;
       }
     }
-    if constexpr (kSum) row_sum[r] = row_sum[r] * factor[r] + sum;
+    row_sum[r] = row_sum[r] * factor[r] + sum;
   }
 
   /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.
@@ -134,19 +130,6 @@ struct OnlineSoftmax {
       const bool empty = !(l > 0.f);
       inv[r] = empty ? 0.f : 1.f / l;
       lse[r] = empty ? -INFINITY : row_max[r] * scale + __logf(l);
-    }
-  }
-
-  /// kVarMmaRowSum: the full row sums l[r] (already summed over the row by the tensor cores),
-  /// the reference maxima mx[r] they belong to; otherwise as finalize.
-  __device__ __forceinline__ static void finalize_sums(const float (&l)[2], const float (&mx)[2],
-                                                       float scale, float (&inv)[2],
-                                                       float (&lse)[2]) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const bool empty = !(l[r] > 0.f);
-      inv[r] = empty ? 0.f : 1.f / l[r];
-      lse[r] = empty ? -INFINITY : mx[r] * scale + __logf(l[r]);
     }
   }
 };
