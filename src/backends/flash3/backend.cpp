@@ -4,8 +4,8 @@
 // atomics (bwd_kernel.cuh). Everything not implemented is declared unsupported so the
 // dispatcher falls back.
 #include <cuda_runtime.h>
-#include <atomic>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
