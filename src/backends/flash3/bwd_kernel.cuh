@@ -280,37 +280,6 @@ struct ItemWalk {
   }
 };
 
-/// kTmaKV (session 9, helper f3bwd13): one consumer warp's 16 rows x kD columns of a dK / dV
-/// accumulator (m64nkD layout: acc[4 j + 2 r + e] = row lane / 4 + 8 r, column 8 j + 2 (lane % 4)
-/// + e), times `scale` if kScaled, rounded by pack2 exactly as the STG epilogue does (same bits),
-/// go with kD / 16 stmatrix.x4 into `stage`: the shared address of the warp's first row in column
-/// chunk 0 of a 128B-swizzled [rows][64] chunk layout, chunks kChunkBytes apart, 1024-aligned (the
-/// layout a TMA store with a 128B-swizzle map reads; the forward's store_output_tma, epilogue.cuh).
-template <int kD, int kChunkBytes, bool BF16, bool kScaled>
-__device__ __forceinline__ void stage_acc_rows(const float (&acc)[kD / 2], float scale, int lane,
-                                               uint32_t stage) {
-  const int l7 = lane & 7, hi = (lane >> 4) & 1;
-  // Row of the warp's 16 that this lane addresses: matrix (lane / 8) & 1 is the upper / lower 8.
-  const uint32_t row_addr = stage + static_cast<uint32_t>((l7 + 8 * ((lane >> 3) & 1)) * 128);
-  auto v = [&](int i) {
-    if constexpr (kScaled)
-      return acc[i] * scale;
-    else
-      return acc[i];
-  };
-#pragma unroll
-  for (int j = 0; j < kD / 16; ++j) {
-    // Matrices 0 / 1: rows 0-7 / 8-15 of columns 16 j .. + 7 (16-byte group 2 j of its chunk);
-    // 2 / 3: the same rows of columns 16 j + 8 .. + 15. 128B swizzle: group g of row r at unit
-    // (g % 8) ^ (r % 8), r % 8 = l7 (stage is 1024-aligned).
-    const int g = 2 * (j % 4) + hi;
-    const uint32_t addr = row_addr + (j / 4) * kChunkBytes + static_cast<uint32_t>((g ^ l7) << 4);
-    attnkit::cuda::sm90::stmatrix_x4(
-        addr, pack2<BF16>(v(8 * j + 0), v(8 * j + 1)), pack2<BF16>(v(8 * j + 2), v(8 * j + 3)),
-        pack2<BF16>(v(8 * j + 4), v(8 * j + 5)), pack2<BF16>(v(8 * j + 6), v(8 * j + 7)));
-  }
-}
-
 /// kDqFirst (session 3): issue order of the three GEMMs after dS^T, as FlashAttention-3 does:
 ///   dV (RS) | barrier | dQ (SS) | wait dV | dK (RS) | wait dQ | dQ -> workspace | wait dK
 /// so the tensor pipe always has a GEMM queued while a drain is waited for, and the dQ hand-off
@@ -374,7 +343,7 @@ __device__ __forceinline__ void stage_acc_rows(const float (&acc)[kD / 2], float
 /// (every lane) -> __syncwarp -> lane 0's cp.async.bulk.tensor (async proxy); commit_group; then
 /// cp.async.bulk.wait_group.read 0 before exit (the shared source must outlive the reads; the
 /// global writes complete by the kernel boundary, as CUTLASS's / FA3's epilogues rely on). Same
-/// values (stage_acc_rows: the STG path's products and pack2), same rows: dK / dV bitwise equal.
+/// values (stmatrix_acc_rows: the STG path's products and pack2), same rows: dK / dV bitwise equal.
 /// bwd_launch.cuh runs it only where dK and dV are TMA store targets (16-byte aligned, strides
 /// multiples of 8 elements), the STG kernel otherwise.
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
@@ -931,8 +900,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const uint32_t dk_stage =
         base + Tr::kOffDQ + w * Tr::kDqPartBytes + 16 * warp * Tr::kRowBytes;  // 1024-aligned
     const uint32_t dv_stage = base + Tr::kOffV + (64 * w + 16 * warp) * Tr::kRowBytes;
-    stage_acc_rows<D, kStageChunk, BF16, true>(dk, a.scale, lane, dk_stage);
-    stage_acc_rows<D, Tr::kKChunkBytes, BF16, false>(dv, 0.f, lane, dv_stage);
+    // (reg_ops.cuh: the STG path's products and pack2, so the same bits.)
+    stmatrix_acc_rows<D, kStageChunk, BF16>(lane, dk_stage, [&](int i) { return dk[i] * a.scale; });
+    stmatrix_acc_rows<D, Tr::kKChunkBytes, BF16>(lane, dv_stage, [&](int i) { return dv[i]; });
     ptx::fence_proxy_async_smem();  // stmatrix (generic proxy) -> the TMA stores' reads (async)
     __syncwarp();
     const int warp_key0 = key_base + 16 * warp;

@@ -66,21 +66,9 @@ __device__ __forceinline__ void store_output_tma(const FwdArgs& a, const float (
                                                  const float (&inv)[2], const float (&lse)[2],
                                                  int b, int h, int row0, int warp_row0, int lane,
                                                  uint32_t stage) {
-  const int l7 = lane & 7, hi = (lane >> 4) & 1;
-  // Row of the warp's 16 that this lane addresses: matrix (lane / 8) & 1 is the upper / lower 8.
-  const uint32_t row_addr = stage + static_cast<uint32_t>((l7 + 8 * ((lane >> 3) & 1)) * 128);
-#pragma unroll
-  for (int j = 0; j < kD / 16; ++j) {
-    // 16-byte column groups 2j (matrices 0, 1) and 2j + 1 (matrices 2, 3); 128B swizzle: group
-    // g of row r sits at unit (g % 8) ^ (r % 8), and r % 8 = l7 (stage is 1024-aligned).
-    const int g = 2 * (j % 4) + hi;
-    const uint32_t addr = row_addr + (j / 4) * kChunkBytes + static_cast<uint32_t>((g ^ l7) << 4);
-    attnkit::cuda::sm90::stmatrix_x4(addr,
-                                     pack2<BF16>(o[8 * j + 0] * inv[0], o[8 * j + 1] * inv[0]),
-                                     pack2<BF16>(o[8 * j + 2] * inv[1], o[8 * j + 3] * inv[1]),
-                                     pack2<BF16>(o[8 * j + 4] * inv[0], o[8 * j + 5] * inv[0]),
-                                     pack2<BF16>(o[8 * j + 6] * inv[1], o[8 * j + 7] * inv[1]));
-  }
+  // Row r = (i / 2) % 2 of this thread's pair is normalised by inv[r].
+  stmatrix_acc_rows<kD, kChunkBytes, BF16>(lane, stage,
+                                           [&](int i) { return o[i] * inv[(i >> 1) & 1]; });
   attnkit::cuda::sm90::fence_proxy_async_smem();  // stmatrix (generic) -> TMA store (async)
   __syncwarp();
   if (lane == 0 && warp_row0 < a.seqlen_q) {
