@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,60 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
     std::exit(1);
+  }
+}
+
+float bf16_to_float(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Session 12 (F3AB_DUMP=prefix): a cross-build check for build switches such as
+// ATTNKIT_FLASH3_BWD_LATE_FENCE (flash3_bwd_modes.sh DUMP=1; first used for session 12's
+// DQ_LATE switch, branch wip/f3bwd16). The inputs are the same in every
+// process (seeded fills), so the first process to reach a config writes dq | dk | dv (bf16 bits)
+// to prefix_S_D_causal.bin and every later one compares with it: dK / dV must be bitwise equal
+// (no switch may change them), dQ only within the fp32 atomics' order (a base-vs-base comparison
+// of another round shows that level).
+void dump_or_compare(const char* prefix, int S, int D, bool causal, const void* dq, const void* dk,
+                     const void* dv, size_t n) {
+  std::vector<uint16_t> cur(3 * n);
+  const void* src[3] = {dq, dk, dv};
+  for (int t = 0; t < 3; ++t)
+    check(cudaMemcpy(cur.data() + t * n, src[t], n * 2, cudaMemcpyDeviceToHost), "dump copy");
+  const std::string path = std::string(prefix) + "_" + std::to_string(S) + "_" + std::to_string(D) +
+                           "_" + std::to_string(causal ? 1 : 0) + ".bin";
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::vector<uint16_t> ref(3 * n);
+    const size_t got = std::fread(ref.data(), 2, 3 * n, f);
+    std::fclose(f);
+    if (got != 3 * n) {
+      std::printf("check S=%d D=%d causal=%d: %s is short\n", S, D, causal ? 1 : 0, path.c_str());
+      return;
+    }
+    size_t diff[3] = {0, 0, 0}, nan = 0;
+    double max_abs = 0, max_ref = 0;
+    for (int t = 0; t < 3; ++t)
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t a = cur[t * n + i], r = ref[t * n + i];
+        const float fa = bf16_to_float(a), fr = bf16_to_float(r);
+        if (std::isnan(fa)) ++nan;
+        if (a != r) ++diff[t];
+        if (t == 0) {
+          max_abs = std::max(max_abs, static_cast<double>(std::fabs(fa - fr)));
+          max_ref = std::max(max_ref, static_cast<double>(std::fabs(fr)));
+        }
+      }
+    std::printf(
+        "check S=%d D=%d causal=%d: dK / dV elements differing %zu / %zu, dQ %zu of %zu "
+        "(max |diff| %.3g, max |dQ| %.3g), NaN %zu\n",
+        S, D, causal ? 1 : 0, diff[1], diff[2], diff[0], n, max_abs, max_ref, nan);
+  } else if (FILE* w = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(cur.data(), 2, 3 * n, w);
+    std::fclose(w);
+    std::printf("check S=%d D=%d causal=%d: wrote %s\n", S, D, causal ? 1 : 0, path.c_str());
   }
 }
 
@@ -246,6 +301,8 @@ void run_one(int S, bool causal) {
     std::printf("S=%5d D=%3d causal=%d %-26s %8.3f ms  %6.1f TFLOP/s  (min %8.3f ms %6.1f)\n", S, D,
                 causal ? 1 : 0, (var.name + suffix).c_str(), med, flops / (med * 1e-3) / 1e12, lo,
                 flops / (lo * 1e-3) / 1e12);
+    if (const char* dump = std::getenv("F3AB_DUMP"))
+      dump_or_compare(dump, S, D, causal, dq, dk, dv, n);
   }
   flash3::bwd_tuning() = flash3::BwdTuning{};
   for (auto* p : {q, k, v, o, dout, dq, dk, dv})

@@ -8,7 +8,7 @@
 # where the same default read 551-603 TFLOP/s in two binaries of one call.
 # Usage: OUT=dir [FLAVOURS="base:|lf:-DATTNKIT_FLASH3_BWD_LATE_FENCE=1"]
 #        [VARIANTS="default default+tmakv"] [CFGS="4096,128,0 ..."] [ROUNDS=4] [REPS=20]
-#        [NCU="base:128:default base:128:default+tmakv"] bash bench/gpu/flash3_bwd_modes.sh
+#        [NCU="base:128:default base:128:default+tmakv"] [DUMP=1] bash bench/gpu/flash3_bwd_modes.sh
 # Writes $OUT/modes.txt (table), $OUT/modes_raw.txt (every process's lines) and $OUT/ncu.tgz.
 set -u
 OUT=${OUT:?OUT}
@@ -19,6 +19,11 @@ ROUNDS=${ROUNDS:-4}
 REPS=${REPS:-20}
 NCU=${NCU:-}
 mkdir -p "$OUT" /tmp/f3modes
+# DUMP=1 (session 12): every process also writes (first) or compares (later) dq / dk / dv per
+# config (flash3_bwd_ab.cu F3AB_DUMP): dK / dV bitwise across build flavours, dQ to the
+# atomics' order; the "check" lines go to modes.txt.
+DUMP_ENV=
+if [ "${DUMP:-0}" = 1 ]; then rm -f /tmp/f3modes/dump_*.bin; DUMP_ENV="F3AB_DUMP=/tmp/f3modes/dump"; fi
 t0=$(date +%s)
 # One object per translation unit and flavour, all in parallel (16 cores), then one link each.
 IFS='|' read -r -a FL <<< "$FLAVOURS"
@@ -57,11 +62,12 @@ for r in $(seq 1 $ROUNDS); do
   for pv in "${order[@]}"; do
     name=${pv%%|*}; v=${pv#*|}
     [ -x /tmp/f3modes/ab-$name ] || continue
-    F3AB_ONLY=$v F3AB_REPS=$REPS F3AB_SUFFIX="@$name" timeout 120 /tmp/f3modes/ab-$name $CFGS 2>&1 |
+    F3AB_ONLY=$v F3AB_REPS=$REPS F3AB_SUFFIX="@$name" env $DUMP_ENV timeout 120 /tmp/f3modes/ab-$name $CFGS 2>&1 |
       sed "s/^/r$r /" >> "$OUT/modes_raw.txt"
   done
 done
 echo "runs done: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/modes.txt"
+grep " check " "$OUT/modes_raw.txt" >> "$OUT/modes.txt"
 python3 - "$OUT/modes_raw.txt" >> "$OUT/modes.txt" <<'PY'
 import re, statistics, sys, collections
 rows = collections.defaultdict(list)
