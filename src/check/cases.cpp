@@ -270,22 +270,25 @@ std::vector<Case> hostile_cases(DType dtype, int max_d) {
   return v;
 }
 
+Case shape_case(DType dtype, int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv, int64_t d,
+                Causal causal, bool backward) {
+  Case c;
+  c.dtype = dtype;
+  c.b = b;
+  c.sq = sq;
+  c.sk = sk;
+  c.hq = hq;
+  c.hkv = hkv;
+  c.d = c.dv = d;
+  c.causal = causal;
+  c.backward = backward;
+  return c;
+}
+
 std::vector<Case> large_cases(DType dtype) {
   std::vector<Case> v;
   auto make = [&](int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv, int64_t d, Causal cz,
-                  bool bwd) {
-    Case c;
-    c.dtype = dtype;
-    c.b = b;
-    c.sq = sq;
-    c.sk = sk;
-    c.hq = hq;
-    c.hkv = hkv;
-    c.d = c.dv = d;
-    c.causal = cz;
-    c.backward = bwd;
-    v.push_back(c);
-  };
+                  bool bwd) { v.push_back(shape_case(dtype, b, sq, sk, hq, hkv, d, cz, bwd)); };
   make(2, 1024, 1024, 8, 8, 64, Causal::none, false);
   make(2, 1024, 1024, 8, 8, 64, Causal::bottom_right, true);
   make(1, 2048, 2048, 8, 2, 128, Causal::bottom_right, false);

@@ -92,6 +92,10 @@ Report run_case_against(const Case& c, const std::string& backend, const std::st
 /// `dtype` sets every case's dtype; `max_d` drops cases with larger head dims.
 std::vector<Case> hostile_cases(DType dtype, int max_d = 256);
 
+/// A plain case of one shape (d = dv, every other option at its default).
+Case shape_case(DType dtype, int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv, int64_t d,
+                Causal causal, bool backward);
+
 /// Larger random cases for GPU backends, checked against cuda_math when the oracle is too slow.
 std::vector<Case> large_cases(DType dtype);
 

@@ -61,17 +61,8 @@ bool flash3_built_with(int d) {
 /// One backward case (dv = d).
 check::Case bwd_case(DType dt, int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv,
                      int64_t d, Causal cz, check::Layout layout = check::Layout::bshd) {
-  check::Case c;
-  c.dtype = dt;
-  c.b = b;
-  c.sq = sq;
-  c.sk = sk;
-  c.hq = hq;
-  c.hkv = hkv;
-  c.d = c.dv = d;
-  c.causal = cz;
+  check::Case c = check::shape_case(dt, b, sq, sk, hq, hkv, d, cz, /*backward=*/true);
   c.layout = layout;
-  c.backward = true;
   return c;
 }
 
