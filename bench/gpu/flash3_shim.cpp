@@ -101,6 +101,10 @@ extern "C" void flash3_set_knobs_diet(int tile_diet) {
 extern "C" void flash3_set_knobs_tmaepi(int tma_epilogue) {
   attnkit::flash3::tuning().tma_epilogue = tma_epilogue;
 }
+// Session 13: Tuning::split_tail (-1 = auto, the default / 0 = off / 1 = on).
+extern "C" void flash3_set_knobs_split(int split_tail) {
+  attnkit::flash3::tuning().split_tail = split_tail;
+}
 // Session 11: the launch slot of the last forward (launch.cuh kernels[]; the A/B prints it, so
 // a variant that fell back to another kernel is visible).
 extern "C" int flash3_last_slot() {

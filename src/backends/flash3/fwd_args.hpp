@@ -41,6 +41,9 @@ struct FwdArgs {
   // Appended (64-byte aligned): the fields above keep their offsets; only kVarTmaEpi kernels
   // read it.
   CUtensorMap tma_o;
+  // Session 13 (mainloop.cuh Consumer::split_tile; FwdTraits::kSplitTail kernels only): 1 = a
+  // head's last tile with <= 64 query rows is split over the consumer warpgroups by K/V block.
+  int split_tail;
 };
 
 }  // namespace attnkit::flash3

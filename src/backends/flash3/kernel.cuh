@@ -135,11 +135,16 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         const int t = dynamic ? slot.get() : static_tile_of<kDiet>(args, k);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
+        const bool split = t >= 0 && consumer.split(tile.m_block, n_blocks);
         // Flush turn (the same decision in every consumer warpgroup): after the last tile,
-        // before a tile without keys, and between tiles when they do not overlap.
-        if (k > 0 && (t < 0 || n_blocks == 0 || !consumer.overlap())) consumer.flush_turn();
+        // before a tile without keys or a split tile, and between tiles when they do not
+        // overlap.
+        if (k > 0 && (t < 0 || n_blocks == 0 || split || !consumer.overlap())) consumer.flush_turn();
         if (t < 0) break;
-        consumer.tile(tile.m_block, tile.h, tile.b, n_blocks);
+        if (split)
+          consumer.split_tile(tile.m_block, tile.h, tile.b, n_blocks);
+        else
+          consumer.tile(tile.m_block, tile.h, tile.b, n_blocks);
       }
       consumer.drain();  // (kVarTmaEpi only)
     } else {
