@@ -105,6 +105,15 @@ extern "C" void flash3_set_knobs_tmaepi(int tma_epilogue) {
 extern "C" void flash3_set_knobs_split(int split_tail) {
   attnkit::flash3::tuning().split_tail = split_tail;
 }
+// Session 13: Tuning::rotate_rounds (-1 = auto, the default / 0 = off / 1 = on).
+extern "C" void flash3_set_knobs_rotate(int rotate_rounds) {
+  attnkit::flash3::tuning().rotate_rounds = rotate_rounds;
+}
+// Session 13: Tuning::trace (a device buffer, or null): per-tile clock64 stamps, recorded only
+// by a shim built with ATTNKIT_FLASH3_TRACE (flash3_shim_only.sh F3_TRACE=1).
+extern "C" void flash3_set_trace(void* buffer) {
+  attnkit::flash3::tuning().trace = buffer;
+}
 // Session 11: the launch slot of the last forward (launch.cuh kernels[]; the A/B prints it, so
 // a variant that fell back to another kernel is visible).
 extern "C" int flash3_last_slot() {

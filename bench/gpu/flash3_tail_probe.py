@@ -7,13 +7,15 @@ tile), at the benchmark's S_q and just above it, with S_k fixed, so TFLOP/s per 
 the partial tile costs; the same with 2 warpgroups (128-row tiles) and cuDNN for reference.
 Shapes as BENCHMARKS.md at S_k (B = 16384 / S_k, H = 2048 / D), bf16, non-causal.
 
-Session 13 (--split): the split last tile (Tuning::split_tail) on (the default) and off, plus
-S_k 16k and causal 4k / 16k rows; each variant timed twice (forward order, then reversed).
+Session 13 (--split): the split last tile (Tuning::split_tail) and the rotated static rounds
+(Tuning::rotate_rounds), each on (the default) and off, plus S_k 16k and causal 4k / 16k rows;
+the variants called in turn (A B C D A B C D ...) with one median each.
 
 usage: flash3_tail_probe.py --lib build_f3/libflash3_shim.so [--reps 30] [--d 64] [--split]
 """
 import argparse
 import os
+import statistics
 import sys
 
 import torch
@@ -23,29 +25,56 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flash3_vs_peers import load, make_flash3, make_sdpa, time_it  # noqa: E402
 
 
+def time_interleaved(setups, reps, warmup=3):
+    """Median ms per variant, the variants called in turn (A B C A B C ...) so that clock and
+    thermal drift hit all alike. setups: list of (setup, run) callables."""
+    for _ in range(warmup):
+        for setup, run in setups:
+            setup()
+            run()
+    torch.cuda.synchronize()
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+           for _ in range(reps)] for _ in setups]
+    for i in range(reps):
+        for j, (setup, run) in enumerate(setups):
+            setup()
+            ev[j][i][0].record()
+            run()
+            ev[j][i][1].record()
+    torch.cuda.synchronize()
+    return [statistics.median(a.elapsed_time(b) for a, b in e) for e in ev]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--split", action="store_true",
-                    help="session 13: also time the split last tile off (Tuning::split_tail = 0) "
-                         "and add S_k 16k and causal rows; two passes in opposite order")
+                    help="session 13: the split last tile (Tuning::split_tail) and the rotated "
+                         "static rounds (rotate_rounds) each on and off, plus S_k 16k and causal "
+                         "rows; the variants interleaved call by call")
+    ap.add_argument("--lib-base", default=None,
+                    help="--split: a second shim (e.g. built from the commit before) timed as "
+                         "'3 WG base' in the same loop (code generation check)")
     args = ap.parse_args()
     fn, set_tuning = load(args.lib)
+    base = load(args.lib_base) if args.lib_base else None
     d = args.d
     torch.manual_seed(0)
-    shapes = [(1024, (960, 1024, 1152), False), (4096, (4032, 4096, 4224), False)]
+    shapes = [(1024, (960, 1024, 1152), False, None), (4096, (4032, 4096, 4224), False, None)]
     # variant name -> set_tuning kwargs (None: cuDNN)
     variants = [("3 WG", {"wgs": 3}), ("2 WG", {"wgs": 2}), ("cuDNN", None)]
     if args.split:
         if not getattr(set_tuning, "has_split", False):
             raise SystemExit("--split: the shim has no flash3_set_knobs_split")
-        shapes += [(16384, (16384,), False), (4096, (4096,), True), (16384, (16384,), True)]
-        variants = [("3 WG", {"wgs": 3}), ("3 WG nosplit", {"wgs": 3, "split": 0}),
-                    ("2 WG", {"wgs": 2}), ("cuDNN", None)]
-    for sk, sqs, causal in shapes:
-        b, h = max(1, 16384 // sk), 2048 // d
+        shapes += [(16384, (16384,), False, None), (4096, (4096,), True, None),
+                   (16384, (16384,), True, None)]
+        variants = [("3 WG", {"wgs": 3}), ("nosplit", {"wgs": 3, "split": 0}),
+                    ("norotate", {"wgs": 3, "rotate": 0}),
+                    ("neither", {"wgs": 3, "split": 0, "rotate": 0}), ("cuDNN", None)]
+    for sk, sqs, causal, batch in shapes:
+        b, h = batch or max(1, 16384 // sk), 2048 // d
         for sq in sqs:
             q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
             k = torch.randn(b, sk, h, d, device="cuda", dtype=torch.bfloat16)
@@ -53,20 +82,34 @@ def main():
             out = torch.empty_like(q)
             lse = torch.empty(b, h, sq, device="cuda", dtype=torch.float32)
             flops = 4.0 * b * h * sq * sk * d * (0.5 if causal else 1.0)
-            res = {name: [] for name, _ in variants}
-            for order in ((variants, variants[::-1]) if args.split else (variants,)):
-                for name, kw in order:
+            row = [f"D={d} B={b:3d} Sk={sk:5d} Sq={sq:5d} {'causal' if causal else 'nc    '} "
+                   f"(Sq/192 = {sq / 192:6.2f})"]
+            if args.split:
+                setups = []
+                if base is not None:
+                    setups.append((lambda: base[1](wgs=3),
+                                   make_flash3(base[0], q, k, v, out, lse, causal)))
+                for name, kw in variants:
+                    if kw is None:
+                        setups.append((set_tuning, make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v,
+                                                             causal)))
+                    else:
+                        setups.append((lambda kw=kw: set_tuning(**kw),
+                                       make_flash3(fn, q, k, v, out, lse, causal)))
+                ms = time_interleaved(setups, args.reps)
+                names = ([("3 WG base", None)] if base is not None else []) + variants
+                row += [f"{name} {flops / t / 1e9:6.1f} ({t * 1e3:7.1f} us)"
+                        for (name, _), t in zip(names, ms)]
+            else:
+                for name, kw in variants:
                     if kw is None:
                         set_tuning()
                         run = make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
                     else:
                         set_tuning(**kw)
                         run = make_flash3(fn, q, k, v, out, lse, causal)
-                    res[name].append(flops / time_it([run], args.reps) / 1e9)
+                    row.append(f"{name} {flops / time_it([run], args.reps) / 1e9:6.1f}")
             set_tuning()
-            row = [f"D={d} Sk={sk:5d} Sq={sq:5d} {'causal' if causal else 'nc    '} "
-                   f"(Sq/192 = {sq / 192:6.2f})"]
-            row += [f"{name} " + " / ".join(f"{x:6.1f}" for x in res[name]) for name, _ in variants]
             print("  ".join(row) + " TFLOP/s", flush=True)
 
 

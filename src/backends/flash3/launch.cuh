@@ -227,6 +227,7 @@ void launch_forward(const Params& p) {
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = tuning().overlap_tiles ? 1 : 0;
   a.split_tail = Tr::kSplitTail && tuning().split_tail != 0 ? 1 : 0;
+  a.trace = static_cast<unsigned long long*>(tuning().trace);
   {
     const int tail = static_cast<int>(p.seqlen_q % Tr::kBlockM);  // rows of a head's last tile
     set_last_forward_split(a.split_tail != 0 && p.seqlen_k > 0 && tail > 0 && tail <= 64);
@@ -255,7 +256,13 @@ void launch_forward(const Params& p) {
     a.m_div_mul = fm.mul, a.m_div_shift = fm.shift;
     a.h_div_mul = fh.mul, a.h_div_shift = fh.shift;
     a.num_rounds = (a.num_tiles + ctas - 1) / ctas;
+    const FastDiv fg = make_fast_div(ctas);
+    a.g_div_mul = fg.mul, a.g_div_shift = fg.shift;
   }
+  // Rotated static rounds (tile_scheduler.cuh tile_of_round): auto = non-causal persistent
+  // launches whose last m block is partial (unequal tiles; causal keeps its zig-zag).
+  a.rotate = persistent && !a.causal && tuning().rotate_rounds != 0 &&
+             (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
   a.tile_counter = nullptr;
   if (dynamic && ctas < a.num_tiles) {
     a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));

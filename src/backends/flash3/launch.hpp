@@ -121,6 +121,16 @@ struct Tuning {
   // and merged through shared memory (mainloop.cuh Consumer::split_tile). D = 64 only (where
   // the merge region fits beside two Q buffers). -1 = auto (on), 0 = off, 1 = on.
   int split_tail = -1;
+  // Measurement builds only (ATTNKIT_FLASH3_TRACE): device buffer for per-tile clock64 stamps of
+  // the forward's consumer warpgroups (FwdArgs::trace has the layout); null = off. Ignored by
+  // normal builds.
+  void* trace = nullptr;
+  // Session 13: the static persistent schedule rotates the CTA -> tile assignment by one CTA
+  // per round (tile_scheduler.cuh tile_of_round), so that a head's partial last tiles are spread
+  // over all CTAs instead of landing on the same ones whenever the grid (132 on an H100) is a
+  // multiple of the m-block count. -1 = auto: non-causal launches whose last m block is partial;
+  // 0 = off; 1 = every non-causal persistent launch. (The dynamic scheduler ignores it.)
+  int rotate_rounds = -1;
 };
 Tuning& tuning();
 

@@ -1127,6 +1127,9 @@ struct Consumer {
                 "flash3: kVarTmaEpi is a kVarTileDiet variant and stages O in the 2nd Q buffer");
   int pqb = 0;  // kTmaEpi: the pending tile's Q buffer (the epilogue's staging)
   int sq = -1;  // kTmaEpi: the Q buffer this warp's TMA store reads, not yet released (-1: none)
+#if defined(ATTNKIT_FLASH3_TRACE)
+  unsigned long long t_mid = 0;  // (FwdArgs::trace) clock64 when split_tile's blocks are done
+#endif
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
@@ -1372,6 +1375,9 @@ struct Consumer {
     pipe.count += n_blocks;
     pending = false;
     zero_p();  // (the next tile's turn 0 issues a P V of P = 0 on the zero block)
+#if defined(ATTNKIT_FLASH3_TRACE)
+    t_mid = clock64();
+#endif
 
     const int tid = warp * 32 + lane;
     if (cwg > 0) {

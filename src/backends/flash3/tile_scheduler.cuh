@@ -36,15 +36,56 @@ struct Tile {
   int m_block, h, b;
 };
 
+/// Division without a divide (mainloop.cuh kVarTileDiet): n / d for 0 <= n < 2^31, 1 <= d < 2^31
+/// as (umulhi(n, mul) + n) >> shift, with shift = ceil(log2 d) and
+/// mul = floor(2^32 (2^shift - d) / d) + 1 (the round-up multiplier 2^32 + mul; umulhi(n, mul) <
+/// n < 2^31, so the sum does not wrap). The launch precomputes mul / shift for num_m_blocks,
+/// heads_q and the grid size (FwdArgs); decode_tile's signed divisions cost ~25 instructions each in the SASS,
+/// this one 3. Checked exhaustively for small n and d and on random pairs (flash3_forward_test).
+struct FastDiv {
+  uint32_t mul;
+  int shift;
+};
+inline FastDiv make_fast_div(int d) {
+  int l = 0;
+  while ((int64_t{1} << l) < d)
+    ++l;
+  const uint64_t m = ((uint64_t{1} << 32) * ((uint64_t{1} << l) - static_cast<uint64_t>(d))) /
+                         static_cast<uint64_t>(d) +
+                     1;
+  return {static_cast<uint32_t>(m), l};
+}
+__host__ __device__ __forceinline__ int fast_div(int n, uint32_t mul, int shift) {
+  const uint32_t u = static_cast<uint32_t>(n);
+#if defined(__CUDA_ARCH__)
+  const uint32_t hi = __umulhi(u, mul);
+#else
+  const uint32_t hi = static_cast<uint32_t>((static_cast<uint64_t>(u) * mul) >> 32);
+#endif
+  return static_cast<int>((hi + u) >> shift);
+}
+
 /// Number of rounds of G = gridDim.x tiles (the last one may be partial).
 __device__ __forceinline__ int num_rounds(const FwdArgs& a) {
   return (a.num_tiles + gridDim.x - 1) / gridDim.x;
 }
 
 /// Tile index of this CTA in round r, or -1 when the partial last round has none for it.
+/// a.rotate (session 13): CTA c takes tile r G + (c + r) mod G, so that a CTA's m block moves by
+/// one per round. Without it, when G is a multiple of the m-block count (D = 64, 192-row tiles:
+/// 6 m blocks at S_q = 1024, 22 at 4096, and G = 132 on an H100), CTA c gets m = c mod num_m_blocks
+/// in every round: the CTAs holding a head's partial last tile (64 of 192 rows at S_q = 1024)
+/// get only those, finish early and sit idle while the others run full tiles (clock64 trace,
+/// bench/gpu/flash3_tile_trace.py: 16.5k vs 24.7k cycles per tile at S 1k, so S_q = 1024 took as
+/// long as 1152). Rotated, every CTA holds its share of partial tiles. The tiles of round r are
+/// the same set (the CTAs still run through the heads together); only who takes which changes.
 __device__ __forceinline__ int tile_of_round(const FwdArgs& a, int r) {
   const int g = gridDim.x;
-  const int c = a.causal && (r & 1) ? g - 1 - static_cast<int>(blockIdx.x) : blockIdx.x;
+  int c = a.causal && (r & 1) ? g - 1 - static_cast<int>(blockIdx.x) : blockIdx.x;
+  if (a.rotate) {
+    const int x = c + r;  // (c + r) mod g without a division
+    c = x - g * fast_div(x, a.g_div_mul, a.g_div_shift);
+  }
   const int t = r * g + c;
   return t < a.num_tiles ? t : -1;
 }
@@ -100,35 +141,6 @@ __device__ __forceinline__ Tile decode_tile(const FwdArgs& a, int t) {
   tile.h = hb % a.heads_q;
   tile.b = hb / a.heads_q;
   return tile;
-}
-
-/// Division without a divide (mainloop.cuh kVarTileDiet): n / d for 0 <= n < 2^31, 1 <= d < 2^31
-/// as (umulhi(n, mul) + n) >> shift, with shift = ceil(log2 d) and
-/// mul = floor(2^32 (2^shift - d) / d) + 1 (the round-up multiplier 2^32 + mul; umulhi(n, mul) <
-/// n < 2^31, so the sum does not wrap). The launch precomputes mul / shift for num_m_blocks and
-/// heads_q (FwdArgs); decode_tile's signed divisions cost ~25 instructions each in the SASS,
-/// this one 3. Checked exhaustively for small n and d and on random pairs (flash3_forward_test).
-struct FastDiv {
-  uint32_t mul;
-  int shift;
-};
-inline FastDiv make_fast_div(int d) {
-  int l = 0;
-  while ((int64_t{1} << l) < d)
-    ++l;
-  const uint64_t m = ((uint64_t{1} << 32) * ((uint64_t{1} << l) - static_cast<uint64_t>(d))) /
-                         static_cast<uint64_t>(d) +
-                     1;
-  return {static_cast<uint32_t>(m), l};
-}
-__host__ __device__ __forceinline__ int fast_div(int n, uint32_t mul, int shift) {
-  const uint32_t u = static_cast<uint32_t>(n);
-#if defined(__CUDA_ARCH__)
-  const uint32_t hi = __umulhi(u, mul);
-#else
-  const uint32_t hi = static_cast<uint32_t>((static_cast<uint64_t>(u) * mul) >> 32);
-#endif
-  return static_cast<int>((hi + u) >> shift);
 }
 
 /// decode_tile with FwdArgs' precomputed divisors (kVarTileDiet); t >= 0.

@@ -370,6 +370,11 @@ TEST_P(Flash3Forward, MatchesReference) {
     if (c.tag == "split_diet") flash3::tuning().tile_diet = 1;
     if (c.tag == "split_tmaepi") flash3::tuning().tma_epilogue = 1;
   }
+  // "rotate"/"rotate_off" (session 13): the static schedule's rotated rounds forced on (also
+  // where the auto leaves them off: S_q a multiple of the tile height) / off (where the auto
+  // turns them on: a partial last m block).
+  if (c.tag == "rotate") flash3::tuning().rotate_rounds = 1;
+  if (c.tag == "rotate_off") flash3::tuning().rotate_rounds = 0;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -742,6 +747,12 @@ std::vector<Cfg> cases() {
              true});
         add({"split_off", 2, 1000, 1000, 8, 2, 0, DType::bf16, Causal::none});
       }
+      // Rotated static rounds (several rounds per CTA, non-causal): forced on with whole tiles,
+      // off with a partial last tile (the auto's other side), and 1000 rounds' worth of tiles
+      // (40000 one-row tiles: the rotation wraps around the grid).
+      add({"rotate", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
+      add({"rotate_off", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
+      add({"rotate", 1, 1, 20, 40000, 8, 0, DType::bf16, Causal::none, false, false, true});
       // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
       add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
