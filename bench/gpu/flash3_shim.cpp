@@ -101,10 +101,6 @@ extern "C" void flash3_set_knobs_diet(int tile_diet) {
 extern "C" void flash3_set_knobs_tmaepi(int tma_epilogue) {
   attnkit::flash3::tuning().tma_epilogue = tma_epilogue;
 }
-// Session 13: Tuning::split_tail (-1 = auto, the default / 0 = off / 1 = on).
-extern "C" void flash3_set_knobs_split(int split_tail) {
-  attnkit::flash3::tuning().split_tail = split_tail;
-}
 // Session 13: Tuning::rotate_rounds (-1 = auto, the default / 0 = off / 1 = on).
 extern "C" void flash3_set_knobs_rotate(int rotate_rounds) {
   attnkit::flash3::tuning().rotate_rounds = rotate_rounds;

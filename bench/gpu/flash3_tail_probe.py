@@ -7,11 +7,11 @@ tile), at the benchmark's S_q and just above it, with S_k fixed, so TFLOP/s per 
 the partial tile costs; the same with 2 warpgroups (128-row tiles) and cuDNN for reference.
 Shapes as BENCHMARKS.md at S_k (B = 16384 / S_k, H = 2048 / D), bf16, non-causal.
 
-Session 13 (--split): the split last tile (Tuning::split_tail) and the rotated static rounds
-(Tuning::rotate_rounds), each on (the default) and off, plus S_k 16k and causal 4k / 16k rows;
-the variants called in turn (A B C D A B C D ...) with one median each.
+Session 13 (--rotate): the rotated static rounds (Tuning::rotate_rounds) on (the default) and
+off, plus S_k 16k and causal 4k / 16k rows; the variants called in turn (A B C D A B C D ...)
+with one median each; --lib-base adds a second shim (e.g. the commit before) to the same loop.
 
-usage: flash3_tail_probe.py --lib build_f3/libflash3_shim.so [--reps 30] [--d 64] [--split]
+usage: flash3_tail_probe.py --lib build_f3/libflash3_shim.so [--reps 30] [--d 64] [--rotate] [--lib-base OTHER.so]
 """
 import argparse
 import os
@@ -50,12 +50,11 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--d", type=int, default=64)
-    ap.add_argument("--split", action="store_true",
-                    help="session 13: the split last tile (Tuning::split_tail) and the rotated "
-                         "static rounds (rotate_rounds) each on and off, plus S_k 16k and causal "
-                         "rows; the variants interleaved call by call")
+    ap.add_argument("--rotate", action="store_true",
+                    help="session 13: the rotated static rounds (Tuning::rotate_rounds) on and "
+                         "off, plus S_k 16k and causal rows; the variants interleaved call by call")
     ap.add_argument("--lib-base", default=None,
-                    help="--split: a second shim (e.g. built from the commit before) timed as "
+                    help="--rotate: a second shim (e.g. built from the commit before) timed as "
                          "'3 WG base' in the same loop (code generation check)")
     args = ap.parse_args()
     fn, set_tuning = load(args.lib)
@@ -65,14 +64,13 @@ def main():
     shapes = [(1024, (960, 1024, 1152), False, None), (4096, (4032, 4096, 4224), False, None)]
     # variant name -> set_tuning kwargs (None: cuDNN)
     variants = [("3 WG", {"wgs": 3}), ("2 WG", {"wgs": 2}), ("cuDNN", None)]
-    if args.split:
-        if not getattr(set_tuning, "has_split", False):
-            raise SystemExit("--split: the shim has no flash3_set_knobs_split")
+    if args.rotate:
+        if not getattr(set_tuning, "has_rotate", False):
+            raise SystemExit("--rotate: the shim has no flash3_set_knobs_rotate")
         shapes += [(16384, (16384,), False, None), (4096, (4096,), True, None),
                    (16384, (16384,), True, None)]
-        variants = [("3 WG", {"wgs": 3}), ("nosplit", {"wgs": 3, "split": 0}),
-                    ("norotate", {"wgs": 3, "rotate": 0}),
-                    ("neither", {"wgs": 3, "split": 0, "rotate": 0}), ("cuDNN", None)]
+        variants = [("3 WG", {"wgs": 3}), ("norotate", {"wgs": 3, "rotate": 0}),
+                    ("2 WG", {"wgs": 2}), ("cuDNN", None)]
     for sk, sqs, causal, batch in shapes:
         b, h = batch or max(1, 16384 // sk), 2048 // d
         for sq in sqs:
@@ -84,7 +82,7 @@ def main():
             flops = 4.0 * b * h * sq * sk * d * (0.5 if causal else 1.0)
             row = [f"D={d} B={b:3d} Sk={sk:5d} Sq={sq:5d} {'causal' if causal else 'nc    '} "
                    f"(Sq/192 = {sq / 192:6.2f})"]
-            if args.split:
+            if args.rotate:
                 setups = []
                 if base is not None:
                     setups.append((lambda: base[1](wgs=3),

@@ -5,11 +5,12 @@ Needs a shim built with ATTNKIT_FLASH3_TRACE (`F3_TRACE=1 bash bench/gpu/flash3_
 each consumer warpgroup stamps clock64 when it starts a tile (before its flush turn, if any) and
 when the tile call returns (FwdArgs::trace). For D = 64, 3 warpgroups (192-row tiles), this prints
 per tile kind the median period of warpgroup 0 (its start of tile k to its start of tile k+1, in
-SM clock cycles: what a tile costs the CTA) and, for a head's last tile, each warpgroup's
-flush turn, blocks (a split tile: its own blocks and skips; else the whole tile call) and merge
-(a split tile: partials handed over / merged, epilogue). Kinds: F = full tile, T = a head's last tile with <= 64 rows (split when
-Tuning::split_tail is on, one working warpgroup when off); "F>T" = a full tile followed by T (its
-period includes the flush turn before a split tile).
+SM clock cycles: what a tile costs the CTA), for a head's last tile each warpgroup's tile call,
+and the spread of the CTAs' busy times (warpgroup 0's first start to last return: with the
+static schedule unrotated, CTAs that hold only partial tiles finish early).
+Kinds: F = full tile, T = a head's last tile with <= 64 rows (one working warpgroup). Each shape
+runs with Tuning::rotate_rounds at auto and off. (Session 13 also traced a split last tile, on
+branch wip/f3fwd19-split.)
 
 usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so
 """
@@ -35,7 +36,7 @@ def main():
     lib = ctypes.CDLL(a.lib)
     lib.flash3_set_trace.argtypes = [ctypes.c_void_p]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    buf = torch.zeros(sms * KMAX * WGS * 5, dtype=torch.int64, device="cuda")
+    buf = torch.zeros(sms * KMAX * WGS * 4, dtype=torch.int64, device="cuda")
     d = 64
     torch.manual_seed(0)
     for sk, sq, b in ((1024, 1024, 16), (1024, 1152, 16), (4096, 4096, 4)):
@@ -46,8 +47,8 @@ def main():
         out = torch.empty_like(q)
         lse = torch.empty(b, h, sq, device="cuda", dtype=torch.float32)
         run = make_flash3(fn, q, k, v, out, lse, False)
-        for split in (-1, 0):
-            set_tuning(wgs=3, split=split)
+        for rotate in (-1, 0):
+            set_tuning(wgs=3, rotate=rotate)
             for _ in range(5):
                 run()
             buf.zero_()
@@ -55,38 +56,30 @@ def main():
             run()
             torch.cuda.synchronize()
             lib.flash3_set_trace(None)
-            t = buf.view(sms, KMAX, WGS, 5).cpu().tolist()
-            periods, parts = {}, {w: {"flush": [], "blocks": [], "merge": []} for w in range(WGS)}
+            t = buf.view(sms, KMAX, WGS, 4).cpu().tolist()
+            periods, own, busy = {}, {w: [] for w in range(WGS)}, []
             for c in range(sms):
                 tiles = [t[c][kk] for kk in range(KMAX) if t[c][kk][0][0] != 0]
                 last_m = (sq + 191) // 192 - 1
-                kind = ["T" if (e[0][4] & 0xFFFF) == last_m and sq - last_m * 192 <= 64 else "F"
+                kind = ["T" if (e[0][3] & 0xFFFF) == last_m and sq - last_m * 192 <= 64 else "F"
                         for e in tiles]
                 for i in range(len(tiles) - 1):
-                    key = kind[i] + (">T" if kind[i] == "F" and kind[i + 1] == "T" else "")
-                    periods.setdefault(key, []).append(tiles[i + 1][0][0] - tiles[i][0][0])
+                    periods.setdefault(kind[i], []).append(tiles[i + 1][0][0] - tiles[i][0][0])
                 for i, e in enumerate(tiles):
-                    if kind[i] != "T":
-                        continue
-                    for w in range(WGS):
-                        start, flushed, mid, ret = e[w][0], e[w][1], e[w][2], e[w][3]
-                        parts[w]["flush"].append(flushed - start)
-                        if mid:
-                            parts[w]["blocks"].append(mid - flushed)
-                            parts[w]["merge"].append(ret - mid)
-                        else:
-                            parts[w]["blocks"].append(ret - flushed)
-            split_seen = any((t[c][kk][0][4] >> 31) & 1 for c in range(sms) for kk in range(KMAX))
-            line = [f"Sk={sk:5d} Sq={sq:5d} B={b:2d} split_tail={split:2d} (split tiles seen: "
-                    f"{'yes' if split_seen else 'no'})"]
+                    if kind[i] == "T":
+                        for w in range(WGS):
+                            own[w].append(e[w][2] - e[w][1])
+                if tiles:  # this CTA's WG 0: first start to last return
+                    busy.append(tiles[-1][0][2] - tiles[0][0][0])
+            line = [f"Sk={sk:5d} Sq={sq:5d} B={b:2d} rotate_rounds={rotate:2d}"]
             for key in sorted(periods):
                 p = periods[key]
-                line.append(f"period {key:3s} n={len(p):4d} median {statistics.median(p):7.0f} cyc")
-            if parts[0]["blocks"]:
-                for part in ("flush", "blocks", "merge"):
-                    if parts[0][part]:
-                        line.append(f"T {part} per WG: " + " / ".join(
-                            f"{statistics.median(parts[w][part]):6.0f}" for w in range(WGS)))
+                line.append(f"period {key} n={len(p):4d} median {statistics.median(p):7.0f} cyc")
+            if own[0]:
+                line.append("T tile call per WG: " + " / ".join(
+                    f"{statistics.median(own[w]):6.0f}" for w in range(WGS)))
+            line.append(f"CTA busy min / median / max {min(busy)} / {statistics.median(busy):.0f}"
+                        f" / {max(busy)} cyc")
             print("  ".join(line), flush=True)
     set_tuning()
 

@@ -240,13 +240,6 @@ Tuning& tuning() {
 }
 namespace {
 std::atomic<int> g_last_forward_slot{-1};
-std::atomic<int> g_last_forward_split{0};
-}
-bool last_forward_split() {
-  return g_last_forward_split.load(std::memory_order_relaxed) != 0;
-}
-void set_last_forward_split(bool split) {
-  g_last_forward_split.store(split ? 1 : 0, std::memory_order_relaxed);
 }
 int last_forward_slot() {
   return g_last_forward_slot.load(std::memory_order_relaxed);

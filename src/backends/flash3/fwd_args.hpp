@@ -41,9 +41,6 @@ struct FwdArgs {
   // Appended (64-byte aligned): the fields above keep their offsets; only kVarTmaEpi kernels
   // read it.
   CUtensorMap tma_o;
-  // Session 13 (mainloop.cuh Consumer::split_tile; FwdTraits::kSplitTail kernels only): 1 = a
-  // head's last tile with <= 64 query rows is split over the consumer warpgroups by K/V block.
-  int split_tail;
   // Session 13 (tile_scheduler.cuh tile_of_round): 1 = the static schedule's CTA -> tile
   // assignment rotates by one CTA per round (non-causal launches whose last m block is partial);
   // g_div_*: FastDiv of gridDim.x for that rotation.
@@ -51,10 +48,9 @@ struct FwdArgs {
   uint32_t g_div_mul;
   int g_div_shift;
   // Kernels built with ATTNKIT_FLASH3_TRACE only (measurement builds, bench/gpu/flash3_shim_only.sh
-  // F3_TRACE=1): per CTA, tile k < 64 and consumer warpgroup w < 3, five words at
-  // ((cta * 64 + k) * 3 + w) * 5: clock64 when the warpgroup starts the tile (before its flush
-  // turn, if any), after the flush turn, when a split tile's own blocks are done (before the
-  // merge; 0 otherwise), when the tile call returns, and m_block | n_blocks << 16 | split << 31.
+  // F3_TRACE=1): per CTA, tile k < 64 and consumer warpgroup w < 3, four words at
+  // ((cta * 64 + k) * 3 + w) * 4: clock64 when the warpgroup starts the tile (before its flush
+  // turn, if any), after the flush turn, when the tile call returns, and m_block | n_blocks << 16.
   // Null: nothing recorded. (Tuning::trace.)
   unsigned long long* trace;
 };

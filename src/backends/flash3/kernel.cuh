@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       // (FwdArgs::trace: measurement builds only)
       auto stamp = [&](int k, int word, unsigned long long v) {
         if (args.trace != nullptr && threadIdx.x % 128 == 0 && k < 64 && cwg < 3)
-          args.trace[((static_cast<int64_t>(blockIdx.x) * 64 + k) * 3 + cwg) * 5 + word] = v;
+          args.trace[((static_cast<int64_t>(blockIdx.x) * 64 + k) * 3 + cwg) * 4 + word] = v;
       };
 #endif
       for (int k = 0;; ++k) {
@@ -142,29 +142,22 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         const int t = dynamic ? slot.get() : static_tile_of<kDiet>(args, k);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
-        const bool split = t >= 0 && consumer.split(tile.m_block, n_blocks);
 #if defined(ATTNKIT_FLASH3_TRACE)
         if (t >= 0) {
           stamp(k, 0, clock64());
-          stamp(k, 4, tile.m_block | n_blocks << 16 | (split ? 1ull << 31 : 0ull));
-          consumer.t_mid = 0;
+          stamp(k, 3, tile.m_block | n_blocks << 16);
         }
 #endif
         // Flush turn (the same decision in every consumer warpgroup): after the last tile,
-        // before a tile without keys or a split tile, and between tiles when they do not
-        // overlap.
-        if (k > 0 && (t < 0 || n_blocks == 0 || split || !consumer.overlap())) consumer.flush_turn();
+        // before a tile without keys, and between tiles when they do not overlap.
+        if (k > 0 && (t < 0 || n_blocks == 0 || !consumer.overlap())) consumer.flush_turn();
         if (t < 0) break;
 #if defined(ATTNKIT_FLASH3_TRACE)
         stamp(k, 1, clock64());
 #endif
-        if (split)
-          consumer.split_tile(tile.m_block, tile.h, tile.b, n_blocks);
-        else
-          consumer.tile(tile.m_block, tile.h, tile.b, n_blocks);
+        consumer.tile(tile.m_block, tile.h, tile.b, n_blocks);
 #if defined(ATTNKIT_FLASH3_TRACE)
-        stamp(k, 2, consumer.t_mid);
-        stamp(k, 3, clock64());
+        stamp(k, 2, clock64());
 #endif
       }
       consumer.drain();  // (kVarTmaEpi only)

@@ -226,12 +226,7 @@ void launch_forward(const Params& p) {
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = tuning().overlap_tiles ? 1 : 0;
-  a.split_tail = Tr::kSplitTail && tuning().split_tail != 0 ? 1 : 0;
   a.trace = static_cast<unsigned long long*>(tuning().trace);
-  {
-    const int tail = static_cast<int>(p.seqlen_q % Tr::kBlockM);  // rows of a head's last tile
-    set_last_forward_split(a.split_tail != 0 && p.seqlen_k > 0 && tail > 0 && tail <= 64);
-  }
   // Scheduler (run 5, H100, same process). Dynamic for the 192-row D = 64 kernel, whose last
   // tile of a head is partly empty (S = 1k: 6 x 192 rows): 418 vs 390 TFLOP/s static
   // (non-causal), 279 vs 254 (causal); equal at S = 4k. Static elsewhere: D = 128 non-causal

@@ -115,12 +115,6 @@ struct Tuning {
   // Consumer warpgroups for D = 64: 0 = auto (3, but 2 for causal S_q <= 1024), 2 or 3
   // (FA3 uses 3 = 192-row tiles).
   int consumer_wgs = 0;
-  // Session 13: a head's last query tile with <= 64 rows (S_q mod 192 in 1 .. 64 with 3
-  // consumer warpgroups, S_q mod 128 with 2), which leaves the other warpgroups without rows,
-  // is run by every consumer warpgroup on those 64 rows, each taking every WGs-th K/V block,
-  // and merged through shared memory (mainloop.cuh Consumer::split_tile). D = 64 only (where
-  // the merge region fits beside two Q buffers). -1 = auto (on), 0 = off, 1 = on.
-  int split_tail = -1;
   // Measurement builds only (ATTNKIT_FLASH3_TRACE): device buffer for per-tile clock64 stamps of
   // the forward's consumer warpgroups (FwdArgs::trace has the layout); null = off. Ignored by
   // normal builds.
@@ -138,11 +132,6 @@ Tuning& tuning();
 /// any: lets the tests check that a Tuning really selected the kernel they mean to cover.
 int last_forward_slot();
 void set_last_forward_slot(int slot);
-/// Whether this process's last forward launch runs split last tiles (Tuning::split_tail: the
-/// kernel has them, the knob allows them and some head's last tile has <= 64 rows); the tests
-/// check that the split cases really take that path.
-bool last_forward_split();
-void set_last_forward_split(bool split);
 
 /// Runs the forward for head dim D, bf16 (BF16 = true) or f16. Params must already satisfy
 /// backend.cpp's capability table and extra_reasons.

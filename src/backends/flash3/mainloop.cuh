@@ -43,7 +43,6 @@ struct SmemLayout {
   uint64_t* empty_k;
   uint64_t* empty_v;
   int* sched_tile;  // dynamic tile scheduler hand-over (SchedSlot)
-  float4* merge;    // [WGs - 1][kMergeVec4][128] split-tile partials (FwdTraits::kMergeBytes)
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
@@ -57,12 +56,7 @@ struct SmemLayout {
     empty_k = full_v + Tr::kStagesV;
     empty_v = empty_k + Tr::kStagesK;
     sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStagesV);
-    merge = reinterpret_cast<float4*>(zero + Tr::kZeroBytes + Tr::kBarrierBytes);
   }
-  // (full/empty Q, K, V barriers and the scheduler slot within kBarrierBytes)
-  static_assert((2 * Tr::kQStages + 2 * Tr::kStagesK + 2 * Tr::kStagesV) * 8 + 4 <=
-                    Tr::kBarrierBytes,
-                "flash3: barriers exceed their region");
 };
 
 /// Q buffer use, counted over the tiles this CTA has visited (producer and consumers count
@@ -1127,9 +1121,6 @@ struct Consumer {
                 "flash3: kVarTmaEpi is a kVarTileDiet variant and stages O in the 2nd Q buffer");
   int pqb = 0;  // kTmaEpi: the pending tile's Q buffer (the epilogue's staging)
   int sq = -1;  // kTmaEpi: the Q buffer this warp's TMA store reads, not yet released (-1: none)
-#if defined(ATTNKIT_FLASH3_TRACE)
-  unsigned long long t_mid = 0;  // (FwdArgs::trace) clock64 when split_tile's blocks are done
-#endif
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
@@ -1282,154 +1273,6 @@ struct Consumer {
     ptx::mbar_wait(&sm.full_v[pipe.vs(n_blocks - 1)], pipe.vph(n_blocks - 1));
     release_kv<Tr>(&sm.empty_v[pipe.vs(n_blocks - 1)], lane);
     pipe.count += n_blocks;
-  }
-
-  /// Whether tile (m_block, n_blocks) runs as a split tile (the same decision in every consumer
-  /// warpgroup): a head's last tile whose rows all belong to warpgroup 0 (<= 64 of them), with
-  /// at least one K/V block (kernel.cuh flushes the pending P V before it).
-  __device__ __forceinline__ bool split(int m_block, int n_blocks) const {
-    if constexpr (!Tr::kSplitTail) {
-      return false;
-    } else {
-      return a.split_tail != 0 && n_blocks > 0 && m_block == a.num_m_blocks - 1 &&
-             a.seqlen_q - m_block * Tr::kBlockM <= 64;
-    }
-  }
-
-  /// Split tile (FwdTraits::kSplitTail; session 13). Without it a head's last tile of S_q = 1024
-  /// (192-row tiles: rows 960 .. 1023) runs on warpgroup 0 alone while the others take idle
-  /// turns: it costs about as long as a full tile (S 1k: 9-11 % of the forward,
-  /// bench/results/2026-11-22-h100-flash3-fwd-s12-tailprobe.md). Here every warpgroup works on
-  /// those 64 rows (Q rows 0 .. 63 of the tile's buffer) and takes the K/V blocks it = cwg,
-  /// cwg + WGs, ... (it = turn index, key block n-1-it), each block start to finish: Q K^T,
-  /// softmax, O *= factor, P V, both waited for, so that it releases its K and V stages before it
-  /// waits for later blocks (the producer fills the 2-stage rings in block order, and every
-  /// warpgroup walks all blocks in that order, releasing the ones it skips once they landed: no
-  /// cycle). The warpgroups' Q K^T / softmax / P V interleave on their own; no ping-pong turns
-  /// are taken (the turn stays where it was: every warpgroup makes the same split decision).
-  /// Warpgroups 1 .. WGs-1 then leave their (O, row max, row sum) in sm.merge; warpgroup 0
-  /// rescales all partials to the common max (the online softmax's own rule, so exact up to
-  /// rounding order), normalises and stores with the STG epilogue. Named barrier kBarMerge
-  /// (all consumer threads) is synced twice: partials written, then read (before warpgroup 1
-  /// could write the next split tile's).
-  static constexpr int kBarMerge = 6;  // (1 .. 3 ping-pong, 4 / 5 SchedSlot)
-  __device__ __forceinline__ void split_tile(int m_block, int h, int b, int n_blocks) {
-    namespace ptx = attnkit::cuda::sm90;
-    constexpr int W = Tr::kConsumerWGs;
-    const int first_row = m_block * Tr::kBlockM;  // warpgroup 0's rows, in every warpgroup
-    const int row0 = first_row + warp * 16 + lane / 4;
-    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
-    const int qb = qi.buf(nq);
-    const uint32_t q_wg = ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes);
-    const uint32_t k_base = ptx::smem_u32(sm.k), v_base = ptx::smem_u32(sm.v);
-    const float sl2 = a.scale_log2;
-    ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
-    ++qi.count;
-    release_staged();  // kTmaEpi: the flushed tile's store (this tile stores with STG)
-    zero_o();          // (kDiet: the flush left O as it was)
-    state.init();
-    // A block this warpgroup does not take: released once it has landed.
-    auto skip = [&](int it) {
-      ptx::mbar_wait(&sm.full_k[pipe.ks(it)], pipe.kph(it));
-      release_kv<Tr>(&sm.empty_k[pipe.ks(it)], lane);
-      ptx::mbar_wait(&sm.full_v[pipe.vs(it)], pipe.vph(it));
-      release_kv<Tr>(&sm.empty_v[pipe.vs(it)], lane);
-    };
-    float s[kBN / 2];
-    float factor[2];
-    int next = 0;  // first block not yet taken or skipped
-    for (int it = cwg; it < n_blocks; it += W) {
-      for (; next < it; ++next)
-        skip(next);
-      const int nb = n_blocks - 1 - it;
-      const int st = pipe.ks(it), sv = pipe.vs(it);
-      ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
-      fence_regs(o);
-      fence_regs(p);
-      ptx::wgmma_fence();
-      issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<0>();
-      fence_regs(s);
-      release_kv<Tr>(&sm.empty_k[st], lane);
-      if ((nb + 1) * kBN > a.seqlen_k || (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset))
-        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      const bool moved = state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
-      if (moved) rescale_o<Tr::kD>(o, factor);
-      convert_p<kBN, BF16>(s, p);
-      ptx::mbar_wait(&sm.full_v[sv], pipe.vph(it));
-      fence_regs(o);
-      fence_regs(p);
-      ptx::wgmma_fence();
-      issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sv * Tr::kKVBytes));
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<0>();
-      fence_regs(o);
-      fence_regs(p);
-      release_kv<Tr>(&sm.empty_v[sv], lane);
-      next = it + 1;
-    }
-    for (; next < n_blocks; ++next)
-      skip(next);
-    release<Tr>(&sm.empty_q[qb], lane);
-    pipe.count += n_blocks;
-    pending = false;
-    zero_p();  // (the next tile's turn 0 issues a P V of P = 0 on the zero block)
-#if defined(ATTNKIT_FLASH3_TRACE)
-    t_mid = clock64();
-#endif
-
-    const int tid = warp * 32 + lane;
-    if (cwg > 0) {
-      float4* dst = sm.merge + (cwg - 1) * Tr::kMergeVec4 * 128 + tid;
-#pragma unroll
-      for (int i = 0; i < Tr::kD / 8; ++i)
-        dst[i * 128] = make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]);
-      dst[(Tr::kD / 8) * 128] =
-          make_float4(state.row_max[0], state.row_max[1], state.row_sum[0], state.row_sum[1]);
-      ptx::named_bar_sync(kBarMerge, 128 * W);  // partials written
-      ptx::named_bar_sync(kBarMerge, 128 * W);  // ... and read by warpgroup 0
-      return;
-    }
-    ptx::named_bar_sync(kBarMerge, 128 * W);
-    float4 ml[W - 1];
-#pragma unroll
-    for (int w = 0; w < W - 1; ++w)
-      ml[w] = sm.merge[(w * Tr::kMergeVec4 + Tr::kD / 8) * 128 + tid];
-    // Common reference per row: the largest of the partial maxima (-inf: no key in any part).
-    float mx[2] = {state.row_max[0], state.row_max[1]};
-#pragma unroll
-    for (int w = 0; w < W - 1; ++w)
-      mx[0] = fmaxf(mx[0], ml[w].x), mx[1] = fmaxf(mx[1], ml[w].y);
-    float ref[2], f[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      ref[r] = mx[r] == -INFINITY ? 0.f : mx[r] * sl2;
-      f[r] = fast_exp2(state.row_max[r] * sl2 - ref[r]);  // -inf part: 0
-      state.row_sum[r] *= f[r];
-      state.row_max[r] = mx[r];
-    }
-    rescale_o<Tr::kD>(o, f);
-#pragma unroll
-    for (int w = 0; w < W - 1; ++w) {
-      const float4* src = sm.merge + w * Tr::kMergeVec4 * 128 + tid;
-      f[0] = fast_exp2(ml[w].x * sl2 - ref[0]);
-      f[1] = fast_exp2(ml[w].y * sl2 - ref[1]);
-      state.row_sum[0] += ml[w].z * f[0];
-      state.row_sum[1] += ml[w].w * f[1];
-#pragma unroll
-      for (int i = 0; i < Tr::kD / 8; ++i) {
-        const float4 x = src[i * 128];
-        o[4 * i] += x.x * f[0];
-        o[4 * i + 1] += x.y * f[0];
-        o[4 * i + 2] += x.z * f[1];
-        o[4 * i + 3] += x.w * f[1];
-      }
-    }
-    ptx::named_bar_sync(kBarMerge, 128 * W);  // partials read: the region may be rewritten
-    float inv[2], lse[2];
-    state.finalize(a.scale, inv, lse);
-    store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);
   }
 
   __device__ __forceinline__ void tile(int m_block, int h, int b, int n_blocks) {

@@ -98,18 +98,7 @@ struct FwdTraits {
   // D = 256 never overlaps tiles (Consumer::kCanOverlap), so it needs no zero block; that is
   // what lets its 3-V-stage variant fit (64 + 5 x 32 + 2 KB = 226 KB).
   static constexpr int kZeroBytes = D == 256 ? 0 : 16 * D * 2;
-  // Session 13: the split last tile (mainloop.cuh Consumer::split_tile; D = 64 only). A head's
-  // last query tile with <= 64 rows (S_q = 1024 at 192-row tiles: rows 960 .. 1023) is run by
-  // every consumer warpgroup on the same 64 rows, warpgroup w taking the K/V blocks it = w mod
-  // WGs; warpgroups 1 .. WGs-1 hand their partial (O, row max, row sum) to warpgroup 0 through
-  // this region: per warpgroup and thread kD/2 + 4 floats, as float4 [WGs-1][kD/8 + 1][128]
-  // (consecutive threads at consecutive 16 bytes: no bank conflicts). 3 WGs: 36 KB.
-  static constexpr bool kSplitTail = D == 64 && !kFused && !kRing;
-  static constexpr int kMergeVec4 = kD / 8 + 1;  // float4 per thread: O (kD/2 floats), m0 m1 l0 l1
-  static constexpr int kMergeBytes = kSplitTail ? (WGs - 1) * kMergeVec4 * 128 * 16 : 0;
-  // K/V region | zero block | barriers + scheduler slot (1 KB) | merge region | base alignment.
-  static constexpr int kBarrierBytes = 1024;
-  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + kBarrierBytes + kMergeBytes + 1024;
+  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + 1024 + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");

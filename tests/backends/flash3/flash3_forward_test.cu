@@ -355,21 +355,6 @@ TEST_P(Flash3Forward, MatchesReference) {
     if (c.tag == "tmaepi_wgs2") flash3::tuning().consumer_wgs = 2;
     if (c.tag == "tmaepi_wgs3") flash3::tuning().consumer_wgs = 3;
   }
-  // "split*" (session 13, D = 64): a head's last tile with <= 64 rows split over the consumer
-  // warpgroups by K/V block (Tuning::split_tail, on by default): 3 warpgroups forced (split,
-  // split_dyn, split_serial, split_q1, split_diet: with the dynamic scheduler, tiles not
-  // overlapped, one Q buffer, the diet kernel without uniform descriptors), 2 (split_wgs2),
-  // the TMA epilogue (split_tmaepi: the flushed tile's store before the split tile), or off
-  // (split_off: the idle-warpgroup path).
-  if (c.tag.rfind("split", 0) == 0) {
-    flash3::tuning().split_tail = c.tag == "split_off" ? 0 : 1;
-    flash3::tuning().consumer_wgs = c.tag == "split_wgs2" ? 2 : 3;
-    if (c.tag == "split_dyn") flash3::tuning().scheduler = 1;
-    if (c.tag == "split_serial") flash3::tuning().overlap_tiles = false;
-    if (c.tag == "split_q1") flash3::tuning().q_bufs = 1;
-    if (c.tag == "split_diet") flash3::tuning().tile_diet = 1;
-    if (c.tag == "split_tmaepi") flash3::tuning().tma_epilogue = 1;
-  }
   // "rotate"/"rotate_off" (session 13): the static schedule's rotated rounds forced on (also
   // where the auto leaves them off: S_q a multiple of the tile height) / off (where the auto
   // turns them on: a partial last m block).
@@ -388,9 +373,6 @@ TEST_P(Flash3Forward, MatchesReference) {
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
   if (want_slot >= 0) EXPECT_EQ(flash3::last_forward_slot(), want_slot) << "kernel slot";
-  // The split cases are shaped to have split tiles (S_q mod the tile height in 1 .. 64).
-  if (c.tag.rfind("split", 0) == 0)
-    EXPECT_EQ(flash3::last_forward_split(), c.tag != "split_off") << "split last tiles";
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   const std::vector<float> got = download(out, c.dt);
@@ -716,36 +698,6 @@ std::vector<Cfg> cases() {
       if (d == 64) {  // causal S_q <= 1024 runs 2 warpgroups by default: force 3 (idle ones)
         add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
         add({"wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
-        // Session 13: split last tiles (3 warpgroups: S_q mod 192 in 1 .. 64; 2: mod 128).
-        // The benchmark's S = 1k shape (tail 64 rows) and S_q = 1000 (40) in every causal mode
-        // with GQA; peaky scores (amp 4: the partial maxima of the warpgroups differ by far, the
-        // merge rescales by up to 2^-60); fewer K/V blocks than warpgroups (S_k = 100: one
-        // block, warpgroups 1 and 2 merge empty partials; 200: two blocks); causal rows whose
-        // visible keys all lie in one warpgroup's blocks; bottom-right S_q > S_k and S_q < S_k;
-        // every tile split and several split tiles per CTA (S_q = 40, 160 tiles); the dynamic
-        // scheduler, tiles not overlapped, one Q buffer, the diet kernel, the TMA epilogue of
-        // the tile before (forced), 2 warpgroups, and off.
-        for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
-          add({"split", 2, 1000, 1000, 8, 2, 0, DType::bf16, cz, false, false, true});
-          add({"split", 1, 40, 300, 4, 2, 0, DType::bf16, cz});
-          add({"split_wgs2", 1, 960, 700, 4, 1, 0, DType::bf16, cz});
-        }
-        add({"split", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
-        add({"split", 1, 1024, 1000, 4, 2, 0, DType::bf16, Causal::none, false, false, false, 4.f});
-        add({"split", 1, 1000, 1500, 4, 1, 0, DType::bf16, Causal::bottom_right, false, false,
-             false, 4.f});
-        add({"split", 2, 1000, 100, 8, 2, 0, DType::bf16, Causal::none});
-        add({"split", 2, 1000, 200, 8, 2, 0, DType::bf16, Causal::top_left});
-        add({"split", 1, 1000, 700, 4, 1, 0, DType::bf16, Causal::bottom_right});
-        add({"split", 4, 40, 300, 40, 8, 0, DType::bf16, Causal::none});
-        add({"split", 4, 40, 300, 40, 8, 0, DType::bf16, Causal::bottom_right, true, true});
-        add({"split_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
-        add({"split_serial", 2, 1000, 1000, 8, 2, 0, DType::bf16, Causal::top_left});
-        add({"split_q1", 2, 1000, 1000, 8, 2, 0, DType::bf16, Causal::none});
-        add({"split_diet", 2, 1000, 1000, 8, 2, 0, DType::bf16, Causal::top_left});
-        add({"split_tmaepi", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
-             true});
-        add({"split_off", 2, 1000, 1000, 8, 2, 0, DType::bf16, Causal::none});
       }
       // Rotated static rounds (several rounds per CTA, non-causal): forced on with whole tiles,
       // off with a partial last tile (the auto's other side), and 1000 rounds' worth of tiles
