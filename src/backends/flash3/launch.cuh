@@ -255,8 +255,11 @@ void launch_forward(const Params& p) {
     a.g_div_mul = fg.mul, a.g_div_shift = fg.shift;
   }
   // Rotated static rounds (tile_scheduler.cuh tile_of_round): auto = non-causal persistent
-  // launches whose last m block is partial (unequal tiles; causal keeps its zig-zag).
-  a.rotate = persistent && !a.causal && tuning().rotate_rounds != 0 &&
+  // launches whose last m block is partial (unequal tiles; causal keeps its zig-zag). Never with
+  // the 2-CTA cluster, whose CTA pair (2c, 2c+1) must hold tiles (m, m+1) with m even in every
+  // round (a rotation by one per round pairs m odd with the next head's m = 0 in odd rounds:
+  // wrong K/V multicast, caught by the cluster tests on the GPU, session 13 call 7).
+  a.rotate = persistent && !cluster && !a.causal && tuning().rotate_rounds != 0 &&
              (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
   a.tile_counter = nullptr;
   if (dynamic && ctas < a.num_tiles) {

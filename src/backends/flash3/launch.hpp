@@ -123,7 +123,8 @@ struct Tuning {
   // per round (tile_scheduler.cuh tile_of_round), so that a head's partial last tiles are spread
   // over all CTAs instead of landing on the same ones whenever the grid (132 on an H100) is a
   // multiple of the m-block count. -1 = auto: non-causal launches whose last m block is partial;
-  // 0 = off; 1 = every non-causal persistent launch. (The dynamic scheduler ignores it.)
+  // 0 = off; 1 = every non-causal persistent launch. (The dynamic scheduler and the 2-CTA
+  // cluster ignore it.)
   int rotate_rounds = -1;
 };
 Tuning& tuning();

@@ -705,6 +705,7 @@ std::vector<Cfg> cases() {
       add({"rotate", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
       add({"rotate_off", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
       add({"rotate", 1, 1, 20, 40000, 8, 0, DType::bf16, Causal::none, false, false, true});
+      add({"rotate_off", 1, 1, 20, 40000, 8, 0, DType::bf16, Causal::none, false, false, true});
       // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
       add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
