@@ -122,9 +122,9 @@ struct Tuning {
   // Session 13: the static persistent schedule rotates the CTA -> tile assignment by one CTA
   // per round (tile_scheduler.cuh tile_of_round), so that a head's partial last tiles are spread
   // over all CTAs instead of landing on the same ones whenever the grid (132 on an H100) is a
-  // multiple of the m-block count. -1 = auto: non-causal launches whose last m block is partial;
-  // 0 = off; 1 = every non-causal persistent launch. (The dynamic scheduler and the 2-CTA
-  // cluster ignore it.)
+  // multiple of the m-block count. 3-warpgroup D = 64 kernels only (launch.cuh says why).
+  // -1 = auto: non-causal launches whose last m block is partial; 0 = off; 1 = every non-causal
+  // persistent launch. (The dynamic scheduler and the 2-CTA cluster ignore it.)
   int rotate_rounds = -1;
 };
 Tuning& tuning();
