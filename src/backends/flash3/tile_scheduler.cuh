@@ -40,8 +40,9 @@ struct Tile {
 /// as (umulhi(n, mul) + n) >> shift, with shift = ceil(log2 d) and
 /// mul = floor(2^32 (2^shift - d) / d) + 1 (the round-up multiplier 2^32 + mul; umulhi(n, mul) <
 /// n < 2^31, so the sum does not wrap). The launch precomputes mul / shift for num_m_blocks,
-/// heads_q and the grid size (FwdArgs); decode_tile's signed divisions cost ~25 instructions each in the SASS,
-/// this one 3. Checked exhaustively for small n and d and on random pairs (flash3_forward_test).
+/// heads_q and the grid size (FwdArgs); decode_tile's signed divisions cost ~25 instructions each
+/// in the SASS, this one 3. Checked exhaustively for small n and d and on random pairs
+/// (flash3_forward_test).
 struct FastDiv {
   uint32_t mul;
   int shift;
