@@ -54,7 +54,7 @@ def main():
                     help="session 13: the rotated static rounds (Tuning::rotate_rounds) on and "
                          "off, plus S_k 16k and causal rows; the variants interleaved call by call")
     ap.add_argument("--lib-base", default=None,
-                    help="--rotate: a second shim (e.g. built from the commit before) timed as "
+                    help="a second shim (e.g. built from the commit before) timed as "
                          "'3 WG base' in the same loop (code generation check)")
     args = ap.parse_args()
     fn, set_tuning = load(args.lib)
@@ -82,30 +82,20 @@ def main():
             flops = 4.0 * b * h * sq * sk * d * (0.5 if causal else 1.0)
             row = [f"D={d} B={b:3d} Sk={sk:5d} Sq={sq:5d} {'causal' if causal else 'nc    '} "
                    f"(Sq/192 = {sq / 192:6.2f})"]
+            # (name, setup, run): set_tuning for the variant (cuDNN: the defaults), then its call
+            named = [(name, set_tuning if kw is None else (lambda kw=kw: set_tuning(**kw)),
+                      make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal) if kw is None
+                      else make_flash3(fn, q, k, v, out, lse, causal)) for name, kw in variants]
+            if base is not None:
+                named.insert(0, ("3 WG base", lambda: base[1](wgs=3),
+                                 make_flash3(base[0], q, k, v, out, lse, causal)))
             if args.rotate:
-                setups = []
-                if base is not None:
-                    setups.append((lambda: base[1](wgs=3),
-                                   make_flash3(base[0], q, k, v, out, lse, causal)))
-                for name, kw in variants:
-                    if kw is None:
-                        setups.append((set_tuning, make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v,
-                                                             causal)))
-                    else:
-                        setups.append((lambda kw=kw: set_tuning(**kw),
-                                       make_flash3(fn, q, k, v, out, lse, causal)))
-                ms = time_interleaved(setups, args.reps)
-                names = ([("3 WG base", None)] if base is not None else []) + variants
+                ms = time_interleaved([(setup, run) for _, setup, run in named], args.reps)
                 row += [f"{name} {flops / t / 1e9:6.1f} ({t * 1e3:7.1f} us)"
-                        for (name, _), t in zip(names, ms)]
+                        for (name, _, _), t in zip(named, ms)]
             else:
-                for name, kw in variants:
-                    if kw is None:
-                        set_tuning()
-                        run = make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
-                    else:
-                        set_tuning(**kw)
-                        run = make_flash3(fn, q, k, v, out, lse, causal)
+                for name, setup, run in named:
+                    setup()
                     row.append(f"{name} {flops / time_it([run], args.reps) / 1e9:6.1f}")
             set_tuning()
             print("  ".join(row) + " TFLOP/s", flush=True)
