@@ -260,9 +260,9 @@ void launch_forward(const Params& p) {
   // round (a rotation by one per round pairs m odd with the next head's m = 0 in odd rounds:
   // wrong K/V multicast, caught by the cluster tests on the GPU, session 13 call 7).
   // Only the 3-warpgroup D = 64 kernel (192-row tiles, where the m-block counts of common S_q
-  // divide 132): forced on at D = 256 (2 warpgroups) with 40000 one-row tiles (303 rounds per
-  // CTA) the kernel failed (cudaErrorLaunchFailure, or a hang when run alone; session 13 device
-  // calls 7-8), not yet understood, so the other kernels keep the unrotated order.
+  // divide 132; the 2-warpgroup kernels' partial tiles were not measured). (The D = 256 failure
+  // session 13 met with 40000 one-row tiles was not the rotation: an idle warpgroup released
+  // its Q buffer early, mainloop.cuh idle_tile_simple; fixed in session 14.)
   a.rotate = WGs == 3 && persistent && !cluster && !a.causal && tuning().rotate_rounds != 0 &&
              (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
   a.tile_counter = nullptr;

@@ -478,10 +478,16 @@ __device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
 /// nothing but keeps the protocol: the same ping-pong turns (n + 1), and every K, V and Q buffer
 /// released once its data has landed (waiting on "full" first keeps its arrivals in the right
 /// phase). Nothing to write either: the epilogue skips rows >= seqlen_q.
+/// The Q buffer too (q_phase: the parity of this tile's full_q phase): without ping-pong turns
+/// (D = 256 non-causal runs with pingpong = 0) nothing else holds this warpgroup back, and a
+/// release of tile t + 1's Q before it landed completed the phase of tile t's Q without the
+/// working warpgroup's arrivals (B 1, S_q 1, S_k 20, H_q 4000: the producer overwrote a Q still
+/// being read, then armed full_q twice in one phase: a hang, or cudaErrorLaunchFailure; session
+/// 14). The Q of tile t + 1 lands only after every warp released tile t's.
 template <class Tr>
 __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n_blocks,
-                                                 PipeOf<Tr>& pipe, int qb, int lane,
-                                                 const PingPong& turn) {
+                                                 PipeOf<Tr>& pipe, int qb, uint32_t q_phase,
+                                                 int lane, const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
   ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
   turn.wait_turn();
@@ -496,6 +502,7 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
     release_kv<Tr>(&sm.empty_k[st], lane);
     release_kv<Tr>(&sm.empty_v[sp], lane);
   }
+  ptx::mbar_wait(&sm.full_q[qb], q_phase);
   release<Tr>(&sm.empty_q[qb], lane);
   const int sp = pipe.vs(n_blocks - 1);
   ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_blocks - 1));
@@ -599,7 +606,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
 
   if (n_blocks > 0 && m_block * Tr::kBlockM + cwg * 64 >= a.seqlen_q) {
     const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
-    idle_tile_simple<Tr>(sm, n_blocks, pipe, qi.buf(nq), lane, turn);
+    idle_tile_simple<Tr>(sm, n_blocks, pipe, qi.buf(nq), qi.phase(nq), lane, turn);
     ++qi.count;
     return;
   }
@@ -770,7 +777,7 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
   const float sl2 = a.scale_log2;
 
   if (n_blocks > 0 && first_row >= a.seqlen_q) {
-    idle_tile_simple<Tr>(sm, n_blocks, pipe, 0, lane, turn);
+    idle_tile_simple<Tr>(sm, n_blocks, pipe, 0, qi.phase(1), lane, turn);
     ++qi.count;
     return;
   }
@@ -963,6 +970,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
       release4(rv);
       release4(rk);
     }
+    ptx::mbar_wait(base + kFullQ, qi.phase(1));  // (idle_tile_simple: why)
     if (lane == 0) ptx::mbar_arrive(base + kEmptyQ);
     const RingPos<RS> rv(8 * (c0 + n_blocks) - 4);
     wait4(rv);
@@ -1241,7 +1249,8 @@ struct Consumer {
   }
 
   /// n turns without computing (all rows of this warpgroup past seqlen_q).
-  __device__ __forceinline__ void idle_tile(int n_blocks, int qb) {
+  /// (Q released only once it has landed: idle_tile_simple says why.)
+  __device__ __forceinline__ void idle_tile(int n_blocks, int qb, uint32_t q_phase) {
     namespace ptx = attnkit::cuda::sm90;
     ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
     fence_regs(o);
@@ -1268,6 +1277,7 @@ struct Consumer {
       release_kv<Tr>(&sm.empty_k[st], lane);
       release_kv<Tr>(&sm.empty_v[sp], lane);
     }
+    ptx::mbar_wait(&sm.full_q[qb], q_phase);
     release<Tr>(&sm.empty_q[qb], lane);
     release_staged();  // (kTmaEpi: the previous tile's store, staged above)
     ptx::mbar_wait(&sm.full_v[pipe.vs(n_blocks - 1)], pipe.vph(n_blocks - 1));
@@ -1286,7 +1296,7 @@ struct Consumer {
     const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
     const int qb = qi.buf(nq);
     if (first_row >= a.seqlen_q) {
-      idle_tile(n_blocks, qb);
+      idle_tile(n_blocks, qb, qi.phase(nq));
       ++qi.count;
       return;
     }

@@ -280,7 +280,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "wide": FA3's wider K/V tiles (D = 128 non-causal: 176 keys).
   flash3::tuning().wide_n = c.tag == "wide";
   // "pp_on"/"pp_off"/"nonpersist": the measurement knobs must not change results either.
-  flash3::tuning().pingpong = c.tag == "pp_on" ? 1 : c.tag == "pp_off" ? 0 : -1;
+  // ("*_pp_off": another knob's kernel with the ping-pong off.)
+  const bool pp_off =
+      c.tag == "pp_off" || (c.tag.size() > 7 && c.tag.rfind("_pp_off") == c.tag.size() - 7);
+  flash3::tuning().pingpong = c.tag == "pp_on" ? 1 : pp_off ? 0 : -1;
   flash3::tuning().persistent = c.tag != "nonpersist";
   // "q1buf": one Q buffer; "sched_static"/"sched_dyn": force the tile scheduler; "wgs2"/"wgs3":
   // D = 64 with 2 or 3 consumer warpgroups (default 3, 2 for causal S_q <= 1024).
@@ -299,9 +302,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "legacy_desc": v5's per-wgmma descriptor rebuild (A/B knob).
   flash3::tuning().legacy_desc = c.tag == "legacy_desc";
   // "kv128": D = 256 with 128-key tiles (one K/V stage, P packed into S; elsewhere ignored).
-  flash3::tuning().kv_tile_256 = c.tag == "kv128" ? 128 : 0;
+  flash3::tuning().kv_tile_256 = c.tag == "kv128" || c.tag == "kv128_pp_off" ? 128 : 0;
   // "kv128r": the same tiles with K/V streamed through the 16 KB chunk ring (Tuning::kv_ring_256).
-  flash3::tuning().kv_ring_256 = c.tag == "kv128r" ? 1 : 0;
+  flash3::tuning().kv_ring_256 = c.tag == "kv128r" || c.tag == "kv128r_pp_off" ? 1 : 0;
   // "uniform"/"lazy"/"s4": session-4 code generation (Tuning::uniform_desc, lazy_rescale, both)
   // forced on at every D (the one not named forced off); other tags keep auto (-1: both on at
   // D = 256 for the default kernel).
@@ -703,14 +706,24 @@ std::vector<Cfg> cases() {
       // kernel only, the knob is ignored elsewhere): forced on with whole tiles, off with a
       // partial last tile (the auto's other side), and 40000 one-row tiles (303 rounds per CTA:
       // the rotation wraps around the grid), rotated and not.
-      // KNOWN BUG (session 13, open): at D = 256 the 40000 one-row-tile case never finishes
-      // (a hang when run alone, cudaErrorLaunchFailure once in a shard), rotated or not: it is
-      // left out at D = 256 until understood (bench/notes/flash3-fwd-s3.md, session 13).
       add({"rotate", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false, true});
       add({"rotate_off", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
-      if (d != 256) {
-        add({"rotate", 1, 1, 20, 40000, 8, 0, DType::bf16, Causal::none, false, false, true});
-        add({"rotate_off", 1, 1, 20, 40000, 8, 0, DType::bf16, Causal::none, false, false, true});
+      add({"rotate", 1, 1, 20, 40000, 8, 0, DType::bf16, Causal::none, false, false, true});
+      add({"rotate_off", 1, 1, 20, 40000, 8, 0, DType::bf16, Causal::none, false, false, true});
+      // Idle warpgroups without the ping-pong (session 14): many tiles of one K/V block whose
+      // rows fill one warpgroup only (S_q 1 or 64): an idle warpgroup released a Q buffer before
+      // it landed and ran a tile ahead (D = 256 non-causal, whose default has no ping-pong,
+      // hung or failed to launch). Every consumer's idle path: the default and pp_off at every
+      // D (D 64 / 128: the overlapped Consumer), the 128-key tiles and the chunk ring at 256.
+      for (const char* knob : {"square", "pp_off"}) {
+        add({knob, 1, 1, 20, 4000, 8, 0, DType::bf16, Causal::none, false, false, true});
+        add({knob, 2, 64, 50, 1000, 4, 0, DType::bf16, Causal::none, false, false, true});
+      }
+      if (d == 256) {
+        for (const char* knob : {"kv128_pp_off", "kv128r_pp_off"}) {
+          add({knob, 1, 1, 100, 4000, 8, 0, DType::bf16, Causal::none, false, false, true});
+          add({knob, 2, 64, 120, 1000, 4, 0, DType::bf16, Causal::none, false, false, true});
+        }
       }
       // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
