@@ -105,6 +105,12 @@ extern "C" void flash3_set_knobs_tmaepi(int tma_epilogue) {
 extern "C" void flash3_set_knobs_rotate(int rotate_rounds) {
   attnkit::flash3::tuning().rotate_rounds = rotate_rounds;
 }
+// Session 14: Tuning::q_prefetch (-1 = auto / 0 = off / L = K/V blocks before the tile's end),
+// Tuning::kv_prefetch (0 / 1).
+extern "C" void flash3_set_knobs_prefetch(int q_prefetch, int kv_prefetch) {
+  attnkit::flash3::tuning().q_prefetch = q_prefetch;
+  attnkit::flash3::tuning().kv_prefetch = kv_prefetch;
+}
 // Session 13: Tuning::trace (a device buffer, or null): per-tile clock64 stamps, recorded only
 // by a shim built with ATTNKIT_FLASH3_TRACE (flash3_shim_only.sh F3_TRACE=1).
 extern "C" void flash3_set_trace(void* buffer) {

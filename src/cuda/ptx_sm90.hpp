@@ -98,6 +98,16 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, u
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
+/// 4-D tile prefetch global -> L2 (the box a tma_load_4d with the same map and coordinates
+/// would read; no shared memory, no barrier, nothing to wait for: a hint the memory system may
+/// drop). Out-of-bounds parts of the box are not fetched.
+__device__ __forceinline__ void tma_prefetch_l2_4d(const CUtensorMap* map, int32_t c0, int32_t c1,
+                                                   int32_t c2, int32_t c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
 /// 4-D tile store shared -> global (box at element coordinates c0 .. c3, from `src`, the shared
 /// address of a box laid out as the map's swizzle expects), joining the issuing thread's current
 /// bulk async-group (bulk_commit, then bulk_wait_read before `src` is overwritten). Elements

@@ -53,6 +53,12 @@ struct FwdArgs {
   // turn, if any), after the flush turn, when the tile call returns, and m_block | n_blocks << 16.
   // Null: nothing recorded. (Tuning::trace.)
   unsigned long long* trace;
+  // Session 14 (mainloop.cuh produce_tile, Tuning::q_prefetch): the producer prefetches the
+  // CTA's next tile's Q box into L2 when q_prefetch K/V blocks of the current tile are left to
+  // issue (0 = off); kv_prefetch = 1: the next tile's first K and V blocks too. Static schedule
+  // only (the dynamic one does not know the next tile in time).
+  int q_prefetch;
+  int kv_prefetch;
 };
 
 }  // namespace attnkit::flash3

@@ -25,19 +25,6 @@
 
 namespace attnkit::flash3 {
 
-/// Number of K/V tiles a CTA visits (tiles 0 .. n-1; all of them are visited from the last).
-template <class Tr>
-__device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
-  const int total = (a.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
-  if (!a.causal) return total;
-  int last_row = (m_block + 1) * Tr::kBlockM;
-  if (last_row > a.seqlen_q) last_row = a.seqlen_q;
-  const int max_key = last_row - 1 + a.causal_offset;  // last visible key of the last row
-  if (max_key < 0) return 0;
-  const int n = max_key / Tr::kBlockN + 1;
-  return n < total ? n : total;
-}
-
 /// kVar: variant bits (mainloop.cuh: kVarOrdered, kVarEarlyRescale); VS: V ring stages;
 /// CL: CTAs per cluster (1, or 2 = K/V multicast, cluster.cuh); RS: K/V ring slots (0, or 10 =
 /// the D = 256 128-key chunk ring, FwdTraits::kRing).
@@ -107,10 +94,12 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       for (int k = 0;; ++k) {
         if (dynamic) slot.put(k, t, lane);
         if (t < 0) break;
+        // Static: the next tile is known now (FwdArgs::q_prefetch prefetches its Q into L2).
+        const int t_next = dynamic ? -1 : static_tile_of<kDiet>(args, k + 1);
         if (lane == 0) {
           const Tile tile = decode_tile_of<kDiet>(args, t);
-          produce_tile<Tr>(args, sm, tile.m_block, tile.h, tile.b,
-                           num_n_blocks<Tr>(args, tile.m_block), pipe, qi);
+          produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b,
+                                  num_n_blocks<Tr>(args, tile.m_block), pipe, qi, t_next);
         }
         __syncwarp();
         if (dynamic) {
@@ -119,7 +108,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
           n = __shfl_sync(0xffffffffu, n, 0);
           t = n < args.num_tiles ? n : -1;
         } else {
-          t = static_tile_of<kDiet>(args, k + 1);
+          t = t_next;
         }
       }
     }

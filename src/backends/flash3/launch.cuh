@@ -227,6 +227,13 @@ void launch_forward(const Params& p) {
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = tuning().overlap_tiles ? 1 : 0;
   a.trace = static_cast<unsigned long long*>(tuning().trace);
+  // Next tile's Q (and first K/V block) into L2 ahead of its load (Tuning::q_prefetch). Ring
+  // variant (produce_tile_ring): not wired, so off there.
+  a.q_prefetch = Tr::kRing                  ? 0
+                 : tuning().q_prefetch >= 0 ? tuning().q_prefetch
+                 : a.q_bufs == 1            ? 4
+                                            : 0;
+  a.kv_prefetch = tuning().kv_prefetch != 0 ? 1 : 0;
   // Scheduler (run 5, H100, same process). Dynamic for the 192-row D = 64 kernel, whose last
   // tile of a head is partly empty (S = 1k: 6 x 192 rows): 418 vs 390 TFLOP/s static
   // (non-causal), 279 vs 254 (causal); equal at S = 4k. Static elsewhere: D = 128 non-causal

@@ -126,6 +126,14 @@ struct Tuning {
   // -1 = auto: non-causal launches whose last m block is partial; 0 = off; 1 = every non-causal
   // persistent launch. (The dynamic scheduler and the 2-CTA cluster ignore it.)
   int rotate_rounds = -1;
+  // Session 14: the next tile's Q prefetched into L2 by the producer, this many K/V blocks
+  // before the current tile's last block is issued (FwdArgs::q_prefetch; -1 = auto: 4 where one
+  // Q buffer is in use, the D = 256 default, else 0; 0 = off). With one Q buffer the next Q can
+  // only be loaded once the current tile's last Q K^T is done, and with equal tiles every CTA
+  // loads its next Q at the same moment (132 x 64 KB from HBM at D = 256).
+  int q_prefetch = -1;
+  // 1: also the next tile's first K and V blocks (FwdArgs::kv_prefetch; with q_prefetch > 0).
+  int kv_prefetch = 0;
 };
 Tuning& tuning();
 

@@ -179,10 +179,16 @@ __device__ __forceinline__ void produce_tile_ring(const FwdArgs& a, SmemLayout<T
 
 /// Producer (one thread): K/V tiles n-1 .. 0 of the tile, with its Q issued right after the
 /// first K (so the K/V stream never waits behind a Q buffer that is still being read).
-template <class Tr>
+/// t_next: the CTA's next tile (-1: none or unknown): with FwdArgs::q_prefetch = L > 0 its Q box
+/// (and with kv_prefetch its first K and V blocks) is prefetched into L2 once this tile has
+/// min(L, n) blocks left to issue, so that its TMA load, which can only start when this tile's
+/// last Q K^T is done (one Q buffer), reads L2. Only t_next is carried through the block loop
+/// and decoded at the prefetch (the D = 256 producer runs with 24 registers: carrying the
+/// decoded tile spilled 156 B instead of 36 B).
+template <class Tr, bool kDiet = false>
 __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
                                              int h, int b, int n_blocks, PipeOf<Tr>& pipe,
-                                             QIndex& qi) {
+                                             QIndex& qi, int t_next = -1) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
   if constexpr (Tr::kRing) {
@@ -235,11 +241,33 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
                        c * 64, m_block * Tr::kBlockM, h, b);
     ++qi.count;
   }
+  // Blocks are issued n-1 .. 0: the prefetch goes after block pf_at (the L-th from the end).
+  const int pf_at = t_next >= 0 && a.q_prefetch > 0
+                        ? (a.q_prefetch < n_blocks ? a.q_prefetch : n_blocks) - 1
+                        : -1;
+  auto prefetch_next = [&]() {
+    const Tile next = decode_tile_of<kDiet>(a, t_next);
+    const int next_nb = num_n_blocks<Tr>(a, next.m_block) - 1;
+    if (next_nb < 0) return;  // a tile without keys loads nothing
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_prefetch_l2_4d(&a.tma_q, c * 64, next.m_block * Tr::kBlockM, next.h, next.b);
+    if (a.kv_prefetch != 0) {
+      const int nhkv = next.h / a.group;
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::tma_prefetch_l2_4d(&a.tma_k, c * 64, next_nb * Tr::kBlockN, nhkv, next.b);
+        ptx::tma_prefetch_l2_4d(&a.tma_v, c * 64, next_nb * Tr::kBlockN, nhkv, next.b);
+      }
+    }
+  };
   load_v(n_blocks - 1);
   ++pipe.count;
+  if (pf_at == n_blocks - 1) prefetch_next();
   for (int nb = n_blocks - 2; nb >= 0; --nb, ++pipe.count) {
     load_k(nb);
     load_v(nb);
+    if (nb == pf_at) prefetch_next();
   }
 }
 

@@ -173,4 +173,17 @@ __device__ __forceinline__ Tile decode_tile_of(const FwdArgs& a, int t) {
   return kFast ? decode_tile_fast(a, t) : decode_tile(a, t);
 }
 
+/// Number of K/V tiles a CTA visits (tiles 0 .. n-1; all of them are visited from the last).
+template <class Tr>
+__device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
+  const int total = (a.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
+  if (!a.causal) return total;
+  int last_row = (m_block + 1) * Tr::kBlockM;
+  if (last_row > a.seqlen_q) last_row = a.seqlen_q;
+  const int max_key = last_row - 1 + a.causal_offset;  // last visible key of the last row
+  if (max_key < 0) return 0;
+  const int n = max_key / Tr::kBlockN + 1;
+  return n < total ? n : total;
+}
+
 }  // namespace attnkit::flash3

@@ -363,6 +363,11 @@ TEST_P(Flash3Forward, MatchesReference) {
   // turns them on: a partial last m block).
   if (c.tag == "rotate") flash3::tuning().rotate_rounds = 1;
   if (c.tag == "rotate_off") flash3::tuning().rotate_rounds = 0;
+  // "qpf"/"qpf_kv"/"qpf0" (session 14): the next tile's Q prefetched into L2 one block before
+  // the tile's end at every D (auto: 4 blocks with one Q buffer), with its first K/V block too,
+  // or off (where the auto has it on: D = 256).
+  flash3::tuning().q_prefetch = c.tag == "qpf0" ? 0 : c.tag.rfind("qpf", 0) == 0 ? 1 : -1;
+  flash3::tuning().kv_prefetch = c.tag == "qpf_kv" ? 1 : 0;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -725,6 +730,13 @@ std::vector<Cfg> cases() {
           add({knob, 2, 64, 120, 1000, 4, 0, DType::bf16, Causal::none, false, false, true});
         }
       }
+      // L2 prefetch of the next tile (session 14): causal with tiles without keys (bottom-right,
+      // S_q > S_k), GQA, one-block tiles, many tiles per CTA, large vs the GPU reference.
+      add({"qpf", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      add({"qpf_kv", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      add({"qpf_kv", 3, 333, 60, 48, 4, 0, DType::bf16, Causal::none});
+      add({"qpf_kv", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+      add({"qpf0", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
       // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
       add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
