@@ -12,7 +12,13 @@ Kinds: F = full tile, T = a head's last tile with <= 64 rows (one working warpgr
 runs with Tuning::rotate_rounds at auto and off. (Session 13 also traced a split last tile, on
 branch wip/f3fwd19-split.)
 
-usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so
+Session 14 (--d 256): the tile-at-a-time consumer of D = 256 (2 warpgroups, 128-row tiles,
+64-key blocks) stamps a tile's start, its Q landing, its epilogue's start and its return; per
+shape (S 1k / 4k non-causal, and with the next Q prefetched into L2) this prints the medians per
+warpgroup of: the Q wait (start -> Q landed), the mainloop (Q -> epilogue), the epilogue, the gap
+to the next tile's start and the period (start -> next start), first tiles apart.
+
+usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so [--d 64|256]
 """
 import argparse
 import ctypes
@@ -31,12 +37,16 @@ KMAX, WGS = 64, 3
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
+    ap.add_argument("--d", type=int, default=64)
     a = ap.parse_args()
     fn, set_tuning = load(a.lib)
     lib = ctypes.CDLL(a.lib)
     lib.flash3_set_trace.argtypes = [ctypes.c_void_p]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     buf = torch.zeros(sms * KMAX * WGS * 4, dtype=torch.int64, device="cuda")
+    if a.d == 256:
+        trace_256(fn, set_tuning, lib, sms, buf)
+        return
     d = 64
     torch.manual_seed(0)
     for sk, sq, b in ((1024, 1024, 16), (1024, 1152, 16), (4096, 4096, 4)):
@@ -80,6 +90,56 @@ def main():
                     f"{statistics.median(own[w]):6.0f}" for w in range(WGS)))
             line.append(f"CTA busy min / median / max {min(busy)} / {statistics.median(busy):.0f}"
                         f" / {max(busy)} cyc")
+            print("  ".join(line), flush=True)
+    set_tuning()
+
+
+def trace_256(fn, set_tuning, lib, sms, buf):
+    """D = 256 (consume_tile_simple): Q wait, mainloop, epilogue, gap and period per warpgroup."""
+    d = 256
+    torch.manual_seed(0)
+    for s in (1024, 4096):
+        b, h = 16384 // s, 2048 // d
+        q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn_like(q)
+        v = torch.randn_like(q)
+        out = torch.empty_like(q)
+        lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+        run = make_flash3(fn, q, k, v, out, lse, False)
+        for qpf in (0, 4):
+            set_tuning(qpf=qpf)
+            for _ in range(5):
+                run()
+            buf.zero_()
+            lib.flash3_set_trace(ctypes.c_void_p(buf.data_ptr()))
+            run()
+            torch.cuda.synchronize()
+            lib.flash3_set_trace(None)
+            t = buf.view(sms, KMAX, WGS, 4).cpu().tolist()
+            parts = {name: {w: [] for w in range(2)} for name in
+                     ("qwait0", "qwait", "main", "epi", "gap", "period")}
+            busy, ntiles = [], []
+            for c in range(sms):
+                tiles = [t[c][kk] for kk in range(KMAX) if t[c][kk][0][0] != 0]
+                ntiles.append(len(tiles))
+                for i, e in enumerate(tiles):
+                    for w in range(2):
+                        st, ql, ret, epi = e[w]
+                        parts["qwait0" if i == 0 else "qwait"][w].append(ql - st)
+                        parts["main"][w].append(epi - ql)
+                        parts["epi"][w].append(ret - epi)
+                        if i + 1 < len(tiles):
+                            parts["gap"][w].append(tiles[i + 1][w][0] - ret)
+                            parts["period"][w].append(tiles[i + 1][w][0] - st)
+                if tiles:
+                    busy.append(tiles[-1][0][2] - tiles[0][0][0])
+            line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf}:"]
+            for name, per_wg in parts.items():
+                if per_wg[0]:
+                    line.append(f"{name} " + " / ".join(
+                        f"{statistics.median(per_wg[w]):6.0f}" for w in range(2)))
+            line.append(f"tiles per CTA {min(ntiles)}-{max(ntiles)}, busy min / median / max "
+                        f"{min(busy)} / {statistics.median(busy):.0f} / {max(busy)} cyc")
             print("  ".join(line), flush=True)
     set_tuning()
 

@@ -51,7 +51,9 @@ struct FwdArgs {
   // F3_TRACE=1): per CTA, tile k < 64 and consumer warpgroup w < 3, four words at
   // ((cta * 64 + k) * 3 + w) * 4: clock64 when the warpgroup starts the tile (before its flush
   // turn, if any), after the flush turn, when the tile call returns, and m_block | n_blocks << 16.
-  // Null: nothing recorded. (Tuning::trace.)
+  // The tile-at-a-time consumer (D = 256) instead: tile call starts, its Q landed, tile call
+  // returns, its epilogue starts (mainloop.cuh trace_stamp). Null: nothing recorded.
+  // (Tuning::trace.)
   unsigned long long* trace;
   // Session 14 (mainloop.cuh produce_tile, Tuning::q_prefetch): the producer prefetches the
   // CTA's next tile's Q box into L2 when q_prefetch K/V blocks of the current tile are left to

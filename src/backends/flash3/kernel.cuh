@@ -164,9 +164,13 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
                                        num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
                                        threadIdx.x % 128, turn);
         } else {
+          // (trace, measurement builds: words 0 / 2 = the tile call starts / returns; 1 / 3 in
+          // consume_tile_simple)
+          trace_stamp(args, k, cwg, threadIdx.x % 128, 0);
           consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b,
                                               num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
                                               threadIdx.x % 128, turn);
+          trace_stamp(args, k, cwg, threadIdx.x % 128, 2);
         }
       }
     }

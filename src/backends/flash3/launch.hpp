@@ -127,10 +127,10 @@ struct Tuning {
   // persistent launch. (The dynamic scheduler and the 2-CTA cluster ignore it.)
   int rotate_rounds = -1;
   // Session 14: the next tile's Q prefetched into L2 by the producer, this many K/V blocks
-  // before the current tile's last block is issued (FwdArgs::q_prefetch; -1 = auto: 4 where one
-  // Q buffer is in use, the D = 256 default, else 0; 0 = off). With one Q buffer the next Q can
-  // only be loaded once the current tile's last Q K^T is done, and with equal tiles every CTA
-  // loads its next Q at the same moment (132 x 64 KB from HBM at D = 256).
+  // before the current tile's last block is issued (FwdArgs::q_prefetch; -1 = auto: D = 128 2
+  // (non-causal: S_k <= 4096), D = 256 causal 4, else 0 (launch.cuh has the measurements); 0 =
+  // off). The producer issues a tile's Q load only after that tile's first K block, at most ~2
+  // blocks before the consumers need it; short tiles (S 1k, causal) left its latency exposed.
   int q_prefetch = -1;
   // 1: also the next tile's first K and V blocks (FwdArgs::kv_prefetch; with q_prefetch > 0).
   int kv_prefetch = 0;

@@ -500,6 +500,17 @@ __device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
   }
 }
 
+/// ATTNKIT_FLASH3_TRACE builds only (measurement, FwdArgs::trace): clock64 into word `word` of
+/// tile k of consumer warpgroup cwg, from the warpgroup's thread 0 (tid).
+__device__ __forceinline__ void trace_stamp(const FwdArgs& a, int k, int cwg, int tid, int word) {
+#if defined(ATTNKIT_FLASH3_TRACE)
+  if (a.trace != nullptr && tid == 0 && k >= 0 && k < 64 && cwg < 3)
+    a.trace[((static_cast<int64_t>(blockIdx.x) * 64 + k) * 3 + cwg) * 4 + word] = clock64();
+#else
+  (void)a, (void)k, (void)cwg, (void)tid, (void)word;
+#endif
+}
+
 /// Tiles one at a time (v4 structure; D = 256, see Consumer::kCanOverlap).
 /// A consumer warpgroup whose 64 rows all lie beyond seqlen_q (the last tile of a 192-row
 /// D = 64 launch, e.g. S = 1024: rows 960 .. 1151, two of three warpgroups empty): it computes
@@ -657,6 +668,8 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     float factor[2];
     float pf[2];  // kEarly: the factor that goes with P (applied to O before P's P V)
     ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
+    // (trace: word 1 = Q landed; tiles counted by qi, = the kernel's k when every tile has keys)
+    trace_stamp(a, qi.count, cwg, tid, 1);
     ++qi.count;
 
     // it = 0: S = Q K_{n-1}^T only.
@@ -712,6 +725,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       release_kv<Tr>(&sm.empty_v[sp], lane);
     }
     pipe.count += n_blocks;
+    trace_stamp(a, qi.count - 1, cwg, tid, 3);  // (trace: word 3 = the epilogue starts)
   }
   float inv[2], lse[2];
   sm_state.finalize(a.scale, inv, lse);
