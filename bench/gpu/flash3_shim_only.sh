@@ -32,6 +32,7 @@ NV="nvcc -std=c++20 -O3 $ARCH -I $SRC/include -I $SRC/src $DEFS -Xcompiler -fPIC
 } > "$B/jobs.txt"
 t0=$(date +%s)
 xargs -P 16 -I{} bash -c "{} 2>&1" < "$B/jobs.txt" > "$B/build.log" 2>&1
+# (the backward has no D 256 instantiation: link the objects that exist)
 nvcc $ARCH -shared -o "$B/libflash3_shim.so" "$B"/shim.o "$B"/backend.o "$B"/workspace.o \
-  "$B"/fwd_*.o "$B"/bwd_*.o >> "$B/build.log" 2>&1 || { echo "LINK shim FAILED ($SRC)"; tail -20 "$B/build.log"; exit 1; }
+  $(ls "$B"/fwd_*.o "$B"/bwd_*.o 2>/dev/null) >> "$B/build.log" 2>&1 || { echo "LINK shim FAILED ($SRC)"; tail -20 "$B/build.log"; exit 1; }
 echo "shim $SRC -> $B/libflash3_shim.so: $(( $(date +%s) - t0 )) s"

@@ -231,16 +231,17 @@ void launch_forward(const Params& p) {
   // variant (produce_tile_ring): not wired, so off there. Auto from session 14's same-process
   // A/B (H100, bench/results/2026-11-22-h100-flash3-fwd-s14-qprefetch.md, 3 rounds, ratio to
   // prefetch off): D 128 with 2 blocks of lead: causal 1k +4.0 %, 4k +0.9 %, 16k +0.6 %,
-  // non-causal 1k +1.3 %, 4k +0.1 %, 16k -0.2 % (all 3 rounds: off above 4k keys); D 256
-  // causal with 4: 1k +1.4 %, 4k +0.7 %, 16k +0.5 %; D 256 non-causal lost at 1k (-1.5 %, 4k /
-  // 16k +-0.2 %): off. The next tile's K / V too (kv_prefetch) lost 1-4 % at 1k: off. D 64: not
-  // measured yet, off.
-  const bool pf128 = D == 128 && (a.causal || p.seqlen_k <= 4096);
-  a.q_prefetch = Tr::kRing                  ? 0
-                 : tuning().q_prefetch >= 0 ? tuning().q_prefetch
-                 : pf128                    ? 2
-                 : D == 256 && a.causal     ? 4
-                                            : 0;
+  // non-causal 1k +1.3 %, 4k +0.1 %, 16k -0.2 % (all 3 rounds); D 256 causal with 4: 1k
+  // +1.4 %, 4k +0.7 %, 16k +0.5 %; D 256 non-causal lost at 1k (-1.5 %, 4k / 16k +-0.2 %): off.
+  // The next tile's K / V too (kv_prefetch) lost 1-4 % at 1k: off. Second call (2 rounds, -s14-
+  // qprefetch-d64.json): D 64 with 2: 1k +1.1 % / +1.6 % (non-causal / causal), 4k +0.2 / +0.6 %,
+  // 16k +0.2 / -0.2 %; the 16k rows of D 64 / 128 / 256 moved by at most 0.5 % either way, the
+  // spread of two identical configurations in that loop: on up to 4k keys at D <= 128.
+  a.q_prefetch = Tr::kRing                        ? 0
+                 : tuning().q_prefetch >= 0       ? tuning().q_prefetch
+                 : D <= 128 && p.seqlen_k <= 4096 ? 2
+                 : D == 256 && a.causal           ? 4
+                                                  : 0;
   a.kv_prefetch = tuning().kv_prefetch != 0 ? 1 : 0;
   // Scheduler (run 5, H100, same process). Dynamic for the 192-row D = 64 kernel, whose last
   // tile of a head is partly empty (S = 1k: 6 x 192 rows): 418 vs 390 TFLOP/s static

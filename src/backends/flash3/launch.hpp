@@ -127,8 +127,8 @@ struct Tuning {
   // persistent launch. (The dynamic scheduler and the 2-CTA cluster ignore it.)
   int rotate_rounds = -1;
   // Session 14: the next tile's Q prefetched into L2 by the producer, this many K/V blocks
-  // before the current tile's last block is issued (FwdArgs::q_prefetch; -1 = auto: D = 128 2
-  // (non-causal: S_k <= 4096), D = 256 causal 4, else 0 (launch.cuh has the measurements); 0 =
+  // before the current tile's last block is issued (FwdArgs::q_prefetch; -1 = auto: D <= 128
+  // 2 up to S_k 4096, D = 256 causal 4, else 0 (launch.cuh has the measurements); 0 =
   // off). The producer issues a tile's Q load only after that tile's first K block, at most ~2
   // blocks before the consumers need it; short tiles (S 1k, causal) left its latency exposed.
   int q_prefetch = -1;
