@@ -111,6 +111,10 @@ extern "C" void flash3_set_knobs_prefetch(int q_prefetch, int kv_prefetch) {
   attnkit::flash3::tuning().q_prefetch = q_prefetch;
   attnkit::flash3::tuning().kv_prefetch = kv_prefetch;
 }
+// Session 14: Tuning::epi_wide (-1 = auto / 0 = 4-byte O stores / 1 = 8-byte where aligned).
+extern "C" void flash3_set_knobs_epi(int epi_wide) {
+  attnkit::flash3::tuning().epi_wide = epi_wide;
+}
 // Session 13: Tuning::trace (a device buffer, or null): per-tile clock64 stamps, recorded only
 // by a shim built with ATTNKIT_FLASH3_TRACE (flash3_shim_only.sh F3_TRACE=1).
 extern "C" void flash3_set_trace(void* buffer) {

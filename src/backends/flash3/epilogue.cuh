@@ -30,11 +30,38 @@ __device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2
 }
 
 /// o: 64 x kD accumulator (kD/2 registers), row0 = global query row of this thread's r = 0.
+/// FwdArgs::epi_wide (session 14; the launch checks 8-byte alignment): 8-byte stores, each lane
+/// pair of a quad swapping one 4-byte pair (SHFL.BFLY 1) so that the even lane holds columns
+/// 8j .. +3 of the even group j and the odd lane 8(j+1) + 4 .. of the odd one: a warp store
+/// covers 32 contiguous bytes (a full sector) of each of its 8 rows instead of 16, with half the
+/// store instructions. All 32 lanes must be active (the shuffle).
 template <int kD, bool BF16>
 __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2],
                                              const float (&inv)[2], const float (&lse)[2], int b,
                                              int h, int row0, int lane) {
   uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh;
+  if (a.epi_wide != 0) {
+    const bool odd = (lane & 1) != 0;
+    // Column of this lane's 8 bytes in each 16-column pair of groups (2m, 2m + 1).
+    const int col = odd ? 8 + 2 * (lane & 3) - 2 : 2 * (lane & 3);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = row0 + 8 * r;
+      uint16_t* row = out + static_cast<int64_t>(i) * a.out_ss + col;
+#pragma unroll
+      for (int m = 0; m < kD / 16; ++m) {
+        const uint32_t p0 = pack2<BF16>(o[8 * m + 2 * r] * inv[r], o[8 * m + 2 * r + 1] * inv[r]);
+        const uint32_t p1 =
+            pack2<BF16>(o[8 * m + 4 + 2 * r] * inv[r], o[8 * m + 4 + 2 * r + 1] * inv[r]);
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
+        if (i < a.seqlen_q)
+          *reinterpret_cast<uint2*>(row + 16 * m) = odd ? make_uint2(got, p1) : make_uint2(p0, got);
+      }
+      if (i < a.seqlen_q && a.lse != nullptr && (lane & 3) == 0)
+        a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
+    }
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int i = row0 + 8 * r;

@@ -61,6 +61,10 @@ struct FwdArgs {
   // only (the dynamic one does not know the next tile in time).
   int q_prefetch;
   int kv_prefetch;
+  // Session 14 (epilogue.cuh store_output, Tuning::epi_wide): 1 = O stored 8 bytes per lane
+  // (lane pairs swap one pair first); the launch sets it only when out and its strides keep
+  // every such store 8-byte aligned.
+  int epi_wide;
 };
 
 }  // namespace attnkit::flash3

@@ -134,6 +134,10 @@ struct Tuning {
   int q_prefetch = -1;
   // 1: also the next tile's first K and V blocks (FwdArgs::kv_prefetch; with q_prefetch > 0).
   int kv_prefetch = 0;
+  // Session 14: the registers -> global epilogue (store_output) with 8-byte stores after a lane
+  // pair swap (FwdArgs::epi_wide): full 32-byte sectors per row and warp store. -1 = auto, 0 =
+  // off, 1 = on where out is 8-byte aligned (its base and the b / s / h strides).
+  int epi_wide = -1;
 };
 Tuning& tuning();
 

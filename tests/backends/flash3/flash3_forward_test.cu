@@ -368,6 +368,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   // or off (where the auto has it on: D = 256).
   flash3::tuning().q_prefetch = c.tag == "qpf0" ? 0 : c.tag.rfind("qpf", 0) == 0 ? 1 : -1;
   flash3::tuning().kv_prefetch = c.tag == "qpf_kv" ? 1 : 0;
+  // "epi_narrow" (session 14): the 4-byte O stores (the fallback for outputs that are only
+  // 4-byte aligned) instead of the default 8-byte ones, which every other case runs.
+  flash3::tuning().epi_wide = c.tag == "epi_narrow" ? 0 : -1;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -737,6 +740,9 @@ std::vector<Cfg> cases() {
       add({"qpf_kv", 3, 333, 60, 48, 4, 0, DType::bf16, Causal::none});
       add({"qpf_kv", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       add({"qpf0", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
+      add({"epi_narrow", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      add({"epi_narrow", 1, 190, 190, 3, 3, 0, DType::bf16, Causal::none, false, true});
+      add({"epi_narrow", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
       // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
       add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
