@@ -14,7 +14,7 @@ branch wip/f3fwd19-split.)
 
 Session 14 (--d 256): the tile-at-a-time consumer of D = 256 (2 warpgroups, 128-row tiles,
 64-key blocks) stamps a tile's start, its Q landing, its epilogue's start and its return; per
-shape (S 1k / 4k non-causal; 4-byte or 8-byte O stores, the next Q prefetched or not) this prints the medians per
+shape (S 1k / 4k non-causal; 4-, 8- or 16-byte O stores) this prints the medians per
 warpgroup of: the Q wait (start -> Q landed), the mainloop (Q -> epilogue), the epilogue, the gap
 to the next tile's start and the period (start -> next start), first tiles apart.
 
@@ -106,8 +106,8 @@ def trace_256(fn, set_tuning, lib, sms, buf):
         out = torch.empty_like(q)
         lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
         run = make_flash3(fn, q, k, v, out, lse, False)
-        for qpf, epi in ((0, 0), (0, 1), (4, 1)):
-            set_tuning(qpf=qpf, epi=epi)
+        for qpf, epi_wide in ((0, 0), (0, 1), (0, 2)):
+            set_tuning(qpf=qpf, epi=epi_wide)
             for _ in range(5):
                 run()
             buf.zero_()
@@ -133,7 +133,7 @@ def trace_256(fn, set_tuning, lib, sms, buf):
                             parts["period"][w].append(tiles[i + 1][w][0] - st)
                 if tiles:
                     busy.append(tiles[-1][0][2] - tiles[0][0][0])
-            line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf} epi_wide={epi}:"]
+            line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf} epi_wide={epi_wide}:"]
             for name, per_wg in parts.items():
                 if per_wg[0]:
                     line.append(f"{name} " + " / ".join(

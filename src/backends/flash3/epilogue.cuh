@@ -35,12 +35,51 @@ __device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2
 /// 8j .. +3 of the even group j and the odd lane 8(j+1) + 4 .. of the odd one: a warp store
 /// covers 32 contiguous bytes (a full sector) of each of its 8 rows instead of 16, with half the
 /// store instructions. All 32 lanes must be active (the shuffle).
+/// epi_wide = 2 (16-byte aligned out): a 4 x 4 transpose of 4-byte pairs within each quad (two
+/// SHFL.BFLY stages, 1 and 2, each lane swapping the two pairs whose index bit differs from its
+/// own lane bit) over four column groups 4g .. 4g + 3, after which lane q holds group 4g + q's
+/// 16 contiguous bytes: one 16-byte store per lane, 64 bytes per row and warp store.
 template <int kD, bool BF16>
 __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2],
                                              const float (&inv)[2], const float (&lse)[2], int b,
                                              int h, int row0, int lane) {
   uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh;
-  if (a.epi_wide != 0) {
+  if (a.epi_wide == 2) {
+    const bool odd = (lane & 1) != 0, hi = (lane & 2) != 0;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = row0 + 8 * r;
+      uint16_t* row = out + static_cast<int64_t>(i) * a.out_ss + 8 * (lane & 3);
+#pragma unroll
+      for (int g = 0; g < kD / 32; ++g) {
+        uint32_t v[4];  // v[t]: this lane's pair of column group 4g + t
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+          v[t] = pack2<BF16>(o[4 * (4 * g + t) + 2 * r] * inv[r],
+                             o[4 * (4 * g + t) + 2 * r + 1] * inv[r]);
+        // Stage 1 (lanes q, q ^ 1): swap the pairs t with (t & 1) != (q & 1).
+        uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
+        uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd ? v[2] : v[3], 1);
+        v[0] = odd ? r0 : v[0];
+        v[1] = odd ? v[1] : r0;
+        v[2] = odd ? r1 : v[2];
+        v[3] = odd ? v[3] : r1;
+        // Stage 2 (lanes q, q ^ 2): swap the pairs t with (t & 2) != (q & 2).
+        r0 = __shfl_xor_sync(0xffffffffu, hi ? v[0] : v[2], 2);
+        r1 = __shfl_xor_sync(0xffffffffu, hi ? v[1] : v[3], 2);
+        v[0] = hi ? r0 : v[0];
+        v[1] = hi ? r1 : v[1];
+        v[2] = hi ? v[2] : r0;
+        v[3] = hi ? v[3] : r1;
+        if (i < a.seqlen_q)
+          *reinterpret_cast<uint4*>(row + 32 * g) = make_uint4(v[0], v[1], v[2], v[3]);
+      }
+      if (i < a.seqlen_q && a.lse != nullptr && (lane & 3) == 0)
+        a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
+    }
+    return;
+  }
+  if (a.epi_wide == 1) {
     const bool odd = (lane & 1) != 0;
     // Column of this lane's 8 bytes in each 16-column pair of groups (2m, 2m + 1).
     const int col = odd ? 8 + 2 * (lane & 3) - 2 : 2 * (lane & 3);

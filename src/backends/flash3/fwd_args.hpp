@@ -61,9 +61,9 @@ struct FwdArgs {
   // only (the dynamic one does not know the next tile in time).
   int q_prefetch;
   int kv_prefetch;
-  // Session 14 (epilogue.cuh store_output, Tuning::epi_wide): 1 = O stored 8 bytes per lane
-  // (lane pairs swap one pair first); the launch sets it only when out and its strides keep
-  // every such store 8-byte aligned.
+  // Session 14 (epilogue.cuh store_output, Tuning::epi_wide): 1 / 2 = O stored 8 / 16 bytes per
+  // lane (pairs swapped within each quad first); the launch sets it only when out and its
+  // strides keep every such store aligned. 0 = 4 bytes.
   int epi_wide;
 };
 

@@ -134,9 +134,11 @@ struct Tuning {
   int q_prefetch = -1;
   // 1: also the next tile's first K and V blocks (FwdArgs::kv_prefetch; with q_prefetch > 0).
   int kv_prefetch = 0;
-  // Session 14: the registers -> global epilogue (store_output) with 8-byte stores after a lane
-  // pair swap (FwdArgs::epi_wide): full 32-byte sectors per row and warp store. -1 = auto, 0 =
-  // off, 1 = on where out is 8-byte aligned (its base and the b / s / h strides).
+  // Session 14: the registers -> global epilogue (store_output) with wider stores after swapping
+  // pairs within each quad (FwdArgs::epi_wide): 1 = 8 bytes per lane (32 per row and warp store),
+  // 2 = 16 bytes (64), each only where out is that aligned (its base and the b / s / h strides;
+  // else the next narrower); 0 = 4 bytes (the quad's 16 per row). -1 = auto (launch.cuh: 2 at
+  // D >= 128, 0 at D = 64).
   int epi_wide = -1;
 };
 Tuning& tuning();

@@ -368,9 +368,13 @@ TEST_P(Flash3Forward, MatchesReference) {
   // or off (where the auto has it on: D = 256).
   flash3::tuning().q_prefetch = c.tag == "qpf0" ? 0 : c.tag.rfind("qpf", 0) == 0 ? 1 : -1;
   flash3::tuning().kv_prefetch = c.tag == "qpf_kv" ? 1 : 0;
-  // "epi_narrow" (session 14): the 4-byte O stores (the fallback for outputs that are only
-  // 4-byte aligned) instead of the default 8-byte ones, which every other case runs.
-  flash3::tuning().epi_wide = c.tag == "epi_narrow" ? 0 : -1;
+  // "epi_narrow"/"epi8"/"epi16" (session 14): the O stores 4 / 8 / 16 bytes per lane forced (the
+  // auto, which every other case runs: 16 at D >= 128, 4 at D = 64; 8 is the fallback for
+  // outputs 8- but not 16-byte aligned).
+  flash3::tuning().epi_wide = c.tag == "epi_narrow" ? 0
+                              : c.tag == "epi8"     ? 1
+                              : c.tag == "epi16"    ? 2
+                                                    : -1;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -740,9 +744,11 @@ std::vector<Cfg> cases() {
       add({"qpf_kv", 3, 333, 60, 48, 4, 0, DType::bf16, Causal::none});
       add({"qpf_kv", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       add({"qpf0", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
-      add({"epi_narrow", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
-      add({"epi_narrow", 1, 190, 190, 3, 3, 0, DType::bf16, Causal::none, false, true});
-      add({"epi_narrow", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
+      for (const char* knob : {"epi_narrow", "epi8", "epi16"}) {
+        add({knob, 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({knob, 1, 190, 190, 3, 3, 0, DType::bf16, Causal::none, false, true});
+        add({knob, 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
+      }
       // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
       add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
