@@ -245,16 +245,19 @@ void launch_forward(const Params& p) {
   a.kv_prefetch = tuning().kv_prefetch != 0 ? 1 : 0;
   // 8- / 16-byte O stores (store_output, Tuning::epi_wide): the base and every stride (in
   // 16-bit elements) a multiple of 4 / 8, so each lane's store is aligned; else the widest that
-  // is. Auto: 16 bytes at D >= 128, 4 at D = 64 (session 14 A/B, H100, same process, 8-byte
+  // is. Auto: 8 bytes at D >= 128, 4 at D = 64 (session 14 A/B, H100, same process, 8-byte
   // stores vs 4: D 256 1k +11.3 % non-causal / +13.5 % causal, 4k +3.6 / +5.9 %, 16k +1.0 /
   // +1.3 %; D 128 16k (its STG epilogue; up to 4k it runs the TMA one) +0.7 / +2.2 %; D 64, whose
-  // epilogue overlaps the next tile's GEMMs, -0.8..+0.9 %; clock64 trace at D 256: the
-  // epilogue 11.0k -> 4.9k cycles at 1k: bound by store requests, not bytes).
+  // epilogue overlaps the next tile's GEMMs, -0.8..+0.9 % (causal 1k -0.7 / -1.4 % in two
+  // calls); clock64 trace at D 256: the epilogue 11.0k -> 4.9k cycles at 1k: it was bound by
+  // store requests. 16 bytes vs 8, next call: D 256 1k -0.1..-0.9 %, 4k / 16k +-0.4 %, its
+  // epilogue 4.9k vs 4.7k cycles at 1k, 4.25k vs 3.75k at 4k: the quad transpose's SHFLs cost
+  // more than the fewer requests save).
   auto aligned = [&](int elems) {
     return reinterpret_cast<uintptr_t>(p.out) % (2 * elems) == 0 && p.out_st.b % elems == 0 &&
            p.out_st.s % elems == 0 && p.out_st.h % elems == 0;
   };
-  const int epi_want = tuning().epi_wide >= 0 ? tuning().epi_wide : D >= 128 ? 2 : 0;
+  const int epi_want = tuning().epi_wide >= 0 ? tuning().epi_wide : D >= 128 ? 1 : 0;
   a.epi_wide = epi_want >= 2 && aligned(8) ? 2 : epi_want >= 1 && aligned(4) ? 1 : 0;
   // Scheduler (run 5, H100, same process). Dynamic for the 192-row D = 64 kernel, whose last
   // tile of a head is partly empty (S = 1k: 6 x 192 rows): 418 vs 390 TFLOP/s static

@@ -137,7 +137,7 @@ struct Tuning {
   // Session 14: the registers -> global epilogue (store_output) with wider stores after swapping
   // pairs within each quad (FwdArgs::epi_wide): 1 = 8 bytes per lane (32 per row and warp store),
   // 2 = 16 bytes (64), each only where out is that aligned (its base and the b / s / h strides;
-  // else the next narrower); 0 = 4 bytes (the quad's 16 per row). -1 = auto (launch.cuh: 2 at
+  // else the next narrower); 0 = 4 bytes (the quad's 16 per row). -1 = auto (launch.cuh: 1 at
   // D >= 128, 0 at D = 64).
   int epi_wide = -1;
 };
