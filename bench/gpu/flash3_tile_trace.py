@@ -34,6 +34,19 @@ from flash3_vs_peers import load, make_flash3  # noqa: E402
 KMAX, WGS = 64, 3
 
 
+def traced_call(run, lib, buf, sms):
+    """Five warm-up calls, then one call with the trace on: its stamps as nested lists
+    [cta][tile k][warpgroup][word] (FwdArgs::trace)."""
+    for _ in range(5):
+        run()
+    buf.zero_()
+    lib.flash3_set_trace(ctypes.c_void_p(buf.data_ptr()))
+    run()
+    torch.cuda.synchronize()
+    lib.flash3_set_trace(None)
+    return buf.view(sms, KMAX, WGS, 4).cpu().tolist()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -59,14 +72,7 @@ def main():
         run = make_flash3(fn, q, k, v, out, lse, False)
         for rotate in (-1, 0):
             set_tuning(wgs=3, rotate=rotate)
-            for _ in range(5):
-                run()
-            buf.zero_()
-            lib.flash3_set_trace(ctypes.c_void_p(buf.data_ptr()))
-            run()
-            torch.cuda.synchronize()
-            lib.flash3_set_trace(None)
-            t = buf.view(sms, KMAX, WGS, 4).cpu().tolist()
+            t = traced_call(run, lib, buf, sms)
             periods, own, busy = {}, {w: [] for w in range(WGS)}, []
             for c in range(sms):
                 tiles = [t[c][kk] for kk in range(KMAX) if t[c][kk][0][0] != 0]
@@ -108,14 +114,7 @@ def trace_256(fn, set_tuning, lib, sms, buf):
         run = make_flash3(fn, q, k, v, out, lse, False)
         for qpf, epi_wide in ((0, 0), (0, 1), (0, 2)):
             set_tuning(qpf=qpf, epi=epi_wide)
-            for _ in range(5):
-                run()
-            buf.zero_()
-            lib.flash3_set_trace(ctypes.c_void_p(buf.data_ptr()))
-            run()
-            torch.cuda.synchronize()
-            lib.flash3_set_trace(None)
-            t = buf.view(sms, KMAX, WGS, 4).cpu().tolist()
+            t = traced_call(run, lib, buf, sms)
             parts = {name: {w: [] for w in range(2)} for name in
                      ("qwait0", "qwait", "main", "epi", "gap", "period")}
             busy, ntiles = [], []
