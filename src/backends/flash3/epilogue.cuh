@@ -16,8 +16,8 @@
 namespace attnkit::flash3 {
 
 /// lse of this thread's rows row0 and row0 + 8 (those < seqlen_q), from lane 0 of each quad.
-/// (store_output keeps its own copy inside its row loop: calling this there changed the SASS of
-/// the measured default kernels.)
+/// (store_output's 4-byte path keeps its own copy inside its row loop: calling this there
+/// changed the SASS of the measured default kernels; its wider paths call this.)
 __device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2], int b, int h,
                                           int row0, int lane) {
   if (a.lse == nullptr || (lane & 3) != 0) return;
@@ -74,9 +74,8 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
         if (i < a.seqlen_q)
           *reinterpret_cast<uint4*>(row + 32 * g) = make_uint4(v[0], v[1], v[2], v[3]);
       }
-      if (i < a.seqlen_q && a.lse != nullptr && (lane & 3) == 0)
-        a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
     }
+    store_lse(a, lse, b, h, row0, lane);
     return;
   }
   if (a.epi_wide == 1) {
@@ -96,9 +95,8 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
         if (i < a.seqlen_q)
           *reinterpret_cast<uint2*>(row + 16 * m) = odd ? make_uint2(got, p1) : make_uint2(p0, got);
       }
-      if (i < a.seqlen_q && a.lse != nullptr && (lane & 3) == 0)
-        a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
     }
+    store_lse(a, lse, b, h, row0, lane);
     return;
   }
 #pragma unroll
