@@ -17,6 +17,11 @@ Session 14 (--d 256): the tile-at-a-time consumer of D = 256 (2 warpgroups, 128-
 shape (S 1k / 4k non-causal; 4-, 8- or 16-byte O stores) this prints the medians per
 warpgroup of: the Q wait (start -> Q landed), the mainloop (Q -> epilogue), the epilogue, the gap
 to the next tile's start and the period (start -> next start), first tiles apart.
+Session 15: also, per mainloop turn (turns 1 .. n-1 of a tile, 64 keys each), the cycles
+warpgroup thread 0 spent waiting for K, for V, for S = Q K^T (wgmma wait 1) and for the previous
+P V (wait 0), issuing the wgmmas, the mask + softmax, the post-P V part (release, rescale, P
+conversion) and the rest (loop, fences, turn-0 / last-turn share): where the mainloop's
+cycles above the tensor cores' ~2048 per block (2 x 2 M MAC at 2048 MAC/clk/SM) go.
 
 usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so [--d 64|256]
 """
@@ -31,12 +36,12 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flash3_vs_peers import load, make_flash3  # noqa: E402
 
-KMAX, WGS = 64, 3
+KMAX, WGS, WORDS = 64, 3, 12  # (mainloop.cuh kTraceWords)
 
 
 def traced_call(run, lib, buf, sms):
-    """Five warm-up calls, then one call with the trace on: its stamps as nested lists
-    [cta][tile k][warpgroup][word] (FwdArgs::trace)."""
+    """Five warm-up calls, then one call with the trace on: its words as nested lists
+    [cta][tile k][warpgroup][word] (FwdArgs::trace; words 0-3 stamps, 4-7 WaitClock sums)."""
     for _ in range(5):
         run()
     buf.zero_()
@@ -44,7 +49,7 @@ def traced_call(run, lib, buf, sms):
     run()
     torch.cuda.synchronize()
     lib.flash3_set_trace(None)
-    return buf.view(sms, KMAX, WGS, 4).cpu().tolist()
+    return buf.view(sms, KMAX, WGS, WORDS).cpu().tolist()
 
 
 def main():
@@ -56,7 +61,7 @@ def main():
     lib = ctypes.CDLL(a.lib)
     lib.flash3_set_trace.argtypes = [ctypes.c_void_p]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    buf = torch.zeros(sms * KMAX * WGS * 4, dtype=torch.int64, device="cuda")
+    buf = torch.zeros(sms * KMAX * WGS * WORDS, dtype=torch.int64, device="cuda")
     if a.d == 256:
         trace_256(fn, set_tuning, lib, sms, buf)
         return
@@ -112,18 +117,28 @@ def trace_256(fn, set_tuning, lib, sms, buf):
         out = torch.empty_like(q)
         lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
         run = make_flash3(fn, q, k, v, out, lse, False)
-        for qpf, epi_wide in ((0, 0), (0, 1), (0, 2)):
-            set_tuning(qpf=qpf, epi=epi_wide)
+        turns = s // 64 - 1  # mainloop turns 1 .. n-1 of a non-causal tile
+        for qpf, epi_wide, pp in ((0, 1, -1), (0, 1, 1)):  # ping-pong auto (off here) / on
+            set_tuning(qpf=qpf, epi=epi_wide, pingpong=pp)
             t = traced_call(run, lib, buf, sms)
             parts = {name: {w: [] for w in range(2)} for name in
-                     ("qwait0", "qwait", "main", "epi", "gap", "period")}
+                     ("qwait0", "qwait", "main", "epi", "gap", "period", "turn", "wait_k",
+                      "wait_v", "wait_s", "wait_pv", "issue", "soft", "post", "rest")}
             busy, ntiles = [], []
             for c in range(sms):
                 tiles = [t[c][kk] for kk in range(KMAX) if t[c][kk][0][0] != 0]
                 ntiles.append(len(tiles))
                 for i, e in enumerate(tiles):
                     for w in range(2):
-                        st, ql, ret, epi = e[w]
+                        st, ql, ret, epi, wk, wv, ws, wpv, wis, wso, wpo = e[w][:11]
+                        turn = (epi - ql) / (turns + 1)
+                        parts["turn"][w].append(turn)
+                        for name, x in (("wait_k", wk), ("wait_v", wv), ("wait_s", ws),
+                                        ("wait_pv", wpv), ("issue", wis), ("soft", wso),
+                                        ("post", wpo)):
+                            parts[name][w].append(x / turns)
+                        parts["rest"][w].append(
+                            turn - (wk + wv + ws + wpv + wis + wso + wpo) / turns)
                         parts["qwait0" if i == 0 else "qwait"][w].append(ql - st)
                         parts["main"][w].append(epi - ql)
                         parts["epi"][w].append(ret - epi)
@@ -132,7 +147,7 @@ def trace_256(fn, set_tuning, lib, sms, buf):
                             parts["period"][w].append(tiles[i + 1][w][0] - st)
                 if tiles:
                     busy.append(tiles[-1][0][2] - tiles[0][0][0])
-            line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf} epi_wide={epi_wide}:"]
+            line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf} epi_wide={epi_wide} pingpong={pp}:"]
             for name, per_wg in parts.items():
                 if per_wg[0]:
                     line.append(f"{name} " + " / ".join(

@@ -48,11 +48,12 @@ struct FwdArgs {
   uint32_t g_div_mul;
   int g_div_shift;
   // Kernels built with ATTNKIT_FLASH3_TRACE only (measurement builds, bench/gpu/flash3_shim_only.sh
-  // F3_TRACE=1): per CTA, tile k < 64 and consumer warpgroup w < 3, four words at
-  // ((cta * 64 + k) * 3 + w) * 4: clock64 when the warpgroup starts the tile (before its flush
+  // F3_TRACE=1): per CTA, tile k < 64 and consumer warpgroup w < 3, kTraceWords (12) words at
+  // ((cta * 64 + k) * 3 + w) * 12: clock64 when the warpgroup starts the tile (before its flush
   // turn, if any), after the flush turn, when the tile call returns, and m_block | n_blocks << 16.
   // The tile-at-a-time consumer (D = 256) instead: tile call starts, its Q landed, tile call
-  // returns, its epilogue starts (mainloop.cuh trace_stamp). Null: nothing recorded.
+  // returns, its epilogue starts (mainloop.cuh trace_stamp), then words 4-10: the mainloop's
+  // cycles by part (mainloop.cuh WaitClock). Null: nothing recorded.
   // (Tuning::trace.)
   unsigned long long* trace;
   // Session 14 (mainloop.cuh produce_tile, Tuning::q_prefetch): the producer prefetches the

@@ -123,7 +123,8 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       // (FwdArgs::trace: measurement builds only)
       auto stamp = [&](int k, int word, unsigned long long v) {
         if (args.trace != nullptr && threadIdx.x % 128 == 0 && k < 64 && cwg < 3)
-          args.trace[((static_cast<int64_t>(blockIdx.x) * 64 + k) * 3 + cwg) * 4 + word] = v;
+          args.trace[((static_cast<int64_t>(blockIdx.x) * 64 + k) * 3 + cwg) * kTraceWords + word] =
+              v;
       };
 #endif
       for (int k = 0;; ++k) {

@@ -500,16 +500,44 @@ __device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
   }
 }
 
-/// ATTNKIT_FLASH3_TRACE builds only (measurement, FwdArgs::trace): clock64 into word `word` of
-/// tile k of consumer warpgroup cwg, from the warpgroup's thread 0 (tid).
-__device__ __forceinline__ void trace_stamp(const FwdArgs& a, int k, int cwg, int tid, int word) {
+/// ATTNKIT_FLASH3_TRACE builds only (measurement, FwdArgs::trace): the trace holds, per CTA, tile
+/// k < 64 and consumer warpgroup < 3, kTraceWords 64-bit words: 0-3 clock64 stamps (kernel.cuh /
+/// consume_tile_simple say which), 4-10 the WaitClock sums of consume_tile_simple.
+inline constexpr int kTraceWords = 12;
+
+/// `value` into word `word` of tile k of consumer warpgroup cwg, from its thread 0 (tid).
+__device__ __forceinline__ void trace_put(const FwdArgs& a, int k, int cwg, int tid, int word,
+                                          unsigned long long value) {
 #if defined(ATTNKIT_FLASH3_TRACE)
   if (a.trace != nullptr && tid == 0 && k >= 0 && k < 64 && cwg < 3)
-    a.trace[((static_cast<int64_t>(blockIdx.x) * 64 + k) * 3 + cwg) * 4 + word] = clock64();
+    a.trace[((static_cast<int64_t>(blockIdx.x) * 64 + k) * 3 + cwg) * kTraceWords + word] = value;
+#else
+  (void)a, (void)k, (void)cwg, (void)tid, (void)word, (void)value;
+#endif
+}
+
+/// clock64 into word `word` (trace builds only; trace_put).
+__device__ __forceinline__ void trace_stamp(const FwdArgs& a, int k, int cwg, int tid, int word) {
+#if defined(ATTNKIT_FLASH3_TRACE)
+  trace_put(a, k, cwg, tid, word, clock64());
 #else
   (void)a, (void)k, (void)cwg, (void)tid, (void)word;
 #endif
 }
+
+/// Trace builds (session 15): the cycles a warpgroup's thread 0 spent in one tile's mainloop turns
+/// 1 .. n-1, by part: waiting for K, for V, for S = Q K^T (wgmma wait 1), for the previous P V
+/// (wait 0); issuing the Q K^T and P V wgmmas (fences to the P V commit, less the V wait); the
+/// mask + online softmax; the rest after the P V wait (release, rescale, P conversion). Trace
+/// words 4-10. Empty in other builds, where every use compiles away (the turn is unchanged).
+struct WaitClock {
+#if defined(ATTNKIT_FLASH3_TRACE)
+  uint32_t k = 0, v = 0, s = 0, pv = 0, issue = 0, soft = 0, post = 0;
+  __device__ __forceinline__ static uint32_t now() {
+    return static_cast<uint32_t>(clock64());
+  }
+#endif
+};
 
 /// Tiles one at a time (v4 structure; D = 256, see Consumer::kCanOverlap).
 /// A consumer warpgroup whose 64 rows all lie beyond seqlen_q (the last tile of a 192-row
@@ -561,7 +589,8 @@ __device__ __forceinline__ void mainloop_turn(
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
-    const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1) {
+    const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr) {
+  (void)wc;  // (trace builds: the waits' cycles, WaitClock)
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
@@ -576,29 +605,63 @@ __device__ __forceinline__ void mainloop_turn(
   };
   const int nb = n_blocks - 1 - it;
   const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+#if defined(ATTNKIT_FLASH3_TRACE)
+  uint32_t t0 = WaitClock::now();
+#endif
   ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
+#if defined(ATTNKIT_FLASH3_TRACE)
+  if (wc != nullptr) wc->k += WaitClock::now() - t0;
+#endif
   fence_regs(o);
   fence_regs(p);
   turn.wait_turn();
+#if defined(ATTNKIT_FLASH3_TRACE)
+  const uint32_t t_issue = WaitClock::now();
+#endif
   ptx::wgmma_fence();
   issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
   ptx::wgmma_commit();
+#if defined(ATTNKIT_FLASH3_TRACE)
+  t0 = WaitClock::now();
+#endif
   ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
+#if defined(ATTNKIT_FLASH3_TRACE)
+  const uint32_t t_vwait = WaitClock::now() - t0;
+  if (wc != nullptr) wc->v += t_vwait;
+#endif
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
   issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
                                   Tr::kKVChunkBytes, pv_scale);
   ptx::wgmma_commit();
+#if defined(ATTNKIT_FLASH3_TRACE)
+  if (wc != nullptr) wc->issue += WaitClock::now() - t_issue - t_vwait;
+#endif
   turn.pass_turn();
+#if defined(ATTNKIT_FLASH3_TRACE)
+  t0 = WaitClock::now();
+#endif
   ptx::wgmma_wait<1>();  // S ready
+#if defined(ATTNKIT_FLASH3_TRACE)
+  const uint32_t t_soft = WaitClock::now();
+  if (wc != nullptr) wc->s += t_soft - t0;
+#endif
   fence_regs(s);
   release_kv<Tr>(&sm.empty_k[st], lane);
   if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
   const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
+#if defined(ATTNKIT_FLASH3_TRACE)
+  t0 = WaitClock::now();
+  if (wc != nullptr) wc->soft += t0 - t_soft;
+#endif
   ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
+#if defined(ATTNKIT_FLASH3_TRACE)
+  const uint32_t t_post = WaitClock::now();
+  if (wc != nullptr) wc->pv += t_post - t0;
+#endif
   fence_regs(o);
   fence_regs(p);
   release_kv<Tr>(&sm.empty_v[sp], lane);
@@ -609,6 +672,10 @@ __device__ __forceinline__ void mainloop_turn(
   // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
   convert_p<kBN, BF16>(s, p);
   pf[0] = factor[0], pf[1] = factor[1];
+#if defined(ATTNKIT_FLASH3_TRACE)
+  fence_regs(p);  // (the stamp after the conversion, not hoisted above it)
+  if (wc != nullptr) wc->post += WaitClock::now() - t_post;
+#endif
 }
 
 template <class Tr, bool BF16, int kVar>
@@ -666,7 +733,8 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     float s[kBN / 2];
     uint32_t p[kBN / 4];
     float factor[2];
-    float pf[2];  // kEarly: the factor that goes with P (applied to O before P's P V)
+    float pf[2];   // kEarly: the factor that goes with P (applied to O before P's P V)
+    WaitClock wc;  // (trace builds: words 4-10)
     ptx::mbar_wait(&sm.full_q[qb], qi.phase(nq));
     // (trace: word 1 = Q landed; tiles counted by qi, = the kernel's k when every tile has keys)
     trace_stamp(a, qi.count, cwg, tid, 1);
@@ -696,11 +764,13 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
       if (n_blocks > 1)
         mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_blocks, q_wg, k_base, v_base, o, p, s,
-                                      factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0);
+                                      factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
+                                      &wc);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base, v_base, o, p, s,
-                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa);
+                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1,
+                                    &wc);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
@@ -726,6 +796,15 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     }
     pipe.count += n_blocks;
     trace_stamp(a, qi.count - 1, cwg, tid, 3);  // (trace: word 3 = the epilogue starts)
+#if defined(ATTNKIT_FLASH3_TRACE)
+    trace_put(a, qi.count - 1, cwg, tid, 4, wc.k);  // words 4-10: turns 1 .. n-1 (WaitClock)
+    trace_put(a, qi.count - 1, cwg, tid, 5, wc.v);
+    trace_put(a, qi.count - 1, cwg, tid, 6, wc.s);
+    trace_put(a, qi.count - 1, cwg, tid, 7, wc.pv);
+    trace_put(a, qi.count - 1, cwg, tid, 8, wc.issue);
+    trace_put(a, qi.count - 1, cwg, tid, 9, wc.soft);
+    trace_put(a, qi.count - 1, cwg, tid, 10, wc.post);
+#endif
   }
   float inv[2], lse[2];
   sm_state.finalize(a.scale, inv, lse);
