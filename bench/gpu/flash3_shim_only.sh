@@ -3,7 +3,7 @@
 # of the head dims in F3_DIMS, default "64") from the source tree SRC (default .) into $B
 # (default build_shim), in parallel. For quick A/Bs with flash3_tail_probe.py / flash3_vs_peers.py
 # (a D 64-only shim builds in about half the time of flash3_gpu_run.sh's full build).
-# Usage: [SRC=base] [B=build_base] [F3_DIMS="64 128"] [F3_TRACE=1] bash bench/gpu/flash3_shim_only.sh
+# Usage: [SRC=base] [B=build_base] [F3_DIMS="64 128"] [F3_TRACE=1] [F3_DEFS=-D...] bash bench/gpu/flash3_shim_only.sh
 set -u
 SRC=${SRC:-.}
 B=$(realpath -m "${B:-build_shim}")
@@ -14,6 +14,9 @@ DEFS="-DATTNKIT_WITH_CUDA=1"
 for d in $DIMS; do DEFS="$DEFS -DATTNKIT_FLASH3_D$d=1"; done
 # F3_TRACE=1: forward kernels record per-tile clock64 stamps (FwdArgs::trace; timing runs: off)
 [ "${F3_TRACE:-0}" = 1 ] && DEFS="$DEFS -DATTNKIT_FLASH3_TRACE=1"
+# F3_DEFS: more -D switches for this shim (e.g. "-DATTNKIT_FLASH3_FWD_EARLY_TEST=1" for a
+# two-shim A/B with flash3_knob_ab.py --shim)
+DEFS="$DEFS ${F3_DEFS:-}"
 # -fno-gnu-unique: two shims in one process (flash3_tail_probe.py --lib-base) must not share
 # the function-local statics of template functions (g++ emits them as STB_GNU_UNIQUE, bound
 # process-wide even under RTLD_LOCAL): the launch's per-kernel "shared-memory opt-in done" cache
