@@ -119,36 +119,24 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
     if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
-#if defined(ATTNKIT_FLASH3_TRACE)
-      // (FwdArgs::trace: measurement builds only)
-      auto stamp = [&](int k, int word, unsigned long long v) {
-        if (args.trace != nullptr && threadIdx.x % 128 == 0 && k < 64 && cwg < 3)
-          args.trace[((static_cast<int64_t>(blockIdx.x) * 64 + k) * 3 + cwg) * kTraceWords + word] =
-              v;
-      };
-#endif
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
         const int t = dynamic ? slot.get() : static_tile_of<kDiet>(args, k);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
-#if defined(ATTNKIT_FLASH3_TRACE)
+        // (trace builds: word 0 = the tile starts, 3 = its m block and K/V block count, 1 = after
+        // the flush turn, 2 = the tile call returns)
         if (t >= 0) {
-          stamp(k, 0, clock64());
-          stamp(k, 3, tile.m_block | n_blocks << 16);
+          trace_stamp(args, k, cwg, threadIdx.x % 128, 0);
+          trace_put(args, k, cwg, threadIdx.x % 128, 3, tile.m_block | n_blocks << 16);
         }
-#endif
         // Flush turn (the same decision in every consumer warpgroup): after the last tile,
         // before a tile without keys, and between tiles when they do not overlap.
         if (k > 0 && (t < 0 || n_blocks == 0 || !consumer.overlap())) consumer.flush_turn();
         if (t < 0) break;
-#if defined(ATTNKIT_FLASH3_TRACE)
-        stamp(k, 1, clock64());
-#endif
+        trace_stamp(args, k, cwg, threadIdx.x % 128, 1);
         consumer.tile(tile.m_block, tile.h, tile.b, n_blocks);
-#if defined(ATTNKIT_FLASH3_TRACE)
-        stamp(k, 2, clock64());
-#endif
+        trace_stamp(args, k, cwg, threadIdx.x % 128, 2);
       }
       consumer.drain();  // (kVarTmaEpi only)
     } else {

@@ -527,15 +527,44 @@ __device__ __forceinline__ void trace_stamp(const FwdArgs& a, int k, int cwg, in
 
 /// Trace builds (session 15): the cycles a warpgroup's thread 0 spent in one tile's mainloop turns
 /// 1 .. n-1, by part: waiting for K, for V, for S = Q K^T (wgmma wait 1), for the previous P V
-/// (wait 0); issuing the Q K^T and P V wgmmas (fences to the P V commit, less the V wait); the
-/// mask + online softmax; the rest after the P V wait (release, rescale, P conversion). Trace
-/// words 4-10. Empty in other builds, where every use compiles away (the turn is unchanged).
+/// (wait 0); issuing the Q K^T and P V wgmmas; the mask + online softmax; the rest after the P V
+/// wait (release, rescale, P conversion). The turn marks the start of each stretch it measures
+/// and laps it into its part (stretches between a lap and the next mark count nowhere); a null
+/// clock (the overlapped Consumer's turns) reads no clock. Trace words 4 + part. In other builds
+/// every member is empty and compiles away (the turn is unchanged: checked with cuobjdump on
+/// fwd_d256_bf16).
 struct WaitClock {
+  enum Part { kK, kV, kS, kPv, kIssue, kSoft, kPost, kParts };
 #if defined(ATTNKIT_FLASH3_TRACE)
-  uint32_t k = 0, v = 0, s = 0, pv = 0, issue = 0, soft = 0, post = 0;
-  __device__ __forceinline__ static uint32_t now() {
-    return static_cast<uint32_t>(clock64());
+  uint32_t sum[kParts] = {};
+  uint32_t t = 0;  // the clock at the last mark or lap
+  __device__ __forceinline__ static void mark(WaitClock* c) {
+    if (c != nullptr) c->t = static_cast<uint32_t>(clock64());
   }
+  __device__ __forceinline__ static void lap(WaitClock* c, Part part) {
+    if (c == nullptr) return;
+    const uint32_t now = static_cast<uint32_t>(clock64());
+    c->sum[part] += now - c->t;
+    c->t = now;
+  }
+  /// lap after `regs` are written (the clock read is not hoisted above their last writer).
+  template <class R>
+  __device__ __forceinline__ static void lap(WaitClock* c, Part part, R& regs) {
+    fence_regs(regs);
+    lap(c, part);
+  }
+  /// The sums into trace words 4 .. 4 + kParts - 1 of tile k (trace_put).
+  __device__ __forceinline__ void put(const FwdArgs& a, int k, int cwg, int tid) const {
+#pragma unroll
+    for (int i = 0; i < kParts; ++i)
+      trace_put(a, k, cwg, tid, 4 + i, sum[i]);
+  }
+#else
+  __device__ __forceinline__ static void mark(WaitClock*) {}
+  __device__ __forceinline__ static void lap(WaitClock*, Part) {}
+  template <class R>
+  __device__ __forceinline__ static void lap(WaitClock*, Part, R&) {}
+  __device__ __forceinline__ void put(const FwdArgs&, int, int, int) const {}
 #endif
 };
 
@@ -590,7 +619,6 @@ __device__ __forceinline__ void mainloop_turn(
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
     const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr) {
-  (void)wc;  // (trace builds: the waits' cycles, WaitClock)
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
@@ -605,63 +633,41 @@ __device__ __forceinline__ void mainloop_turn(
   };
   const int nb = n_blocks - 1 - it;
   const int st = pipe.ks(it), sp = pipe.vs(it - 1);
-#if defined(ATTNKIT_FLASH3_TRACE)
-  uint32_t t0 = WaitClock::now();
-#endif
+  // (trace builds: the turn's parts into *wc; no code otherwise)
+  using Clk = WaitClock;
+  Clk::mark(wc);
   ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
-#if defined(ATTNKIT_FLASH3_TRACE)
-  if (wc != nullptr) wc->k += WaitClock::now() - t0;
-#endif
+  Clk::lap(wc, Clk::kK);
   fence_regs(o);
   fence_regs(p);
   turn.wait_turn();
-#if defined(ATTNKIT_FLASH3_TRACE)
-  const uint32_t t_issue = WaitClock::now();
-#endif
+  Clk::mark(wc);
   ptx::wgmma_fence();
   issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
   ptx::wgmma_commit();
-#if defined(ATTNKIT_FLASH3_TRACE)
-  t0 = WaitClock::now();
-#endif
+  Clk::lap(wc, Clk::kIssue);
   ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
-#if defined(ATTNKIT_FLASH3_TRACE)
-  const uint32_t t_vwait = WaitClock::now() - t0;
-  if (wc != nullptr) wc->v += t_vwait;
-#endif
+  Clk::lap(wc, Clk::kV);
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
   issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
                                   Tr::kKVChunkBytes, pv_scale);
   ptx::wgmma_commit();
-#if defined(ATTNKIT_FLASH3_TRACE)
-  if (wc != nullptr) wc->issue += WaitClock::now() - t_issue - t_vwait;
-#endif
+  Clk::lap(wc, Clk::kIssue);
   turn.pass_turn();
-#if defined(ATTNKIT_FLASH3_TRACE)
-  t0 = WaitClock::now();
-#endif
+  Clk::mark(wc);
   ptx::wgmma_wait<1>();  // S ready
-#if defined(ATTNKIT_FLASH3_TRACE)
-  const uint32_t t_soft = WaitClock::now();
-  if (wc != nullptr) wc->s += t_soft - t0;
-#endif
+  Clk::lap(wc, Clk::kS);
   fence_regs(s);
   release_kv<Tr>(&sm.empty_k[st], lane);
   if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
   const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
-#if defined(ATTNKIT_FLASH3_TRACE)
-  t0 = WaitClock::now();
-  if (wc != nullptr) wc->soft += t0 - t_soft;
-#endif
+  Clk::lap(wc, Clk::kSoft);
   ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
-#if defined(ATTNKIT_FLASH3_TRACE)
-  const uint32_t t_post = WaitClock::now();
-  if (wc != nullptr) wc->pv += t_post - t0;
-#endif
+  Clk::lap(wc, Clk::kPv);
   fence_regs(o);
   fence_regs(p);
   release_kv<Tr>(&sm.empty_v[sp], lane);
@@ -672,10 +678,7 @@ __device__ __forceinline__ void mainloop_turn(
   // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
   convert_p<kBN, BF16>(s, p);
   pf[0] = factor[0], pf[1] = factor[1];
-#if defined(ATTNKIT_FLASH3_TRACE)
-  fence_regs(p);  // (the stamp after the conversion, not hoisted above it)
-  if (wc != nullptr) wc->post += WaitClock::now() - t_post;
-#endif
+  Clk::lap(wc, Clk::kPost, p);
 }
 
 template <class Tr, bool BF16, int kVar>
@@ -796,15 +799,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     }
     pipe.count += n_blocks;
     trace_stamp(a, qi.count - 1, cwg, tid, 3);  // (trace: word 3 = the epilogue starts)
-#if defined(ATTNKIT_FLASH3_TRACE)
-    trace_put(a, qi.count - 1, cwg, tid, 4, wc.k);  // words 4-10: turns 1 .. n-1 (WaitClock)
-    trace_put(a, qi.count - 1, cwg, tid, 5, wc.v);
-    trace_put(a, qi.count - 1, cwg, tid, 6, wc.s);
-    trace_put(a, qi.count - 1, cwg, tid, 7, wc.pv);
-    trace_put(a, qi.count - 1, cwg, tid, 8, wc.issue);
-    trace_put(a, qi.count - 1, cwg, tid, 9, wc.soft);
-    trace_put(a, qi.count - 1, cwg, tid, 10, wc.post);
-#endif
+    wc.put(a, qi.count - 1, cwg, tid);          // (words 4-10: turns 1 .. n-1, WaitClock)
   }
   float inv[2], lse[2];
   sm_state.finalize(a.scale, inv, lse);
