@@ -17,15 +17,20 @@ sample() {  # $1: label; runs the rest of the arguments with the clock sampled
   local sp=$!
   "$@" > "$OUT/run_$label.txt" 2>&1
   kill $sp 2>/dev/null; wait $sp 2>/dev/null
-  # median SM clock (MHz) and power (W) of the samples taken while it ran
+  # median SM clock (MHz) and power (W) of the busy samples (> 300 W: python's start-up, idle,
+  # is most of the cuBLAS run's samples)
   python3 - "$OUT/clk_$label.csv" "$label" <<'PY' >> "$OUT/clocks.txt"
 import statistics, sys
-rows = [l.split(",") for l in open(sys.argv[1]) if l.strip()]
-clk = [float(r[0]) for r in rows if r[0].strip().replace(".", "").isdigit()]
-pw = [float(r[1]) for r in rows if len(r) > 1 and r[1].strip().replace(".", "").isdigit()]
-busy = [c for c in clk if c > 600] or clk
-print(f"{sys.argv[2]}: {len(clk)} samples, SM clock median {statistics.median(busy):.0f} MHz "
-      f"(min {min(busy):.0f}), power median {statistics.median(pw) if pw else 0:.0f} W")
+rows = []
+for line in open(sys.argv[1]):
+    try:
+        rows.append(tuple(float(x) for x in line.split(",")[:2]))
+    except ValueError:
+        pass
+busy = [r for r in rows if r[1] > 300] or rows
+print(f"{sys.argv[2]}: {len(rows)} samples, {len(busy)} busy: SM clock median "
+      f"{statistics.median(r[0] for r in busy):.0f} MHz (min {min(r[0] for r in busy):.0f}), "
+      f"power median {statistics.median(r[1] for r in busy):.0f} W")
 PY
 }
 sample probe_gemm /tmp/wgmma_rate_probe --mode gemm --iters 300000
@@ -36,9 +41,9 @@ for _ in range(5): a @ b
 torch.cuda.synchronize()
 e0, e1 = torch.cuda.Event(True), torch.cuda.Event(True)
 e0.record()
-for _ in range(200): a @ b
+for _ in range(2000): a @ b  # ~3 s: long enough for the 100 ms clock samples (200 were not)
 e1.record(); torch.cuda.synchronize()
-print('cuBLAS bf16 8192^3: %.1f TFLOP/s' % (2 * 8192**3 * 200 / e0.elapsed_time(e1) / 1e9))
+print('cuBLAS bf16 8192^3: %.1f TFLOP/s' % (2 * 8192**3 * 2000 / e0.elapsed_time(e1) / 1e9))
 "
 grep -E "check|CHECK" "$OUT/probe.txt"
 grep -v check "$OUT/probe.txt"
