@@ -6,9 +6,10 @@ qpf:0 or qpf:4,kvpf:1; NAME= alone keeps the defaults); cuDNN (torch SDPA CUDNN_
 timed in the same loop. Shapes as BENCHMARKS.md (B = 16384 / S, H = 2048 / D, bf16), S_q = S_k.
 Prints per shape each variant's TFLOP/s (median of --reps calls), its ratio to the first variant
 and to cuDNN, and the launch slot each variant ran (a knob that fell back to another kernel shows
-there); --rounds repeats the whole loop (drift check); --json writes every number.
---shim NAME=PATH (repeatable, session 15) adds another shim's defaults as a variant in the same
-loop: a build switch (e.g. -DATTNKIT_FLASH3_FWD_EARLY_TEST=1) against the default build, in one
+there); --rounds repeats the whole loop (drift check); --json writes every number. Each variant's
+first output is compared with cuDNN's (max abs difference, printed; MISMATCH past --max-err).
+--shim NAME=PATH[@KW:VAL,...] (repeatable, session 15; knobs session 16) adds another shim's
+defaults (or those knobs in it) as a variant in the same loop: a build switch (e.g. -DATTNKIT_FLASH3_FWD_EARLY_TEST=1) against the default build, in one
 process (shims built with flash3_shim_only.sh, whose -fno-gnu-unique keeps their statics apart).
 
 usage: flash3_knob_ab.py --lib build_f3/libflash3_shim.so --d 256 --s 1024,4096 --causal 0,1 \
@@ -44,18 +45,27 @@ def main():
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--variant", action="append", required=True)
     ap.add_argument("--shim", action="append", default=[],
-                    help="NAME=PATH: another shim, its defaults timed as variant NAME")
+                    help="NAME=PATH[@KW:VAL,...]: another shim (its defaults, or those knobs) "
+                         "timed as variant NAME")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--max-err", type=float, default=0.05,
+                    help="flag a variant whose first output differs from cuDNN's by more")
     args = ap.parse_args()
     fn, set_tuning = load(args.lib)
     variants = [parse_variant(v) for v in args.variant]
-    shims = []  # (name, fn, set_tuning) of the other builds
+    shims = []  # (name, fn, its knob setup, last_slot) of the other builds
+    libs = {}  # path -> (fn, set_tuning): one load per shim file
     for text in args.shim:
-        name, _, path = text.partition("=")
-        shims.append((name, *load(path)))
-    names = [n for n, _ in variants] + [n for n, _, _ in shims]
+        name, _, rest = text.partition("=")
+        path, _, kws = rest.partition("@")
+        if path not in libs:
+            libs[path] = load(path)
+        fn_x, set_x = libs[path]
+        kw = parse_variant("=" + kws)[1]
+        shims.append((name, fn_x, lambda set_x=set_x, kw=kw: set_x(**kw), set_x.last_slot))
+    names = [n for n, _ in variants] + [n for n, _, _, _ in shims]
     rows = []
     torch.manual_seed(0)
     for d in map(int, args.d.split(",")):
@@ -69,19 +79,29 @@ def main():
                 lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
                 flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
                 run = make_flash3(fn, q, k, v, out, lse, causal)
-                slots = {}
+                # (session 16) each variant's first output against cuDNN's, out poisoned with
+                # NaN before it: a variant that is fast because it is wrong shows here.
+                ref = make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)().transpose(1, 2)
+                slots, errs = {}, {}
+
+                def first_run(name, go, slot_of):
+                    out.fill_(float("nan"))
+                    go()
+                    torch.cuda.synchronize()
+                    slots[name] = slot_of() if slot_of else -1
+                    errs[name] = (out.float() - ref.float()).abs().max().item()  # NaN stays NaN
                 for name, kw in variants:
                     set_tuning(**kw)
-                    run()
-                    torch.cuda.synchronize()
-                    slots[name] = set_tuning.last_slot() if set_tuning.last_slot else -1
+                    first_run(name, run, set_tuning.last_slot)
                 setups = [((lambda kw=kw: set_tuning(**kw)), run) for _, kw in variants]
-                for name, fn_x, set_x in shims:
+                for name, fn_x, set_x, slot_x in shims:
                     set_x()
                     setups.append((set_x, make_flash3(fn_x, q, k, v, out, lse, causal)))
-                    setups[-1][1]()
-                    torch.cuda.synchronize()
-                    slots[name] = set_x.last_slot() if set_x.last_slot else -1
+                    first_run(name, setups[-1][1], slot_x)
+                bad = [n for n, e in errs.items() if not e <= args.max_err]
+                print(f"D={d:3d} S={s:5d} causal={int(causal)} max|out - cuDNN|: " +
+                      ", ".join(f"{n} {e:.2e}" for n, e in errs.items()) +
+                      (f"  MISMATCH: {' '.join(bad)}" if bad else ""), flush=True)
                 setups.append((set_tuning, make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)))
                 for r in range(args.rounds):
                     ms = time_interleaved(setups, args.reps)
@@ -95,13 +115,13 @@ def main():
                     print("  ".join(line), flush=True)
                     rows.append({"d": d, "s": s, "causal": causal, "round": r,
                                  "tflops": dict(zip(names, tf)),
-                                 "cudnn": cudnn, "slots": slots})
+                                 "cudnn": cudnn, "slots": slots, "max_err": errs})
                 set_tuning()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"variants": [{"name": n, "knobs": kw} for n, kw in variants] +
                        [{"name": n, "shim": t.partition("=")[2]}
-                        for (n, _, _), t in zip(shims, args.shim)],
+                        for (n, _, _, _), t in zip(shims, args.shim)],
                        "reps": args.reps, "rows": rows}, f, indent=1)
 
 

@@ -51,10 +51,11 @@ extern "C" void flash3_set_tuning(int pingpong, int persistent, int wide_n) {
 }
 
 /// More A/B knobs (flash3::Tuning): q_bufs (1/2), scheduler (-1 auto, 0 static, 1 dynamic),
-/// consumer_wgs for D = 64 (0 auto, 2, 3), overlap_tiles (0/1), ordered_softmax (0/1).
+/// consumer_wgs for D = 64 (0 auto, 2, 3), overlap_tiles (0/1), ordered_softmax (-1 auto, 0, 1;
+/// session 16: 0/1 before).
 extern "C" void flash3_set_knobs(int q_bufs, int scheduler, int consumer_wgs, int overlap,
                                  int ordered) {
-  attnkit::flash3::tuning().ordered_softmax = ordered != 0;
+  attnkit::flash3::tuning().ordered_softmax = ordered;
   attnkit::flash3::tuning().overlap_tiles = overlap != 0;
   attnkit::flash3::tuning().q_bufs = q_bufs;
   attnkit::flash3::tuning().scheduler = scheduler;

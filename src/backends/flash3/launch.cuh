@@ -99,8 +99,7 @@ void launch_forward(const Params& p) {
   // repeat above both old ones (bench/results/2026-11-22-h100-f3fwd9-run1.md). Gated at 4096
   // because the session-4 H200 run lost -2 to -6 % at 16k (16k repeats vary by up to 10 % on
   // the H100, so this run did not settle 16k).
-  const bool s4_ok = !tuning().ordered_softmax && !tuning().early_rescale &&
-                     tuning().v_stages == 2 && tuning().cluster != 2;
+  const bool s4_ok = !tuning().early_rescale && tuning().v_stages == 2 && tuning().cluster != 2;
   const bool s4_auto = D == 256 && s4_ok;
   const bool uni_auto =
       s4_auto || (s4_ok && D == 128 && Tr::kBlockN == 128 && WGs == 2 && p.seqlen_k <= 4096);
@@ -131,8 +130,21 @@ void launch_forward(const Params& p) {
   // +4.5 / +6.6 % at 1k (non-causal / causal), +2.5 / +3.4 % at 4k (the diet alone, slot 13:
   // -3.4 % at 4k non-causal); D 256 +0.3..+1.5 %. Sk <= 4096 only (16k unmeasured), and only
   // while uniform_desc / lazy_rescale are left at auto (an A/B that forces them gets its kernel).
-  const bool diet_auto = tuning().uniform_desc < 0 && tuning().lazy_rescale < 0 && s4_ok &&
-                         p.seqlen_k <= 4096 && (D == 128 ? uni_auto : D == 64 || D == 256);
+  // Session 16: the softmax ordered before the warpgroup's own P V wait (mainloop.cuh
+  // kVarOrdered, softmax_before_wait; ptxas otherwise hoists that wait above every exp2, so the
+  // softmax never overlapped its own P V) in the tuned kernels that have an ordered build
+  // (kernels_ord below). Auto: D = 256, and D = 128 for Sk > 2048, where it also runs the diet
+  // (+ TMA epilogue) kernel past Sk 4096. H100 same-process A/Bs against ordered_softmax = 0
+  // (bench/results/2026-11-23-h100-flash3-s16-ordered.md, call 3): D 256 -0.4..+1.1 % at 1k,
+  // +0.5..+1.4 % at 2k, +1..+2 % at 4k, +3..+3.5 % at 8k, +3..+4.4 % at 16k (both causal
+  // modes); D 128 +0.7..+2.1 % at 4k, +1.5..+2.7 % at 8k, +2.0..+2.4 % at 16k, but -2..-4 % at
+  // 1k and -1..+0.6 % at 2k (call 2); D 64 -5..-12 % everywhere (call 1; off).
+  const bool ord_auto = D == 256 || (D == 128 && p.seqlen_k > 2048);
+  const bool ordered = tuning().ordered_softmax < 0 ? ord_auto : tuning().ordered_softmax != 0;
+  const bool diet_long = D == 128 && ordered && s4_ok && kQRegCapable;  // (128 keys, 2 WGs)
+  const bool diet_auto =
+      tuning().uniform_desc < 0 && tuning().lazy_rescale < 0 && s4_ok &&
+      ((p.seqlen_k <= 4096 && (D == 128 ? uni_auto : D == 64 || D == 256)) || diet_long);
   const bool diet = kDietCapable && !tuning().legacy_desc && !qreg &&
                     (tuning().tile_diet < 0 ? diet_auto : tuning().tile_diet != 0);
   // D 64: the auto diet runs with uniform descriptors (slot 14); tile_diet = 1 alone is slot 13.
@@ -154,7 +166,7 @@ void launch_forward(const Params& p) {
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
-  const int var = (tuning().ordered_softmax ? kVarOrdered : 0) |
+  const int var = (tuning().ordered_softmax > 0 ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
   void (*kernels[16])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
@@ -183,6 +195,15 @@ void launch_forward(const Params& p) {
     kernels[6] = fwd_kernel<D, BF16, BN, WGs, VS, 2, 2>;
     kernels[7] = fwd_kernel<D, BF16, BN, WGs, VS, 3, 2>;
   }
+  // The same slots with kVarOrdered (null: no ordered build; slots 0-3 carry it in `var`).
+  void (*kernels_ord[16])(FwdArgs) = {};
+  if constexpr (!Tr::kFused && D == 256 && VS == 2)
+    kernels_ord[11] =
+        fwd_kernel<D, BF16, BN, WGs, VS, kVarUniformDesc | kVarLazyRescale | kVarOrdered>;
+  if constexpr (kDietCapable && D != 64)
+    kernels_ord[13] = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar | kVarOrdered>;
+  if constexpr (kTmaEpiCapable && D == 128)
+    kernels_ord[15] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar | kVarOrdered>;
   const int slot = tuning().legacy_desc ? 8
                    : qreg               ? 12
                    : diet               ? (tma_epi      ? 15
@@ -190,12 +211,14 @@ void launch_forward(const Params& p) {
                                                         : 13)
                    : s4 != 0            ? 8 + s4
                                         : var;
-  auto kernel = kernels[slot];
-  set_last_forward_slot(slot);
+  const bool run_ord = ordered && kernels_ord[slot] != nullptr;
+  auto kernel = run_ord ? kernels_ord[slot] : kernels[slot];
+  const int slot_id = slot + (run_ord ? 16 : 0);  // (16 + slot: the ordered build of slot)
+  set_last_forward_slot(slot_id);
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[16][kMaxDevices] = {};
+  static std::atomic<int> attr_set[32][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];
@@ -209,7 +232,7 @@ void launch_forward(const Params& p) {
   cfg.stream = stream;
   cfg.attrs = cl_attr;
   cfg.numAttrs = 1;
-  int max_ctas = attr_set[slot][dev].load(std::memory_order_acquire);
+  int max_ctas = attr_set[slot_id][dev].load(std::memory_order_acquire);
   if (max_ctas == 0) {
     ATTNKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
@@ -221,7 +244,7 @@ void launch_forward(const Params& p) {
       if (clusters < 1) throw Error(ErrorCode::kCudaError, "flash3: no 2-CTA cluster fits");
       max_ctas = 2 * clusters;
     }
-    attr_set[slot][dev].store(max_ctas, std::memory_order_release);
+    attr_set[slot_id][dev].store(max_ctas, std::memory_order_release);
   }
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;

@@ -24,11 +24,16 @@ struct Tuning {
   // tensor cores' work (mainloop.cuh, Consumer). false: one PV-only turn + epilogue + one
   // QK-only turn per tile boundary (v4).
   bool overlap_tiles = true;
-  // Softmax kept in front of the P V wait in the machine code (mainloop.cuh,
+  // Softmax kept in front of the P V wait in the machine code (mainloop.cuh kVarOrdered,
   // softmax_before_wait): the intra-warpgroup overlap the mainloop is written for, which ptxas
-  // otherwise undoes. Compiled and checked in the SASS only (after run 6): off until an A/B
-  // on the GPU shows it (prediction in bench/notes/flash3.md).
-  bool ordered_softmax = false;
+  // otherwise undoes. -1 = auto (session 16, launch.cuh ord_auto): on at D = 256, and at D = 128
+  // for Sk > 2048 (which then runs the diet + TMA-epilogue kernel past Sk 4096 too); off at
+  // D = 64 (-5..-12 % there, as in session 2). It runs where the chosen kernel has an ordered
+  // build (launch.cuh kernels_ord: D 256 slots 11 / 13, D 128 slots 13 / 15; last slot 16 +
+  // slot), or through the variant bit in the plain kernels (slots 0-3) when forced on; other
+  // kernels (D 64's tuned ones, q_regs, legacy_desc, the 128-key D 256 ones) run unordered.
+  // 0 = off (the unordered kernels, the pre-session-16 default), 1 = on.
+  int ordered_softmax = -1;
   // O *= factor between a turn's Q K^T and P V issues (FA3's RescaleOBeforeGemm) instead of after
   // the previous P V's wait (mainloop.cuh, kVarEarlyRescale). Off: within +-2 % in both session-3
   // runs (H200; D = 256 S = 4k +1 %, D = 128 S = 1k -1 %).
@@ -51,7 +56,7 @@ struct Tuning {
   // through REDUX, mainloop.cuh kVarUniformDesc; static SASS: R2UR per K/V block 72 -> 15 at
   // D = 256) and the O rescale skipped while no row max of the warp grew by more than 2^8
   // (kVarLazyRescale, softmax.cuh; exact). Each runs its own kernel (launch.cuh slots 9-11),
-  // which ignores ordered_softmax / early_rescale / cluster. -1 = auto: both on at D = 256 only.
+  // which ignores early_rescale / cluster. -1 = auto: both on at D = 256 only.
   // Session-4 merged run (H200, interleaved, 2 repeats each): both together at D = 256 +4.3 to
   // +10.7 % at S = 1k / 4k / 16k, causal and not (every repeat above both default repeats);
   // D = 128 uniform +0.5-2 % at 1k / 4k but -2 to -6 % at 16k, lazy -0.2 to +1 %; D = 64 within

@@ -292,8 +292,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().consumer_wgs = c.tag == "wgs2" ? 2 : c.tag == "wgs3" ? 3 : 0;
   // "serial": tiles not overlapped (one P V-only turn + epilogue per tile boundary).
   flash3::tuning().overlap_tiles = c.tag != "serial";
-  // "ordered": the softmax pinned in front of the P V wait (Tuning::ordered_softmax).
-  flash3::tuning().ordered_softmax = c.tag == "ordered";
+  // "ordered" / "unordered": the softmax pinned in front of the P V wait forced on / off
+  // (Tuning::ordered_softmax; auto, session 16: D = 256, and D = 128 for Sk > 2048).
+  flash3::tuning().ordered_softmax = c.tag == "ordered" ? 1 : c.tag == "unordered" ? 0 : -1;
   // "early"/"v3"/"early_v3": O rescaled before its P V issue; 3-stage V ring (session 3 knobs).
   flash3::tuning().early_rescale = c.tag == "early" || c.tag == "early_v3";
   flash3::tuning().v_stages = c.tag == "v3" || c.tag == "early_v3" ? 3 : 2;
@@ -386,7 +387,14 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (c.tag.rfind("qreg", 0) == 0 && c.d == 128) want_slot = 12;
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
+  // Session 16: the default path past Sk 2048 runs the ordered builds (launch.cuh kernels_ord,
+  // slot 16 + s): D = 256 the diet (13, Sk <= 4096) or slot 11; D = 128 the diet + TMA
+  // epilogue (15) at every Sk > 2048; D = 64 none. "unordered" never runs one.
+  if (c.tag == "long" && c.d == 256) want_slot = 16 + (c.sk <= 4096 ? 13 : 11);
+  if (c.tag == "long" && c.d == 128) want_slot = 16 + 15;
   if (want_slot >= 0) EXPECT_EQ(flash3::last_forward_slot(), want_slot) << "kernel slot";
+  if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
+    EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   const std::vector<float> got = download(out, c.dt);
@@ -491,6 +499,16 @@ std::vector<Cfg> cases() {
       add({"persist", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"serial", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       add({"ordered", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+      // Session 16: Sk past 2048 and 4096 on the default path (the ordered softmax's auto, with
+      // GQA, partial last K/V blocks and rows without keys; the slot is checked above), bhsd
+      // with the GPU reference; the same with it forced off.
+      for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
+        add({"long", 1, 200, 2500, 4, 2, 0, DType::bf16, cz});
+      add({"long", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::none, false, false, false, 4.f});
+      add({"long", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
+      add({"long", 2, 700, 5000, 8, 8, 0, DType::bf16, Causal::bottom_right, true, false, true});
+      add({"unordered", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::top_left});
+      add({"unordered", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
       for (const char* knob : {"cluster", "cluster_early"}) {
         add({knob, 1, 256, 300, 4, 2});  // 2 m blocks
