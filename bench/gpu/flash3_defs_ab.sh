@@ -5,8 +5,9 @@
 # build's defaults and every other build's defaults in one loop with cuDNN
 # (flash3_knob_ab.py --shim), each variant's first output checked against cuDNN's.
 # Usage: OUT=dir [F3_DIMS="64 128 256"] [AB_ARGS="--d 256 --s 1024,4096 --causal 0"]
-#        [AB_EXTRA="--variant diet=diet:1 --shim ord_diet=build_ab_ord/libflash3_shim.so@diet:1"]
-#        bash bench/gpu/flash3_defs_ab.sh ord="-DATTNKIT_FLASH3_FWD_ORDERED=1" [NAME=DEFS ...]
+#        [AB_EXTRA="--variant diet=diet:1 --shim x_diet=build_ab_x/libflash3_shim.so@diet:1"]
+#        bash bench/gpu/flash3_defs_ab.sh NAME="-DATTNKIT_FLASH3_...=1" [NAME=DEFS ...]
+# (session 16 used it with the since-removed -DATTNKIT_FLASH3_FWD_ORDERED=1 / =2)
 # Writes $OUT/ab.json, ab.txt and the build logs.
 set -u
 OUT=${OUT:-/tmp/f3_defs_ab}
