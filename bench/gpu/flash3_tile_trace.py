@@ -17,6 +17,7 @@ Session 14 (--d 256): the tile-at-a-time consumer of D = 256 (2 warpgroups, 128-
 shape (S 1k / 4k non-causal; 4-, 8- or 16-byte O stores) this prints the medians per
 warpgroup of: the Q wait (start -> Q landed), the mainloop (Q -> epilogue), the epilogue, the gap
 to the next tile's start and the period (start -> next start), first tiles apart.
+Session 16: each shape with the ordered softmax at auto (on at D 256) and off.
 Session 15: also, per mainloop turn (turns 1 .. n-1 of a tile, 64 keys each), the cycles
 warpgroup thread 0 spent waiting for K, for V, for S = Q K^T (wgmma wait 1) and for the previous
 P V (wait 0), issuing the wgmmas, the mask + softmax, the post-P V part (release, rescale, P
@@ -118,8 +119,9 @@ def trace_256(fn, set_tuning, lib, sms, buf):
         lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
         run = make_flash3(fn, q, k, v, out, lse, False)
         turns = s // 64 - 1  # mainloop turns 1 .. n-1 of a non-causal tile
-        for qpf, epi_wide, pp in ((0, 1, -1), (0, 1, 1)):  # ping-pong auto (off here) / on
-            set_tuning(qpf=qpf, epi=epi_wide, pingpong=pp)
+        # ping-pong auto (off here); session 16: the ordered softmax at auto (on) / off
+        for qpf, epi_wide, pp, ordered in ((0, 1, -1, -1), (0, 1, -1, 0)):
+            set_tuning(qpf=qpf, epi=epi_wide, pingpong=pp, ordered=ordered)
             t = traced_call(run, lib, buf, sms)
             parts = {name: {w: [] for w in range(2)} for name in
                      ("qwait0", "qwait", "main", "epi", "gap", "period", "turn", "wait_k",
@@ -147,7 +149,8 @@ def trace_256(fn, set_tuning, lib, sms, buf):
                             parts["period"][w].append(tiles[i + 1][w][0] - st)
                 if tiles:
                     busy.append(tiles[-1][0][2] - tiles[0][0][0])
-            line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf} epi_wide={epi_wide} pingpong={pp}:"]
+            line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf} epi_wide={epi_wide} pingpong={pp} "
+                    f"ordered={ordered}:"]
             for name, per_wg in parts.items():
                 if per_wg[0]:
                     line.append(f"{name} " + " / ".join(
