@@ -50,6 +50,9 @@ def main():
         impls.append(("cuDNN", cudnn))
         for rep in range(a.reps):
             for name, go in impls:
+                for _ in range(5):  # (cuDNN builds its plan on a shape's first calls)
+                    go()
+                torch.cuda.synchronize()
                 time.sleep(1.0)  # (idle first: each run starts from the same board state)
                 ms, clk, pwr, n = sample(lambda i, go=go: go(), torch, a.seconds)
                 tf = flops / ms / 1e9
