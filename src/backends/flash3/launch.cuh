@@ -246,7 +246,14 @@ void launch_forward(const Params& p) {
     }
     attr_set[slot_id][dev].store(max_ctas, std::memory_order_release);
   }
-  a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D <= 128 || a.causal) ? 1 : 0;
+  // Ping-pong auto: on for D <= 128 and causal D 256, except where the ordered softmax runs
+  // (session 16, H100 same-process A/B, bench/results/2026-11-23-h100-flash3-s16-pingpong.json):
+  // with its softmax overlapping its own P V, a warpgroup gains nothing from the forced
+  // alternation: off, D 256 causal +0.8..+3.2 % at 4k / 16k (1k +0.1 %), D 128 non-causal
+  // +0.4..+0.8 % at 4k / 16k, causal -0.2..+0.5 %.
+  a.pingpong = tuning().pingpong >= 0               ? tuning().pingpong
+               : !run_ord && (D <= 128 || a.causal) ? 1
+                                                    : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = tuning().overlap_tiles ? 1 : 0;
   a.trace = static_cast<unsigned long long*>(tuning().trace);

@@ -8,7 +8,8 @@ namespace attnkit::flash3 {
 /// Measurement knobs (benchmarks only; defaults are the tuned choice). Process-wide.
 struct Tuning {
   // Consumer warpgroups alternate GEMM issue: -1 = auto: on, except D = 256 non-causal
-  // (570 vs 631 TFLOP/s at S = 4k in run 2). Causal 16k, run 3: D = 64 399 vs 373, D = 128
+  // (570 vs 631 TFLOP/s at S = 4k in run 2) and, since session 16, wherever the ordered softmax
+  // runs (launch.cuh; off there +0.4..+3.2 %). Causal 16k, run 3: D = 64 399 vs 373, D = 128
   // 552 vs 506, D = 256 602 vs 586; non-causal D = 64/128 within noise (+-2 %).
   int pingpong = -1;
   bool persistent = true;  // grid = min(#tiles, #SMs); false: one CTA per tile
