@@ -36,10 +36,14 @@ const std::vector<KnownBackend>& known_backends() {
   // rotated rounds, bench/results/2026-11-22-h100-flash3-fwd-s13-final.md): 0.87-1.10 forward,
   // D 64 non-causal 1k 0.92 -> 0.985; session 14 (8-byte O stores, Q prefetch,
   // bench/results/2026-11-22-h100-flash3-s14-final.md): 0.94-1.12 forward, 0.97-1.12 backward
-  // (backward kernels unchanged since session 11). flash3 before flash (flash3/FA2 on that H100,
+  // (backward kernels unchanged since session 11); session 16 (the ordered softmax at D 256 and
+  // D 128 past Sk 2048, bench/results/2026-11-23-h100-flash3-s16-final.md): 0.94-1.15 forward
+  // (interleaved with cuDNN; 0.94-1.14 in the burst table), 0.99-1.13 backward. flash3 before
+  // flash (flash3/FA2 on that H100,
   // session 8: 1.42-2.31 fwd, 1.34-1.71 bwd; session 9 backward 1.43-1.76; session 10:
   // 1.43-2.33 fwd, 1.46-1.74 bwd; session 11: 1.41-2.39 fwd, 1.44-1.74 bwd; session 13:
-  // 1.48-2.26 fwd; session 14: 1.49-2.42 fwd, 1.46-1.74 bwd).
+  // 1.48-2.26 fwd; session 14: 1.49-2.42 fwd, 1.46-1.74 bwd; session 16: 1.50-2.50 fwd,
+  // 1.45-1.76 bwd).
   // Revisit when flash3 beats cuDNN on a shape class by more than the noise.
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
