@@ -9,8 +9,9 @@ and to cuDNN, and the launch slot each variant ran (a knob that fell back to ano
 there); --rounds repeats the whole loop (drift check); --json writes every number. Each variant's
 first output is compared with cuDNN's (max abs difference, printed; MISMATCH past --max-err).
 --shim NAME=PATH[@KW:VAL,...] (repeatable, session 15; knobs session 16) adds another shim's
-defaults (or those knobs in it) as a variant in the same loop: a build switch (e.g. -DATTNKIT_FLASH3_FWD_EARLY_TEST=1) against the default build, in one
-process (shims built with flash3_shim_only.sh, whose -fno-gnu-unique keeps their statics apart).
+defaults (or those knobs in it) as a variant in the same loop: a build switch against the
+default build, in one process (shims built with flash3_shim_only.sh F3_DEFS=..., whose
+-fno-gnu-unique keeps their statics apart; flash3_defs_ab.sh does both in one call).
 
 usage: flash3_knob_ab.py --lib build_f3/libflash3_shim.so --d 256 --s 1024,4096 --causal 0,1 \
            --variant base=qpf:0 --variant pf4=qpf:4 [--reps 30] [--rounds 2] [--json out.json]
