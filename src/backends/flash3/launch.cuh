@@ -168,6 +168,11 @@ void launch_forward(const Params& p) {
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax > 0 ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
+#if defined(ATTNKIT_FLASH3_D64_LAZY)  // (session 16 A/B build switch: D 64's diet + lazy rescale)
+  constexpr int kD64Lazy = kVarLazyRescale;
+#else
+  constexpr int kD64Lazy = 0;
+#endif
   void (*kernels[16])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
@@ -186,7 +191,7 @@ void launch_forward(const Params& p) {
       kernels[12] = fwd_kernel<D, BF16, BN, WGs, VS, kVarQReg | kVarUniformDesc>;
     if constexpr (kDietCapable) kernels[13] = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar>;
     if constexpr (kDietCapable && D == 64)
-      kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc>;
+      kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc | kD64Lazy>;
     if constexpr (kTmaEpiCapable) kernels[15] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {
