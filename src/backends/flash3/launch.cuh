@@ -142,9 +142,12 @@ void launch_forward(const Params& p) {
   const bool ord_auto = D == 256 || (D == 128 && p.seqlen_k > 2048);
   const bool ordered = tuning().ordered_softmax < 0 ? ord_auto : tuning().ordered_softmax != 0;
   const bool diet_long = D == 128 && ordered && s4_ok && kQRegCapable;  // (128 keys, 2 WGs)
+  // Session 16: D 64 runs the diet at every Sk (H100 A/B at 16k, slot 14 vs slot 0: +2.5..+2.7 %
+  // both causal modes, bench/results/2026-11-23-h100-flash3-s16-d64-lazy-diet.json).
   const bool diet_auto =
       tuning().uniform_desc < 0 && tuning().lazy_rescale < 0 && s4_ok &&
-      ((p.seqlen_k <= 4096 && (D == 128 ? uni_auto : D == 64 || D == 256)) || diet_long);
+      (((p.seqlen_k <= 4096 || D == 64) && (D == 128 ? uni_auto : D == 64 || D == 256)) ||
+       diet_long);
   const bool diet = kDietCapable && !tuning().legacy_desc && !qreg &&
                     (tuning().tile_diet < 0 ? diet_auto : tuning().tile_diet != 0);
   // D 64: the auto diet runs with uniform descriptors (slot 14); tile_diet = 1 alone is slot 13.
@@ -168,11 +171,6 @@ void launch_forward(const Params& p) {
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
   const int var = (tuning().ordered_softmax > 0 ? kVarOrdered : 0) |
                   (tuning().early_rescale ? kVarEarlyRescale : 0) | (cluster ? 4 : 0);
-#if defined(ATTNKIT_FLASH3_D64_LAZY)  // (session 16 A/B build switch: D 64's diet + lazy rescale)
-  constexpr int kD64Lazy = kVarLazyRescale;
-#else
-  constexpr int kD64Lazy = 0;
-#endif
   void (*kernels[16])(FwdArgs) = {};
   if constexpr (Tr::kFused) {  // D = 256, 128-key tiles: one kernel, no variant bits
     for (auto& k : kernels)
@@ -191,7 +189,7 @@ void launch_forward(const Params& p) {
       kernels[12] = fwd_kernel<D, BF16, BN, WGs, VS, kVarQReg | kVarUniformDesc>;
     if constexpr (kDietCapable) kernels[13] = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar>;
     if constexpr (kDietCapable && D == 64)
-      kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc | kD64Lazy>;
+      kernels[14] = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc>;
     if constexpr (kTmaEpiCapable) kernels[15] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar>;
   }
   if constexpr (kClusterCapable<D, BN, WGs>) {

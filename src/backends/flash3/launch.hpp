@@ -84,7 +84,8 @@ struct Tuning {
   // (non-causal / causal), +3.2 / +3.1 % at 2k, +2.4 / +2.3 % at 4k. Helper f3fwd16 extended it
   // to D = 64 (with uniform descriptors: +4.5 / +6.6 % at 1k, +2.5 / +3.4 % at 4k) and D = 256
   // (+0.3..+1.5 %). -1 = auto: on at D = 64 / 128 / 256 for Sk <= 4096 with uniform_desc and
-  // lazy_rescale left at auto (launch.cuh diet_auto; 16k unmeasured); 0 / 1 force it off / on.
+  // lazy_rescale left at auto (launch.cuh diet_auto); session 16: at D = 64 for every Sk (+2.5 %
+  // at 16k) and at D = 128 past 4096 with the ordered softmax; 0 / 1 force it off / on.
   // D = 64 (2 or 3 consumer warpgroups, 2 V stages): the auto runs it with uniform descriptors
   // (slot 14); tile_diet = 1 alone runs it without them (slot 13, as the pre-diet D = 64 default),
   // with them when uniform_desc = 1 too. D = 256 (64-key tiles, the tile-at-a-time consumer
