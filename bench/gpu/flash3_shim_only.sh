@@ -14,8 +14,8 @@ DEFS="-DATTNKIT_WITH_CUDA=1"
 for d in $DIMS; do DEFS="$DEFS -DATTNKIT_FLASH3_D$d=1"; done
 # F3_TRACE=1: forward kernels record per-tile clock64 stamps (FwdArgs::trace; timing runs: off)
 [ "${F3_TRACE:-0}" = 1 ] && DEFS="$DEFS -DATTNKIT_FLASH3_TRACE=1"
-# F3_DEFS: more -D switches for this shim (e.g. "-DATTNKIT_FLASH3_FWD_EARLY_TEST=1" for a
-# two-shim A/B with flash3_knob_ab.py --shim)
+# F3_DEFS: more -D switches for this shim (an A/B build switch, for a two-shim A/B with
+# flash3_knob_ab.py --shim; flash3_defs_ab.sh does both)
 DEFS="$DEFS ${F3_DEFS:-}"
 # -fno-gnu-unique: two shims in one process (flash3_tail_probe.py --lib-base) must not share
 # the function-local statics of template functions (g++ emits them as STB_GNU_UNIQUE, bound

@@ -17,12 +17,13 @@ Session 14 (--d 256): the tile-at-a-time consumer of D = 256 (2 warpgroups, 128-
 shape (S 1k / 4k non-causal; 4-, 8- or 16-byte O stores) this prints the medians per
 warpgroup of: the Q wait (start -> Q landed), the mainloop (Q -> epilogue), the epilogue, the gap
 to the next tile's start and the period (start -> next start), first tiles apart.
-Session 16: each shape with the ordered softmax at auto (on at D 256) and off.
 Session 15: also, per mainloop turn (turns 1 .. n-1 of a tile, 64 keys each), the cycles
 warpgroup thread 0 spent waiting for K, for V, for S = Q K^T (wgmma wait 1) and for the previous
 P V (wait 0), issuing the wgmmas, the mask + softmax, the post-P V part (release, rescale, P
 conversion) and the rest (loop, fences, turn-0 / last-turn share): where the mainloop's
 cycles above the tensor cores' ~2048 per block (2 x 2 M MAC at 2048 MAC/clk/SM) go.
+Session 16: each shape with the ordered softmax at auto (on at D 256) and off (the trace's clock
+reads move ptxas's waits, so the ordered kernel's split is not what the timed build runs).
 
 usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so [--d 64|256]
 """
@@ -42,7 +43,7 @@ KMAX, WGS, WORDS = 64, 3, 12  # (mainloop.cuh kTraceWords)
 
 def traced_call(run, lib, buf, sms):
     """Five warm-up calls, then one call with the trace on: its words as nested lists
-    [cta][tile k][warpgroup][word] (FwdArgs::trace; words 0-3 stamps, 4-7 WaitClock sums)."""
+    [cta][tile k][warpgroup][word] (FwdArgs::trace; words 0-3 stamps, 4-10 WaitClock sums)."""
     for _ in range(5):
         run()
     buf.zero_()
@@ -119,8 +120,9 @@ def trace_256(fn, set_tuning, lib, sms, buf):
         lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
         run = make_flash3(fn, q, k, v, out, lse, False)
         turns = s // 64 - 1  # mainloop turns 1 .. n-1 of a non-causal tile
-        # ping-pong auto (off here); session 16: the ordered softmax at auto (on) / off
-        for qpf, epi_wide, pp, ordered in ((0, 1, -1, -1), (0, 1, -1, 0)):
+        # Q prefetch off, 8-byte O stores, ping-pong auto; the ordered softmax at auto (on) / off
+        qpf, epi_wide, pp = 0, 1, -1
+        for ordered in (-1, 0):
             set_tuning(qpf=qpf, epi=epi_wide, pingpong=pp, ordered=ordered)
             t = traced_call(run, lib, buf, sms)
             parts = {name: {w: [] for w in range(2)} for name in

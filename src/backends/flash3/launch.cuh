@@ -128,26 +128,29 @@ void launch_forward(const Params& p) {
   // Auto (session 7, H100 same-process A/Bs, bench/results/2026-11-22-h100-flash3-fwd-s7-f3fwd15.md
   // and -f3fwd16.md): D 128 +2.3..+5.3 % at S 1k-4k; D 64 with uniform descriptors (slot 14)
   // +4.5 / +6.6 % at 1k (non-causal / causal), +2.5 / +3.4 % at 4k (the diet alone, slot 13:
-  // -3.4 % at 4k non-causal); D 256 +0.3..+1.5 %. Sk <= 4096 only (16k unmeasured), and only
-  // while uniform_desc / lazy_rescale are left at auto (an A/B that forces them gets its kernel).
-  // Session 16: the softmax ordered before the warpgroup's own P V wait (mainloop.cuh
-  // kVarOrdered, softmax_before_wait; ptxas otherwise hoists that wait above every exp2, so the
-  // softmax never overlapped its own P V) in the tuned kernels that have an ordered build
-  // (kernels_ord below). Auto: D = 256, and D = 128 for Sk > 2048, where it also runs the diet
-  // (+ TMA epilogue) kernel past Sk 4096. H100 same-process A/Bs against ordered_softmax = 0
+  // -3.4 % at 4k non-causal); D 256 +0.3..+1.5 %. Sk <= 4096 only (then; session 16 below), and
+  // only while uniform_desc / lazy_rescale are left at auto (an A/B that forces them gets its
+  // kernel).
+  //
+  // Session 16: the softmax ordered before the warpgroup's own P V wait (mainloop.cuh kVarOrdered,
+  // softmax_before_wait; ptxas otherwise hoists that wait above every exp2, so the softmax never
+  // overlapped its own P V) in the tuned kernels that have an ordered build (kernels_ord below).
+  // Auto: D = 256, and D = 128 for Sk > 2048, where it also runs the diet (+ TMA epilogue) kernel
+  // past Sk 4096. H100 same-process A/Bs against ordered_softmax = 0
   // (bench/results/2026-11-23-h100-flash3-s16-ordered.md, call 3): D 256 -0.4..+1.1 % at 1k,
-  // +0.5..+1.4 % at 2k, +1..+2 % at 4k, +3..+3.5 % at 8k, +3..+4.4 % at 16k (both causal
-  // modes); D 128 +0.7..+2.1 % at 4k, +1.5..+2.7 % at 8k, +2.0..+2.4 % at 16k, but -2..-4 % at
-  // 1k and -1..+0.6 % at 2k (call 2); D 64 -5..-12 % everywhere (call 1; off).
+  // +0.5..+1.4 % at 2k, +1..+2 % at 4k, +3..+3.5 % at 8k, +3..+4.4 % at 16k (both causal modes);
+  // D 128 +0.7..+2.1 % at 4k, +1.5..+2.7 % at 8k, +2.0..+2.4 % at 16k, but -2..-4 % at 1k and
+  // -1..+0.6 % at 2k (call 2); D 64 -5..-12 % everywhere (call 1; off).
   const bool ord_auto = D == 256 || (D == 128 && p.seqlen_k > 2048);
   const bool ordered = tuning().ordered_softmax < 0 ? ord_auto : tuning().ordered_softmax != 0;
-  const bool diet_long = D == 128 && ordered && s4_ok && kQRegCapable;  // (128 keys, 2 WGs)
-  // Session 16: D 64 runs the diet at every Sk (H100 A/B at 16k, slot 14 vs slot 0: +2.5..+2.7 %
-  // both causal modes, bench/results/2026-11-23-h100-flash3-s16-d64-lazy-diet.json).
+  // Where the auto runs the diet: D 64 at every Sk (session 16, H100 A/B at 16k, slot 14 vs
+  // slot 0: +2.5..+2.7 % both causal modes, bench/results/2026-11-23-h100-flash3-s16-d64-lazy-
+  // diet.json); D 256 up to Sk 4096; D 128 (128 keys, 2 warpgroups = kQRegCapable) where the
+  // uniform descriptors are on by auto (Sk <= 4096) or the ordered softmax runs.
+  const bool diet_shape = D == 64 || (D == 256 && p.seqlen_k <= 4096) ||
+                          (D == 128 && (uni_auto || (ordered && kQRegCapable)));
   const bool diet_auto =
-      tuning().uniform_desc < 0 && tuning().lazy_rescale < 0 && s4_ok &&
-      (((p.seqlen_k <= 4096 || D == 64) && (D == 128 ? uni_auto : D == 64 || D == 256)) ||
-       diet_long);
+      tuning().uniform_desc < 0 && tuning().lazy_rescale < 0 && s4_ok && diet_shape;
   const bool diet = kDietCapable && !tuning().legacy_desc && !qreg &&
                     (tuning().tile_diet < 0 ? diet_auto : tuning().tile_diet != 0);
   // D 64: the auto diet runs with uniform descriptors (slot 14); tile_diet = 1 alone is slot 13.
