@@ -17,7 +17,6 @@ usage: flash3_wave_probe.py --lib build_f3/libflash3_shim.so [--d 64,128,256] [-
 """
 import argparse
 import json
-import math
 import os
 import sys
 
