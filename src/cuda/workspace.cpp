@@ -23,6 +23,10 @@ std::map<std::pair<int, cudaStream_t>, Slot>& cache() {
   static auto* c = new std::map<std::pair<int, cudaStream_t>, Slot>();  // never destroyed: the
   return *c;  // CUDA context may already be gone at static destruction, so freeing then is unsafe
 }
+std::map<std::pair<int, cudaStream_t>, Slot>& counter_cache() {  // (zeroed_counters; as cache())
+  static auto* c = new std::map<std::pair<int, cudaStream_t>, Slot>();
+  return *c;
+}
 
 // Grow by at least 1/8 so a slowly increasing sequence of requests does not reallocate each call.
 size_t grown_size(size_t need, size_t have) {
@@ -50,6 +54,25 @@ void* workspace(size_t bytes, int device, cudaStream_t stream) {
   return p;
 }
 
+int* zeroed_counters(size_t count, int device, cudaStream_t stream) {
+  if (count == 0) return nullptr;
+  const size_t bytes = count * sizeof(int);
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  Slot& slot = counter_cache()[{device, stream}];
+  if (slot.bytes >= bytes) return static_cast<int*>(slot.ptr);
+  DeviceGuard guard(device);
+  const size_t n = grown_size(bytes, slot.bytes);
+  if (slot.ptr) {
+    ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, stream));
+    slot = Slot{};
+  }
+  void* p = nullptr;
+  ATTNKIT_CUDA_CHECK(cudaMallocAsync(&p, n, stream));
+  ATTNKIT_CUDA_CHECK(cudaMemsetAsync(p, 0, n, stream));
+  slot = Slot{p, n};
+  return static_cast<int*>(p);
+}
+
 size_t workspace_size(int device, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(cache_mutex());
   auto it = cache().find({device, stream});
@@ -64,6 +87,12 @@ void release_workspaces() {
     ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, key.second));
   }
   cache().clear();
+  for (auto& [key, slot] : counter_cache()) {
+    if (!slot.ptr) continue;
+    DeviceGuard guard(key.first);
+    ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, key.second));
+  }
+  counter_cache().clear();
 }
 
 }  // namespace attnkit::cuda

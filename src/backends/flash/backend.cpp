@@ -2,7 +2,10 @@
 // Capabilities as data, the stride/alignment/shared-memory reasons, and the head-dim dispatch:
 // a head dim D runs on the smallest instantiated kernel dim >= D (columns past D zero-filled).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -153,5 +156,33 @@ Backend& backend_flash() {
   static FlashBackend backend;
   return backend;
 }
+
+namespace flash {
+namespace {
+std::atomic<int> g_last_fwd_tail_tiles{0};
+}  // namespace
+int last_fwd_tail_tiles() {
+  return g_last_fwd_tail_tiles.load(std::memory_order_relaxed);
+}
+void set_last_fwd_tail_tiles(int tiles) {
+  g_last_fwd_tail_tiles.store(tiles, std::memory_order_relaxed);
+}
+FwdTailKnob fwd_tail_knob() {
+  FwdTailKnob k;
+  const char* e = std::getenv("ATTNKIT_FLASH_FWD_TAIL");
+  if (e == nullptr || *e == '\0') return k;
+  const std::string mode(e, std::strcspn(e, ":"));
+  k.mode = mode == "0" ? 0 : mode == "auto" ? -1 : 1;
+  if (const char* colon = std::strchr(e, ':')) {
+    k.slots = std::max(0, std::atoi(colon + 1));
+    if (const char* flags = std::strchr(colon + 1, ':')) {
+      k.single = std::strchr(flags, 's') != nullptr;
+      k.plain = std::strchr(flags, 'p') != nullptr;
+    }
+  }
+  if (k.mode != 1) k.single = k.plain = false;
+  return k;
+}
+}  // namespace flash
 
 }  // namespace attnkit

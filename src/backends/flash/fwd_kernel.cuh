@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/flash/fwd_tail.cuh"
 #include "backends/flash/score_mod.cuh"
 #include "backends/flash/smem_layout.hpp"
 #include "backends/flash/traits.hpp"
@@ -115,9 +116,13 @@ __device__ __forceinline__ FwdTile fwd_tile_of(int64_t t, int num_m, int64_t hea
 /// kKV2 (FwdTraits::kKV2, fast path): two K and two V buffers after sV; key block n (the i-th
 /// visited, i = n_end - 1 - n) uses pair i % 2, and K_{n-1} / V_{n-1} load into the other pair
 /// from the start of block n on, so each block waits (and synchronizes) once, at its start.
-template <int D, typename T, bool kGeneral, int kBM256, bool kKV2 = false>
+/// kPiece (fwd_tail_kernel, non-causal): key blocks [pc.n_lo, pc.n_hi) only; with pc.pieces > 1
+/// the piece epilogue (fwd_tail.cuh) instead of this one.
+template <int D, typename T, bool kGeneral, int kBM256, bool kKV2 = false, bool kPiece = false>
 __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, const FwdTile tile,
-                                         const FwdTile nxt, bool has_next, bool pre) {
+                                         const FwdTile nxt, bool has_next, bool pre,
+                                         const FwdTailArgs& ta = FwdTailArgs(),
+                                         const FwdPiece& pc = FwdPiece()) {
   using Tr = FwdTraits<D, kBM256, kKV2>;
   using LQ = SmemLayout<Tr::kBM, D>;
   using LK = SmemLayout<Tr::kBN, D>;
@@ -151,8 +156,10 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   // Key blocks any row of this query block can see.
   const Range32 first = row_range(p, m0, sp.sq, sp.sk);
   const Range32 last = row_range(p, m0 + rows - 1, sp.sq, sp.sk);
-  const int n_begin = first.lo / kBN;
-  const int n_end = last.hi >= first.lo ? last.hi / kBN + 1 : n_begin;
+  const int n_begin_rows = first.lo / kBN;
+  const int n_end_rows = last.hi >= first.lo ? last.hi / kBN + 1 : n_begin_rows;
+  const int n_begin = kPiece ? pc.n_lo : n_begin_rows;
+  const int n_end = kPiece ? pc.n_hi : n_end_rows;
   // Tr::kBlockCheck (fast path): the key blocks that need no element rule, [nf_lo, nf_hi] (every
   // row sees every key: last.lo <= n * kBN and n * kBN + kBN - 1 <= first.hi; lo >= 0, hi >= -1),
   // so each block tests its 32-bit index instead of 64-bit key offsets against the ranges.
@@ -541,6 +548,13 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
   // data dependence did (the stored O comes from those reads through the MMAs): safe on the
   // hardware, a hazard in the programming model, 8 racecheck warnings (one per A ldmatrix of the
   // S GEMM, 124 of 128 words per warp: all but those a lane reads and writes itself).
+  if constexpr (kPiece) {
+    if (pc.pieces > 1) {
+      fwd_piece_epilogue<kMT, kDT, Tr::kWarps, T>(p, ta, pc, o, m_run, l_run, b, h, sp, m0,
+                                                  dv_valid);
+      return false;
+    }
+  }
   if constexpr (kKV2 && Tr::kSmemEpilogue) __syncwarp();
   T* o_ptr = static_cast<T*>(p.out) + b * p.out_st.b + sp.q_start * p.out_st.s + h * p.out_st.h;
 #pragma unroll
@@ -639,12 +653,15 @@ __device__ __forceinline__ bool fwd_tile(const Params& p, uint8_t* smem_raw, con
 /// (causal, window, varlen) tiles balance as before.
 /// kBM256: the query block at D = 256 (FwdTraits; 64 for causal launches, launch_fwd). kKV2: two
 /// K / V buffers (FwdTraits::kKV2; launch_fwd picks it where kSmemBytesKV2 fits).
+/// kTrigger: the first launch of a split tail (fwd_tail.cuh): the stream's next kernel may start
+/// once every CTA of this one has started.
 template <int D, typename T, bool kGeneral, int kBM256 = ATTNKIT_FLASH_FWD_BM_256,
-          bool kKV2 = false>
+          bool kKV2 = false, bool kTrigger = false>
 __global__ void __launch_bounds__(FwdTraits<D, kBM256>::kThreads)
     fwd_kernel(const Params p, int* tile_ctr) {
   using Tr = FwdTraits<D, kBM256>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
+  if constexpr (kTrigger) pdl_launch_dependents();
   if constexpr (Tr::kPersist && !kGeneral) {
     __shared__ int next_slot[2];
     const int num_m = static_cast<int>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM);
@@ -668,6 +685,41 @@ __global__ void __launch_bounds__(FwdTraits<D, kBM256>::kThreads)
   const FwdTile tile{static_cast<int64_t>(blockIdx.z), static_cast<int64_t>(blockIdx.y),
                      static_cast<int>(gridDim.x - 1 - blockIdx.x)};  // heavy causal blocks first
   fwd_tile<D, T, kGeneral, kBM256, kKV2>(p, smem_raw, tile, tile, false, false);
+}
+
+/// The split tail's second launch (fwd_tail.cuh; fast path, 64-row D = 256 kernel, non-causal):
+/// CTAs 0 .. ta.whole - 1 one whole tile each, the others one key-block range each of the last
+/// ta.ranges.tiles tiles (fwd_tail_ranges.hpp): a piece per tile the range touches, in order.
+template <int D, typename T>
+__global__ void __launch_bounds__(FwdTraits<D, 64>::kThreads)
+    fwd_tail_kernel(const Params p, const FwdTailArgs ta) {
+  using Tr = FwdTraits<D, 64>;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  const int num_m = static_cast<int>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM);
+  const int64_t c = blockIdx.x, nb = ta.ranges.n_blocks;
+  if (c < ta.whole) {
+    const FwdTile t = fwd_tile_of(ta.first_tile + c, num_m, p.heads_q);
+    FwdPiece whole;
+    whole.n_hi = static_cast<int>(nb);
+    fwd_tile<D, T, false, 64, false, true>(p, smem_raw, t, t, false, false, ta, whole);
+  } else {
+    const int64_t r = c - ta.whole, lo = ta.ranges.begin(r), hi = ta.ranges.begin(r + 1);
+    for (int64_t j = lo / nb; j * nb < hi; ++j) {
+      // The previous piece's warps are done with sQ / sK / sV before this one loads them.
+      if (j > lo / nb) __syncthreads();
+      FwdPiece pc;
+      pc.n_lo = static_cast<int>((lo > j * nb ? lo : j * nb) - j * nb);
+      pc.n_hi = static_cast<int>((hi < j * nb + nb ? hi : j * nb + nb) - j * nb);
+      pc.tile = static_cast<int>(j);
+      pc.pieces = static_cast<int>(ta.ranges.pieces(j));
+      pc.index = static_cast<int>(r - ta.ranges.first_cta(j));
+      const FwdTile t = fwd_tile_of(ta.first_tile + ta.whole + j, num_m, p.heads_q);
+      fwd_tile<D, T, false, 64, false, true>(p, smem_raw, t, t, false, false, ta, pc);
+    }
+  }
+  // This launch may have started before the previous one (the whole tiles of the full waves)
+  // finished: it ends only after it, so that later work in the stream sees every output row.
+  pdl_wait_previous();
 }
 
 }  // namespace attnkit::flash

@@ -31,9 +31,86 @@ void set_smem(Kernel kernel, int bytes) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
+/// The forward's split tail (fwd_tail.cuh) for a launch of the 64-row D = 256 kernel: true when
+/// it ran the forward (two launches), false when the caller launches as usual. Non-causal, no
+/// window, no varlen (every tile the same key blocks), sm_90+ (programmatic dependent launch).
+/// Auto (FwdTailKnob mode -1): when the last wave is partial and holds at most 80 % of the
+/// slots (every BENCHMARKS.md shape at D = 256: 2048 tiles on 264 slots, 200 in the last wave)
+/// and each tile has at least ATTNKIT_FLASH_FWD_TAIL_MIN_BLOCKS key blocks (shorter ones lost).
+template <int D, typename T>
+bool launch_fwd_split_tail(const Params& p) {
+  using Tr = FwdTraits<D, 64>;
+  const FwdTailKnob knob = fwd_tail_knob();
+  const int dev = p.device.index;
+  if (knob.mode == 0 || p.causal != Causal::none || p.window_left >= 0 || p.window_right >= 0 ||
+      p.varlen || p.seqlen_k <= 0 || cuda::device_info(dev).arch < 90)
+    return false;
+  auto first = fwd_kernel<D, T, false, 64, false, true>;
+  auto second = fwd_tail_kernel<D, T>;
+  int slots = knob.slots;
+  if (slots <= 0) {
+    static int per_sm_cache[64] = {};  // per device index; 0 = not asked yet
+    int per_sm = dev >= 0 && dev < 64 ? per_sm_cache[dev] : 0;
+    if (per_sm == 0) {
+      set_smem(first, Tr::kSmemBytes);
+      ATTNKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, first, Tr::kThreads,
+                                                                       Tr::kSmemBytes));
+      if (dev >= 0 && dev < 64) per_sm_cache[dev] = per_sm;
+    }
+    slots = (per_sm > 0 ? per_sm : 1) * cuda::device_info(dev).sm_count;
+  }
+  const int64_t num_m = (p.seqlen_q + Tr::kBM - 1) / Tr::kBM;
+  const int64_t per_batch = num_m * p.heads_q, tiles = per_batch * p.batch;
+  const int64_t n_blocks = (p.seqlen_k + Tr::kBN - 1) / Tr::kBN;
+  const int64_t rest = tiles % slots;
+  // (rest * n_blocks >= slots: every CTA of the tail gets at least one key block.)
+  const bool can =
+      tiles > slots && rest > 0 && rest * n_blocks >= slots && rest * n_blocks < (int64_t{1} << 40);
+  const bool want = knob.mode == 1 || (5 * rest <= 4 * static_cast<int64_t>(slots) &&
+                                       n_blocks >= ATTNKIT_FLASH_FWD_TAIL_MIN_BLOCKS);
+  if (!can || !want) return false;
+  // The first launch: whole batches of tiles of the full waves; the second: the tiles left of
+  // the full waves (fewer than one batch's), then the tail's `rest` tiles in block ranges.
+  const int64_t batches = knob.single ? 0 : (tiles - rest) / per_batch;
+  FwdTailArgs ta;
+  ta.first_tile = batches * per_batch;
+  ta.whole = static_cast<int>(tiles - rest - ta.first_tile);
+  ta.ranges.tiles = rest;
+  ta.ranges.n_blocks = n_blocks;
+  ta.ranges.ctas = slots;
+  // Every allocation before the first launch: nothing may come between the two kernels.
+  auto stream = static_cast<cudaStream_t>(p.stream);
+  constexpr int kWords = kPieceWords<Tr::kMT, D / 8>;
+  const size_t ws_bytes = static_cast<size_t>(2) * slots * Tr::kWarps * kWords * 32 * sizeof(float);
+  ta.ws = static_cast<float*>(cuda::workspace(ws_bytes, dev, stream));
+  ta.counters = cuda::zeroed_counters(static_cast<size_t>(rest), dev, stream);
+  set_smem(first, Tr::kSmemBytes);
+  set_smem(second, Tr::kSmemBytes);
+  if (batches > 0) {
+    const dim3 grid(static_cast<unsigned>(num_m), static_cast<unsigned>(p.heads_q),
+                    static_cast<unsigned>(batches));
+    first<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, nullptr);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(ta.whole + slots));
+  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.dynamicSmemBytes = Tr::kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = batches > 0 && !knob.plain ? 1 : 0;  // (not after the first launch: plain)
+  ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, second, p, ta));
+  set_last_fwd_tail_tiles(static_cast<int>(rest));
+  return true;
+}
+
 template <int D, typename T>
 void launch_fwd(const Params& p) {
   using Tr = FwdTraits<D>;
+  set_last_fwd_tail_tiles(0);
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   cuda::DeviceGuard guard(p.device.index);
   if constexpr (Tr::kCausalBm64MaxS > 0 || Tr::kNonCausalBm64MaxS > 0) {
@@ -41,6 +118,9 @@ void launch_fwd(const Params& p) {
     const int64_t bm64_max_s =
         p.causal != Causal::none ? Tr::kCausalBm64MaxS : Tr::kNonCausalBm64MaxS;
     if (!needs_general(p) && p.seqlen_q <= bm64_max_s) {
+      if constexpr (D == 256) {
+        if (launch_fwd_split_tail<D, T>(p)) return;
+      }
       using Tr64 = FwdTraits<D, 64>;
       const dim3 grid(static_cast<unsigned>((p.seqlen_q + Tr64::kBM - 1) / Tr64::kBM),
                       static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));

@@ -16,4 +16,22 @@ void run_fwd(const Params& p);
 template <int D, bool kBf16>
 void run_bwd(const Params& p);
 
+/// The forward's split tail (fwd_tail.cuh): how many query tiles the last forward launch on this
+/// process split along the keys (0: none). For tests and benchmarks.
+int last_fwd_tail_tiles();
+void set_last_fwd_tail_tiles(int tiles);
+
+/// Env ATTNKIT_FLASH_FWD_TAIL (a measurement and test switch, read at every forward launch):
+/// "0" off; "1" on wherever the split tail can run (not only where the auto rule picks it);
+/// unset or "auto": the auto rule (launch.cuh launch_fwd_split_tail). "1:N" / "auto:N": with N
+/// CTAs standing in for the resident slots (tests run small shapes this way).
+/// "MODE:N:FLAGS" (N = 0: the default slots) measures variants: 's' one launch (the tail
+/// kernel runs every tile), 'p' the second launch without programmatic dependent launch.
+struct FwdTailKnob {
+  int mode = -1;  // -1 auto, 0 off, 1 on
+  int slots = 0;  // 0: resident CTAs per SM x SMs
+  bool single = false, plain = false;
+};
+FwdTailKnob fwd_tail_knob();
+
 }  // namespace attnkit::flash

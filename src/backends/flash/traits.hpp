@@ -560,6 +560,15 @@
 #ifndef ATTNKIT_FLASH_FWD_BM64_DIET_256
 #define ATTNKIT_FLASH_FWD_BM64_DIET_256 32  // session 6: 1952 -6..-10 %, 416 -5..-13 % (H100)
 #endif
+//   ATTNKIT_FLASH_FWD_TAIL_MIN_BLOCKS (session 18): the split tail's auto rule (fwd_tail.cuh,
+//     launch.cuh launch_fwd_split_tail) splits only launches with at least this many 64-key
+//     blocks per tile. H100, D = 256 non-causal, tail (auto) / off interleaved in one process
+//     (`...-flash-s18-tail-ab*.json`): S 512 0.922, 1k 0.969, 2k 0.992, 4k 1.003, 16k 1.011.
+//     The pieces' fixed costs (a prologue each, their fp32 slots written and read back: ~30-60
+//     MB in the last wave) exceed the saved 0.24 tile time below ~4k keys. 0: every length.
+#ifndef ATTNKIT_FLASH_FWD_TAIL_MIN_BLOCKS
+#define ATTNKIT_FLASH_FWD_TAIL_MIN_BLOCKS 64
+#endif
 //   ATTNKIT_FLASH_FWD_DIET_64 (session 6, helper flashfwd13, compile-only; 0 = off, the
 //     default): BN64_DIET's bits for the D = 64 forward's fast path, the one-pair kernel and the
 //     KV2 kernel (ATTNKIT_FLASH_FWD_KV2_64_MAX_S) alike: 32 K / V / first-Q tiles through

@@ -3,8 +3,12 @@
 // bit-identical dq/dk/dv — with GQA (dK/dV summed over the group inside one CTA) and causal.
 // Without the flag (FA-2 schedule, dQ summed with fp32 atomics) dK/dV are still accumulated in
 // registers in a fixed order and must repeat bit for bit; dQ may differ in the last bits and must
-// stay close to the deterministic dQ.
+// stay close to the deterministic dQ. The forward's split tail repeats bit for bit too.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "common/cuda_skip.hpp"
 #include "flash_test_util.cuh"
@@ -68,6 +72,62 @@ TEST(FlashDeterminism, BackwardBitIdentical) {
       EXPECT_LE(e.rel, 1e-2) << "atomic dq vs deterministic dq";
     }
   }
+}
+
+// The forward's split tail (fwd_tail.cuh): the last piece of a tile to arrive merges every piece
+// in piece order, so whichever CTA that is, out and lse repeat bit for bit. One tile over 7 CTAs
+// (ATTNKIT_FLASH_FWD_TAIL "1:7": 47 key blocks, ~6.7 per piece), three runs; the same forward
+// without the split stays within rounding of it.
+TEST(FlashDeterminism, SplitTailForwardBitIdentical) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (std::find(std::begin(flash::kBuiltHeadDims), std::end(flash::kBuiltHeadDims), 256) ==
+      std::end(flash::kBuiltHeadDims))
+    GTEST_SKIP() << "head dim 256 not built";
+  const int64_t B = 2, Sq = 128, Sk = 3000, Hq = 2, Hkv = 1, D = 256;
+  const DType dt = DType::bf16;
+  std::mt19937_64 g(5);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  Tensor t[4];  // q, k, v, out
+  const int64_t rows[4] = {Sq, Sk, Sk, Sq}, heads[4] = {Hq, Hkv, Hkv, Hq};
+  for (int i = 0; i < 4; ++i) {
+    t[i].rank = 4;
+    t[i].shape = {B, rows[i], heads[i], D};
+    t[i].host.resize(t[i].numel());
+    for (auto& x : t[i].host)
+      x = round_to(dt, nd(g));
+    upload(t[i], dt, false, false);
+  }
+  DevBuf lse(B * Hq * Sq * 4);
+  TensorView lse_v = TensorView::contiguous(lse.p, DType::f32, {B, Hq, Sq}, Device::cuda(0));
+  Options o;
+  o.backend = "flash";
+  auto run = [&](const char* env, std::vector<float>& out, std::vector<float>& lse_h) {
+    ASSERT_EQ(cudaMemset(t[3].dev->p, 0xff, t[3].dev->bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemset(lse.p, 0xff, B * Hq * Sq * 4), cudaSuccess);
+    setenv("ATTNKIT_FLASH_FWD_TAIL", env, 1);
+    const std::string ran = forward(
+        {t[0].dev_view(dt), t[1].dev_view(dt), t[2].dev_view(dt), t[3].dev_view(dt), lse_v}, o);
+    unsetenv("ATTNKIT_FLASH_FWD_TAIL");
+    ASSERT_EQ(ran, "flash");
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(flash::last_fwd_tail_tiles(), env[0] == '0' ? 0 : 1) << env;
+    out = download(t[3], dt);
+    lse_h.resize(B * Hq * Sq);
+    ASSERT_EQ(cudaMemcpy(lse_h.data(), lse.p, lse_h.size() * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+  };
+  std::vector<float> out0, lse0, out, lse_h;
+  run("1:7", out0, lse0);
+  for (int rep = 0; rep < 2; ++rep) {
+    run("1:7", out, lse_h);
+    EXPECT_EQ(0, std::memcmp(out.data(), out0.data(), out.size() * sizeof(float))) << "out";
+    EXPECT_EQ(0, std::memcmp(lse_h.data(), lse0.data(), lse_h.size() * sizeof(float))) << "lse";
+  }
+  run("0", out, lse_h);
+  const Err eo = compare(out0, out), el = compare(lse0, lse_h);
+  EXPECT_EQ(eo.nonfinite + el.nonfinite, 0);
+  EXPECT_LE(eo.rel, 5e-3) << "split vs whole out";
+  EXPECT_LE(el.max_abs, 1e-4) << "split vs whole lse";
 }
 
 }  // namespace

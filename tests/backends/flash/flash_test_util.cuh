@@ -20,6 +20,7 @@
 #include "attnkit/attention.hpp"
 #include "attnkit/error.hpp"
 #include "backends/flash/flash_head_dims.hpp"  // the same head-dim list the backend was built with
+#include "backends/flash/launch.hpp"           // last_fwd_tail_tiles (the split tail)
 
 namespace attnkit::flash_test {
 
@@ -38,6 +39,10 @@ struct Cfg {
   bool padded = false;  // inputs with enlarged (b, s, h) strides
   bool bwd = false;
   bool det = false;  // deterministic backward (atomic-free kernels instead of FA-2's schedule)
+  // The forward's split tail: env ATTNKIT_FLASH_FWD_TAIL during the flash call ("" = unset) and
+  // whether the launch must have split (1), must not have (0), or either (-1).
+  std::string tail_env;
+  int expect_tail = -1;
   std::string name() const {
     std::string n = tag + "_d" + std::to_string(d) + (dt == DType::bf16 ? "_bf16" : "_f16");
     return n + (bwd ? "_bwd" : "_fwd") + (det ? "_det" : "");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 
 #include "common/cuda_skip.hpp"
@@ -155,11 +156,16 @@ TEST_P(FlashVsMath, MatchesOracle) {
                     o_ref),
             "math");
   ASSERT_EQ(cudaMemset(out.dev->p, 0xff, out.dev->bytes), cudaSuccess);
-  ASSERT_EQ(forward({q.dev_view(c.dt), k.dev_view(c.dt), v.dev_view(c.dt), out.dev_view(c.dt),
-                     lse_view(d_lse.p, Device::cuda(0))},
-                    o_gpu),
-            "flash");
+  if (!c.tail_env.empty()) setenv("ATTNKIT_FLASH_FWD_TAIL", c.tail_env.c_str(), 1);
+  const std::string backend = forward({q.dev_view(c.dt), k.dev_view(c.dt), v.dev_view(c.dt),
+                                       out.dev_view(c.dt), lse_view(d_lse.p, Device::cuda(0))},
+                                      o_gpu);
+  if (!c.tail_env.empty()) unsetenv("ATTNKIT_FLASH_FWD_TAIL");
+  ASSERT_EQ(backend, "flash");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  // A split that silently did not happen would still pass the oracle: the launch says whether.
+  if (c.expect_tail == 1) EXPECT_GT(flash::last_fwd_tail_tiles(), 0) << "split tail tiles";
+  if (c.expect_tail == 0) EXPECT_EQ(flash::last_fwd_tail_tiles(), 0) << "split tail tiles";
 
   const Err eo = compare(download(out, c.dt), out_ref_t.host);
   EXPECT_EQ(eo.nonfinite, 0) << "out";
@@ -416,6 +422,52 @@ std::vector<Cfg> cases() {
     // kernel (ATTNKIT_FLASH_FWD_NONCAUSAL_BM64_MAX_S; causal: _CAUSAL_BM64_MAX_S) and the
     // partial-tile path of the 128-row one.
     add_pair("partial_cols", 1, 150, 200, 2, 1, 200);
+    // The forward's split tail (fwd_tail.cuh), forced on small shapes with a few CTAs standing in
+    // for the device's slots (ATTNKIT_FLASH_FWD_TAIL "1:N"). Shapes: (b, sq, sk, hq, hkv, d).
+    const auto add_tail = [&all](const char* tag, int64_t b, int64_t sq, int64_t sk, int64_t hq,
+                                 int64_t hkv, int64_t d, const char* env, int expect,
+                                 DType dt = DType::bf16, Causal causal = Causal::none,
+                                 bool bhsd = false, bool padded = false) {
+      Cfg c;
+      c.tag = tag;
+      c.b = b;
+      c.sq = sq;
+      c.sk = sk;
+      c.hq = hq;
+      c.hkv = hkv;
+      c.d = d;
+      c.dt = dt;
+      c.causal = causal;
+      c.bhsd = bhsd;
+      c.padded = padded;
+      c.tail_env = env;
+      c.expect_tail = expect;
+      all.push_back(c);
+    };
+    // 40 tiles on 7 slots: no full batch before the tail (one launch: 35 whole tiles, then 5
+    // tiles' 80 key blocks over 7 CTAs, ranges across tiles), GQA, a partial last key block.
+    add_tail("tail_split_nofirst", 1, 640, 1000, 4, 2, 256, "1:7", 1);
+    // 30 tiles on 8 slots: two batches in the first launch, 4 whole tiles and 6 split (4.5 key
+    // blocks per CTA) in the second; a partial last query tile (300 rows) among the split ones.
+    add_tail("tail_split", 3, 300, 384, 2, 1, 256, "1:8", 1);
+    add_tail("tail_split", 3, 300, 384, 2, 1, 256, "1:8", 1, DType::f16);
+    add_tail("tail_split_bhsd", 3, 300, 384, 2, 1, 256, "1:8", 1, DType::bf16, Causal::none, true);
+    add_tail("tail_split_padded", 3, 300, 384, 2, 1, 256, "1:8", 1, DType::bf16, Causal::none,
+             false, true);
+    // 1-2 key blocks per CTA (sk = 100: 64 + 36): pieces of one block, tiles over 2-3 CTAs.
+    add_tail("tail_split_short", 2, 512, 100, 3, 3, 256, "1:5", 1);
+    // One tile over 7 CTAs (47 key blocks: ~6.7 per piece): a 7-piece merge.
+    add_tail("tail_split_long", 2, 128, 3000, 2, 1, 256, "1:7", 1);
+    // head_dim 200 (columns 200..255 zero-filled): the merge stores only the valid columns.
+    add_tail("tail_split_hd200", 2, 300, 200, 2, 1, 200, "1:6", 1);
+    // Forced off; causal (never split); the auto rule on a shape with fewer tiles than slots.
+    add_tail("tail_off", 3, 300, 384, 2, 1, 256, "0", 0);
+    add_tail("tail_causal", 3, 300, 384, 2, 1, 256, "1:8", 0, DType::bf16, Causal::bottom_right);
+    add_tail("tail_auto_small", 3, 300, 384, 2, 1, 256, "auto", 0);
+    // The auto rule on 7 slots: 65 key blocks per tile split (ATTNKIT_FLASH_FWD_TAIL_MIN_BLOCKS
+    // 64), 16 not.
+    add_tail("tail_auto_long", 2, 128, 4100, 2, 1, 256, "auto:7", 1);
+    add_tail("tail_auto_short", 2, 128, 1000, 2, 1, 256, "auto:7", 0);
   }
   // D = 128 forward over many key blocks (sk = 1000: 15 full 64-key blocks + 40 keys, or 31 full
   // 32-key blocks + 8), both causal modes: the online-softmax rescale across blocks and the
