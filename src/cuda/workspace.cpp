@@ -37,40 +37,41 @@ size_t grown_size(size_t need, size_t have) {
 
 }  // namespace
 
+namespace {
+/// `slot` holding at least `bytes` (the caller holds cache_mutex()); true when it was
+/// (re)allocated.
+bool ensure(Slot& slot, size_t bytes, int device, cudaStream_t stream) {
+  if (slot.bytes >= bytes) return false;
+  DeviceGuard guard(device);
+  const size_t n = grown_size(bytes, slot.bytes);
+  if (slot.ptr) {
+    ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, stream));
+    slot = Slot{};
+  }
+  void* p = nullptr;
+  ATTNKIT_CUDA_CHECK(cudaMallocAsync(&p, n, stream));
+  slot = Slot{p, n};
+  return true;
+}
+}  // namespace
+
 void* workspace(size_t bytes, int device, cudaStream_t stream) {
   if (bytes == 0) return nullptr;
   std::lock_guard<std::mutex> lock(cache_mutex());
   Slot& slot = cache()[{device, stream}];
-  if (slot.bytes >= bytes) return slot.ptr;
-  DeviceGuard guard(device);
-  const size_t n = grown_size(bytes, slot.bytes);
-  if (slot.ptr) {
-    ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, stream));
-    slot = Slot{};
-  }
-  void* p = nullptr;
-  ATTNKIT_CUDA_CHECK(cudaMallocAsync(&p, n, stream));
-  slot = Slot{p, n};
-  return p;
+  ensure(slot, bytes, device, stream);
+  return slot.ptr;
 }
 
 int* zeroed_counters(size_t count, int device, cudaStream_t stream) {
   if (count == 0) return nullptr;
-  const size_t bytes = count * sizeof(int);
   std::lock_guard<std::mutex> lock(cache_mutex());
   Slot& slot = counter_cache()[{device, stream}];
-  if (slot.bytes >= bytes) return static_cast<int*>(slot.ptr);
-  DeviceGuard guard(device);
-  const size_t n = grown_size(bytes, slot.bytes);
-  if (slot.ptr) {
-    ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, stream));
-    slot = Slot{};
+  if (ensure(slot, count * sizeof(int), device, stream)) {
+    DeviceGuard guard(device);
+    ATTNKIT_CUDA_CHECK(cudaMemsetAsync(slot.ptr, 0, slot.bytes, stream));
   }
-  void* p = nullptr;
-  ATTNKIT_CUDA_CHECK(cudaMallocAsync(&p, n, stream));
-  ATTNKIT_CUDA_CHECK(cudaMemsetAsync(p, 0, n, stream));
-  slot = Slot{p, n};
-  return static_cast<int*>(p);
+  return static_cast<int*>(slot.ptr);
 }
 
 size_t workspace_size(int device, cudaStream_t stream) {
@@ -81,18 +82,14 @@ size_t workspace_size(int device, cudaStream_t stream) {
 
 void release_workspaces() {
   std::lock_guard<std::mutex> lock(cache_mutex());
-  for (auto& [key, slot] : cache()) {
-    if (!slot.ptr) continue;
-    DeviceGuard guard(key.first);
-    ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, key.second));
+  for (auto* c : {&cache(), &counter_cache()}) {
+    for (auto& [key, slot] : *c) {
+      if (!slot.ptr) continue;
+      DeviceGuard guard(key.first);
+      ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, key.second));
+    }
+    c->clear();
   }
-  cache().clear();
-  for (auto& [key, slot] : counter_cache()) {
-    if (!slot.ptr) continue;
-    DeviceGuard guard(key.first);
-    ATTNKIT_CUDA_CHECK(cudaFreeAsync(slot.ptr, key.second));
-  }
-  counter_cache().clear();
 }
 
 }  // namespace attnkit::cuda
