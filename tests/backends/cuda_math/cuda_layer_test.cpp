@@ -112,5 +112,37 @@ TEST(CudaWorkspace, GrowsPerStreamAndIsUsableOnIt) {
   EXPECT_EQ(cudaStreamDestroy(s2), cudaSuccess);
 }
 
+// zeroed_counters: zero when first handed out and again when grown (a new buffer), apart from
+// workspace()'s buffer (which holds garbage here).
+TEST(CudaWorkspace, ZeroedCountersAreZeroAndKeptApart) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  cudaStream_t s1 = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  EXPECT_EQ(cuda::zeroed_counters(0, 0, s1), nullptr);
+  void* ws = cuda::workspace(4096, 0, s1);
+  ASSERT_EQ(cudaMemsetAsync(ws, 0x7f, 4096, s1), cudaSuccess);  // workspace garbage
+  auto read = [&](const int* p, size_t n) {
+    std::vector<int> h(n, -1);
+    EXPECT_EQ(cudaMemcpyAsync(h.data(), p, n * sizeof(int), cudaMemcpyDeviceToHost, s1),
+              cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(s1), cudaSuccess);
+    return h;
+  };
+  int* c = cuda::zeroed_counters(100, 0, s1);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(static_cast<void*>(c), ws);
+  for (int x : read(c, 100))
+    ASSERT_EQ(x, 0);
+  EXPECT_EQ(cuda::zeroed_counters(50, 0, s1), c) << "a smaller request reuses the buffer";
+  int* d = cuda::zeroed_counters(size_t(1) << 20, 0, s1);  // grows: a new, zeroed buffer
+  ASSERT_NE(d, nullptr);
+  const std::vector<int> h = read(d, size_t(1) << 20);
+  for (int x : h)
+    ASSERT_EQ(x, 0);
+  cuda::release_workspaces();
+  ASSERT_EQ(cudaStreamSynchronize(s1), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s1), cudaSuccess);
+}
+
 }  // namespace
 }  // namespace attnkit
