@@ -31,6 +31,21 @@ void set_smem(Kernel kernel, int bytes) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
+/// CTAs of `kernel` (threads, smem bytes per CTA) that device `dev` holds at once: blocks per SM
+/// (at least 1) x SMs. The occupancy query (after set_smem) runs once per device; `cache` is the
+/// calling kernel's own (per device index, 0 = not asked yet).
+template <typename Kernel>
+int64_t resident_ctas(int (&cache)[64], Kernel kernel, int threads, int smem, int dev) {
+  int per_sm = dev >= 0 && dev < 64 ? cache[dev] : 0;
+  if (per_sm == 0) {
+    set_smem(kernel, smem);
+    ATTNKIT_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    if (dev >= 0 && dev < 64) cache[dev] = per_sm;
+  }
+  return static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * cuda::device_info(dev).sm_count;
+}
+
 /// The forward's split tail (fwd_tail.cuh) for a launch of the 64-row D = 256 kernel: true when
 /// it ran the forward (two launches), false when the caller launches as usual. Non-causal, no
 /// window, no varlen (every tile the same key blocks), sm_90+ (programmatic dependent launch).
@@ -49,21 +64,15 @@ bool launch_fwd_split_tail(const Params& p) {
   auto second = fwd_tail_kernel<D, T>;
   int slots = knob.slots;
   if (slots <= 0) {
-    static int per_sm_cache[64] = {};  // per device index; 0 = not asked yet
-    int per_sm = dev >= 0 && dev < 64 ? per_sm_cache[dev] : 0;
-    if (per_sm == 0) {
-      set_smem(first, Tr::kSmemBytes);
-      ATTNKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, first, Tr::kThreads,
-                                                                       Tr::kSmemBytes));
-      if (dev >= 0 && dev < 64) per_sm_cache[dev] = per_sm;
-    }
-    slots = (per_sm > 0 ? per_sm : 1) * cuda::device_info(dev).sm_count;
+    static int per_sm_cache[64] = {};
+    slots = static_cast<int>(resident_ctas(per_sm_cache, first, Tr::kThreads, Tr::kSmemBytes, dev));
   }
   const int64_t num_m = (p.seqlen_q + Tr::kBM - 1) / Tr::kBM;
   const int64_t per_batch = num_m * p.heads_q, tiles = per_batch * p.batch;
   const int64_t n_blocks = (p.seqlen_k + Tr::kBN - 1) / Tr::kBN;
   const int64_t rest = tiles % slots;
-  // (rest * n_blocks >= slots: every CTA of the tail gets at least one key block.)
+  // (rest * n_blocks >= slots: every CTA of the tail gets at least one key block; < 2^40:
+  // TailRanges::begin's c * W stays far inside int64.)
   const bool can =
       tiles > slots && rest > 0 && rest * n_blocks >= slots && rest * n_blocks < (int64_t{1} << 40);
   const bool want = knob.mode == 1 || (5 * rest <= 4 * static_cast<int64_t>(slots) &&
@@ -155,17 +164,11 @@ void launch_fwd(const Params& p) {
   if constexpr (Tr::kPersist) {
     // Fast path: 1-D grid of resident CTAs taking tiles from a zeroed counter (fwd_kernel).
     if (!needs_general(p)) {
-      static int per_sm_cache[64] = {};  // per device index; 0 = not asked yet
+      static int per_sm_cache[64] = {};
       const int dev = p.device.index;
-      int per_sm = dev >= 0 && dev < 64 ? per_sm_cache[dev] : 0;
-      if (per_sm == 0) {
-        ATTNKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
-        if (dev >= 0 && dev < 64) per_sm_cache[dev] = per_sm;
-      }
       const int64_t total = num_m * p.heads_q * p.batch;
       const int64_t resident =
-          static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * cuda::device_info(dev).sm_count;
+          resident_ctas(per_sm_cache, kernel, Tr::kThreads, Tr::kSmemBytes, dev);
       grid = dim3(static_cast<unsigned>(total < resident ? total : resident));
       auto stream = static_cast<cudaStream_t>(p.stream);
       tile_ctr = static_cast<int*>(cuda::workspace(sizeof(int), dev, stream));
