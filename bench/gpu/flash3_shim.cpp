@@ -116,6 +116,17 @@ extern "C" void flash3_set_knobs_prefetch(int q_prefetch, int kv_prefetch) {
 extern "C" void flash3_set_knobs_epi(int epi_wide) {
   attnkit::flash3::tuning().epi_wide = epi_wide;
 }
+// Session 19: Tuning::tail_split (-1 auto / 0 / 1), tail_min_blocks (-1 = the default) and
+// max_grid (0 = one CTA per SM).
+extern "C" void flash3_set_knobs_tail(int tail_split, int tail_min_blocks, int max_grid) {
+  attnkit::flash3::tuning().tail_split = tail_split;
+  attnkit::flash3::tuning().tail_min_blocks = tail_min_blocks;
+  attnkit::flash3::tuning().max_grid = max_grid;
+}
+// Session 19: the tiles of the last forward that ran in the split tail (0: none).
+extern "C" int flash3_last_tail_tiles() {
+  return attnkit::flash3::last_forward_tail_tiles();
+}
 // Session 13: Tuning::trace (a device buffer, or null): per-tile clock64 stamps, recorded only
 // by a shim built with ATTNKIT_FLASH3_TRACE (flash3_shim_only.sh F3_TRACE=1).
 extern "C" void flash3_set_trace(void* buffer) {

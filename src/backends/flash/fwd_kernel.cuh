@@ -16,6 +16,7 @@
 #include "backends/flash/smem_layout.hpp"
 #include "backends/flash/traits.hpp"
 #include "backends/flash/warp_mma.cuh"
+#include "cuda/pdl.hpp"
 
 namespace attnkit::flash {
 
@@ -661,7 +662,7 @@ __global__ void __launch_bounds__(FwdTraits<D, kBM256>::kThreads)
     fwd_kernel(const Params p, int* tile_ctr) {
   using Tr = FwdTraits<D, kBM256>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
-  if constexpr (kTrigger) pdl_launch_dependents();
+  if constexpr (kTrigger) cuda::pdl_launch_dependents();
   if constexpr (Tr::kPersist && !kGeneral) {
     __shared__ int next_slot[2];
     const int num_m = static_cast<int>((p.seqlen_q + Tr::kBM - 1) / Tr::kBM);
@@ -689,7 +690,7 @@ __global__ void __launch_bounds__(FwdTraits<D, kBM256>::kThreads)
 
 /// The split tail's second launch (fwd_tail.cuh; fast path, 64-row D = 256 kernel, non-causal):
 /// CTAs 0 .. ta.whole - 1 one whole tile each, the others one key-block range each of the last
-/// ta.ranges.tiles tiles (fwd_tail_ranges.hpp): a piece per tile the range touches, in order.
+/// ta.ranges.tiles tiles (core/tail_ranges.hpp): a piece per tile the range touches, in order.
 template <int D, typename T>
 __global__ void __launch_bounds__(FwdTraits<D, 64>::kThreads)
     fwd_tail_kernel(const Params p, const FwdTailArgs ta) {
@@ -719,7 +720,7 @@ __global__ void __launch_bounds__(FwdTraits<D, 64>::kThreads)
   }
   // This launch may have started before the previous one (the whole tiles of the full waves)
   // finished: it ends only after it, so that later work in the stream sees every output row.
-  pdl_wait_previous();
+  cuda::pdl_wait_previous();
 }
 
 }  // namespace attnkit::flash

@@ -10,7 +10,7 @@
 // next launch start as soon as all its CTAs run: griddepcontrol.launch_dependents), then
 // fwd_tail_kernel (programmatic dependent launch: its CTAs take slots as the first kernel's free
 // them): first the whole tiles left before the tail, then the last `tiles` tiles' key blocks
-// dealt out in contiguous ranges to one CTA per slot (fwd_tail_ranges.hpp). A tile cut by a
+// dealt out in contiguous ranges to one CTA per slot (core/tail_ranges.hpp). A tile cut by a
 // range boundary is computed in pieces: each piece stores its normalised O and log2-sum-exp
 // (fp32) in its workspace slot and counts itself on the tile's counter; the last piece to arrive
 // merges every piece of the tile in piece order (so the result does not depend on which one
@@ -22,27 +22,14 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/flash/fwd_tail_ranges.hpp"
 #include "backends/flash/score_mod.cuh"
 #include "core/params.hpp"
 #include "core/score_policy.hpp"
+#include "core/tail_ranges.hpp"
+#include "cuda/pdl.hpp"
 #include "cuda/ptx_sm80.hpp"
 
 namespace attnkit::flash {
-
-/// Programmatic dependent launch (sm_90+; no-ops elsewhere and when the launch did not ask for
-/// it): let the stream's next kernel start once every CTA of this one has run this, and wait
-/// until the previous kernel has completed with its memory visible.
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait_previous() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
 
 /// fwd_tail_kernel's arguments. Tiles are numbered like fwd_tile_of's (m blocks fastest, then
 /// heads, then batch); the kernel's CTAs 0 .. whole - 1 take tiles first_tile + c whole, CTAs

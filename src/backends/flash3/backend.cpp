@@ -240,12 +240,19 @@ Tuning& tuning() {
 }
 namespace {
 std::atomic<int> g_last_forward_slot{-1};
-}
+std::atomic<int> g_last_forward_tail{0};
+}  // namespace
 int last_forward_slot() {
   return g_last_forward_slot.load(std::memory_order_relaxed);
 }
 void set_last_forward_slot(int slot) {
   g_last_forward_slot.store(slot, std::memory_order_relaxed);
+}
+int last_forward_tail_tiles() {
+  return g_last_forward_tail.load(std::memory_order_relaxed);
+}
+void set_last_forward_tail_tiles(int tiles) {
+  g_last_forward_tail.store(tiles, std::memory_order_relaxed);
 }
 }  // namespace flash3
 

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "core/tail_ranges.hpp"
+
 namespace attnkit::flash3 {
 
 struct FwdArgs {
@@ -66,6 +68,17 @@ struct FwdArgs {
   // lane (pairs swapped within each quad first); the launch sets it only when out and its
   // strides keep every such store aligned. 0 = 4 bytes.
   int epi_wide;
+  // Session 19 (tail.cuh, launch.cuh launch_forward's split tail): read only by the tail kernel
+  // (kVarTail), the second launch. Its CTA c runs key blocks [tail.begin(c), tail.begin(c + 1))
+  // of tiles tail_first .. tail_first + tail.tiles - 1 (tail.n_blocks blocks each), a piece per
+  // tile its range touches; a tile cut by range boundaries is finished by the last of its
+  // pieces to arrive. tail_ws: [2 * tail.ctas][consumer warps][kTailWords][32] fp32 (the
+  // pieces' slots, TailRanges::slot); tail_counters: [tail.tiles][consumer warps], 0 before and
+  // after every launch (cuda::zeroed_counters).
+  int tail_first;
+  TailRanges tail;
+  float* tail_ws;
+  int* tail_counters;
 };
 
 }  // namespace attnkit::flash3

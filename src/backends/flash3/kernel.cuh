@@ -19,8 +19,10 @@
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/mainloop.cuh"
+#include "backends/flash3/tail.cuh"
 #include "backends/flash3/tile_scheduler.cuh"
 #include "backends/flash3/traits.hpp"
+#include "cuda/pdl.hpp"
 #include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3 {
@@ -39,9 +41,14 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   uint8_t* smem =
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
   SmemLayout<Tr> sm(smem);
+  // A split tail's second launch (tail.cuh) may start as soon as every CTA of this one runs (its
+  // CTAs then take the SMs this one leaves); without such a launch this does nothing.
+  cuda::pdl_launch_dependents();
 
   const int wg = threadIdx.x / 128;
   constexpr bool kDiet = (kVar & kVarTileDiet) != 0;  // (tile_scheduler.cuh FastDiv)
+  // The split tail's kernel (launch 2, tail.cuh): pieces of the tail's tiles, static only.
+  constexpr bool kTail = (kVar & kVarTail) != 0;
   const bool dynamic = args.tile_counter != nullptr;
   constexpr int kConsumerWarps = Tr::kConsumerWGs * 4;  // lane 0 of each arrives on "empty"
   // K/V "empty": the consumer warps of every CTA of the cluster (cluster.cuh).
@@ -85,39 +92,62 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         ptx::tma_prefetch_map(&args.tma_v);
         if constexpr ((kVar & kVarTmaEpi) != 0) ptx::tma_prefetch_map(&args.tma_o);
       }
-      // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, taken when
-      // this tile's loads are all issued (about kStagesK K/V tiles before the consumers need
-      // the next one): a tile claimed earlier would sit reserved behind a long causal row
-      // while other CTAs run out of work (measured: claiming at the start of the previous
-      // tile cost 15 % at D = 256, S = 4k causal, run 5).
-      int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile_of<kDiet>(args, 0);
-      for (int k = 0;; ++k) {
-        if (dynamic) slot.put(k, t, lane);
-        if (t < 0) break;
-        // Static: the next tile is known now (FwdArgs::q_prefetch prefetches its Q into L2).
-        const int t_next = dynamic ? -1 : static_tile_of<kDiet>(args, k + 1);
-        if (lane == 0) {
-          const Tile tile = decode_tile_of<kDiet>(args, t);
-          produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b,
-                                  num_n_blocks<Tr>(args, tile.m_block), pipe, qi, t_next);
+      if constexpr (kTail) {  // this CTA's pieces, in order (tail_piece)
+        for (int k = 0;; ++k) {
+          const TailPiece w = tail_piece(args, k);
+          if (w.t < 0) break;
+          if (lane == 0) {
+            const Tile tile = decode_tile_of<kDiet>(args, w.t);
+            produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b, w.n, pipe, qi,
+                                    tail_piece(args, k + 1).t, w.lo);
+          }
+          __syncwarp();
         }
-        __syncwarp();
-        if (dynamic) {
-          int n = 0;
-          if (lane == 0) n = atomicAdd(args.tile_counter, 1) + static_cast<int>(gridDim.x);
-          n = __shfl_sync(0xffffffffu, n, 0);
-          t = n < args.num_tiles ? n : -1;
-        } else {
-          t = t_next;
+      } else {
+        // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, taken when
+        // this tile's loads are all issued (about kStagesK K/V tiles before the consumers need
+        // the next one): a tile claimed earlier would sit reserved behind a long causal row
+        // while other CTAs run out of work (measured: claiming at the start of the previous
+        // tile cost 15 % at D = 256, S = 4k causal, run 5).
+        int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile_of<kDiet>(args, 0);
+        for (int k = 0;; ++k) {
+          if (dynamic) slot.put(k, t, lane);
+          if (t < 0) break;
+          // Static: the next tile is known now (FwdArgs::q_prefetch prefetches its Q into L2).
+          const int t_next = dynamic ? -1 : static_tile_of<kDiet>(args, k + 1);
+          if (lane == 0) {
+            const Tile tile = decode_tile_of<kDiet>(args, t);
+            produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b,
+                                    num_n_blocks<Tr>(args, tile.m_block), pipe, qi, t_next);
+          }
+          __syncwarp();
+          if (dynamic) {
+            int n = 0;
+            if (lane == 0) n = atomicAdd(args.tile_counter, 1) + static_cast<int>(gridDim.x);
+            n = __shfl_sync(0xffffffffu, n, 0);
+            t = n < args.num_tiles ? n : -1;
+          } else {
+            t = t_next;
+          }
         }
-      }
+      }  // (kTail)
     }
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
     const int cwg = wg - 1;
     const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
-    if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
+    if constexpr (kTail) {
+      Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
+      for (int k = 0;; ++k) {
+        const TailPiece w = tail_piece(args, k);
+        // (The flush turn as below: after the last piece; pieces always have blocks.)
+        if (k > 0 && (w.t < 0 || !consumer.overlap())) consumer.flush_turn();
+        if (w.t < 0) break;
+        const Tile tile = decode_tile_of<kDiet>(args, w.t);
+        consumer.tile(tile.m_block, tile.h, tile.b, w.n, w);
+      }
+    } else if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
@@ -168,6 +198,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   // No CTA leaves while its peer may still arrive on its barriers (every thread, incl. the
   // producer warpgroup's idle warps).
   if constexpr (Tr::kCluster > 1) cl::sync();
+  // The tail kernel may have started before launch 1 finished: it ends only after it, so that
+  // the stream's later work sees every row of O.
+  if constexpr (kTail) cuda::pdl_wait_previous();
 #endif
 }
 

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cmath>
@@ -50,6 +51,65 @@ inline int sm_count() {
     cached[dev].store(n, std::memory_order_relaxed);
   }
   return n;
+}
+
+/// The split tail (tail.cuh) of a static persistent launch of `kernel` on `ctas` CTAs (a, as
+/// launch_forward filled it): true when it ran the forward as two launches, false when the
+/// caller launches as usual. `eligible`: the launch is one the tail kernel can continue (the
+/// diet schedule, static, persistent, no cluster, more tiles than CTAs). Non-causal only (every
+/// tile has the same blocks). Auto (Tuning::tail_split = -1): when the last round holds at most
+/// 80 % of the CTAs (68 of 132 at every BENCHMARKS.md shape) and each tile has at least
+/// kTailMinBlocks K/V blocks.
+inline constexpr int kTailMinBlocks = 1;
+template <int D, bool BF16, int BN, int WGs, int VS, int kDietVar>
+bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), bool eligible,
+                       int ctas, cudaStream_t stream) {
+  using Tr = FwdTraits<D, BN, WGs, VS>;
+  const int rest = a.num_tiles % ctas;
+  const int64_t n_blocks = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
+  if (!eligible || a.causal || rest == 0 || n_blocks <= 0 || tuning().tail_split == 0) return false;
+  const int min_blocks = tuning().tail_min_blocks >= 0 ? tuning().tail_min_blocks : kTailMinBlocks;
+  if (tuning().tail_split < 0 && !(5 * rest <= 4 * ctas && n_blocks >= min_blocks)) return false;
+  // Launch 2: the unordered diet kernel with the STG epilogue (whatever slot launch 1 runs; it
+  // runs less than one round), ping-pong as that kernel's auto.
+  auto tail_kernel = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar | kVarTail>;
+  static std::atomic<bool> attr_set[kMaxDevices] = {};
+  const int dev = current_device();
+  if (!attr_set[dev].load(std::memory_order_acquire)) {
+    ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(
+        tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    attr_set[dev].store(true, std::memory_order_release);
+  }
+  FwdArgs a2 = a;
+  a2.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : 1;
+  a2.tail_first = a.num_tiles - rest;
+  a2.tail.tiles = rest;
+  a2.tail.n_blocks = n_blocks;
+  // (At least one block per CTA: TailRanges needs blocks() >= ctas.)
+  a2.tail.ctas = std::min<int64_t>(ctas, a2.tail.blocks());
+  // Every allocation before launch 1: nothing may come between the two kernels.
+  constexpr int kWarps = Tr::kConsumerWGs * 4;
+  const size_t ws_bytes =
+      static_cast<size_t>(2 * a2.tail.ctas) * kWarps * kTailWords<Tr::kD> * 32 * sizeof(float);
+  a2.tail_ws = static_cast<float*>(cuda::workspace(ws_bytes, p.device.index, stream));
+  a2.tail_counters =
+      cuda::zeroed_counters(static_cast<size_t>(rest) * kWarps, p.device.index, stream);
+  a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile_fast)
+  kernel<<<dim3(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  ATTNKIT_CUDA_CHECK_LAUNCH();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(a2.tail.ctas));
+  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.dynamicSmemBytes = Tr::kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, tail_kernel, a2));
+  set_last_forward_tail_tiles(rest);
+  return true;
 }
 
 template <int D, bool BF16, int BN, int WGs, int VS = 2, int RS = 0>
@@ -313,7 +373,11 @@ void launch_forward(const Params& p) {
   // 294 vs 288 causal; S = 8k 466 vs 490 non-causal, 442 vs 452 causal. scheduler = 1 opts in.
   const bool persistent = tuning().persistent &&
                           (dynamic || !a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
-  const int ctas = (a.num_tiles < max_ctas || !persistent) ? a.num_tiles : max_ctas;
+  // (Tuning::max_grid: tests run small shapes on a few CTAs; never the cluster's grid.)
+  const int grid_cap = tuning().max_grid > 0 && tuning().max_grid < max_ctas && !cluster
+                           ? tuning().max_grid
+                           : max_ctas;
+  const int ctas = (a.num_tiles < grid_cap || !persistent) ? a.num_tiles : grid_cap;
   {  // (read by kVarTileDiet kernels only: tile_scheduler.cuh FastDiv)
     const FastDiv fm = make_fast_div(a.num_m_blocks), fh = make_fast_div(a.heads_q);
     a.m_div_mul = fm.mul, a.m_div_shift = fm.shift;
@@ -338,6 +402,13 @@ void launch_forward(const Params& p) {
     a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));
     ATTNKIT_CUDA_CHECK(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
   }
+  if constexpr (kQRegCapable && kDietCapable) {  // D = 128, 128-key tiles, 2 WGs, 2 V stages
+    if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
+            p, a, kernel, diet && persistent && !dynamic && !cluster && ctas < a.num_tiles, ctas,
+            stream))
+      return;
+  }
+  set_last_forward_tail_tiles(0);
   if (cluster) {  // ctas is even: num_tiles is (even m blocks), and so is max_ctas
     cfg.gridDim = dim3(ctas);
     ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));

@@ -147,6 +147,16 @@ struct Tuning {
   // else the next narrower); 0 = 4 bytes (the quad's 16 per row). -1 = auto (launch.cuh: 1 at
   // D >= 128, 0 at D = 64).
   int epi_wide = -1;
+  // Session 19: the static schedule's last, partial round of tiles split along the keys over
+  // every CTA, as a second, programmatic dependent launch (tail.cuh). D = 128 diet kernels,
+  // non-causal, static persistent schedule, no cluster. -1 = auto (launch.cuh), 0 = off,
+  // 1 = wherever it can run.
+  int tail_split = -1;
+  // The auto's least K/V blocks per tile (-1: launch.cuh's default).
+  int tail_min_blocks = -1;
+  // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
+  // that small shapes have several rounds and a partial last one.
+  int max_grid = 0;
 };
 Tuning& tuning();
 
@@ -154,6 +164,9 @@ Tuning& tuning();
 /// any: lets the tests check that a Tuning really selected the kernel they mean to cover.
 int last_forward_slot();
 void set_last_forward_slot(int slot);
+/// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).
+int last_forward_tail_tiles();
+void set_last_forward_tail_tiles(int tiles);
 
 /// Runs the forward for head dim D, bf16 (BF16 = true) or f16. Params must already satisfy
 /// backend.cpp's capability table and extra_reasons.

@@ -20,6 +20,7 @@
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/softmax.cuh"
+#include "backends/flash3/tail.cuh"
 #include "backends/flash3/tile_scheduler.cuh"
 #include "backends/flash3/traits.hpp"
 #include "backends/flash3/wgmma_ops.hpp"
@@ -188,7 +189,7 @@ __device__ __forceinline__ void produce_tile_ring(const FwdArgs& a, SmemLayout<T
 template <class Tr, bool kDiet = false>
 __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
                                              int h, int b, int n_blocks, PipeOf<Tr>& pipe,
-                                             QIndex& qi, int t_next = -1) {
+                                             QIndex& qi, int t_next = -1, int nb_lo = 0) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
   if constexpr (Tr::kRing) {
@@ -197,7 +198,9 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
   }
   const int hkv = h / a.group;
   const int rank = Tr::kCluster == 2 ? static_cast<int>(cl::ctarank()) : 0;
+  // (A split tail's piece, tail.cuh: blocks nb_lo .. nb_lo + n_blocks - 1, from the last.)
   auto load_k = [&](int nb) {
+    nb += nb_lo;
     const int s = pipe.ks();
     ptx::mbar_wait(&sm.empty_k[s], pipe.kph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
@@ -214,6 +217,7 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
     }
   };
   auto load_v = [&](int nb) {
+    nb += nb_lo;
     const int s = pipe.vs();
     ptx::mbar_wait(&sm.empty_v[s], pipe.vph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_v[s], Tr::kKVBytes);
@@ -427,6 +431,11 @@ inline constexpr int kVarTileDiet = 256;
 // land in the buffer being stored from; with one buffer the deferred release would deadlock),
 // which launch.cuh checks (fallback: the STG epilogue kernel). Same bits as store_output.
 inline constexpr int kVarTmaEpi = 512;
+// kVarTail (session 19, tail.cuh): the split tail's kernel, launch 2 of a forward whose last
+// round is partial. Its CTAs run pieces of the tail's tiles (tail_piece) instead of the static
+// schedule's tiles, and a piece of a cut tile ends in finish_tail_piece instead of the
+// epilogue. The overlapped consumer with the diet, without the TMA epilogue (launch.cuh).
+inline constexpr int kVarTail = 1024;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -612,6 +621,7 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
 /// and O += P V_{it-1} issued in one ping-pong turn, the softmax of S (key tile
 /// nb = n_blocks - 1 - it) while P V runs, then O *= factor and P = S converted (16-bit pairs).
 /// k_base / v_base: shared addresses of K / V stage 0; row0 = this thread's first row.
+/// (n_blocks: one past the tile's last block; a split tail's piece passes its own end, tail.cuh.)
 template <class Tr, bool BF16, int kVar, class Sm, class State>
 __device__ __forceinline__ void mainloop_turn(
     const FwdArgs& a, Sm& sm, PipeOf<Tr>& pipe, const PingPong& turn, int it, int n_blocks,
@@ -1245,6 +1255,10 @@ struct Consumer {
                 "flash3: kVarTmaEpi is a kVarTileDiet variant and stages O in the 2nd Q buffer");
   int pqb = 0;  // kTmaEpi: the pending tile's Q buffer (the epilogue's staging)
   int sq = -1;  // kTmaEpi: the Q buffer this warp's TMA store reads, not yet released (-1: none)
+  static constexpr bool kTail = (kVar & kVarTail) != 0;
+  static_assert(!kTail || (kDiet && !kTmaEpi && kCanOverlap),
+                "flash3: kVarTail is the overlapped diet consumer with the STG epilogue");
+  TailPiece piece;  // kTail: the pending tile's piece (pieces > 1: tail.cuh finish_tail_piece)
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
@@ -1305,6 +1319,14 @@ struct Consumer {
   __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
     if (pending) {
       release_kv<Tr>(&sm.empty_v[pipe.vs(-1)], lane);
+      if constexpr (kTail) {
+        if (piece.pieces > 1) {
+          finish_tail_piece<Tr::kD, Tr::kConsumerWGs * 4, BF16>(
+              a, o, inv, lse, piece, cwg * 4 + warp, lane, pb, ph, prow0);
+          pending = false;
+          return;
+        }
+      }
       if constexpr (kTmaEpi) {
         const uint32_t stage = attnkit::cuda::sm90::smem_u32(sm.q) +
                                uni(pqb * Tr::kQBytes + (cwg * 64 + warp * 16) * Tr::kChunkRowBytes);
@@ -1401,8 +1423,13 @@ struct Consumer {
     pipe.count += n_blocks;
   }
 
-  __device__ __forceinline__ void tile(int m_block, int h, int b, int n_blocks) {
+  /// Tile (m_block, h, b): its n_blocks K/V blocks, or (kTail) piece pc's, blocks pc.lo ..
+  /// pc.lo + n_blocks - 1 (n_blocks = pc.n).
+  __device__ __forceinline__ void tile(int m_block, int h, int b, int n_blocks,
+                                       const TailPiece& pc = TailPiece{}) {
     namespace ptx = attnkit::cuda::sm90;
+    // (mainloop_turn's block of turn it is n_end - 1 - it; kernels without kVarTail: pc.lo = 0.)
+    const int n_end = (kTail ? pc.lo : 0) + n_blocks;
     const int first_row = m_block * Tr::kBlockM + cwg * 64;
     const int row0 = first_row + warp * 16 + lane / 4;
     if (n_blocks <= 0) {  // the caller flushed before this tile
@@ -1434,7 +1461,7 @@ struct Consumer {
 
     // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
     {
-      const int nb = n_blocks - 1;
+      const int nb = n_end - 1;
       const int st = pipe.ks();
       ptx::mbar_wait(&sm.full_k[st], pipe.kph());
       fence_regs(o);
@@ -1475,14 +1502,14 @@ struct Consumer {
     // constant scale-d (a per-turn `it == 1` cost ISETP + VOTEU.ANY + UMOV in the loop).
     if constexpr (kDiet) {
       if (n_blocks > 1) {
-        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_blocks, q_wg, k_base,
+        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base,
                                       attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf,
                                       state, sl2, first_row, row0, lane, qa, 0);
         release_staged();  // kTmaEpi: turn 0's store has had a turn to read its rows
       }
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
-      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base,
+      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base,
                                     attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf, state,
                                     sl2, first_row, row0, lane, qa);
     // Every QK^T of this tile is done: the producer may load a later tile's Q here (kTmaEpi:
@@ -1497,6 +1524,7 @@ struct Consumer {
     pending = true;
     pb = b, ph = h, prow0 = row0;
     if constexpr (kDiet) pacc = n_blocks > 1 ? 1 : 0;
+    if constexpr (kTail) piece = pc;
   }
 };
 

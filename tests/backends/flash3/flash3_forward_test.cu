@@ -86,13 +86,17 @@ struct Cfg {
   // maxima keep jumping by more than 2^8 (in exp2 units) from one K/V block to the next (the
   // rescale path that Tuning::lazy_rescale otherwise rarely takes after a row's first block).
   float amp = 1.f;
+  // Tuning::max_grid (0 = one CTA per SM): the "tail" cases run on a few CTAs, so that a small
+  // shape has full rounds and a partial last one.
+  int grid = 0;
   std::string name() const {
     const char* c = causal == Causal::none ? "nc" : causal == Causal::top_left ? "tl" : "br";
     return tag + "_b" + std::to_string(b) + "_sq" + std::to_string(sq) + "_sk" +
            std::to_string(sk) + "_h" + std::to_string(hq) + "x" + std::to_string(hkv) + "_d" +
            std::to_string(d) + "_" + (dt == DType::bf16 ? "bf16" : "f16") + "_" + c +
            (bhsd ? "_bhsd" : "") + (padded ? "_pad" : "") +
-           (amp != 1.f ? "_amp" + std::to_string(static_cast<int>(amp)) : "");
+           (amp != 1.f ? "_amp" + std::to_string(static_cast<int>(amp)) : "") +
+           (grid != 0 ? "_g" + std::to_string(grid) : "");
   }
 };
 
@@ -375,6 +379,11 @@ TEST_P(Flash3Forward, MatchesReference) {
                               : c.tag == "epi8"     ? 1
                               : c.tag == "epi16"    ? 2
                                                     : -1;
+  // "tail"/"tail_off"/"tail_auto" (session 19): the static schedule's partial last round split
+  // along the keys as a second launch (Tuning::tail_split) forced on / off / left at auto, on
+  // c.grid CTAs (Tuning::max_grid).
+  flash3::tuning().max_grid = c.grid;
+  flash3::tuning().tail_split = c.tag == "tail" ? 1 : c.tag == "tail_off" ? 0 : -1;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -396,6 +405,21 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (want_slot >= 0) EXPECT_EQ(flash3::last_forward_slot(), want_slot) << "kernel slot";
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
     EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
+  // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds),
+  // non-causal; the cases are sized so that the last round is partial (a knob that silently fell
+  // back would still pass the oracle). Forced off, causal or another D: never. Auto: where the
+  // last round holds at most 80 % of the grid.
+  if (c.tag.rfind("tail", 0) == 0) {
+    const int64_t tiles = c.b * c.hq * ((c.sq + 127) / 128);
+    int grid = c.grid;
+    if (grid == 0) ASSERT_EQ(cudaDeviceGetAttribute(&grid, cudaDevAttrMultiProcessorCount, 0), 0);
+    const int64_t rest = tiles > grid ? tiles % grid : 0;
+    const bool can = c.d == 128 && c.causal == Causal::none && rest > 0;
+    const bool want = c.tag == "tail" || (c.tag == "tail_auto" && 5 * rest <= 4 * grid);
+    EXPECT_EQ(flash3::last_forward_tail_tiles(), can && want ? rest : 0) << "split tail tiles";
+    const int slot = flash3::last_forward_slot() % 16;
+    if (can && want) EXPECT_TRUE(slot == 13 || slot == 15) << "kernel slot " << slot;
+  }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   const std::vector<float> got = download(out, c.dt);
@@ -510,6 +534,29 @@ std::vector<Cfg> cases() {
       add({"long", 2, 700, 5000, 8, 8, 0, DType::bf16, Causal::bottom_right, true, false, true});
       add({"unordered", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::top_left});
       add({"unordered", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
+      // Session 19: the split tail (D = 128; other D check that it never runs). On 5-13 CTAs:
+      // tiles cut in 2-3 pieces and CTAs holding the end of one and the start of the next
+      // (1000 keys: 8 blocks, 20 tiles on 7 CTAs), a partial last query tile and K/V block,
+      // fewer tail blocks than CTAs (one block per tile: the tail's grid shrinks to 2 CTAs),
+      // many blocks per piece past Sk 2048 (launch 1 the ordered build, GPU reference), jumping
+      // row maxima (the merge's weights), padded strides (launch 1 the STG epilogue, slot 13),
+      // bhsd, GQA / MQA; the same forced off; causal (never split); the auto on the whole grid
+      // at the benchmark's S = 1k shape (2048 tiles).
+      {
+        const auto nc = Causal::none;
+        const auto bf = DType::bf16;
+        add({"tail", 1, 640, 1000, 4, 2, 0, bf, nc, false, false, false, 1.f, 7});
+        add({"tail", 2, 300, 384, 8, 8, 0, bf, nc, false, false, false, 1.f, 13});
+        add({"tail", 1, 512, 100, 3, 3, 0, bf, nc, false, false, false, 1.f, 5});
+        add({"tail", 2, 256, 5000, 16, 4, 0, bf, nc, false, false, true, 1.f, 11});
+        add({"tail", 1, 640, 1000, 4, 2, 0, bf, nc, false, false, false, 4.f, 7});
+        add({"tail", 1, 640, 700, 4, 4, 0, bf, nc, false, true, false, 1.f, 9});
+        add({"tail", 1, 640, 700, 4, 1, 0, bf, nc, true, false, false, 1.f, 9});
+        add({"tail_off", 1, 640, 1000, 4, 2, 0, bf, nc, false, false, false, 1.f, 7});
+        add({"tail", 1, 640, 1000, 4, 2, 0, bf, Causal::top_left, false, false, false, 1.f, 7});
+        add({"tail_auto", 1, 640, 1000, 4, 2, 0, bf, nc, false, false, false, 1.f, 7});
+        add({"tail_auto", 16, 1024, 1024, 16, 16, 0, bf, nc, false, false, true});
+      }
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
       for (const char* knob : {"cluster", "cluster_early"}) {
         add({knob, 1, 256, 300, 4, 2});  // 2 m blocks
@@ -794,6 +841,62 @@ INSTANTIATE_TEST_SUITE_P(Cases, Flash3Forward, ::testing::ValuesIn(cases()),
 // Session 7: the divisions without a divide (FastDiv, Tuning::tile_diet): every n < 20000 and
 // random n < 2^31 (and 2^31 - 1) for d < 3000, random d up to 2^31 - 1; decode_tile_fast ==
 // decode_tile's arithmetic (restated here for the host) for both causal modes. Host only.
+// Session 19: the split tail's output does not depend on which piece arrives last (the last
+// one merges every piece in piece order): two runs of a shape whose tail tiles are cut into
+// 2-3 pieces write the same bits (O and lse re-poisoned before each), also after a run with
+// another tail in between (whose counters must be back at 0 too, or tiles stay unmerged: NaN).
+TEST(Flash3SplitTail, BitIdenticalRunToRun) {
+  SKIP_IF_NO_SM90();
+  const auto& dims = backend_flash3().description().caps.head_dims;
+  if (std::find(dims.begin(), dims.end(), 128) == dims.end())
+    GTEST_SKIP() << "head dim 128 not in this build's ATTNKIT_HEAD_DIMS";
+  Cfg c{"tail", 1, 640, 1000, 4, 2, 128};
+  std::mt19937_64 g(19);
+  Tensor q, k, v, out;
+  make(q, c.b, c.sq, c.hq, c.d, c, &g, false);
+  make(k, c.b, c.sk, c.hkv, c.d, c, &g, false);
+  make(v, c.b, c.sk, c.hkv, c.d, c, &g, false);
+  make(out, c.b, c.sq, c.hq, c.d, c, &g, true);
+  float* lse = nullptr;
+  const int64_t nlse = c.b * c.hq * c.sq;
+  ASSERT_EQ(cudaMalloc(&lse, nlse * 4), cudaSuccess);
+  Params p;
+  p.batch = c.b, p.seqlen_q = c.sq, p.seqlen_k = c.sk, p.heads_q = c.hq, p.heads_kv = c.hkv;
+  p.group = c.hq / c.hkv, p.head_dim = c.d, p.head_dim_v = c.d, p.dtype = c.dt;
+  p.device = Device::cuda(0);
+  p.q = q.dev, p.k = k.dev, p.v = v.dev, p.out = out.dev;
+  p.q_st = q.st, p.k_st = k.st, p.v_st = v.st, p.out_st = out.st;
+  p.lse = lse;
+  p.lse_st.b = c.hq * c.sq, p.lse_st.h = c.sq, p.lse_st.s = 1;
+  p.scale = static_cast<float>(1.0 / std::sqrt(double(c.d)));
+  auto run = [&](int grid, std::vector<uint16_t>& o_bits, std::vector<float>& l_bits) {
+    ASSERT_EQ(cudaMemset(out.dev, 0xff, out.alloc * 2), cudaSuccess);  // NaN
+    ASSERT_EQ(cudaMemset(lse, 0xff, nlse * 4), cudaSuccess);
+    flash3::tuning().tail_split = 1;
+    flash3::tuning().max_grid = grid;
+    ASSERT_NO_THROW(backend_flash3().forward(p));
+    flash3::tuning() = flash3::Tuning{};
+    EXPECT_GT(flash3::last_forward_tail_tiles(), 0) << "split tail tiles, grid " << grid;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    o_bits.resize(out.alloc);
+    l_bits.resize(nlse);
+    ASSERT_EQ(cudaMemcpy(o_bits.data(), out.dev, out.alloc * 2, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(l_bits.data(), lse, nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  };
+  std::vector<uint16_t> o1, o2, o3, o_other;
+  std::vector<float> l1, l2, l3, l_other;
+  run(7, o1, l1);
+  run(7, o2, l2);
+  run(13, o_other, l_other);  // 20 tiles on 13 CTAs: 7 tail tiles, other counters
+  run(7, o3, l3);
+  cudaFree(lse);
+  EXPECT_EQ(o1, o2) << "O differs between two identical runs";
+  EXPECT_EQ(o1, o3) << "O differs after a run with another tail";
+  EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), l1.size() * 4)) << "lse differs";
+  EXPECT_EQ(0, std::memcmp(l1.data(), l3.data(), l1.size() * 4)) << "lse differs";
+}
+
 TEST(Flash3FastDiv, MatchesDivision) {
   std::mt19937 rng(7);
   int64_t checked = 0;

@@ -1,7 +1,8 @@
 // The forward's split tail: how the key blocks of the tail tiles are dealt to CTAs
-// (src/backends/flash/fwd_tail_ranges.hpp). Host-only, so it runs without a GPU: the ranges
+// (src/core/tail_ranges.hpp). Host-only, so it runs without a GPU: the ranges
 // cover every block once, cta_of inverts begin, pieces / first_cta count what the kernel's loop
-// (fwd_tail_kernel) visits, and no two pieces of a launch share a workspace slot.
+// (flash's fwd_tail_kernel, flash3's tail_work_item) visits, and no two pieces of a launch share a
+// workspace slot.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,9 +11,9 @@
 #include <set>
 #include <string>
 
-#include "backends/flash/fwd_tail_ranges.hpp"
+#include "core/tail_ranges.hpp"
 
-namespace attnkit::flash {
+namespace attnkit {
 namespace {
 
 void check(int64_t tiles, int64_t n_blocks, int64_t ctas) {
@@ -58,7 +59,7 @@ void check(int64_t tiles, int64_t n_blocks, int64_t ctas) {
   }
 }
 
-TEST(FlashFwdTailRanges, EveryBlockOncePiecesAndSlots) {
+TEST(TailRanges, EveryBlockOncePiecesAndSlots) {
   // The BENCHMARKS.md shapes at D = 256 on an H100 (200 tail tiles on 264 slots, S 512 .. 16k)
   // and an H200 (same SM count), then small and awkward ones (the GPU tests' "1:N" shapes).
   for (int64_t nb : {8, 16, 32, 64, 256})
@@ -75,4 +76,4 @@ TEST(FlashFwdTailRanges, EveryBlockOncePiecesAndSlots) {
 }
 
 }  // namespace
-}  // namespace attnkit::flash
+}  // namespace attnkit

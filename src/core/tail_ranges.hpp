@@ -1,6 +1,7 @@
-// The forward's split tail (fwd_tail.cuh, launch.cuh launch_fwd_split_tail): how the key blocks
-// of the last `tiles` query tiles are dealt out to `ctas` CTAs. Host and device code (the host
-// unit test, tests/backends/flash/fwd_tail_ranges_test.cpp, checks every rule below).
+// A forward's split tail (flash: backends/flash/fwd_tail.cuh; flash3: backends/flash3/
+// tail.cuh): how the key blocks of the last `tiles` query tiles are dealt out to `ctas` CTAs.
+// Host and device code (the host unit test, tests/core/tail_ranges_test.cpp, checks every rule
+// below).
 //
 // The tail's W = tiles * n_blocks key blocks are numbered tile by tile (block x is block
 // x % n_blocks of tail tile x / n_blocks); CTA c takes the contiguous range [begin(c), begin(c +
@@ -13,7 +14,7 @@
 
 #include "core/hd.hpp"
 
-namespace attnkit::flash {
+namespace attnkit {
 
 struct TailRanges {
   int64_t tiles = 0;     // query tiles in the split tail
@@ -41,4 +42,4 @@ struct TailRanges {
   }
 };
 
-}  // namespace attnkit::flash
+}  // namespace attnkit

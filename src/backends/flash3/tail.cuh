@@ -1,0 +1,153 @@
+// The flash3 forward's split tail (session 19; launch.cuh launch_forward, kernel.cuh kVarTail).
+//
+// Why: every BENCHMARKS.md shape has 2048 tiles of 128 query rows at D = 128, 15.5 rounds of the
+// H100's 132 persistent CTAs, so the last round runs 68 tiles and leaves 64 SMs idle for a whole
+// tile time. bench/gpu/flash3_wave_probe.py (session 17) timed a nearby shape whose tile count
+// fills every round: +2.5..+3 % more TFLOP/s at D = 128, and cuDNN pays the same.
+//
+// How: launch 1 is the usual kernel, capped at the full rounds (FwdArgs::num_rounds). Its CTAs
+// run griddepcontrol.launch_dependents at their start, so launch 2, a programmatic dependent
+// launch of the tail kernel, takes each SM as launch 1 leaves it. Launch 2 deals the key blocks
+// of the tail's tiles (every tile the same count: non-causal) out to its CTAs in contiguous
+// ranges (core/tail_ranges.hpp); each CTA runs one piece per tile its range touches, as the
+// mainloop runs a tile (blocks lo .. lo + n - 1, visited from the last). A piece that is a
+// whole tile ends with the usual epilogue. Each consumer warp of a piece of a cut tile stores
+// its normalised O and lse (fp32, the accumulator's register layout) in its workspace slot and
+// counts itself on the (tile, warp) counter; the warp that arrives last merges every piece of
+// those 16 rows in piece order (so the output does not depend on the arrival order), writes O
+// and lse, and sets the counter back to 0. No CTA waits on another. The tail kernel ends with
+// griddepcontrol.wait, so that the stream's next work sees launch 1's rows too.
+// The merge is a separate kernel instance's code: launch 1 runs exactly the kernel it ran before
+// (session 17's one-kernel version, wip/f3tail17, cost the D = 128 turn loop 13 SASS).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "backends/flash3/fwd_args.hpp"
+#include "backends/flash3/reg_ops.cuh"
+
+namespace attnkit::flash3 {
+
+/// fp32 words per lane of a consumer warp's slot: its kD / 2 accumulator values (normalised),
+/// then the lse of its two rows (natural log, as store_output writes it).
+template <int kD>
+inline constexpr int kTailWords = kD / 2 + 2;
+
+/// The k-th piece of this CTA in the tail kernel: tile t (-1: no more), its key blocks lo ..
+/// lo + n - 1; tail tile j = t - tail_first is cut into `pieces` pieces, this one `index`
+/// (pieces = 1: the whole tile).
+struct TailPiece {
+  int t = -1;
+  int lo = 0, n = 0;
+  int j = 0, index = 0, pieces = 1;
+};
+
+__device__ __forceinline__ TailPiece tail_piece(const FwdArgs& a, int k) {
+  const TailRanges& rg = a.tail;
+  const int64_t c = blockIdx.x, nb = rg.n_blocks;
+  const int64_t lo = rg.begin(c), hi = rg.begin(c + 1), j = lo / nb + k;
+  TailPiece w;
+  if (j * nb >= hi) return w;
+  const int64_t first = j * nb;
+  w.t = a.tail_first + static_cast<int>(j);
+  w.lo = static_cast<int>((lo > first ? lo : first) - first);
+  w.n = static_cast<int>((hi < first + nb ? hi : first + nb) - first) - w.lo;
+  w.j = static_cast<int>(j);
+  w.pieces = static_cast<int>(rg.pieces(j));
+  w.index = static_cast<int>(c - rg.first_cta(j));
+  return w;
+}
+
+/// Word `word` of this lane in slot `slot` for consumer warp `cw` (of kWarps): the 32 lanes of a
+/// warp store 32 consecutive floats (coalesced).
+template <int kD, int kWarps>
+__device__ __forceinline__ float* tail_word(const FwdArgs& a, int64_t slot, int cw, int word,
+                                            int lane) {
+  return a.tail_ws + ((slot * kWarps + cw) * kTailWords<kD> + word) * 32 + lane;
+}
+
+/// The last piece's warp: every piece of tail tile pc.j for consumer warp cw (its 16 rows,
+/// row0 / row0 + 8 this lane's), merged in piece order, to out and lse. Rows past seqlen_q are
+/// not written. O with 4-byte stores (a tail is a few tiles).
+/// Not inlined: the consumer's registers stay those of the tile loop.
+template <int kD, int kWarps, bool BF16>
+__device__ __noinline__ void merge_tail_pieces(const FwdArgs& a, TailPiece pc, int cw, int lane,
+                                               int b, int h, int row0) {
+  constexpr int kVals = kD / 2;
+  const TailRanges& rg = a.tail;
+  float mx[2] = {-INFINITY, -INFINITY}, den[2] = {0.f, 0.f};
+  for (int i = 0; i < pc.pieces; ++i) {
+    const int64_t s = rg.slot(pc.j, i);
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      mx[r] = fmaxf(mx[r], __ldcg(tail_word<kD, kWarps>(a, s, cw, kVals + r, lane)));
+  }
+  // (A row that saw no key in any piece has mx = -inf: weight 0, O 0, lse -inf. Non-causal
+  // pieces always see one; kept exact anyway.)
+  auto weight = [&](float l, int r) { return mx[r] == -INFINITY ? 0.f : expf(l - mx[r]); };
+  for (int i = 0; i < pc.pieces; ++i) {
+    const int64_t s = rg.slot(pc.j, i);
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      den[r] += weight(__ldcg(tail_word<kD, kWarps>(a, s, cw, kVals + r, lane)), r);
+  }
+  float acc[kVals];
+#pragma unroll
+  for (int v = 0; v < kVals; ++v)
+    acc[v] = 0.f;
+  for (int i = 0; i < pc.pieces; ++i) {
+    const int64_t s = rg.slot(pc.j, i);
+    float c[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      c[r] = den[r] > 0.f
+                 ? weight(__ldcg(tail_word<kD, kWarps>(a, s, cw, kVals + r, lane)), r) / den[r]
+                 : 0.f;
+    const float* src = tail_word<kD, kWarps>(a, s, cw, 0, lane);
+#pragma unroll
+    for (int v = 0; v < kVals; ++v)  // (value v belongs to row (v >> 1) & 1, reg_ops.cuh)
+      acc[v] = fmaf(c[(v >> 1) & 1], __ldcg(src + 32 * v), acc[v]);
+  }
+  uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + 8 * r;
+    if (i >= a.seqlen_q) continue;
+    uint16_t* row = out + static_cast<int64_t>(i) * a.out_ss + 2 * (lane & 3);
+#pragma unroll
+    for (int g = 0; g < kD / 8; ++g)
+      *reinterpret_cast<uint32_t*>(row + 8 * g) =
+          pack2<BF16>(acc[4 * g + 2 * r], acc[4 * g + 2 * r + 1]);
+    if (a.lse != nullptr && (lane & 3) == 0)
+      a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] =
+          den[r] > 0.f ? mx[r] + logf(den[r]) : -INFINITY;
+  }
+}
+
+/// The epilogue of consumer warp cw for a piece of a cut tile (pc.pieces > 1), in place of
+/// store_output: o (unnormalised), inv / lse from OnlineSoftmax::finalize. All 32 lanes.
+template <int kD, int kWarps, bool BF16>
+__device__ __forceinline__ void finish_tail_piece(const FwdArgs& a, const float (&o)[kD / 2],
+                                                  const float (&inv)[2], const float (&lse)[2],
+                                                  const TailPiece& pc, int cw, int lane, int b,
+                                                  int h, int row0) {
+  float* dst = tail_word<kD, kWarps>(a, a.tail.slot(pc.j, pc.index), cw, 0, lane);
+#pragma unroll
+  for (int v = 0; v < kD / 2; ++v)
+    __stcg(dst + 32 * v, o[v] * inv[(v >> 1) & 1]);
+  __stcg(dst + 32 * (kD / 2), lse[0]);
+  __stcg(dst + 32 * (kD / 2 + 1), lse[1]);
+  __threadfence();  // this lane's slot stores before the count (threadFenceReduction's order)
+  __syncwarp();
+  int* counter = a.tail_counters + pc.j * kWarps + cw;
+  int arrived = 0;
+  if (lane == 0) arrived = atomicAdd(counter, 1);
+  arrived = __shfl_sync(0xffffffffu, arrived, 0);
+  if (arrived != pc.pieces - 1) return;  // not the last piece: the last one merges
+  __threadfence();                       // the other pieces' slots, as their counts ordered them
+  if (lane == 0) *counter = 0;           // the next launch starts from 0 (stream order)
+  merge_tail_pieces<kD, kWarps, BF16>(a, pc, cw, lane, b, h, row0);
+}
+
+}  // namespace attnkit::flash3
