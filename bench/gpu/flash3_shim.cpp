@@ -123,6 +123,11 @@ extern "C" void flash3_set_knobs_tail(int tail_split, int tail_min_blocks, int m
   attnkit::flash3::tuning().tail_min_blocks = tail_min_blocks;
   attnkit::flash3::tuning().max_grid = max_grid;
 }
+// Session 19: Tuning::tail_probe (measurement: 1 / 2 = launch 1 / 2 of the split tail alone,
+// 3 = launch 2 without programmatic dependent launch).
+extern "C" void flash3_set_knobs_tail_probe(int tail_probe) {
+  attnkit::flash3::tuning().tail_probe = tail_probe;
+}
 // Session 19: the tiles of the last forward that ran in the split tail (0: none).
 extern "C" int flash3_last_tail_tiles() {
   return attnkit::flash3::last_forward_tail_tiles();

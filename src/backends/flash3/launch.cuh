@@ -95,8 +95,13 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   a2.tail_counters =
       cuda::zeroed_counters(static_cast<size_t>(rest) * kWarps, p.device.index, stream);
   a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile_fast)
-  kernel<<<dim3(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
-  ATTNKIT_CUDA_CHECK_LAUNCH();
+  const int probe = tuning().tail_probe;
+  if (probe != 2) {
+    kernel<<<dim3(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  }
+  set_last_forward_tail_tiles(rest);
+  if (probe == 1) return true;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(a2.tail.ctas));
   cfg.blockDim = dim3(Tr::kThreads);
@@ -106,9 +111,8 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.numAttrs = probe == 0 ? 1 : 0;
   ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, tail_kernel, a2));
-  set_last_forward_tail_tiles(rest);
   return true;
 }
 

@@ -154,6 +154,10 @@ struct Tuning {
   int tail_split = -1;
   // The auto's least K/V blocks per tile (-1: launch.cuh's default).
   int tail_min_blocks = -1;
+  // Measurement only (bench/gpu/flash3_knob_ab.py; the output is incomplete for 1 and 2): 1 =
+  // the split tail's launch 1 alone, 2 = its launch 2 alone, 3 = launch 2 without programmatic
+  // dependent launch; 0 = both launches (default).
+  int tail_probe = 0;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
   int max_grid = 0;
