@@ -44,6 +44,13 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   // A split tail's second launch (tail.cuh) may start as soon as every CTA of this one runs (its
   // CTAs then take the SMs this one leaves); without such a launch this does nothing.
   cuda::pdl_launch_dependents();
+  // (Trace builds: the split tail's timeline, tail.cuh. Slot 47 (46: the tail kernel): thread
+  // 0's %globaltimer at entry / exit (words 0 / 1), its clock64 (2 / 3); slot 48 (the tail
+  // kernel): its consumer warpgroup 0's clock64 when ready, after its last flush, after
+  // griddepcontrol.wait; slots 49..: per piece start / return, blocks | pieces | index.)
+  constexpr int kTraceSlot = (kVar & kVarTail) != 0 ? 46 : 47;
+  trace_gtime(args, kTraceSlot, 0, threadIdx.x, 0);
+  trace_stamp(args, kTraceSlot, 0, threadIdx.x, 2);
 
   const int wg = threadIdx.x / 128;
   constexpr bool kDiet = (kVar & kVarTileDiet) != 0;  // (tile_scheduler.cuh FastDiv)
@@ -139,14 +146,19 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
     if constexpr (kTail) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
+      trace_stamp(args, 48, cwg, threadIdx.x % 128, 0);
       for (int k = 0;; ++k) {
         const TailPiece w = tail_piece(args, k);
+        trace_stamp(args, 49 + k, cwg, threadIdx.x % 128, 0);
         // (The flush turn as below: after the last piece; pieces always have blocks.)
         if (k > 0 && (w.t < 0 || !consumer.overlap())) consumer.flush_turn();
         if (w.t < 0) break;
         const Tile tile = decode_tile_of<kDiet>(args, w.t);
+        trace_put(args, 49 + k, cwg, threadIdx.x % 128, 3, w.n | w.pieces << 16 | w.index << 24);
         consumer.tile(tile.m_block, tile.h, tile.b, w.n, w);
+        trace_stamp(args, 49 + k, cwg, threadIdx.x % 128, 1);
       }
+      trace_stamp(args, 48, cwg, threadIdx.x % 128, 1);
     } else if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       for (int k = 0;; ++k) {
@@ -200,7 +212,12 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   if constexpr (Tr::kCluster > 1) cl::sync();
   // The tail kernel may have started before launch 1 finished: it ends only after it, so that
   // the stream's later work sees every row of O.
-  if constexpr (kTail) cuda::pdl_wait_previous();
+  if constexpr (kTail) {
+    cuda::pdl_wait_previous();
+    trace_stamp(args, 48, wg == 1 ? 0 : 3, threadIdx.x % 128, 2);  // (consumer WG 0 only)
+  }
+  trace_gtime(args, kTraceSlot, 0, threadIdx.x, 1);
+  trace_stamp(args, kTraceSlot, 0, threadIdx.x, 3);
 #endif
 }
 

@@ -525,6 +525,18 @@ __device__ __forceinline__ void trace_put(const FwdArgs& a, int k, int cwg, int 
 #endif
 }
 
+/// %globaltimer (ns, one clock for every SM) into word `word` (trace builds only; trace_put):
+/// the split tail's launch timeline (session 19, tail.cuh; trace slots k = 47 / 48..).
+__device__ __forceinline__ void trace_gtime(const FwdArgs& a, int k, int cwg, int tid, int word) {
+#if defined(ATTNKIT_FLASH3_TRACE)
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  trace_put(a, k, cwg, tid, word, t);
+#else
+  (void)a, (void)k, (void)cwg, (void)tid, (void)word;
+#endif
+}
+
 /// clock64 into word `word` (trace builds only; trace_put).
 __device__ __forceinline__ void trace_stamp(const FwdArgs& a, int k, int cwg, int tid, int word) {
 #if defined(ATTNKIT_FLASH3_TRACE)
