@@ -85,8 +85,10 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   a2.tail_first = a.num_tiles - rest;
   a2.tail.tiles = rest;
   a2.tail.n_blocks = n_blocks;
-  // (At least one block per CTA: TailRanges needs blocks() >= ctas.)
+  // (At least one block per CTA: TailRanges needs blocks() >= ctas. W * ctas < 2^31: the
+  // kernel's range arithmetic is 32-bit, tail.cuh tail_begin32.)
   a2.tail.ctas = std::min<int64_t>(ctas, a2.tail.blocks());
+  if (a2.tail.blocks() * a2.tail.ctas >= INT32_MAX) return false;
   // Every allocation before launch 1: nothing may come between the two kernels.
   constexpr int kWarps = Tr::kConsumerWGs * 4;
   const size_t ws_bytes =

@@ -43,72 +43,103 @@ struct TailPiece {
   int j = 0, index = 0, pieces = 1;
 };
 
+/// TailRanges' begin / cta_of in 32-bit unsigned arithmetic (the launch keeps W * ctas < 2^31):
+/// a 64-bit division is a called subroutine of ~70 instructions, and the six per piece cost
+/// the tail kernel ~1 us before its first load (session 19 trace).
+__device__ __forceinline__ int tail_begin32(const TailRanges& rg, int c) {
+  return static_cast<int>(static_cast<uint32_t>(c) * static_cast<uint32_t>(rg.blocks()) /
+                          static_cast<uint32_t>(rg.ctas));
+}
+__device__ __forceinline__ int tail_cta_of32(const TailRanges& rg, int x) {
+  const uint32_t w = static_cast<uint32_t>(rg.blocks());
+  return static_cast<int>((static_cast<uint32_t>(x + 1) * static_cast<uint32_t>(rg.ctas) + w - 1) /
+                          w) -
+         1;
+}
+
 __device__ __forceinline__ TailPiece tail_piece(const FwdArgs& a, int k) {
   const TailRanges& rg = a.tail;
-  const int64_t c = blockIdx.x, nb = rg.n_blocks;
-  const int64_t lo = rg.begin(c), hi = rg.begin(c + 1), j = lo / nb + k;
+  const int c = blockIdx.x, nb = static_cast<int>(rg.n_blocks);
+  const int lo = tail_begin32(rg, c), hi = tail_begin32(rg, c + 1), j = lo / nb + k;
   TailPiece w;
   if (j * nb >= hi) return w;
-  const int64_t first = j * nb;
-  w.t = a.tail_first + static_cast<int>(j);
-  w.lo = static_cast<int>((lo > first ? lo : first) - first);
-  w.n = static_cast<int>((hi < first + nb ? hi : first + nb) - first) - w.lo;
-  w.j = static_cast<int>(j);
-  w.pieces = static_cast<int>(rg.pieces(j));
-  w.index = static_cast<int>(c - rg.first_cta(j));
+  const int first = j * nb;
+  const int c0 = tail_cta_of32(rg, first);
+  w.t = a.tail_first + j;
+  w.lo = (lo > first ? lo : first) - first;
+  w.n = (hi < first + nb ? hi : first + nb) - first - w.lo;
+  w.j = j;
+  w.pieces = tail_cta_of32(rg, first + nb - 1) - c0 + 1;
+  w.index = c - c0;
   return w;
 }
 
 /// Word `word` of this lane in slot `slot` for consumer warp `cw` (of kWarps): the 32 lanes of a
 /// warp store 32 consecutive floats (coalesced).
 template <int kD, int kWarps>
-__device__ __forceinline__ float* tail_word(const FwdArgs& a, int64_t slot, int cw, int word,
+__device__ __forceinline__ float* tail_word(const FwdArgs& a, int slot, int cw, int word,
                                             int lane) {
-  return a.tail_ws + ((slot * kWarps + cw) * kTailWords<kD> + word) * 32 + lane;
+  return a.tail_ws + ((static_cast<int64_t>(slot) * kWarps + cw) * kTailWords<kD> + word) * 32 +
+         lane;
 }
 
 /// The last piece's warp: every piece of tail tile pc.j for consumer warp cw (its 16 rows,
 /// row0 / row0 + 8 this lane's), merged in piece order, to out and lse. Rows past seqlen_q are
 /// not written. O with 4-byte stores (a tail is a few tiles).
-/// Not inlined: the consumer's registers stay those of the tile loop.
+/// Latency-bound (session 19 trace: the first version took ~10 us from the last piece's return
+/// to its end): the lse of kGroup pieces are loaded before the first is used, and each piece's
+/// values with independent loads (about one L2 round trip per group, then one per piece).
 template <int kD, int kWarps, bool BF16>
-__device__ __noinline__ void merge_tail_pieces(const FwdArgs& a, TailPiece pc, int cw, int lane,
-                                               int b, int h, int row0) {
-  constexpr int kVals = kD / 2;
-  const TailRanges& rg = a.tail;
-  float mx[2] = {-INFINITY, -INFINITY}, den[2] = {0.f, 0.f};
-  for (int i = 0; i < pc.pieces; ++i) {
-    const int64_t s = rg.slot(pc.j, i);
+__device__ __forceinline__ void merge_tail_pieces(const FwdArgs& a, const TailPiece& pc, int cw,
+                                                  int lane, int b, int h, int row0) {
+  constexpr int kVals = kD / 2, kGroup = 4;
+  const int c0 = blockIdx.x - pc.index;  // the tile's first CTA (TailRanges::slot's first_cta)
+  auto slot_of = [&](int i) { return 2 * (c0 + i) + (i == 0 ? 1 : 0); };
+  // Pass 1: the largest lse of each row.
+  float mx[2] = {-INFINITY, -INFINITY};
+  for (int g = 0; g < pc.pieces; g += kGroup) {
+    float l[kGroup][2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
-      mx[r] = fmaxf(mx[r], __ldcg(tail_word<kD, kWarps>(a, s, cw, kVals + r, lane)));
-  }
-  // (A row that saw no key in any piece has mx = -inf: weight 0, O 0, lse -inf. Non-causal
-  // pieces always see one; kept exact anyway.)
-  auto weight = [&](float l, int r) { return mx[r] == -INFINITY ? 0.f : expf(l - mx[r]); };
-  for (int i = 0; i < pc.pieces; ++i) {
-    const int64_t s = rg.slot(pc.j, i);
+    for (int u = 0; u < kGroup; ++u)
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
-      den[r] += weight(__ldcg(tail_word<kD, kWarps>(a, s, cw, kVals + r, lane)), r);
+      for (int r = 0; r < 2; ++r)
+        l[u][r] = g + u < pc.pieces
+                      ? __ldcg(tail_word<kD, kWarps>(a, slot_of(g + u), cw, kVals + r, lane))
+                      : -INFINITY;
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        mx[r] = fmaxf(mx[r], l[u][r]);
   }
-  float acc[kVals];
+  // Pass 2: O = sum_i exp(lse_i - mx) O_i, den = sum_i exp(lse_i - mx), in piece order. (A row
+  // that saw no key in any piece has mx = -inf: weight 0, O 0, lse -inf; non-causal pieces
+  // always see one, kept exact anyway.)
+  float acc[kVals], den[2] = {0.f, 0.f};
 #pragma unroll
   for (int v = 0; v < kVals; ++v)
     acc[v] = 0.f;
-  for (int i = 0; i < pc.pieces; ++i) {
-    const int64_t s = rg.slot(pc.j, i);
-    float c[2];
+  for (int g = 0; g < pc.pieces; g += kGroup) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
-      c[r] = den[r] > 0.f
-                 ? weight(__ldcg(tail_word<kD, kWarps>(a, s, cw, kVals + r, lane)), r) / den[r]
-                 : 0.f;
-    const float* src = tail_word<kD, kWarps>(a, s, cw, 0, lane);
+    for (int u = 0; u < kGroup; ++u) {
+      if (g + u >= pc.pieces) break;
+      const float* src = tail_word<kD, kWarps>(a, slot_of(g + u), cw, 0, lane);
+      float wt[2];
 #pragma unroll
-    for (int v = 0; v < kVals; ++v)  // (value v belongs to row (v >> 1) & 1, reg_ops.cuh)
-      acc[v] = fmaf(c[(v >> 1) & 1], __ldcg(src + 32 * v), acc[v]);
+      for (int r = 0; r < 2; ++r) {
+        const float l = __ldcg(src + 32 * (kVals + r));
+        wt[r] = mx[r] == -INFINITY ? 0.f : expf(l - mx[r]);
+        den[r] += wt[r];
+      }
+#pragma unroll
+      for (int v = 0; v < kVals; ++v)  // (value v belongs to row (v >> 1) & 1, reg_ops.cuh)
+        acc[v] = fmaf(wt[(v >> 1) & 1], __ldcg(src + 32 * v), acc[v]);
+    }
   }
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    inv[r] = den[r] > 0.f ? 1.f / den[r] : 0.f;
   uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -118,7 +149,7 @@ __device__ __noinline__ void merge_tail_pieces(const FwdArgs& a, TailPiece pc, i
 #pragma unroll
     for (int g = 0; g < kD / 8; ++g)
       *reinterpret_cast<uint32_t*>(row + 8 * g) =
-          pack2<BF16>(acc[4 * g + 2 * r], acc[4 * g + 2 * r + 1]);
+          pack2<BF16>(acc[4 * g + 2 * r] * inv[r], acc[4 * g + 2 * r + 1] * inv[r]);
     if (a.lse != nullptr && (lane & 3) == 0)
       a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] =
           den[r] > 0.f ? mx[r] + logf(den[r]) : -INFINITY;
@@ -127,25 +158,33 @@ __device__ __noinline__ void merge_tail_pieces(const FwdArgs& a, TailPiece pc, i
 
 /// The epilogue of consumer warp cw for a piece of a cut tile (pc.pieces > 1), in place of
 /// store_output: o (unnormalised), inv / lse from OnlineSoftmax::finalize. All 32 lanes.
+/// Ordering: the warp's slot stores, __syncwarp, then lane 0's fence.acq_rel.gpu and atomic add
+/// (the CUTLASS semaphore's order: one fence per warp instead of a fence.sc per lane); the last
+/// piece's lane 0 has acquired with the same fence, and __syncwarp passes that on to its lanes'
+/// loads.
 template <int kD, int kWarps, bool BF16>
 __device__ __forceinline__ void finish_tail_piece(const FwdArgs& a, const float (&o)[kD / 2],
                                                   const float (&inv)[2], const float (&lse)[2],
                                                   const TailPiece& pc, int cw, int lane, int b,
                                                   int h, int row0) {
-  float* dst = tail_word<kD, kWarps>(a, a.tail.slot(pc.j, pc.index), cw, 0, lane);
+  const int slot = 2 * static_cast<int>(blockIdx.x) + (pc.index == 0 ? 1 : 0);
+  float* dst = tail_word<kD, kWarps>(a, slot, cw, 0, lane);
 #pragma unroll
   for (int v = 0; v < kD / 2; ++v)
     __stcg(dst + 32 * v, o[v] * inv[(v >> 1) & 1]);
   __stcg(dst + 32 * (kD / 2), lse[0]);
   __stcg(dst + 32 * (kD / 2 + 1), lse[1]);
-  __threadfence();  // this lane's slot stores before the count (threadFenceReduction's order)
   __syncwarp();
   int* counter = a.tail_counters + pc.j * kWarps + cw;
   int arrived = 0;
-  if (lane == 0) arrived = atomicAdd(counter, 1);
+  if (lane == 0) {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    arrived = atomicAdd(counter, 1);
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  }
   arrived = __shfl_sync(0xffffffffu, arrived, 0);
   if (arrived != pc.pieces - 1) return;  // not the last piece: the last one merges
-  __threadfence();                       // the other pieces' slots, as their counts ordered them
+  __syncwarp();                          // (lane 0's acquire before every lane's loads)
   if (lane == 0) *counter = 0;           // the next launch starts from 0 (stream order)
   merge_tail_pieces<kD, kWarps, BF16>(a, pc, cw, lane, b, h, row0);
 }
