@@ -59,8 +59,13 @@ inline int sm_count() {
 /// diet schedule, static, persistent, no cluster, more tiles than CTAs). Non-causal only (every
 /// tile has the same blocks). Auto (Tuning::tail_split = -1): when the last round holds at most
 /// 80 % of the CTAs (68 of 132 at every BENCHMARKS.md shape) and each tile has at least
-/// kTailMinBlocks K/V blocks.
-inline constexpr int kTailMinBlocks = 1;
+/// kTailMinBlocks K/V blocks. Session 19, H100, D 128 non-causal, interleaved A/B against the
+/// tail off (bench/results/2026-11-23-h100-flash3-s19-tail-ab2.json, 2 rounds, 2 copies each):
+/// S 1k 0.93-0.94, 2k 0.98, 4k 1.006, 8k 1.008-1.014, 16k 1.024. Launch 2 costs a fixed ~10 us
+/// more than its work (its CTAs start as launch 1's leave, one piece's pipeline fill, the merge:
+/// bench/gpu/flash3_tail_trace.py), and at 1k the partial last round costs launch 1 only ~6 us
+/// (launch 1 alone saved 6 of 233 us): it pays from 32 blocks (4096 keys).
+inline constexpr int kTailMinBlocks = 32;
 template <int D, bool BF16, int BN, int WGs, int VS, int kDietVar>
 bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), bool eligible,
                        int ctas, cudaStream_t stream) {
