@@ -22,20 +22,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flash3_tile_trace import KMAX, WGS, WORDS, traced_call  # noqa: E402
 from flash3_vs_peers import load, make_flash3  # noqa: E402
-
-KMAX, WGS, WORDS = 64, 3, 12  # (mainloop.cuh kTraceWords)
-
-
-def traced_call(run, lib, buf, sms):
-    for _ in range(5):
-        run()
-    buf.zero_()
-    lib.flash3_set_trace(ctypes.c_void_p(buf.data_ptr()))
-    run()
-    torch.cuda.synchronize()
-    lib.flash3_set_trace(None)
-    return buf.view(sms, KMAX, WGS, WORDS).cpu().tolist()
 
 
 def stats(xs):
