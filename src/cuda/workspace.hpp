@@ -27,8 +27,8 @@ void* workspace(size_t bytes, int device, cudaStream_t stream);
 /// At least `count` ints on `device` that are 0 for work enqueued on `stream` from now on, kept
 /// per (device, stream) apart from workspace(): zeroed once when (re)allocated (cudaMemsetAsync
 /// on `stream`), after which every kernel that uses them must leave them 0 when it finishes
-/// (the flash forward's split tail: its counters go back to 0 as each tile is merged). Same
-/// rules as workspace(); count == 0 returns nullptr.
+/// (the flash and flash3 forwards' split tails: their counters go back to 0 as each tile is
+/// merged). Same rules as workspace(); count == 0 returns nullptr.
 int* zeroed_counters(size_t count, int device, cudaStream_t stream);
 
 /// Bytes currently cached for (device, stream); 0 if none.

@@ -14,6 +14,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_guard.hpp"
 #include "cuda/device_info.hpp"
+#include "cuda/pdl.hpp"
 #include "cuda/workspace.hpp"
 
 namespace attnkit::flash {
@@ -101,17 +102,9 @@ bool launch_fwd_split_tail(const Params& p) {
     first<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, nullptr);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(ta.whole + slots));
-  cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = Tr::kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = batches > 0 && !knob.plain ? 1 : 0;  // (not after the first launch: plain)
-  ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, second, p, ta));
+  // (Without the first launch: plain.)
+  cuda::launch_dependent(second, dim3(static_cast<unsigned>(ta.whole + slots)), dim3(Tr::kThreads),
+                         Tr::kSmemBytes, stream, batches > 0 && !knob.plain, p, ta);
   set_last_fwd_tail_tiles(static_cast<int>(rest));
   return true;
 }

@@ -100,13 +100,13 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         if constexpr ((kVar & kVarTmaEpi) != 0) ptx::tma_prefetch_map(&args.tma_o);
       }
       if constexpr (kTail) {  // this CTA's pieces, in order (tail_piece)
-        for (int k = 0;; ++k) {
-          const TailPiece w = tail_piece(args, k);
-          if (w.t < 0) break;
+        int k = 0;
+        for (TailPiece w = tail_piece(args, 0), next; w.t >= 0; w = next) {
+          next = tail_piece(args, ++k);  // (its tile's Q is prefetched: FwdArgs::q_prefetch)
           if (lane == 0) {
             const Tile tile = decode_tile_of<kDiet>(args, w.t);
-            produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b, w.n, pipe, qi,
-                                    tail_piece(args, k + 1).t, w.lo);
+            produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b, w.n, pipe, qi, next.t,
+                                    w.lo);
           }
           __syncwarp();
         }

@@ -19,6 +19,7 @@
 #include "backends/flash3/traits.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/pdl.hpp"
 #include "cuda/ptx_sm90.hpp"
 #include "cuda/workspace.hpp"
 
@@ -61,10 +62,11 @@ inline int sm_count() {
 /// 80 % of the CTAs (68 of 132 at every BENCHMARKS.md shape) and each tile has at least
 /// kTailMinBlocks K/V blocks. Session 19, H100, D 128 non-causal, interleaved A/B against the
 /// tail off (bench/results/2026-11-23-h100-flash3-s19-tail-ab2.json, 2 rounds, 2 copies each):
-/// S 1k 0.93-0.94, 2k 0.98, 4k 1.006, 8k 1.008-1.014, 16k 1.024. Launch 2 costs a fixed ~10 us
-/// more than its work (its CTAs start as launch 1's leave, one piece's pipeline fill, the merge:
-/// bench/gpu/flash3_tail_trace.py), and at 1k the partial last round costs launch 1 only ~6 us
-/// (launch 1 alone saved 6 of 233 us): it pays from 32 blocks (4096 keys).
+/// S 1k 0.93-0.94, 2k 0.98, 4k 1.006, 8k 1.008-1.014, 16k 1.024. Launch 2 has fixed costs
+/// beyond its work (its CTAs start only as launch 1's leave, a pipeline fill per piece, the
+/// merge: 1 + 10.5 us in the trace of its first version, bench/gpu/flash3_tail_trace.py; the
+/// second was not traced), and at 1k the partial last round costs launch 1 only ~6 us (launch 1
+/// alone saved 6 of 233 us): it pays from 32 blocks (4096 keys).
 inline constexpr int kTailMinBlocks = 32;
 template <int D, bool BF16, int BN, int WGs, int VS, int kDietVar>
 bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), bool eligible,
@@ -109,17 +111,8 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   }
   set_last_forward_tail_tiles(rest);
   if (probe == 1) return true;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(a2.tail.ctas));
-  cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = Tr::kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = probe == 0 ? 1 : 0;
-  ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, tail_kernel, a2));
+  cuda::launch_dependent(tail_kernel, dim3(static_cast<unsigned>(a2.tail.ctas)), dim3(Tr::kThreads),
+                         Tr::kSmemBytes, stream, probe == 0, a2);
   return true;
 }
 

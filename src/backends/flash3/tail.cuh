@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/reg_ops.cuh"
 
@@ -84,8 +85,8 @@ __device__ __forceinline__ float* tail_word(const FwdArgs& a, int slot, int cw, 
 }
 
 /// The last piece's warp: every piece of tail tile pc.j for consumer warp cw (its 16 rows,
-/// row0 / row0 + 8 this lane's), merged in piece order, to out and lse. Rows past seqlen_q are
-/// not written. O with 4-byte stores (a tail is a few tiles).
+/// row0 / row0 + 8 this lane's), merged in piece order, to out and lse through the tile
+/// epilogue's store_output (rows past seqlen_q are not written).
 /// Latency-bound (session 19 trace: the first version took ~10 us from the last piece's return
 /// to its end): the lse of kGroup pieces are loaded before the first is used, and each piece's
 /// values with independent loads (about one L2 round trip per group, then one per piece).
@@ -136,24 +137,13 @@ __device__ __forceinline__ void merge_tail_pieces(const FwdArgs& a, const TailPi
         acc[v] = fmaf(wt[(v >> 1) & 1], __ldcg(src + 32 * v), acc[v]);
     }
   }
-  float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-    inv[r] = den[r] > 0.f ? 1.f / den[r] : 0.f;
-  uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh;
+  float inv[2], lse[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int i = row0 + 8 * r;
-    if (i >= a.seqlen_q) continue;
-    uint16_t* row = out + static_cast<int64_t>(i) * a.out_ss + 2 * (lane & 3);
-#pragma unroll
-    for (int g = 0; g < kD / 8; ++g)
-      *reinterpret_cast<uint32_t*>(row + 8 * g) =
-          pack2<BF16>(acc[4 * g + 2 * r] * inv[r], acc[4 * g + 2 * r + 1] * inv[r]);
-    if (a.lse != nullptr && (lane & 3) == 0)
-      a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] =
-          den[r] > 0.f ? mx[r] + logf(den[r]) : -INFINITY;
+    inv[r] = den[r] > 0.f ? 1.f / den[r] : 0.f;
+    lse[r] = den[r] > 0.f ? mx[r] + logf(den[r]) : -INFINITY;
   }
+  store_output<kD, BF16>(a, acc, inv, lse, b, h, row0, lane);  // (all 32 lanes: uniform call)
 }
 
 /// The epilogue of consumer warp cw for a piece of a cut tile (pc.pieces > 1), in place of

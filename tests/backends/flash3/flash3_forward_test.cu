@@ -149,6 +149,22 @@ void make(Tensor& t, int64_t b, int64_t s, int64_t h, int64_t d, const Cfg& c, s
   EXPECT_EQ(cudaMemcpy(t.dev, bits.data(), t.alloc * 2, cudaMemcpyHostToDevice), cudaSuccess);
 }
 
+/// The forward's Params for case c on these tensors, lse [B, Hq, Sq] contiguous.
+Params params_of(const Cfg& c, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                 float* lse) {
+  Params p;
+  p.batch = c.b, p.seqlen_q = c.sq, p.seqlen_k = c.sk, p.heads_q = c.hq, p.heads_kv = c.hkv;
+  p.group = c.hq / c.hkv, p.head_dim = c.d, p.head_dim_v = c.d, p.dtype = c.dt;
+  p.device = Device::cuda(0);
+  p.q = q.dev, p.k = k.dev, p.v = v.dev, p.out = out.dev;
+  p.q_st = q.st, p.k_st = k.st, p.v_st = v.st, p.out_st = out.st;
+  p.lse = lse;
+  p.lse_st.b = c.hq * c.sq, p.lse_st.h = c.sq, p.lse_st.s = 1;
+  p.scale = static_cast<float>(1.0 / std::sqrt(double(c.d)));
+  p.causal = c.causal;
+  return p;
+}
+
 std::vector<float> download(const Tensor& t, DType dt) {
   std::vector<uint16_t> bits(t.alloc);
   EXPECT_EQ(cudaMemcpy(bits.data(), t.dev, t.alloc * 2, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -265,18 +281,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   ASSERT_EQ(cudaMalloc(&lse_dev, nlse * 4), cudaSuccess);
   ASSERT_EQ(cudaMemset(lse_dev, 0xff, nlse * 4), cudaSuccess);  // NaN
 
-  Params p;
-  p.batch = c.b, p.seqlen_q = c.sq, p.seqlen_k = c.sk, p.heads_q = c.hq, p.heads_kv = c.hkv;
-  p.group = c.hq / c.hkv, p.head_dim = c.d, p.head_dim_v = c.d, p.dtype = c.dt;
-  p.device = Device::cuda(0);
-  p.q = q.dev, p.k = k.dev, p.v = v.dev, p.out = out.dev;
-  p.q_st = q.st, p.k_st = k.st, p.v_st = v.st, p.out_st = out.st;
-  p.lse = lse_dev;
-  p.lse_st.b = c.hq * c.sq;  // lse [B, Hq, Sq] contiguous
-  p.lse_st.h = c.sq;
-  p.lse_st.s = 1;
-  p.scale = static_cast<float>(1.0 / std::sqrt(double(c.d)));
-  p.causal = c.causal;
+  const Params p = params_of(c, q, k, v, out, lse_dev);
 
   std::vector<std::string> reasons;
   backend_flash3().extra_reasons(p, reasons);
@@ -864,15 +869,7 @@ TEST(Flash3SplitTail, BitIdenticalRunToRun) {
   float* lse = nullptr;
   const int64_t nlse = c.b * c.hq * c.sq;
   ASSERT_EQ(cudaMalloc(&lse, nlse * 4), cudaSuccess);
-  Params p;
-  p.batch = c.b, p.seqlen_q = c.sq, p.seqlen_k = c.sk, p.heads_q = c.hq, p.heads_kv = c.hkv;
-  p.group = c.hq / c.hkv, p.head_dim = c.d, p.head_dim_v = c.d, p.dtype = c.dt;
-  p.device = Device::cuda(0);
-  p.q = q.dev, p.k = k.dev, p.v = v.dev, p.out = out.dev;
-  p.q_st = q.st, p.k_st = k.st, p.v_st = v.st, p.out_st = out.st;
-  p.lse = lse;
-  p.lse_st.b = c.hq * c.sq, p.lse_st.h = c.sq, p.lse_st.s = 1;
-  p.scale = static_cast<float>(1.0 / std::sqrt(double(c.d)));
+  const Params p = params_of(c, q, k, v, out, lse);
   auto run = [&](int grid, std::vector<uint16_t>& o_bits, std::vector<float>& l_bits) {
     ASSERT_EQ(cudaMemset(out.dev, 0xff, out.alloc * 2), cudaSuccess);  // NaN
     ASSERT_EQ(cudaMemset(lse, 0xff, nlse * 4), cudaSuccess);
