@@ -62,7 +62,7 @@ inline int sm_count() {
 /// 80 % of the CTAs (68 of 132 at every BENCHMARKS.md shape) and each tile has at least
 /// kTailMinBlocks K/V blocks. Session 19, H100, D 128 non-causal, interleaved A/B against the
 /// tail off (bench/results/2026-11-23-h100-flash3-s19-tail-ab2.json, 2 rounds, 2 copies each):
-/// S 1k 0.93-0.94, 2k 0.98, 4k 1.006, 8k 1.008-1.014, 16k 1.024. Launch 2 has fixed costs
+/// S 1k 0.92-0.95, 2k 0.98, 4k 1.004-1.007, 8k 1.005-1.015, 16k 1.023-1.024. Launch 2 has fixed costs
 /// beyond its work (its CTAs start only as launch 1's leave, a pipeline fill per piece, the
 /// merge: 1 + 10.5 us in the trace of its first version, bench/gpu/flash3_tail_trace.py; the
 /// second was not traced), and at 1k the partial last round costs launch 1 only ~6 us (launch 1
