@@ -7,6 +7,9 @@
 #        bash bench/gpu/flash_knob_ab.sh
 # Writes $OUT/ab-<i>-<v>.json per process and $OUT/ab_logs.tgz (builds, tables, logs: the lent
 # machine returns at most 8 files); prints every table last.
+# TEST_VALUE=v (optional): also builds test_flash with KNOB=v (same parallel build phase) and,
+# after the benchmarks, runs it on TEST_FILTER and compute-sanitizer memcheck + racecheck on
+# SAN_FILTER (T_TESTS / T_SAN seconds each), so a candidate default is tested in the same call.
 set -u
 OUT=${OUT:?OUT}
 KNOB=${KNOB:?KNOB}
@@ -25,6 +28,12 @@ for v in $uniq_vals; do
       -DATTNKIT_BUILD_TESTS=OFF -DATTNKIT_BUILD_CLI=OFF -DCMAKE_CUDA_FLAGS="-D$KNOB=$v" &&
     cmake --build build-ab$v -j $jobs --target attnkit_c ) > "$OUT/logs/build-$v.log" 2>&1 &
 done
+if [ -n "${TEST_VALUE:-}" ]; then
+  ( cmake -S . -B build-t -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
+      -DATTNKIT_CUDA_ARCHS=90a -DATTNKIT_HEAD_DIMS="$DIMS" -DATTNKIT_BACKENDS="math;flash" \
+      -DATTNKIT_BUILD_CLI=OFF -DCMAKE_CUDA_FLAGS="-D$KNOB=$TEST_VALUE" &&
+    cmake --build build-t -j $jobs --target test_flash ) > "$OUT/logs/build-test.log" 2>&1 &
+fi
 wait
 echo "builds: $(( $(date +%s) - t0 )) s"
 commit=${ATTNKIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}  # the lent copy's .git may lag
@@ -37,6 +46,24 @@ for v in $VALUES; do
     --json "$OUT/ab-$i-$v.json" --md "$OUT/logs/ab-$i-$v.md" > "$OUT/logs/ab-$i-$v.log" 2>&1
   echo "process $i ($KNOB=$v) rc=$? ($(( $(date +%s) - t0 )) s)"
 done
+if [ -n "${TEST_VALUE:-}" ]; then
+  T=$(find build-t -name test_flash -type f | head -1)
+  if [ -z "$T" ]; then
+    echo "test build failed"; tail -n 20 "$OUT/logs/build-test.log"
+  else
+    timeout "${T_TESTS:-200}" "$T" --gtest_filter="${TEST_FILTER:-*}" --gtest_brief=1 \
+      > "$OUT/logs/test.log" 2>&1
+    echo "tests ($KNOB=$TEST_VALUE) rc=$? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test|^\[  SKIPPED \] [0-9]' "$OUT/logs/test.log" | tr '\n' ' ')"
+    grep -E "^\[  FAILED  \]" "$OUT/logs/test.log" | head -20
+    if [ -n "${SAN_FILTER:-}" ]; then
+      for tool in memcheck racecheck; do
+        timeout "${T_SAN:-120}" compute-sanitizer --tool $tool --error-exitcode 9 "$T" \
+          --gtest_filter="$SAN_FILTER" --gtest_brief=1 > "$OUT/logs/$tool.log" 2>&1
+        echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/logs/$tool.log" | tail -1) $(grep -E '^\[  PASSED  \]' "$OUT/logs/$tool.log")"
+      done
+    fi
+  fi
+fi
 tar -C "$OUT" -czf "$OUT/ab_logs.tgz" logs && rm -rf "$OUT/logs/build-"*
 for f in "$OUT"/logs/ab-*.md; do echo "== $f"; sed -n '/^```$/,/^```$/p' "$f"; done
 rm -rf "$OUT/logs"
