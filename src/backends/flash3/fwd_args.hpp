@@ -32,9 +32,10 @@ struct FwdArgs {
   float scale;        // softmax scale (natural units), for lse
   float scale_log2;   // scale * log2(e): exp(s*scale - m) = exp2(s*scale_log2 - m')
   // Session 7 (mainloop.cuh kVarTileDiet; tile_scheduler.cuh FastDiv): n / num_m_blocks and
-  // n / heads_q as (umulhi(n, mul) + n) >> shift, and the static schedule's rounds
-  // (ceil(num_tiles / grid)), precomputed by the launch. (Appended: the other fields keep their
-  // offsets, and kernels without kVarTileDiet do not read these.)
+  // n / heads_q as (umulhi(n, mul) + n) >> shift, precomputed by the launch (kernels without
+  // kVarTileDiet do not read these), and the static schedule's rounds (ceil(num_tiles / grid);
+  // a split tail's launch 1: the full rounds only), read by every static schedule since session
+  // 20. (Appended: the other fields keep their offsets.)
   uint32_t m_div_mul, h_div_mul;
   int m_div_shift, h_div_shift;
   int num_rounds;

@@ -144,7 +144,16 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     const int cwg = wg - 1;
     const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
-    if constexpr (kTail) {
+    if constexpr (kTail && !Consumer<Tr, BF16, kVar>::kCanOverlap) {
+      // D = 256 (session 20): consume_tile_simple per piece (no overlap, so no flush turns).
+      for (int k = 0;; ++k) {
+        const TailPiece w = tail_piece(args, k);
+        if (w.t < 0) break;
+        const Tile tile = decode_tile_of<kDiet>(args, w.t);
+        consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b, w.n, pipe, qi,
+                                            cwg, threadIdx.x % 128, turn, w);
+      }
+    } else if constexpr (kTail) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       trace_stamp(args, 48, cwg, threadIdx.x % 128, 0);
       for (int k = 0;; ++k) {

@@ -56,18 +56,21 @@ inline int sm_count() {
 
 /// The split tail (tail.cuh) of a static persistent launch of `kernel` on `ctas` CTAs (a, as
 /// launch_forward filled it): true when it ran the forward as two launches, false when the
-/// caller launches as usual. `eligible`: the launch is one the tail kernel can continue (the
-/// diet schedule, static, persistent, no cluster, more tiles than CTAs). Non-causal only (every
+/// caller launches as usual. `eligible`: the launch is one the tail kernel can continue (a
+/// static schedule (FwdArgs::num_rounds), persistent, no cluster, more tiles than CTAs; D = 128:
+/// the diet kernels, D = 256 (session 20): any 64-key kernel). Non-causal only (every
 /// tile has the same blocks). Auto (Tuning::tail_split = -1): when the last round holds at most
 /// 80 % of the CTAs (68 of 132 at every BENCHMARKS.md shape) and each tile has at least
-/// kTailMinBlocks K/V blocks. Session 19, H100, D 128 non-causal, interleaved A/B against the
+/// kTailMinKeys keys (in whole K/V blocks). Session 19, H100, D 128 non-causal, interleaved A/B against the
 /// tail off (bench/results/2026-11-23-h100-flash3-s19-tail-ab2.json, 2 rounds, 2 copies each):
 /// S 1k 0.92-0.95, 2k 0.98, 4k 1.004-1.007, 8k 1.005-1.015, 16k 1.023-1.024. Launch 2 has fixed costs
 /// beyond its work (its CTAs start only as launch 1's leave, a pipeline fill per piece, the
 /// merge: 1 + 10.5 us in the trace of its first version, bench/gpu/flash3_tail_trace.py; the
 /// second was not traced), and at 1k the partial last round costs launch 1 only ~6 us (launch 1
-/// alone saved 6 of 233 us): it pays from 32 blocks (4096 keys).
-inline constexpr int kTailMinBlocks = 32;
+/// alone saved 6 of 233 us): it pays from 32 blocks (4096 keys). D = 256 (64-key blocks, 1024
+/// tiles of 128 rows at every BENCHMARKS.md shape: 7.76 rounds, 100 tiles in the last): the
+/// same 4096 keys, 64 blocks (session 20; bench/notes/flash3-fwd-s3.md).
+inline constexpr int kTailMinKeys = 4096;
 template <int D, bool BF16, int BN, int WGs, int VS, int kDietVar>
 bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), bool eligible,
                        int ctas, cudaStream_t stream) {
@@ -75,11 +78,17 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   const int rest = a.num_tiles % ctas;
   const int64_t n_blocks = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
   if (!eligible || a.causal || rest == 0 || n_blocks <= 0 || tuning().tail_split == 0) return false;
-  const int min_blocks = tuning().tail_min_blocks >= 0 ? tuning().tail_min_blocks : kTailMinBlocks;
+  const int min_blocks =
+      tuning().tail_min_blocks >= 0 ? tuning().tail_min_blocks : kTailMinKeys / Tr::kBlockN;
   if (tuning().tail_split < 0 && !(5 * rest <= 4 * ctas && n_blocks >= min_blocks)) return false;
-  // Launch 2: the unordered diet kernel with the STG epilogue (whatever slot launch 1 runs; it
-  // runs less than one round), ping-pong as that kernel's auto.
-  auto tail_kernel = fwd_kernel<D, BF16, BN, WGs, VS, kDietVar | kVarTail>;
+  // Launch 2 (whatever slot launch 1 runs; it runs less than one round): D = 128 the unordered
+  // diet kernel with the STG epilogue, ping-pong as that kernel's auto; D = 256 the ordered
+  // slot-11 kernel (launch 1's past Sk 4096), ping-pong off as the ordered builds' auto. Not the
+  // D = 256 diet: its O lives from tile to tile (the first P V with scale-d 0 names it), so the
+  // merge's 128 values per lane spilled 464 B next to it (ptxas, sm_90a).
+  constexpr int kTailVar =
+      D == 256 ? kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTail : kDietVar | kVarTail;
+  auto tail_kernel = fwd_kernel<D, BF16, BN, WGs, VS, kTailVar>;
   static std::atomic<bool> attr_set[kMaxDevices] = {};
   const int dev = current_device();
   if (!attr_set[dev].load(std::memory_order_acquire)) {
@@ -88,7 +97,7 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
     attr_set[dev].store(true, std::memory_order_release);
   }
   FwdArgs a2 = a;
-  a2.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : 1;
+  a2.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D == 256 ? 0 : 1);
   a2.tail_first = a.num_tiles - rest;
   a2.tail.tiles = rest;
   a2.tail.n_blocks = n_blocks;
@@ -103,7 +112,7 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   a2.tail_ws = static_cast<float*>(cuda::workspace(ws_bytes, p.device.index, stream));
   a2.tail_counters =
       cuda::zeroed_counters(static_cast<size_t>(rest) * kWarps, p.device.index, stream);
-  a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile_fast)
+  a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile)
   const int probe = tuning().tail_probe;
   if (probe != 2) {
     kernel<<<dim3(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
@@ -410,6 +419,11 @@ void launch_forward(const Params& p) {
     if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
             p, a, kernel, diet && persistent && !dynamic && !cluster && ctas < a.num_tiles, ctas,
             stream))
+      return;
+  }
+  if constexpr (D == 256 && kDietCapable) {  // 64-key tiles, 2 V stages; launch 1 any slot
+    if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
+            p, a, kernel, persistent && !dynamic && !cluster && ctas < a.num_tiles, ctas, stream))
       return;
   }
   set_last_forward_tail_tiles(0);

@@ -148,11 +148,11 @@ struct Tuning {
   // D >= 128, 0 at D = 64).
   int epi_wide = -1;
   // Session 19: the static schedule's last, partial round of tiles split along the keys over
-  // every CTA, as a second, programmatic dependent launch (tail.cuh). D = 128 diet kernels,
-  // non-causal, static persistent schedule, no cluster. -1 = auto (launch.cuh), 0 = off,
-  // 1 = wherever it can run.
+  // every CTA, as a second, programmatic dependent launch (tail.cuh). D = 128 diet kernels and
+  // (session 20) D = 256 64-key kernels, non-causal, static persistent schedule, no cluster.
+  // -1 = auto (launch.cuh), 0 = off, 1 = wherever it can run.
   int tail_split = -1;
-  // The auto's least K/V blocks per tile (-1: launch.cuh's default).
+  // The auto's least K/V blocks per tile (-1: launch.cuh's default, 4096 keys).
   int tail_min_blocks = -1;
   // Measurement only (bench/gpu/flash3_knob_ab.py; the output is incomplete for 1 and 2): 1 =
   // the split tail's launch 1 alone, 2 = its launch 2 alone, 3 = launch 2 without programmatic

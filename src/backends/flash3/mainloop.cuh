@@ -434,7 +434,8 @@ inline constexpr int kVarTmaEpi = 512;
 // kVarTail (session 19, tail.cuh): the split tail's kernel, launch 2 of a forward whose last
 // round is partial. Its CTAs run pieces of the tail's tiles (tail_piece) instead of the static
 // schedule's tiles, and a piece of a cut tile ends in finish_tail_piece instead of the
-// epilogue. The overlapped consumer with the diet, without the TMA epilogue (launch.cuh).
+// epilogue. D = 128: the overlapped consumer with the diet, without the TMA epilogue; D = 256
+// (session 20): consume_tile_simple with the diet (launch.cuh).
 inline constexpr int kVarTail = 1024;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
@@ -703,13 +704,20 @@ __device__ __forceinline__ void mainloop_turn(
   Clk::lap(wc, Clk::kPost, p);
 }
 
+/// kVarTail (session 20, D = 256; tail.cuh): piece pc of a split tail's tile, its blocks pc.lo
+/// .. pc.lo + n_blocks - 1 (n_blocks = pc.n); a piece of a cut tile (pc.pieces > 1) ends in
+/// finish_tail_piece instead of store_output.
 template <class Tr, bool BF16, int kVar>
 __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout<Tr>& sm,
                                                     int m_block, int h, int b, int n_blocks,
                                                     PipeOf<Tr>& pipe, QIndex& qi, int cwg, int tid,
-                                                    const PingPong& turn) {
+                                                    const PingPong& turn,
+                                                    const TailPiece& pc = TailPiece{}) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
+  constexpr bool kTail = (kVar & kVarTail) != 0;
+  // (mainloop_turn's block of turn it is n_end - 1 - it; without kVarTail pc.lo is 0.)
+  const int n_end = (kTail ? pc.lo : 0) + n_blocks;
   constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
@@ -767,7 +775,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
 
     // it = 0: S = Q K_{n-1}^T only.
     {
-      const int nb = n_blocks - 1;
+      const int nb = n_end - 1;
       ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
@@ -788,12 +796,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
     if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
       if (n_blocks > 1)
-        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_blocks, q_wg, k_base, v_base, o, p, s,
+        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
                                       factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
                                       &wc);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
-      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_blocks, q_wg, k_base, v_base, o, p, s,
+      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
                                     factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1,
                                     &wc);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
@@ -833,6 +841,14 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       for (int i = 0; i < Tr::kD / 2; ++i)
         z[i] = 0.f;
       store_output<Tr::kD, BF16>(a, z, inv, lse, b, h, row0, lane);
+      return;
+    }
+  }
+  if constexpr (kTail) {
+    if (pc.pieces > 1) {  // (pieces always have blocks: n_blocks > 0)
+      constexpr int kWarps = Tr::kConsumerWGs * 4;
+      finish_tail_piece<Tr::kD, kWarps, BF16>(a, o, inv, lse, pc, cwg * 4 + warp, lane, b, h,
+                                              row0);
       return;
     }
   }
@@ -1268,7 +1284,8 @@ struct Consumer {
   int pqb = 0;  // kTmaEpi: the pending tile's Q buffer (the epilogue's staging)
   int sq = -1;  // kTmaEpi: the Q buffer this warp's TMA store reads, not yet released (-1: none)
   static constexpr bool kTail = (kVar & kVarTail) != 0;
-  static_assert(!kTail || (kDiet && !kTmaEpi && kCanOverlap),
+  // (D = 256 names this class too but runs consume_tile_simple: kernel.cuh.)
+  static_assert(!kTail || !kCanOverlap || (kDiet && !kTmaEpi),
                 "flash3: kVarTail is the overlapped diet consumer with the STG epilogue");
   TailPiece piece;  // kTail: the pending tile's piece (pieces > 1: tail.cuh finish_tail_piece)
 

@@ -66,11 +66,6 @@ __host__ __device__ __forceinline__ int fast_div(int n, uint32_t mul, int shift)
   return static_cast<int>((hi + u) >> shift);
 }
 
-/// Number of rounds of G = gridDim.x tiles (the last one may be partial).
-__device__ __forceinline__ int num_rounds(const FwdArgs& a) {
-  return (a.num_tiles + gridDim.x - 1) / gridDim.x;
-}
-
 /// Tile index of this CTA in round r, or -1 when the partial last round has none for it.
 /// a.rotate (session 13): CTA c takes tile r G + (c + r) mod G, so that a CTA's m block moves by
 /// one per round. Without it, when G is a multiple of the m-block count (D = 64, 192-row tiles:
@@ -91,9 +86,11 @@ __device__ __forceinline__ int tile_of_round(const FwdArgs& a, int r) {
   return t < a.num_tiles ? t : -1;
 }
 
-/// Static schedule: the k-th tile of this CTA, or -1 when it has no more.
+/// Static schedule: the k-th tile of this CTA, or -1 when it has no more. Rounds: the launch's
+/// FwdArgs::num_rounds (ceil(num_tiles / grid), or a split tail's launch 1 the full rounds, at
+/// D = 256 past Sk 4096 too: tail.cuh).
 __device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
-  return k < num_rounds(a) ? tile_of_round(a, k) : -1;
+  return k < a.num_rounds ? tile_of_round(a, k) : -1;
 }
 
 /// Dynamic schedule hand-over, producer warp -> consumer warpgroups: one int in shared memory
@@ -156,10 +153,10 @@ __host__ __device__ __forceinline__ Tile decode_tile_fast(const FwdArgs& a, int 
   return tile;
 }
 
-/// static_tile with the launch's round count (FwdArgs::num_rounds: ceil(num_tiles / grid), one
-/// more division per tile otherwise; kVarTileDiet).
+/// static_tile for kVarTileDiet kernels (the same since session 20, when static_tile stopped
+/// dividing per tile).
 __device__ __forceinline__ int static_tile_fast(const FwdArgs& a, int k) {
-  return k < a.num_rounds ? tile_of_round(a, k) : -1;
+  return static_tile(a, k);
 }
 
 /// The static schedule's k-th tile and a tile's decode, with (kFast: kVarTileDiet) or without the

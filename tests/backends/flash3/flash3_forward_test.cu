@@ -410,22 +410,26 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (want_slot >= 0) EXPECT_EQ(flash3::last_forward_slot(), want_slot) << "kernel slot";
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
     EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
-  // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds),
-  // non-causal; the cases are sized so that the last round is partial (a knob that silently fell
-  // back would still pass the oracle). Forced off, causal or another D: never. Auto: where the
-  // last round holds at most 80 % of the grid.
+  // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds)
+  // and (session 20) the D = 256 64-key ones (13 up to Sk 4096, else 11), non-causal; the cases
+  // are sized so that the last round is partial (a knob that silently fell back would still pass
+  // the oracle). Forced off, causal or D = 64: never. Auto: where the last round holds at most
+  // 80 % of the grid and a tile has at least 4096 keys.
   if (c.tag.rfind("tail", 0) == 0) {
     const int64_t tiles = c.b * c.hq * ((c.sq + 127) / 128);
     int grid = c.grid;
     if (grid == 0) ASSERT_EQ(cudaDeviceGetAttribute(&grid, cudaDevAttrMultiProcessorCount, 0), 0);
     const int64_t rest = tiles > grid ? tiles % grid : 0;
-    const bool can = c.d == 128 && c.causal == Causal::none && rest > 0;
-    // (The auto, launch.cuh launch_split_tail: at least 32 K/V blocks of 128 keys per tile.)
-    const bool want = c.tag == "tail" ||
-                      (c.tag == "tail_auto" && 5 * rest <= 4 * grid && (c.sk + 127) / 128 >= 32);
+    const bool can = (c.d == 128 || c.d == 256) && c.causal == Causal::none && rest > 0;
+    // (The auto, launch.cuh launch_split_tail: 4096 keys, in whole K/V blocks of 128 keys at
+    // D = 128 and 64 at D = 256.)
+    const int64_t bn = c.d == 256 ? 64 : 128;
+    const bool want = c.tag == "tail" || (c.tag == "tail_auto" && 5 * rest <= 4 * grid &&
+                                          (c.sk + bn - 1) / bn >= 4096 / bn);
     EXPECT_EQ(flash3::last_forward_tail_tiles(), can && want ? rest : 0) << "split tail tiles";
     const int slot = flash3::last_forward_slot() % 16;
-    if (can && want) EXPECT_TRUE(slot == 13 || slot == 15) << "kernel slot " << slot;
+    if (can && want && c.d == 128) EXPECT_TRUE(slot == 13 || slot == 15) << "kernel slot " << slot;
+    if (can && want && c.d == 256) EXPECT_EQ(slot, c.sk <= 4096 ? 13 : 11) << "kernel slot";
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
@@ -541,7 +545,8 @@ std::vector<Cfg> cases() {
       add({"long", 2, 700, 5000, 8, 8, 0, DType::bf16, Causal::bottom_right, true, false, true});
       add({"unordered", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::top_left});
       add({"unordered", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
-      // Session 19: the split tail (D = 128; other D check that it never runs). On 5-13 CTAs:
+      // Session 19: the split tail (D = 128, and D = 256 since session 20; D = 64 checks that it
+      // never runs). On 5-13 CTAs:
       // tiles cut in 2-3 pieces and CTAs holding the end of one and the start of the next
       // (1000 keys: 8 blocks, 20 tiles on 7 CTAs), a partial last query tile and K/V block,
       // fewer tail blocks than CTAs (one block per tile: the tail's grid shrinks to 2 CTAs),
@@ -854,12 +859,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, Flash3Forward, ::testing::ValuesIn(cases()),
 // one merges every piece in piece order): two runs of a shape whose tail tiles are cut into
 // 2-3 pieces write the same bits (O and lse re-poisoned before each), also after a run with
 // another tail in between (whose counters must be back at 0 too, or tiles stay unmerged: NaN).
-TEST(Flash3SplitTail, BitIdenticalRunToRun) {
-  SKIP_IF_NO_SM90();
-  const auto& dims = backend_flash3().description().caps.head_dims;
-  if (std::find(dims.begin(), dims.end(), 128) == dims.end())
-    GTEST_SKIP() << "head dim 128 not in this build's ATTNKIT_HEAD_DIMS";
-  Cfg c{"tail", 1, 640, 1000, 4, 2, 128};
+// (D = 128 and, since session 20, D = 256: each where the build has it.)
+void split_tail_bit_identical(int d) {
+  SCOPED_TRACE("D " + std::to_string(d));
+  Cfg c{"tail", 1, 640, 1000, 4, 2, d};
   std::mt19937_64 g(19);
   Tensor q, k, v, out;
   make(q, c.b, c.sq, c.hq, c.d, c, &g, false);
@@ -896,6 +899,18 @@ TEST(Flash3SplitTail, BitIdenticalRunToRun) {
   EXPECT_EQ(o1, o3) << "O differs after a run with another tail";
   EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), l1.size() * 4)) << "lse differs";
   EXPECT_EQ(0, std::memcmp(l1.data(), l3.data(), l1.size() * 4)) << "lse differs";
+}
+
+TEST(Flash3SplitTail, BitIdenticalRunToRun) {
+  SKIP_IF_NO_SM90();
+  const auto& dims = backend_flash3().description().caps.head_dims;
+  int ran = 0;
+  for (int d : {128, 256}) {
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) continue;
+    split_tail_bit_identical(d);
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "head dims 128 and 256 not in this build's ATTNKIT_HEAD_DIMS";
 }
 
 TEST(Flash3FastDiv, MatchesDivision) {
