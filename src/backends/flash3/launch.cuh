@@ -61,16 +61,18 @@ inline int sm_count() {
 /// the diet kernels, D = 256 (session 20): any 64-key kernel). Non-causal only (every
 /// tile has the same blocks). Auto (Tuning::tail_split = -1): when the last round holds at most
 /// 80 % of the CTAs (68 of 132 at every BENCHMARKS.md shape) and each tile has at least
-/// kTailMinKeys keys (in whole K/V blocks). Session 19, H100, D 128 non-causal, interleaved A/B against the
+/// kTailMinKeys<D> keys (in whole K/V blocks). Session 19, H100, D 128 non-causal, interleaved A/B against the
 /// tail off (bench/results/2026-11-23-h100-flash3-s19-tail-ab2.json, 2 rounds, 2 copies each):
 /// S 1k 0.92-0.95, 2k 0.98, 4k 1.004-1.007, 8k 1.005-1.015, 16k 1.023-1.024. Launch 2 has fixed costs
 /// beyond its work (its CTAs start only as launch 1's leave, a pipeline fill per piece, the
 /// merge: 1 + 10.5 us in the trace of its first version, bench/gpu/flash3_tail_trace.py; the
 /// second was not traced), and at 1k the partial last round costs launch 1 only ~6 us (launch 1
 /// alone saved 6 of 233 us): it pays from 32 blocks (4096 keys). D = 256 (64-key blocks, 1024
-/// tiles of 128 rows at every BENCHMARKS.md shape: 7.76 rounds, 100 tiles in the last): the
-/// same 4096 keys, 64 blocks (session 20; bench/notes/flash3-fwd-s3.md).
-inline constexpr int kTailMinKeys = 4096;
+/// tiles of 128 rows at every BENCHMARKS.md shape: 7.76 rounds, 100 tiles in the last; session
+/// 20, same method, bench/results/2026-11-23-h100-flash3-s20-tail256.md): 4k 0.997-1.007 (no
+/// gain), 8k 1.017-1.019, 16k 1.022-1.027: from 8192 keys (128 blocks).
+template <int D>
+inline constexpr int kTailMinKeys = D == 256 ? 8192 : 4096;
 template <int D, bool BF16, int BN, int WGs, int VS, int kDietVar>
 bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), bool eligible,
                        int ctas, cudaStream_t stream) {
@@ -79,7 +81,7 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   const int64_t n_blocks = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
   if (!eligible || a.causal || rest == 0 || n_blocks <= 0 || tuning().tail_split == 0) return false;
   const int min_blocks =
-      tuning().tail_min_blocks >= 0 ? tuning().tail_min_blocks : kTailMinKeys / Tr::kBlockN;
+      tuning().tail_min_blocks >= 0 ? tuning().tail_min_blocks : kTailMinKeys<D> / Tr::kBlockN;
   if (tuning().tail_split < 0 && !(5 * rest <= 4 * ctas && n_blocks >= min_blocks)) return false;
   // Launch 2 (whatever slot launch 1 runs; it runs less than one round): D = 128 the unordered
   // diet kernel with the STG epilogue, ping-pong as that kernel's auto; D = 256 the ordered

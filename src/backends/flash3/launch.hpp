@@ -152,7 +152,7 @@ struct Tuning {
   // (session 20) D = 256 64-key kernels, non-causal, static persistent schedule, no cluster.
   // -1 = auto (launch.cuh), 0 = off, 1 = wherever it can run.
   int tail_split = -1;
-  // The auto's least K/V blocks per tile (-1: launch.cuh's default, 4096 keys).
+  // The auto's least K/V blocks per tile (-1: launch.cuh's default: 4096 keys, D = 256 8192).
   int tail_min_blocks = -1;
   // Measurement only (bench/gpu/flash3_knob_ab.py; the output is incomplete for 1 and 2): 1 =
   // the split tail's launch 1 alone, 2 = its launch 2 alone, 3 = launch 2 without programmatic

@@ -414,18 +414,18 @@ TEST_P(Flash3Forward, MatchesReference) {
   // and (session 20) the D = 256 64-key ones (13 up to Sk 4096, else 11), non-causal; the cases
   // are sized so that the last round is partial (a knob that silently fell back would still pass
   // the oracle). Forced off, causal or D = 64: never. Auto: where the last round holds at most
-  // 80 % of the grid and a tile has at least 4096 keys.
+  // 80 % of the grid and a tile has at least 4096 keys (D = 256: 8192).
   if (c.tag.rfind("tail", 0) == 0) {
     const int64_t tiles = c.b * c.hq * ((c.sq + 127) / 128);
     int grid = c.grid;
     if (grid == 0) ASSERT_EQ(cudaDeviceGetAttribute(&grid, cudaDevAttrMultiProcessorCount, 0), 0);
     const int64_t rest = tiles > grid ? tiles % grid : 0;
     const bool can = (c.d == 128 || c.d == 256) && c.causal == Causal::none && rest > 0;
-    // (The auto, launch.cuh launch_split_tail: 4096 keys, in whole K/V blocks of 128 keys at
-    // D = 128 and 64 at D = 256.)
-    const int64_t bn = c.d == 256 ? 64 : 128;
+    // (The auto, launch.cuh kTailMinKeys: 4096 keys in K/V blocks of 128 at D = 128, 8192 in
+    // blocks of 64 at D = 256.)
+    const int64_t bn = c.d == 256 ? 64 : 128, min_keys = c.d == 256 ? 8192 : 4096;
     const bool want = c.tag == "tail" || (c.tag == "tail_auto" && 5 * rest <= 4 * grid &&
-                                          (c.sk + bn - 1) / bn >= 4096 / bn);
+                                          (c.sk + bn - 1) / bn >= min_keys / bn);
     EXPECT_EQ(flash3::last_forward_tail_tiles(), can && want ? rest : 0) << "split tail tiles";
     const int slot = flash3::last_forward_slot() % 16;
     if (can && want && c.d == 128) EXPECT_TRUE(slot == 13 || slot == 15) << "kernel slot " << slot;
@@ -570,6 +570,8 @@ std::vector<Cfg> cases() {
         add({"tail_auto", 1, 640, 1000, 4, 2, 0, bf, nc, false, false, false, 1.f, 7});
         add({"tail_auto", 16, 1024, 1024, 16, 16, 0, bf, nc, false, false, true});
         add({"tail_auto", 2, 256, 4100, 12, 4, 0, bf, nc, false, false, true, 1.f, 13});
+        // (Session 20: past 8192 keys, where the D = 256 auto splits too.)
+        add({"tail_auto", 2, 256, 8200, 12, 4, 0, bf, nc, false, false, true, 1.f, 13});
       }
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
       for (const char* knob : {"cluster", "cluster_early"}) {
