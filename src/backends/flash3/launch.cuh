@@ -61,11 +61,11 @@ inline int sm_count() {
 /// the diet kernels, D = 256 (session 20): any 64-key kernel). Non-causal only (every
 /// tile has the same blocks). Auto (Tuning::tail_split = -1): when the last round holds at most
 /// 80 % of the CTAs (68 of 132 at every BENCHMARKS.md shape) and each tile has at least
-/// kTailMinKeys<D> keys (in whole K/V blocks). Session 19, H100, D 128 non-causal, interleaved A/B against the
-/// tail off (bench/results/2026-11-23-h100-flash3-s19-tail-ab2.json, 2 rounds, 2 copies each):
-/// S 1k 0.92-0.95, 2k 0.98, 4k 1.004-1.007, 8k 1.005-1.015, 16k 1.023-1.024. Launch 2 has fixed costs
-/// beyond its work (its CTAs start only as launch 1's leave, a pipeline fill per piece, the
-/// merge: 1 + 10.5 us in the trace of its first version, bench/gpu/flash3_tail_trace.py; the
+/// kTailMinKeys<D> keys (in whole K/V blocks). Session 19, H100, D 128 non-causal, interleaved A/B
+/// against the tail off (bench/results/2026-11-23-h100-flash3-s19-tail-ab2.json, 2 rounds, 2 copies
+/// each): S 1k 0.92-0.95, 2k 0.98, 4k 1.004-1.007, 8k 1.005-1.015, 16k 1.023-1.024. Launch 2 has
+/// fixed costs beyond its work (its CTAs start only as launch 1's leave, a pipeline fill per piece,
+/// the merge: 1 + 10.5 us in the trace of its first version, bench/gpu/flash3_tail_trace.py; the
 /// second was not traced), and at 1k the partial last round costs launch 1 only ~6 us (launch 1
 /// alone saved 6 of 233 us): it pays from 32 blocks (4096 keys). D = 256 (64-key blocks, 1024
 /// tiles of 128 rows at every BENCHMARKS.md shape: 7.76 rounds, 100 tiles in the last; session

@@ -847,8 +847,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   if constexpr (kTail) {
     if (pc.pieces > 1) {  // (pieces always have blocks: n_blocks > 0)
       constexpr int kWarps = Tr::kConsumerWGs * 4;
-      finish_tail_piece<Tr::kD, kWarps, BF16>(a, o, inv, lse, pc, cwg * 4 + warp, lane, b, h,
-                                              row0);
+      finish_tail_piece<Tr::kD, kWarps, BF16>(a, o, inv, lse, pc, cwg * 4 + warp, lane, b, h, row0);
       return;
     }
   }
