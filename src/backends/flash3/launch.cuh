@@ -86,8 +86,10 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   // Launch 2 (whatever slot launch 1 runs; it runs less than one round): D = 128 the unordered
   // diet kernel with the STG epilogue, ping-pong as that kernel's auto; D = 256 the ordered
   // slot-11 kernel (launch 1's past Sk 4096), ping-pong off as the ordered builds' auto. Not the
-  // D = 256 diet: its O lives from tile to tile (the first P V with scale-d 0 names it), so the
-  // merge's 128 values per lane spilled 464 B next to it (ptxas, sm_90a).
+  // D = 256 diet: with it the tail kernel spilled 464 B, all from the merge (128 values per lane;
+  // 40 B without the merge), without it 32 B (ptxas, sm_90a). Likely the diet's O, which lives
+  // from tile to tile (the first P V names it with scale-d 0); zeroing it before the merge did
+  // not help.
   constexpr int kTailVar =
       D == 256 ? kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTail : kDietVar | kVarTail;
   auto tail_kernel = fwd_kernel<D, BF16, BN, WGs, VS, kTailVar>;

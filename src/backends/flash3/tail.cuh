@@ -122,13 +122,9 @@ __device__ __forceinline__ void merge_tail_pieces(const FwdArgs& a, const TailPi
 #pragma unroll
   for (int v = 0; v < kVals; ++v)
     acc[v] = 0.f;
-  // D = 256 (128 values per lane): one piece at a time, at most 32 loads in flight (a compiler
-  // barrier between groups): grouped like D = 128, the loads of several pieces went ahead of
-  // their FMAs and the tail kernel spilled 464 B (ptxas, sm_90a; D = 128: 8 B).
-  constexpr bool kNarrow = kVals > 64;
-  for (int g = 0; g < pc.pieces; g += kNarrow ? 1 : kGroup) {
+  for (int g = 0; g < pc.pieces; g += kGroup) {
 #pragma unroll
-    for (int u = 0; u < (kNarrow ? 1 : kGroup); ++u) {
+    for (int u = 0; u < kGroup; ++u) {
       if (g + u >= pc.pieces) break;
       const float* src = tail_word<kD, kWarps>(a, slot_of(g + u), cw, 0, lane);
       float wt[2];
@@ -139,10 +135,8 @@ __device__ __forceinline__ void merge_tail_pieces(const FwdArgs& a, const TailPi
         den[r] += wt[r];
       }
 #pragma unroll
-      for (int v = 0; v < kVals; ++v) {  // (value v belongs to row (v >> 1) & 1, reg_ops.cuh)
-        if (kNarrow && v > 0 && v % 32 == 0) asm volatile("" ::: "memory");
+      for (int v = 0; v < kVals; ++v)  // (value v belongs to row (v >> 1) & 1, reg_ops.cuh)
         acc[v] = fmaf(wt[(v >> 1) & 1], __ldcg(src + 32 * v), acc[v]);
-      }
     }
   }
   float inv[2], lse[2];
@@ -159,12 +153,12 @@ __device__ __forceinline__ void merge_tail_pieces(const FwdArgs& a, const TailPi
 /// Ordering: the warp's slot stores, __syncwarp, then lane 0's fence.acq_rel.gpu and atomic add
 /// (the CUTLASS semaphore's order: one fence per warp instead of a fence.sc per lane); the last
 /// piece's lane 0 has acquired with the same fence, and __syncwarp passes that on to its lanes'
-/// loads. Returns true in the warp of the tile's last piece, which must then merge
-/// (merge_tail_pieces); finish_tail_piece does both.
-template <int kD, int kWarps>
-__device__ __forceinline__ bool store_tail_piece(const FwdArgs& a, const float (&o)[kD / 2],
-                                                 const float (&inv)[2], const float (&lse)[2],
-                                                 const TailPiece& pc, int cw, int lane) {
+/// loads.
+template <int kD, int kWarps, bool BF16>
+__device__ __forceinline__ void finish_tail_piece(const FwdArgs& a, const float (&o)[kD / 2],
+                                                  const float (&inv)[2], const float (&lse)[2],
+                                                  const TailPiece& pc, int cw, int lane, int b,
+                                                  int h, int row0) {
   const int slot = 2 * static_cast<int>(blockIdx.x) + (pc.index == 0 ? 1 : 0);
   float* dst = tail_word<kD, kWarps>(a, slot, cw, 0, lane);
 #pragma unroll
@@ -181,18 +175,10 @@ __device__ __forceinline__ bool store_tail_piece(const FwdArgs& a, const float (
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
   }
   arrived = __shfl_sync(0xffffffffu, arrived, 0);
-  if (arrived != pc.pieces - 1) return false;  // not the last piece: the last one merges
-  __syncwarp();                                // (lane 0's acquire before every lane's loads)
-  if (lane == 0) *counter = 0;                 // the next launch starts from 0 (stream order)
-  return true;
-}
-template <int kD, int kWarps, bool BF16>
-__device__ __forceinline__ void finish_tail_piece(const FwdArgs& a, const float (&o)[kD / 2],
-                                                  const float (&inv)[2], const float (&lse)[2],
-                                                  const TailPiece& pc, int cw, int lane, int b,
-                                                  int h, int row0) {
-  if (store_tail_piece<kD, kWarps>(a, o, inv, lse, pc, cw, lane))
-    merge_tail_pieces<kD, kWarps, BF16>(a, pc, cw, lane, b, h, row0);
+  if (arrived != pc.pieces - 1) return;  // not the last piece: the last one merges
+  __syncwarp();                          // (lane 0's acquire before every lane's loads)
+  if (lane == 0) *counter = 0;           // the next launch starts from 0 (stream order)
+  merge_tail_pieces<kD, kWarps, BF16>(a, pc, cw, lane, b, h, row0);
 }
 
 }  // namespace attnkit::flash3
