@@ -435,7 +435,7 @@ inline constexpr int kVarTmaEpi = 512;
 // round is partial. Its CTAs run pieces of the tail's tiles (tail_piece) instead of the static
 // schedule's tiles, and a piece of a cut tile ends in finish_tail_piece instead of the
 // epilogue. D = 128: the overlapped consumer with the diet, without the TMA epilogue; D = 256
-// (session 20): consume_tile_simple with the diet (launch.cuh).
+// (session 20): consume_tile_simple, slot 11's ordered variant without the diet (launch.cuh).
 inline constexpr int kVarTail = 1024;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
