@@ -5,7 +5,7 @@
 // tile time. bench/gpu/flash3_wave_probe.py (session 17) timed a nearby shape whose tile count
 // fills every round: +2.5..+3 % more TFLOP/s at D = 128, and cuDNN pays the same. At D = 256
 // (session 20) 1024 tiles of 128 rows run 7.76 rounds, 100 tiles in the last: the same split
-// (consume_tile_simple's pieces) measured +1.7..+2.7 % at 8k / 16k.
+// (consume_tile_simple's pieces) measured +1.4..+2.7 % at 8k / 16k.
 //
 // How: launch 1 is the usual kernel, capped at the full rounds (FwdArgs::num_rounds). Its CTAs
 // run griddepcontrol.launch_dependents at their start, so launch 2, a programmatic dependent
