@@ -116,12 +116,12 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         // the next one): a tile claimed earlier would sit reserved behind a long causal row
         // while other CTAs run out of work (measured: claiming at the start of the previous
         // tile cost 15 % at D = 256, S = 4k causal, run 5).
-        int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile_of<kDiet>(args, 0);
+        int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile(args, 0);
         for (int k = 0;; ++k) {
           if (dynamic) slot.put(k, t, lane);
           if (t < 0) break;
           // Static: the next tile is known now (FwdArgs::q_prefetch prefetches its Q into L2).
-          const int t_next = dynamic ? -1 : static_tile_of<kDiet>(args, k + 1);
+          const int t_next = dynamic ? -1 : static_tile(args, k + 1);
           if (lane == 0) {
             const Tile tile = decode_tile_of<kDiet>(args, t);
             produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b,
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
-        const int t = dynamic ? slot.get() : static_tile_of<kDiet>(args, k);
+        const int t = dynamic ? slot.get() : static_tile(args, k);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
         // (trace builds: word 0 = the tile starts, 3 = its m block and K/V block count, 1 = after
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       consumer.drain();  // (kVarTmaEpi only)
     } else {
       for (int k = 0;; ++k) {
-        const int t = dynamic ? slot.get() : static_tile_of<kDiet>(args, k);
+        const int t = dynamic ? slot.get() : static_tile(args, k);
         if (t < 0) break;
         const Tile tile = decode_tile_of<kDiet>(args, t);
         if constexpr (Tr::kRing) {

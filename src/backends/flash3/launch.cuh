@@ -419,15 +419,13 @@ void launch_forward(const Params& p) {
     a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));
     ATTNKIT_CUDA_CHECK(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
   }
-  if constexpr (kQRegCapable && kDietCapable) {  // D = 128, 128-key tiles, 2 WGs, 2 V stages
+  // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
+  // stages, after any slot.
+  if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
     if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
-            p, a, kernel, diet && persistent && !dynamic && !cluster && ctas < a.num_tiles, ctas,
+            p, a, kernel,
+            (D == 256 || diet) && persistent && !dynamic && !cluster && ctas < a.num_tiles, ctas,
             stream))
-      return;
-  }
-  if constexpr (D == 256 && kDietCapable) {  // 64-key tiles, 2 V stages; launch 1 any slot
-    if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
-            p, a, kernel, persistent && !dynamic && !cluster && ctas < a.num_tiles, ctas, stream))
       return;
   }
   set_last_forward_tail_tiles(0);

@@ -153,18 +153,8 @@ __host__ __device__ __forceinline__ Tile decode_tile_fast(const FwdArgs& a, int 
   return tile;
 }
 
-/// static_tile for kVarTileDiet kernels (the same since session 20, when static_tile stopped
-/// dividing per tile).
-__device__ __forceinline__ int static_tile_fast(const FwdArgs& a, int k) {
-  return static_tile(a, k);
-}
-
-/// The static schedule's k-th tile and a tile's decode, with (kFast: kVarTileDiet) or without the
-/// precomputed divisors.
-template <bool kFast>
-__device__ __forceinline__ int static_tile_of(const FwdArgs& a, int k) {
-  return kFast ? static_tile_fast(a, k) : static_tile(a, k);
-}
+/// A tile's decode with (kFast: kVarTileDiet) or without the precomputed divisors. (The static
+/// schedule, static_tile, is one for every kernel since session 20: it reads the launch's rounds.)
 template <bool kFast>
 __device__ __forceinline__ Tile decode_tile_of(const FwdArgs& a, int t) {
   return kFast ? decode_tile_fast(a, t) : decode_tile(a, t);
