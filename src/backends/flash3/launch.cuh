@@ -309,6 +309,7 @@ void launch_forward(const Params& p) {
     kernels_diag[1] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar | kVarOrdered | kVarDiagHalf>;
   }
   const bool diag_on = tuning().diag_half < 0 ? a.causal != 0 : tuning().diag_half != 0;
+  a.diag_take = tuning().diag_half == 2 ? 0 : 1;  // (2: the build, never the half; measurement)
   const bool run_diag = slot == kDiagSlot && diag_on && kernels_diag[run_ord ? 1 : 0] != nullptr;
   auto kernel = run_diag  ? kernels_diag[run_ord ? 1 : 0]
                 : run_ord ? kernels_ord[slot]

@@ -1529,8 +1529,9 @@ struct Consumer {
     if constexpr (kDiagHalf) {
       const int right = (n_end - 1) * kBN + kBN / 2;  // first key of the block's right half
       // (through REDUX: a branch on a uniform register, not one ptxas sees as divergent)
-      half = warp_uniform(right >= a.seqlen_k ||
-                          (a.causal && right > first_row + 63 + a.causal_offset)) != 0;
+      half = warp_uniform(a.diag_take != 0 &&
+                          (right >= a.seqlen_k ||
+                           (a.causal && right > first_row + 63 + a.causal_offset))) != 0;
     }
 
     // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue). kHalf
@@ -1583,9 +1584,14 @@ struct Consumer {
         if constexpr (kHalf) {
           convert_p<kBN / 2, BF16>(reinterpret_cast<float(&)[kBN / 4]>(s),
                                    reinterpret_cast<uint32_t(&)[kBN / 8]>(p));
+          // The zeros through a volatile asm (ordered after the P V wait above): plain constants
+          // were free to move ahead of it, onto registers the pending P V still reads (call 1:
+          // ptxas then waited for that P V before the mask, in this arm only).
+          uint32_t zero;
+          asm volatile("mov.b32 %0, 0;" : "=r"(zero));
 #pragma unroll
           for (int i = kBN / 8; i < kBN / 4; ++i)
-            p[i] = 0u;
+            p[i] = zero;
         } else {
           convert_p<kBN, BF16>(s, p);
         }
