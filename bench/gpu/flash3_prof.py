@@ -21,7 +21,7 @@ VARIANTS = {"early": {"early": 1}, "v3": {"vst": 3}, "ordered": {"ordered": 1}, 
             # session 19: the split tail (both launches), and its launch 2 alone (tail_probe)
             "tail": {"tail": 1}, "k2": {"tail": 1, "tprobe": 2},
             # session 21: the diagonal-half builds (forced on: also non-causal launches)
-            "diag": {"diag": 1}}
+            "diag": {"diag": 1}, "nodiag": {"diag": 0}, "diagbuild": {"diag": 2}}
 
 
 def main():
