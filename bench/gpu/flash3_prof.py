@@ -19,9 +19,7 @@ VARIANTS = {"early": {"early": 1}, "v3": {"vst": 3}, "ordered": {"ordered": 1}, 
             "base": {"uni": 0, "lazy": 0}, "uni": {"uni": 1, "lazy": 0}, "unilazy": {"uni": 1, "lazy": 1},
             "qreg": {"qreg": 1}, "diet": {"diet": 1},
             # session 19: the split tail (both launches), and its launch 2 alone (tail_probe)
-            "tail": {"tail": 1}, "k2": {"tail": 1, "tprobe": 2},
-            # session 21: the diagonal-half builds (forced on: also non-causal launches)
-            "diag": {"diag": 1}, "nodiag": {"diag": 0}, "diagbuild": {"diag": 2}}
+            "tail": {"tail": 1}, "k2": {"tail": 1, "tprobe": 2}}
 
 
 def main():

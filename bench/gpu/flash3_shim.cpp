@@ -123,10 +123,6 @@ extern "C" void flash3_set_knobs_tail(int tail_split, int tail_min_blocks, int m
   attnkit::flash3::tuning().tail_min_blocks = tail_min_blocks;
   attnkit::flash3::tuning().max_grid = max_grid;
 }
-// Session 21: Tuning::diag_half (-1 auto = causal, 1 on, 0 off; mainloop.cuh kVarDiagHalf).
-extern "C" void flash3_set_knobs_diag(int diag_half) {
-  attnkit::flash3::tuning().diag_half = diag_half;
-}
 // Session 19: Tuning::tail_probe (measurement: 1 / 2 = launch 1 / 2 of the split tail alone,
 // 3 = launch 2 without programmatic dependent launch).
 extern "C" void flash3_set_knobs_tail_probe(int tail_probe) {

@@ -80,9 +80,6 @@ struct FwdArgs {
   TailRanges tail;
   float* tail_ws;
   int* tail_counters;
-  // Session 21 (mainloop.cuh kVarDiagHalf builds only; Tuning::diag_half): 1 = take the diagonal
-  // half where it applies; 0 = never (measurement: the build's code without the half's work).
-  int diag_take;
 };
 
 }  // namespace attnkit::flash3

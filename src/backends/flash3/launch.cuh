@@ -295,32 +295,13 @@ void launch_forward(const Params& p) {
                    : s4 != 0            ? 8 + s4
                                         : var;
   const bool run_ord = ordered && kernels_ord[slot] != nullptr;
-  // Session 21: the diagonal half (mainloop.cuh kVarDiagHalf) as builds of their own of the
-  // auto's diet slots, D 64 slot 14 and D 128 slot 15 (unordered / ordered): [run_ord].
-  // Auto (Tuning::diag_half = -1): causal launches. 1: also non-causal ones (Sk % 128 <= 64
-  // gains there), 0: never.
-  constexpr int kDiagSlot = D == 64 ? 14 : 15;
-  void (*kernels_diag[2])(FwdArgs) = {};
-  if constexpr (kDietCapable && D == 64)
-    kernels_diag[0] =
-        fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc | kVarDiagHalf>;
-  if constexpr (kTmaEpiCapable && D == 128) {
-    kernels_diag[0] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar | kVarDiagHalf>;
-    kernels_diag[1] = fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar | kVarOrdered | kVarDiagHalf>;
-  }
-  const bool diag_on = tuning().diag_half < 0 ? a.causal != 0 : tuning().diag_half != 0;
-  a.diag_take = tuning().diag_half == 2 ? 0 : 1;  // (2: the build, never the half; measurement)
-  const bool run_diag = slot == kDiagSlot && diag_on && kernels_diag[run_ord ? 1 : 0] != nullptr;
-  auto kernel = run_diag  ? kernels_diag[run_ord ? 1 : 0]
-                : run_ord ? kernels_ord[slot]
-                          : kernels[slot];
-  // (16 + slot: the ordered build of slot; + 32: its diagonal-half build)
-  const int slot_id = slot + (run_ord ? 16 : 0) + (run_diag ? 32 : 0);
+  auto kernel = run_ord ? kernels_ord[slot] : kernels[slot];
+  const int slot_id = slot + (run_ord ? 16 : 0);  // (16 + slot: the ordered build of slot)
   set_last_forward_slot(slot_id);
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[64][kMaxDevices] = {};
+  static std::atomic<int> attr_set[32][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

@@ -158,13 +158,6 @@ struct Tuning {
   // the split tail's launch 1 alone, 2 = its launch 2 alone, 3 = launch 2 without programmatic
   // dependent launch; 0 = both launches (default).
   int tail_probe = 0;
-  // Session 21: the diagonal half (mainloop.cuh kVarDiagHalf, Consumer::kDiagHalf): a tile's
-  // first block whose right 64 keys none of a consumer warpgroup's rows sees runs Q K^T, softmax
-  // and P V over its left 64 keys only (causal diagonals; Sk % 128 in 1..64). Same output bits.
-  // Its own builds of the auto's diet kernels (D 64 slot 14, D 128 slot 15; launch.cuh).
-  // -1 = auto (causal launches), 1 = wherever those slots run, 0 = off; 2 = measurement: the
-  // builds run (as 1) but never take the half (FwdArgs::diag_take).
-  int diag_half = -1;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
   int max_grid = 0;

@@ -88,12 +88,6 @@ struct PipeIndex {
 template <class Tr>  // (the chunk ring has no V stages: RingPos indexes it)
 using PipeOf = PipeIndex<Tr::kStagesK, (Tr::kStagesV > 0 ? Tr::kStagesV : 1)>;
 
-/// A compile-time bool as a value (a generic lambda's argument selects its form).
-template <bool B>
-struct BoolC {
-  static constexpr bool value = B;
-};
-
 /// x (the same in every lane) through REDUX, whose result is a uniform register: ptxas then
 /// keeps what is derived from it (ring slot addresses, wgmma descriptors) in the uniform
 /// datapath instead of rebuilding each descriptor in vector registers and moving it with R2UR
@@ -312,14 +306,10 @@ __device__ __forceinline__ uint64_t desc_add(uint64_t d, uint32_t bytes) {
 
 /// S[64 x kBlockN] = Q_wg[64 x kD] K_s^T (issued, not waited). Q_wg = this warpgroup's 64 rows.
 /// kLegacy: the descriptor rebuilt per wgmma (v5; A/B knob Tuning::legacy_desc).
-/// kN < kBlockN (session 21, Consumer's diagonal half): only the first kN keys of the stage,
-/// into s[0 .. kN/2 - 1] (the accumulator's first kN/8 column groups); the rest of s is untouched.
-template <class Tr, bool BF16, bool kLegacy = false, int kN = Tr::kBlockN>
-__device__ __forceinline__ void issue_qk(float (&s_all)[Tr::kBlockN / 2], uint32_t q_wg,
+template <class Tr, bool BF16, bool kLegacy = false>
+__device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
                                          uint32_t k_stage) {
   namespace ptx = attnkit::cuda::sm90;
-  static_assert(kN <= Tr::kBlockN && kN % 16 == 0, "flash3: issue_qk of a part of the K stage");
-  float(&s)[kN / 2] = reinterpret_cast<float(&)[kN / 2]>(s_all);
   const uint64_t da0 = ptx::Sw128Desc::make(q_wg, 16, 1024);
   const uint64_t db0 = ptx::Sw128Desc::make(k_stage, 16, 1024);
 #pragma unroll
@@ -329,19 +319,18 @@ __device__ __forceinline__ void issue_qk(float (&s_all)[Tr::kBlockN / 2], uint32
       const uint64_t da = ptx::Sw128Desc::make(q_wg + (ks / 4) * Tr::kQChunkBytes + off, 16, 1024);
       const uint64_t db =
           ptx::Sw128Desc::make(k_stage + (ks / 4) * Tr::kKVChunkBytes + off, 16, 1024);
-      Wgmma<kN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
+      Wgmma<Tr::kBlockN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
     } else {
-      Wgmma<kN, BF16>::ss(s, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
-                          desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off), ks > 0 ? 1 : 0);
+      Wgmma<Tr::kBlockN, BF16>::ss(s, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
+                                   desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off),
+                                   ks > 0 ? 1 : 0);
     }
   }
 }
 
 /// O[64 x kD] += P[64 x kBlockN] V_s[kBlockN x kD] (issued, not waited). V is MN-major in smem.
 /// scale_first: the first wgmma's scale-d (0: O = P V, the old O is not read; kVarTileDiet).
-/// kKeys < kBlockN (session 21, Consumer's diagonal half): only the first kKeys keys (P's other
-/// columns are 0 there, so O is the same, bit for bit, for finite V).
-template <class Tr, bool BF16, bool kLegacy = false, int kKeys = Tr::kBlockN>
+template <class Tr, bool BF16, bool kLegacy = false>
 __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
                                          const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_stage,
                                          uint32_t kk_stride = 16 * Tr::kChunkRowBytes,
@@ -349,7 +338,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
                                          int scale_first = 1) {
   const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(v_stage, chunk_stride, 1024);
 #pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) {
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
     const uint64_t db =
         kLegacy ? attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024)
                 : desc_add(db0, kk * kk_stride);
@@ -448,12 +437,6 @@ inline constexpr int kVarTmaEpi = 512;
 // epilogue. D = 128: the overlapped consumer with the diet, without the TMA epilogue; D = 256
 // (session 20): consume_tile_simple, slot 11's ordered variant without the diet (launch.cuh).
 inline constexpr int kVarTail = 1024;
-// kVarDiagHalf (session 21; Consumer::kDiagHalf): the auto's diet kernel (D 64 slot 14, D 128
-// slot 15; 128-key tiles) whose tile's first block runs over its left 64 keys where none of the
-// warpgroup's rows sees the right 64. A kernel of its own, for causal launches (launch.cuh):
-// compiled into the common kernel, the extra turn-0 / turn-1 forms grew its turn loop by 17-23
-// SASS (ptxas's uniform registers: UMOV / UIADD3 / ULDC), for nothing in non-causal launches.
-inline constexpr int kVarDiagHalf = 2048;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -658,8 +641,7 @@ __device__ __forceinline__ void mainloop_turn(
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
-    const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr,
-    bool pv_half = false) {
+    const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
@@ -692,16 +674,8 @@ __device__ __forceinline__ void mainloop_turn(
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  // pv_half (Consumer's peeled turn 1 only; literal false elsewhere): the previous block is a
-  // diagonal half (Consumer::tile), P's right half is 0: its P V stops after kBlockN / 2 keys.
-  if (kBN == 128 && pv_half) {
-    issue_pv<Tr, BF16, kLegacyDesc, kBN == 128 ? 64 : kBN>(o, p, v_base + uni(sp * Tr::kKVBytes),
-                                                           16 * Tr::kChunkRowBytes,
-                                                           Tr::kKVChunkBytes, pv_scale);
-  } else {
-    issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
-                                    Tr::kKVChunkBytes, pv_scale);
-  }
+  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
+                                  Tr::kKVChunkBytes, pv_scale);
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
   turn.pass_turn();
@@ -1313,17 +1287,6 @@ struct Consumer {
   static_assert(!kTail || !kCanOverlap || (kDiet && !kTmaEpi),
                 "flash3: kVarTail is the overlapped diet consumer with the STG epilogue");
   TailPiece piece;  // kTail: the pending tile's piece (pieces > 1: tail.cuh finish_tail_piece)
-  // Session 21: the diagonal half (kVarDiagHalf). A tile's first block (turn 0) whose
-  // right kBN/2 keys no row of this warpgroup sees (causal: keys past the last row's diagonal;
-  // or keys >= Sk) runs Q K^T over its left kBN/2 keys only (m64n64 instead of m64n128), the
-  // softmax over those columns, and (the peeled turn 1) a P V of kBN/2 keys: with 2 consumer
-  // warpgroups and 128-row / 128-key causal tiles, consumer 0's diagonal block, i.e. 1/4 of the
-  // diagonal blocks' tensor and exp work (5.6 % of all of it at S 1k). Bit-identical output
-  // (softmax.cuh step kCols; P's right half is 0). The diet kernels of D 64 / 128 only (the turn
-  // 1 that takes the half P V is peeled there); Q from shared memory (issue_qk). kVarDiagHalf.
-  static constexpr bool kDiagHalf = (kVar & kVarDiagHalf) != 0;
-  static_assert(!kDiagHalf || (kDiet && !kQReg && kBN == 128 && kCanOverlap),
-                "flash3: kVarDiagHalf is a D 64 / 128 diet variant with 128-key tiles");
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
@@ -1523,23 +1486,9 @@ struct Consumer {
     ++qi.count;
     // (No wgmma reads qa here: the previous tile's Q K^Ts were all waited for in its turns.)
     if constexpr (kQReg) load_q_regs<Tr>(qa, q_wg, warp, lane);
-    // Turn 0's block n_end - 1: its keys from nb * kBN + kBN / 2 on are invisible to every row
-    // of this warpgroup (rows first_row .. first_row + 63; see kDiagHalf).
-    bool half = false;
-    if constexpr (kDiagHalf) {
-      const int right = (n_end - 1) * kBN + kBN / 2;  // first key of the block's right half
-      // (through REDUX: a branch on a uniform register, not one ptxas sees as divergent)
-      half = warp_uniform(a.diag_take != 0 &&
-                          (right >= a.seqlen_k ||
-                           (a.causal && right > first_row + 63 + a.causal_offset))) != 0;
-    }
 
-    // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue). kHalf
-    // (kDiagHalf): over the block's left kBN/2 keys. The two forms are whole turns in the two
-    // arms of one uniform branch: with only the Q K^T issue in a branch, its results in flight
-    // across the join made ptxas serialise every wgmma of the kernel (C7511, nvcc 13.0).
-    auto turn0 = [&](auto half_c) {
-      constexpr bool kHalf = decltype(half_c)::value;
+    // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
+    {
       const int nb = n_end - 1;
       const int st = pipe.ks();
       ptx::mbar_wait(&sm.full_k[st], pipe.kph());
@@ -1547,10 +1496,7 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      if constexpr (kHalf)
-        issue_qk<Tr, BF16, kLegacyDesc, kBN / 2>(s, q_wg, k_base + uni(st * Tr::kKVBytes));
-      else
-        issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
+      issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
       ptx::wgmma_commit();
       if constexpr (kCanOverlap) issue_pending_pv();
       turn.pass_turn();
@@ -1565,63 +1511,28 @@ struct Consumer {
       if constexpr (kCanOverlap)
         state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
       state.init();
-      if constexpr (kHalf) {  // the left kBN/2 columns (s[0 .. kBN/4 - 1]); the rest masked
-        mask_tile<kBN / 2>(reinterpret_cast<float(&)[kBN / 4]>(s), nb * kBN, row0, lane, a.seqlen_k,
-                           a.causal, a.causal_offset);
-        state.template step<!kLegacyDesc, kLazy, kBN / 2>(s, sl2, factor);
-      } else {
-        if (needs_mask(nb))
-          mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-        state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O starts from zero
-      }
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
         fence_regs(o);
         fence_regs(p);
-        // first: S (kBN/2 registers) dies before the epilogue. A half: P's right half = 0 (a
-        // one-block tile's P V runs whole, in the next turn 0 or a flush turn).
-        if constexpr (kHalf) {
-          convert_p<kBN / 2, BF16>(reinterpret_cast<float(&)[kBN / 4]>(s),
-                                   reinterpret_cast<uint32_t(&)[kBN / 8]>(p));
-          // The zeros through a volatile asm (ordered after the P V wait above): plain constants
-          // were free to move ahead of it, onto registers the pending P V still reads (call 1:
-          // ptxas then waited for that P V before the mask, in this arm only).
-          uint32_t zero;
-          asm volatile("mov.b32 %0, 0;" : "=r"(zero));
-#pragma unroll
-          for (int i = kBN / 8; i < kBN / 4; ++i)
-            p[i] = zero;
-        } else {
-          convert_p<kBN, BF16>(s, p);
-        }
-        finish_pending(inv, lse);  // the previous tile's epilogue; O = 0
+        convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
+        finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
       } else {
         convert_p<kBN, BF16>(s, p);
       }
       pf[0] = factor[0], pf[1] = factor[1];
-    };
-    if constexpr (kDiagHalf) {
-      if (half)
-        turn0(BoolC<true>{});
-      else
-        turn0(BoolC<false>{});
-    } else {
-      turn0(BoolC<false>{});
     }
     // kDiet: turn 1 (the tile's first P V, O = P V) peeled, so that the loop's P V keeps a
     // constant scale-d (a per-turn `it == 1` cost ISETP + VOTEU.ANY + UMOV in the loop).
     if constexpr (kDiet) {
       if (n_blocks > 1) {
-        // (kDiagHalf: the half P V in the other arm of a uniform branch, as turn 0)
-        if (kDiagHalf && half)
-          mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base,
-                                        attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf,
-                                        state, sl2, first_row, row0, lane, qa, 0, nullptr, true);
-        else
-          mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base,
-                                        attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf,
-                                        state, sl2, first_row, row0, lane, qa, 0);
+        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base,
+                                      attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf,
+                                      state, sl2, first_row, row0, lane, qa, 0);
         release_staged();  // kTmaEpi: turn 0's store has had a turn to read its rows
       }
     }

@@ -49,24 +49,18 @@ struct OnlineSoftmax {
   /// (lse = ref * scale + log l). P <= 256 is representable in bf16 and f16 (same relative
   /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
   /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
-  ///
-  /// kCols < kBlockN (session 21, mainloop.cuh Consumer's diagonal half): only the tile's first
-  /// kCols columns (s[0 .. kCols/2 - 1]); the others count as masked (p = 0, left unwritten).
-  /// Same results, bit for bit, as the whole tile with those columns at -inf (max ignores -inf,
-  /// the sum adds exact zeros).
-  template <bool kTree = true, bool kLazy = false, int kCols = kBlockN>
+  template <bool kTree = true, bool kLazy = false>
   __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
-    static_assert(kCols % 16 == 0 && kCols <= kBlockN, "flash3: softmax over a column prefix");
     if constexpr (!kLazy) {  // row by row, as before kLazy existed (same PTX order)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kCols>(s, r, block_max<kTree, kCols>(s, r), scale_log2, factor);
+        exp_row(s, r, block_max<kTree>(s, r), scale_log2, factor);
       return true;
     } else {
       float mx[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        mx[r] = block_max<kTree, kCols>(s, r);
+        mx[r] = block_max<kTree>(s, r);
       // (-inf -> finite: +inf > threshold, moves; -inf -> -inf: NaN, compares false.)
       const bool grow = (mx[0] - row_max[0]) * scale_log2 > kLazyLog2 ||
                         (mx[1] - row_max[1]) * scale_log2 > kLazyLog2;
@@ -74,17 +68,17 @@ struct OnlineSoftmax {
       if (!moved) mx[0] = row_max[0], mx[1] = row_max[1];
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kCols>(s, r, mx[r], scale_log2, factor);
+        exp_row(s, r, mx[r], scale_log2, factor);
       return moved;
     }
   }
 
-  /// max(row_max[r], the block's scores of row r in its first kCols columns), quad-reduced.
-  template <bool kTree, int kCols = kBlockN>
+  /// max(row_max[r], the block's scores of row r), quad-reduced.
+  template <bool kTree>
   __device__ __forceinline__ float block_max(const float (&s)[kRegs], int r) const {
     float mx = row_max[r];
     if constexpr (kTree) {
-      constexpr int n = kCols / 8;
+      constexpr int n = kBlockN / 8;
       float m[n];
 #pragma unroll
       for (int j = 0; j < n; ++j)
@@ -98,7 +92,7 @@ struct OnlineSoftmax {
       mx = fmaxf(mx, m[0]);
     } else {
 #pragma unroll
-      for (int j = 0; j < kCols / 8; ++j)
+      for (int j = 0; j < kBlockN / 8; ++j)
         mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
     }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -107,8 +101,7 @@ struct OnlineSoftmax {
   }
 
   /// Row r against the new reference max mx: factor[r], p = 2^(s * scale_log2 - ref) in place,
-  /// row_max / row_sum updated. (First kCols columns only.)
-  template <int kCols = kBlockN>
+  /// row_max / row_sum updated.
   __device__ __forceinline__ void exp_row(float (&s)[kRegs], int r, float mx, float scale_log2,
                                           float (&factor)[2]) {
     const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
@@ -116,7 +109,7 @@ struct OnlineSoftmax {
     row_max[r] = mx;
     float sum = 0.f;
 #pragma unroll
-    for (int j = 0; j < kCols / 8; ++j) {
+    for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));

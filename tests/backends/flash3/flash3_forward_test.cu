@@ -389,10 +389,6 @@ TEST_P(Flash3Forward, MatchesReference) {
   // c.grid CTAs (Tuning::max_grid).
   flash3::tuning().max_grid = c.grid;
   flash3::tuning().tail_split = c.tag == "tail" ? 1 : c.tag == "tail_off" ? 0 : -1;
-  // "diag_on"/"diag_off" (session 21): the diagonal half (Tuning::diag_half, mainloop.cuh
-  // kVarDiagHalf; auto = causal launches) forced on (non-causal: Sk % 128 in 1..64 halves the
-  // last block) or off.
-  flash3::tuning().diag_half = c.tag == "diag_on" ? 1 : c.tag == "diag_off" ? 0 : -1;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -408,20 +404,12 @@ TEST_P(Flash3Forward, MatchesReference) {
   // Session 16: the default path past Sk 2048 runs the ordered builds (launch.cuh kernels_ord,
   // slot 16 + s): D = 256 the diet (13, Sk <= 4096) or slot 11; D = 128 the diet + TMA
   // epilogue (15) at every Sk > 2048; D = 64 none (its diet, slot 14). "unordered" never runs one.
-  // Session 21: causal launches of D 64's slot 14 and D 128's slot 15 run their diagonal-half
-  // builds (+ 32).
-  const int diag = c.causal != Causal::none ? 32 : 0;
   if (c.tag == "long" && c.d == 256) want_slot = 16 + (c.sk <= 4096 ? 13 : 11);
-  if (c.tag == "long" && c.d == 128) want_slot = 16 + 15 + diag;
-  if (c.tag == "long" && c.d == 64) want_slot = 14 + diag;  // (the diet at every Sk, session 16)
-  // diag_on / diag_off: the diagonal-half build of the auto's slot, or not.
-  if (c.tag == "diag_on" && c.d == 64) want_slot = 32 + 14;
-  if (c.tag == "diag_on" && c.d == 128) want_slot = 32 + 15 + (c.sk > 2048 ? 16 : 0);
-  if (c.tag == "diag_off" && c.d == 64) want_slot = 14;
-  if (c.tag == "diag_off" && c.d == 128) want_slot = 15 + (c.sk > 2048 ? 16 : 0);
+  if (c.tag == "long" && c.d == 128) want_slot = 16 + 15;
+  if (c.tag == "long" && c.d == 64) want_slot = 14;  // (the diet at every Sk since session 16)
   if (want_slot >= 0) EXPECT_EQ(flash3::last_forward_slot(), want_slot) << "kernel slot";
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
-    EXPECT_LT(flash3::last_forward_slot() % 32, 16) << "kernel slot (unordered build)";
+    EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
   // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds)
   // and (session 20) the D = 256 64-key ones (13 up to Sk 4096, else 11), non-causal; the cases
   // are sized so that the last round is partial (a knob that silently fell back would still pass
@@ -556,18 +544,6 @@ std::vector<Cfg> cases() {
       add({"long", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
       add({"long", 2, 700, 5000, 8, 8, 0, DType::bf16, Causal::bottom_right, true, false, true});
       add({"unordered", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::top_left});
-      // Session 21: the diagonal half. Auto (causal) in every causal case above at D 64 / 128;
-      // forced on without causal: Sk % 128 = 64 (every tile's last block is a half: 960 keys;
-      // 2200 keys: the ordered build at D 128), 104 (never a half), GQA, f16; forced off with
-      // causal (the plain slot), bottom-right with rows without keys.
-      if (d != 256) {
-        add({"diag_on", 2, 300, 960, 4, 2, 0, DType::bf16, Causal::none});
-        add({"diag_on", 1, 200, 2200, 4, 4, 0, DType::f16, Causal::none});
-        add({"diag_on", 1, 333, 1000, 6, 2, 0, DType::bf16, Causal::none});
-        add({"diag_on", 2, 700, 200, 8, 4, 0, DType::bf16, Causal::bottom_right});
-        add({"diag_off", 2, 900, 700, 8, 2, 0, DType::bf16, Causal::top_left});
-        add({"diag_off", 1, 500, 960, 4, 1, 0, DType::f16, Causal::bottom_right});
-      }
       add({"unordered", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
       // Session 19: the split tail (D = 128, and D = 256 since session 20; D = 64 checks that it
       // never runs). On 5-13 CTAs:
@@ -937,81 +913,6 @@ TEST(Flash3SplitTail, BitIdenticalRunToRun) {
     ++ran;
   }
   if (ran == 0) GTEST_SKIP() << "head dims 128 and 256 not in this build's ATTNKIT_HEAD_DIMS";
-}
-
-// Session 21: the diagonal half (Tuning::diag_half, mainloop.cuh kVarDiagHalf) computes what
-// the whole block computes: the same O and lse values, on and off (O and lse re-poisoned
-// before each run; -0 == +0, NaN never equal): causal both alignments (rows without keys,
-// tiles of one block), Sq != Sk, Sk % 128 = 64 non-causal, GQA, f16, D 64 with 3 consumer
-// warpgroups (192-row tiles: the diagonal crosses a block at another offset). D 64 and 128,
-// each where the build has it.
-void diag_half_same_values(int d) {
-  struct Shape {
-    int64_t b, sq, sk, hq, hkv;
-    Causal causal;
-    DType dt;
-    int wgs;
-  };
-  const Shape shapes[] = {{2, 1000, 1000, 4, 2, Causal::top_left, DType::bf16, 0},
-                          {2, 700, 200, 8, 4, Causal::bottom_right, DType::bf16, 0},
-                          {1, 333, 1100, 4, 4, Causal::bottom_right, DType::f16, 0},
-                          {1, 640, 960, 4, 1, Causal::none, DType::bf16, 0},
-                          {1, 2100, 2100, 2, 2, Causal::top_left, DType::bf16, 0},
-                          {2, 1000, 1000, 4, 2, Causal::top_left, DType::bf16, 3}};
-  for (const Shape& sh : shapes) {
-    if (sh.wgs == 3 && d != 64) continue;
-    Cfg c{"diag", sh.b, sh.sq, sh.sk, sh.hq, sh.hkv, d, sh.dt, sh.causal};
-    SCOPED_TRACE(c.name() + (sh.wgs == 3 ? " wgs3" : ""));
-    std::mt19937_64 g(21);
-    Tensor q, k, v, out;
-    make(q, c.b, c.sq, c.hq, c.d, c, &g, false);
-    make(k, c.b, c.sk, c.hkv, c.d, c, &g, false);
-    make(v, c.b, c.sk, c.hkv, c.d, c, &g, false);
-    make(out, c.b, c.sq, c.hq, c.d, c, &g, true);
-    float* lse = nullptr;
-    const int64_t nlse = c.b * c.hq * c.sq;
-    ASSERT_EQ(cudaMalloc(&lse, nlse * 4), cudaSuccess);
-    const Params p = params_of(c, q, k, v, out, lse);
-    auto run = [&](int diag, std::vector<float>& o, std::vector<float>& l) {
-      ASSERT_EQ(cudaMemset(out.dev, 0xff, out.alloc * 2), cudaSuccess);  // NaN
-      ASSERT_EQ(cudaMemset(lse, 0xff, nlse * 4), cudaSuccess);
-      flash3::tuning().diag_half = diag;
-      flash3::tuning().consumer_wgs = sh.wgs;
-      ASSERT_NO_THROW(backend_flash3().forward(p));
-      flash3::tuning() = flash3::Tuning{};
-      // The diagonal-half build ran (+ 32: launch.cuh), or not.
-      EXPECT_EQ(flash3::last_forward_slot() >= 32, diag == 1)
-          << "slot " << flash3::last_forward_slot();
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      o = download(out, c.dt);
-      l.resize(nlse);
-      ASSERT_EQ(cudaMemcpy(l.data(), lse, nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    };
-    std::vector<float> o_on, l_on, o_off, l_off;
-    run(1, o_on, l_on);
-    run(0, o_off, l_off);
-    cudaFree(lse);
-    ASSERT_EQ(o_on.size(), o_off.size());
-    int64_t o_diff = 0, l_diff = 0;
-    for (size_t i = 0; i < o_on.size(); ++i)
-      o_diff += !(o_on[i] == o_off[i]);  // (NaN: a difference)
-    for (size_t i = 0; i < l_on.size(); ++i)
-      l_diff += !(l_on[i] == l_off[i]);  // (-inf == -inf for rows without keys)
-    EXPECT_EQ(o_diff, 0) << "O values that differ, of " << o_on.size();
-    EXPECT_EQ(l_diff, 0) << "lse values that differ, of " << l_on.size();
-  }
-}
-
-TEST(Flash3DiagHalf, SameValuesAsWholeBlocks) {
-  SKIP_IF_NO_SM90();
-  const auto& dims = backend_flash3().description().caps.head_dims;
-  int ran = 0;
-  for (int d : {64, 128}) {
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) continue;
-    diag_half_same_values(d);
-    ++ran;
-  }
-  if (ran == 0) GTEST_SKIP() << "head dims 64 and 128 not in this build's ATTNKIT_HEAD_DIMS";
 }
 
 TEST(Flash3FastDiv, MatchesDivision) {
