@@ -123,12 +123,6 @@ extern "C" void flash3_set_knobs_tail(int tail_split, int tail_min_blocks, int m
   attnkit::flash3::tuning().tail_min_blocks = tail_min_blocks;
   attnkit::flash3::tuning().max_grid = max_grid;
 }
-// Session 21: Tuning::tail_ranges (the split tail's ranges per CTA, taken from a counter; 0 =
-// one static range per CTA; -1: the compiled default).
-extern "C" void flash3_set_knobs_tail_ranges(int tail_ranges) {
-  attnkit::flash3::tuning().tail_ranges =
-      tail_ranges < 0 ? attnkit::flash3::Tuning{}.tail_ranges : tail_ranges;
-}
 // Session 19: Tuning::tail_probe (measurement: 1 / 2 = launch 1 / 2 of the split tail alone,
 // 3 = launch 2 without programmatic dependent launch).
 extern "C" void flash3_set_knobs_tail_probe(int tail_probe) {

@@ -80,10 +80,6 @@ struct FwdArgs {
   TailRanges tail;
   float* tail_ws;
   int* tail_counters;
-  // Session 21 (tail.cuh tail_range, Tuning::tail_ranges): null = CTA c runs range c of
-  // tail.ctas = grid ranges; else tail.ctas ranges (a multiple of the grid) taken from this
-  // counter (a zeroed int, 0 again after the launch).
-  int* tail_grab;
 };
 
 }  // namespace attnkit::flash3

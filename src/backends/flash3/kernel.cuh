@@ -99,24 +99,16 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         ptx::tma_prefetch_map(&args.tma_v);
         if constexpr ((kVar & kVarTmaEpi) != 0) ptx::tma_prefetch_map(&args.tma_o);
       }
-      if constexpr (kTail) {  // this CTA's ranges (tail_range), each range's pieces in order
-        const bool taken = args.tail_grab != nullptr;  // (else one static range: no hand-over)
-        for (int r = 0;; ++r) {
-          int c = 0;
-          if (lane == 0) c = tail_range(args, r);
-          c = __shfl_sync(0xffffffffu, c, 0);
-          if (taken) slot.put(r, c, lane);
-          if (c < 0) break;
-          int k = 0;
-          for (TailPiece w = tail_piece(args, c, 0), next; w.t >= 0; w = next) {
-            next = tail_piece(args, c, ++k);  // (its tile's Q is prefetched: q_prefetch)
-            if (lane == 0) {
-              const Tile tile = decode_tile_of<kDiet>(args, w.t);
-              produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b, w.n, pipe, qi, next.t,
-                                      w.lo);
-            }
-            __syncwarp();
+      if constexpr (kTail) {  // this CTA's pieces, in order (tail_piece)
+        int k = 0;
+        for (TailPiece w = tail_piece(args, 0), next; w.t >= 0; w = next) {
+          next = tail_piece(args, ++k);  // (its tile's Q is prefetched: FwdArgs::q_prefetch)
+          if (lane == 0) {
+            const Tile tile = decode_tile_of<kDiet>(args, w.t);
+            produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b, w.n, pipe, qi, next.t,
+                                    w.lo);
           }
+          __syncwarp();
         }
       } else {
         // Dynamic: tile blockIdx.x first (grid <= #tiles), then one atomic per tile, taken when
@@ -152,40 +144,29 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     const int cwg = wg - 1;
     const PingPong turn{cwg, Tr::kConsumerWGs, args.pingpong != 0};
     if (cwg == Tr::kConsumerWGs - 1) turn.pass_turn();  // consumer 0 goes first
-    // The split tail's ranges (tail_range; taken ones from the producer through the slot).
-    const bool taken = kTail && args.tail_grab != nullptr;
-    auto next_range = [&](int r) {
-      return taken ? slot.get() : r == 0 ? static_cast<int>(blockIdx.x) : -1;
-    };
     if constexpr (kTail && !Consumer<Tr, BF16, kVar>::kCanOverlap) {
       // D = 256 (session 20): consume_tile_simple per piece (no overlap, so no flush turns).
-      for (int r = 0, c; (c = next_range(r)) >= 0; ++r) {
-        for (int k = 0;; ++k) {
-          const TailPiece w = tail_piece(args, c, k);
-          if (w.t < 0) break;
-          const Tile tile = decode_tile_of<kDiet>(args, w.t);
-          consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b, w.n, pipe, qi,
-                                              cwg, threadIdx.x % 128, turn, w);
-        }
+      for (int k = 0;; ++k) {
+        const TailPiece w = tail_piece(args, k);
+        if (w.t < 0) break;
+        const Tile tile = decode_tile_of<kDiet>(args, w.t);
+        consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b, w.n, pipe, qi,
+                                            cwg, threadIdx.x % 128, turn, w);
       }
     } else if constexpr (kTail) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       trace_stamp(args, 48, cwg, threadIdx.x % 128, 0);
-      int k = 0;  // pieces so far, over every range
-      for (int r = 0, c; (c = next_range(r)) >= 0; ++r) {
-        for (int kk = 0;; ++kk, ++k) {
-          const TailPiece w = tail_piece(args, c, kk);
-          if (w.t < 0) break;
-          trace_stamp(args, 49 + k, cwg, threadIdx.x % 128, 0);
-          // (The flush turn as below: between pieces without overlap; after the last piece.)
-          if (k > 0 && !consumer.overlap()) consumer.flush_turn();
-          const Tile tile = decode_tile_of<kDiet>(args, w.t);
-          trace_put(args, 49 + k, cwg, threadIdx.x % 128, 3, w.n | w.pieces << 16 | w.index << 24);
-          consumer.tile(tile.m_block, tile.h, tile.b, w.n, w);
-          trace_stamp(args, 49 + k, cwg, threadIdx.x % 128, 1);
-        }
+      for (int k = 0;; ++k) {
+        const TailPiece w = tail_piece(args, k);
+        trace_stamp(args, 49 + k, cwg, threadIdx.x % 128, 0);
+        // (The flush turn as below: after the last piece; pieces always have blocks.)
+        if (k > 0 && (w.t < 0 || !consumer.overlap())) consumer.flush_turn();
+        if (w.t < 0) break;
+        const Tile tile = decode_tile_of<kDiet>(args, w.t);
+        trace_put(args, 49 + k, cwg, threadIdx.x % 128, 3, w.n | w.pieces << 16 | w.index << 24);
+        consumer.tile(tile.m_block, tile.h, tile.b, w.n, w);
+        trace_stamp(args, 49 + k, cwg, threadIdx.x % 128, 1);
       }
-      if (k > 0) consumer.flush_turn();
       trace_stamp(args, 48, cwg, threadIdx.x % 128, 1);
     } else if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);

@@ -105,23 +105,17 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   a2.tail_first = a.num_tiles - rest;
   a2.tail.tiles = rest;
   a2.tail.n_blocks = n_blocks;
-  // (At least one block per range: TailRanges needs blocks() >= ctas. W * ctas < 2^31: the
-  // kernel's range arithmetic is 32-bit, tail.cuh tail_begin32.) Tuning::tail_ranges = k > 0:
-  // k ranges per CTA, taken from a counter (FwdArgs::tail_grab), the grid at most one per range.
-  const int per = std::max(0, tuning().tail_ranges);
-  a2.tail.ctas = std::min<int64_t>(static_cast<int64_t>(ctas) * std::max(per, 1), a2.tail.blocks());
+  // (At least one block per CTA: TailRanges needs blocks() >= ctas. W * ctas < 2^31: the
+  // kernel's range arithmetic is 32-bit, tail.cuh tail_begin32.)
+  a2.tail.ctas = std::min<int64_t>(ctas, a2.tail.blocks());
   if (a2.tail.blocks() * a2.tail.ctas >= INT32_MAX) return false;
-  const int grid2 = static_cast<int>(std::min<int64_t>(ctas, a2.tail.ctas));
   // Every allocation before launch 1: nothing may come between the two kernels.
   constexpr int kWarps = Tr::kConsumerWGs * 4;
   const size_t ws_bytes =
       static_cast<size_t>(2 * a2.tail.ctas) * kWarps * kTailWords<Tr::kD> * 32 * sizeof(float);
   a2.tail_ws = static_cast<float*>(cuda::workspace(ws_bytes, p.device.index, stream));
-  // (the tiles' merge counters, then the range counter)
-  int* counters =
-      cuda::zeroed_counters(static_cast<size_t>(rest) * kWarps + 1, p.device.index, stream);
-  a2.tail_counters = counters;
-  a2.tail_grab = per > 0 ? counters + static_cast<size_t>(rest) * kWarps : nullptr;
+  a2.tail_counters =
+      cuda::zeroed_counters(static_cast<size_t>(rest) * kWarps, p.device.index, stream);
   a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile)
   const int probe = tuning().tail_probe;
   if (probe != 2) {
@@ -130,7 +124,7 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   }
   set_last_forward_tail_tiles(rest);
   if (probe == 1) return true;
-  cuda::launch_dependent(tail_kernel, dim3(static_cast<unsigned>(grid2)), dim3(Tr::kThreads),
+  cuda::launch_dependent(tail_kernel, dim3(static_cast<unsigned>(a2.tail.ctas)), dim3(Tr::kThreads),
                          Tr::kSmemBytes, stream, probe == 0, a2);
   return true;
 }

@@ -154,10 +154,6 @@ struct Tuning {
   int tail_split = -1;
   // The auto's least K/V blocks per tile (-1: launch.cuh's default: 4096 keys, D = 256 8192).
   int tail_min_blocks = -1;
-  // Session 21: the split tail's key blocks dealt in this many ranges per CTA, taken from a
-  // counter as CTAs come free (tail.cuh tail_range; the first range of each CTA is its own); 0 =
-  // one static range per CTA (sessions 19-20).
-  int tail_ranges = 0;
   // Measurement only (bench/gpu/flash3_knob_ab.py; the output is incomplete for 1 and 2): 1 =
   // the split tail's launch 1 alone, 2 = its launch 2 alone, 3 = launch 2 without programmatic
   // dependent launch; 0 = both launches (default).

@@ -44,7 +44,6 @@ struct TailPiece {
   int t = -1;
   int lo = 0, n = 0;
   int j = 0, index = 0, pieces = 1;
-  int range = 0;  // the range (TailRanges' "CTA") it belongs to: its slots are this range's
 };
 
 /// TailRanges' begin / cta_of in 32-bit unsigned arithmetic (the launch keeps W * ctas < 2^31):
@@ -61,11 +60,9 @@ __device__ __forceinline__ int tail_cta_of32(const TailRanges& rg, int x) {
          1;
 }
 
-/// The k-th piece of range c (TailRanges' CTA c: with static ranges this CTA, c = blockIdx.x;
-/// with FwdArgs::tail_grab, a range it took, tail_range).
-__device__ __forceinline__ TailPiece tail_piece(const FwdArgs& a, int c, int k) {
+__device__ __forceinline__ TailPiece tail_piece(const FwdArgs& a, int k) {
   const TailRanges& rg = a.tail;
-  const int nb = static_cast<int>(rg.n_blocks);
+  const int c = blockIdx.x, nb = static_cast<int>(rg.n_blocks);
   const int lo = tail_begin32(rg, c), hi = tail_begin32(rg, c + 1), j = lo / nb + k;
   TailPiece w;
   if (j * nb >= hi) return w;
@@ -77,25 +74,7 @@ __device__ __forceinline__ TailPiece tail_piece(const FwdArgs& a, int c, int k) 
   w.j = j;
   w.pieces = tail_cta_of32(rg, first + nb - 1) - c0 + 1;
   w.index = c - c0;
-  w.range = c;
   return w;
-}
-
-/// Producer warp, lane 0: the r-th range this CTA runs (-1: no more). Static ranges
-/// (FwdArgs::tail_grab null): range blockIdx.x, once. Taken ranges (session 21): range blockIdx.x
-/// first (the grid has at most tail.ctas CTAs), then one atomic per range, taken when the
-/// previous range's loads are all issued, so that a CTA that starts early (launch 1's CTAs leave
-/// their SMs over tens of us) runs more of the tail. Every CTA's last take fails once; the take
-/// that is the last of all (value tail.ctas - 1 before the offset) sets the counter back to 0.
-__device__ __forceinline__ int tail_range(const FwdArgs& a, int r) {
-  if (r == 0) return static_cast<int>(blockIdx.x);
-  if (a.tail_grab == nullptr) return -1;
-  const int ranges = static_cast<int>(a.tail.ctas);
-  const int x = atomicAdd(a.tail_grab, 1);
-  const int c = x + static_cast<int>(gridDim.x);
-  if (c < ranges) return c;
-  if (x == ranges - 1) *a.tail_grab = 0;  // every CTA has taken its last (failed) range
-  return -1;
 }
 
 /// Word `word` of this lane in slot `slot` for consumer warp `cw` (of kWarps): the 32 lanes of a
@@ -117,7 +96,7 @@ template <int kD, int kWarps, bool BF16>
 __device__ __forceinline__ void merge_tail_pieces(const FwdArgs& a, const TailPiece& pc, int cw,
                                                   int lane, int b, int h, int row0) {
   constexpr int kVals = kD / 2, kGroup = 4;
-  const int c0 = pc.range - pc.index;  // the tile's first range (TailRanges::slot's first_cta)
+  const int c0 = blockIdx.x - pc.index;  // the tile's first CTA (TailRanges::slot's first_cta)
   auto slot_of = [&](int i) { return 2 * (c0 + i) + (i == 0 ? 1 : 0); };
   // Pass 1: the largest lse of each row.
   float mx[2] = {-INFINITY, -INFINITY};
@@ -180,7 +159,7 @@ __device__ __forceinline__ void finish_tail_piece(const FwdArgs& a, const float 
                                                   const float (&inv)[2], const float (&lse)[2],
                                                   const TailPiece& pc, int cw, int lane, int b,
                                                   int h, int row0) {
-  const int slot = 2 * pc.range + (pc.index == 0 ? 1 : 0);
+  const int slot = 2 * static_cast<int>(blockIdx.x) + (pc.index == 0 ? 1 : 0);
   float* dst = tail_word<kD, kWarps>(a, slot, cw, 0, lane);
 #pragma unroll
   for (int v = 0; v < kD / 2; ++v)
