@@ -708,8 +708,8 @@ std::vector<Cfg> cases() {
         add({"tmaepi_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
         // D = 64 (helper f3fwd16): the default picks 3 consumer warpgroups (192-row tiles), 2 for
         // causal S_q <= 1024 (since session 21 also <= 2048 unless 192 divides it); both forced
-        // as well. 192-row tiles whose last warpgroups have no
-        // rows (S_q = 1024: m block 5 = rows 960 .. 1151; S_q = 100, 333) take idle turns
+        // as well. 192-row tiles whose last warpgroups have no rows (S_q = 1024: m block 5 =
+        // rows 960 .. 1151; S_q = 100, 333) take idle turns
         // between real ones; bottom-right S_q > S_k gives tiles without keys (empty_tile after
         // a flush) and one-block tiles after longer ones (their only P V is the pending one,
         // scale-d 0); S_k = 100: every tile one block.
@@ -794,8 +794,8 @@ std::vector<Cfg> cases() {
         add({"kv128r", 1, 2048, 2048, 4, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       }
       // D 64 causal runs 2 warpgroups by default for S_q <= 1024, and (session 21) for S_q <=
-      // 2048 not a multiple of 192: force 3 there (idle ones); the default at 1500 / 2048 (2
-      // warpgroups) and at 1536 (3), large, against the GPU reference.
+      // 2048 not a multiple of 192: force 3 there (idle ones); the default path at 1500 / 2048
+      // (2 warpgroups by the rule) and at 1536 (3), large, against the GPU reference.
       if (d == 64) {
         add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
         add({"wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
