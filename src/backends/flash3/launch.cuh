@@ -455,7 +455,8 @@ void run_forward(const Params& p) {
     // s21-d64-wgs2k.json): also causal S_q <= 2048 whose 192-row tiling leaves the last (and, in
     // causal, longest) tile partly empty: 2 warpgroups at S 2048 +2.7..+3.1 % (every round and
     // copy); where 192 divides S_q the 3-warpgroup kernel stays ahead (1536: 2 warpgroups
-    // -3.3..-3.7 %, 3072: -6 %), and at 4096 too (-2 %, 64 of 192 rows used in the last tile).
+    // -3.2..-4.7 %, 3072: -6..-6.8 %), and at 4096 too (-1.9..-2.4 %, 64 of 192 rows used in
+    // the last tile).
     const bool causal2 = p.causal != Causal::none &&
                          (p.seqlen_q <= 1024 || (p.seqlen_q <= 2048 && p.seqlen_q % 192 != 0));
     const bool three = tuning().consumer_wgs == 3 || (tuning().consumer_wgs == 0 && !causal2);
