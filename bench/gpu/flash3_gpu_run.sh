@@ -8,11 +8,17 @@ mkdir -p "$OUT"
 B=build_f3
 rm -rf $B && mkdir -p $B
 ARCH="-gencode=arch=compute_90a,code=sm_90a"
-DEFS="-DATTNKIT_FLASH3_D64=1 -DATTNKIT_FLASH3_D128=1 -DATTNKIT_FLASH3_D256=1 -DATTNKIT_WITH_CUDA=1"
+# F3_DIMS (session 21): the head dims to build (default all; e.g. F3_DIMS=64 for a quick D 64
+# check: ~1-2 min instead of ~2.5).
+DIMS=${F3_DIMS:-64 128 256}
+DEFS="-DATTNKIT_WITH_CUDA=1"
+for d in $DIMS; do DEFS="$DEFS -DATTNKIT_FLASH3_D$d=1"; done
 NV="nvcc -std=c++20 -O3 $ARCH -I include -I src $DEFS -Xcompiler -fPIC"
 {
-  for f in src/backends/flash3/instantiations/*.cu; do
-    echo "$NV -Xptxas -v -c $f -o $B/$(basename $f .cu).o"
+  for d in $DIMS; do
+    for f in src/backends/flash3/instantiations/*_d${d}_*.cu; do
+      echo "$NV -Xptxas -v -c $f -o $B/$(basename $f .cu).o"
+    done
   done
   echo "$NV -x cu -c src/backends/flash3/backend.cpp -o $B/backend.o"
   echo "$NV -x cu -c src/cuda/workspace.cpp -o $B/workspace.o"
