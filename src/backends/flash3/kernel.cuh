@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
-        const int t = dynamic ? slot.get() : static_tile(args, k);
+        const int t = dynamic ? slot.get(k) : static_tile(args, k);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
         // (trace builds: word 0 = the tile starts, 3 = its m block and K/V block count, 1 = after
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       consumer.drain();  // (kVarTmaEpi only)
     } else {
       for (int k = 0;; ++k) {
-        const int t = dynamic ? slot.get() : static_tile(args, k);
+        const int t = dynamic ? slot.get(k) : static_tile(args, k);
         if (t < 0) break;
         const Tile tile = decode_tile_of<kDiet>(args, t);
         if constexpr (Tr::kRing) {

@@ -451,9 +451,15 @@ void run_forward(const Params& p) {
     // S = 1k causal in both runs (288.5 vs 271.9 TFLOP/s run 6, 293.5 vs 277.9 run 5; non-causal
     // 1k the other way: 408 vs 377). Applied after run 6: the S = 512/1024 causal rows of the
     // results table were measured with 3 warpgroups.
-    const bool three =
-        tuning().consumer_wgs == 3 ||
-        (tuning().consumer_wgs == 0 && !(p.causal != Causal::none && p.seqlen_q <= 1024));
+    // Session 21 (H100, interleaved, 3 rounds x 2 copies, bench/results/2026-11-23-h100-flash3-
+    // s21-d64-wgs2k.json): also causal S_q <= 2048 whose 192-row tiling leaves the last (and, in
+    // causal, longest) tile partly empty: 2 warpgroups at S 2048 +2.7..+3.1 % (every round and
+    // copy); where 192 divides S_q the 3-warpgroup kernel stays ahead (1536: 2 warpgroups
+    // -3.2..-4.7 %, 3072: -6..-6.8 %), and at 4096 too (-1.9..-2.4 %, 64 of 192 rows used in
+    // the last tile).
+    const bool causal2 = p.causal != Causal::none &&
+                         (p.seqlen_q <= 1024 || (p.seqlen_q <= 2048 && p.seqlen_q % 192 != 0));
+    const bool three = tuning().consumer_wgs == 3 || (tuning().consumer_wgs == 0 && !causal2);
     if (three) {
       if (tuning().v_stages == 3) return launch_forward<D, BF16, 0, 3, 3>(p);
       return launch_forward<D, BF16, 0, 3>(p);

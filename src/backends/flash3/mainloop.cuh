@@ -43,7 +43,7 @@ struct SmemLayout {
   uint64_t* full_v;
   uint64_t* empty_k;
   uint64_t* empty_v;
-  int* sched_tile;  // dynamic tile scheduler hand-over (SchedSlot)
+  int* sched_tile;  // [kSchedSlots] dynamic tile scheduler hand-over (SchedSlot)
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
@@ -57,6 +57,10 @@ struct SmemLayout {
     empty_k = full_v + Tr::kStagesV;
     empty_v = empty_k + Tr::kStagesK;
     sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStagesV);
+    // (The barriers and the ring share FwdTraits::kFixedBytes' 1024-byte barrier region.)
+    static_assert(
+        (2 * Tr::kQStages + 2 * Tr::kStagesK + 2 * Tr::kStagesV) * 8 + 4 * kSchedSlots <= 1024,
+        "flash3: barriers + the scheduler's slot ring exceed their 1 KB");
   }
 };
 

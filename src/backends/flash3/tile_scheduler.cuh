@@ -105,24 +105,30 @@ __device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
 /// producer sync, which racecheck apparently does not treat as ordering (it accepts sync-sync).
 /// Every edge in both directions is an arrive -> sync on a strictly alternating barrier, plus a
 /// membar.cta before each arrival (added after run 6, not yet run on a GPU).
+/// Session 21 (branch wip/f3dynring21, not yet run on a GPU): the k-th tile goes to slot
+/// k % kSchedSlots of a ring, so a slot is written once per kSchedSlots tiles of a CTA instead
+/// of once per tile: below that many tiles per CTA no slot is ever rewritten, and the read /
+/// next-write pair racecheck reported cannot occur. The barriers' protocol is unchanged (it
+/// still orders every round, also when the ring wraps).
+inline constexpr int kSchedSlots = 128;
 struct SchedSlot {
   static constexpr int kBarFull = 4;  // 1 .. 3: ping-pong
   static constexpr int kBarEmpty = 5;
-  int* tile;
+  int* tile;    // [kSchedSlots]
   int threads;  // producer warp + consumer threads
   /// Producer warp: publishes its k-th tile (-1 = no more).
   __device__ __forceinline__ void put(int k, int t, int lane) const {
     namespace ptx = attnkit::cuda::sm90;
     if (k > 0) ptx::named_bar_sync(kBarEmpty, threads);
-    if (lane == 0) *static_cast<volatile int*>(tile) = t;
+    if (lane == 0) static_cast<volatile int*>(tile)[k % kSchedSlots] = t;
     __threadfence_block();  // the store is performed before the arrival (see get())
     ptx::named_bar_arrive(kBarFull, threads);
   }
-  /// Consumer thread: the next tile (-1 = no more).
-  __device__ __forceinline__ int get() const {
+  /// Consumer thread: its k-th tile (-1 = no more).
+  __device__ __forceinline__ int get(int k) const {
     namespace ptx = attnkit::cuda::sm90;
     ptx::named_bar_sync(kBarFull, threads);
-    const int t = *static_cast<volatile int*>(tile);
+    const int t = static_cast<volatile int*>(tile)[k % kSchedSlots];
     // The load is performed before the arrival that lets the producer overwrite the slot
     // (bar.arrive itself is only documented to order for the barrier's completion; the
     // membar.cta makes the read-before-overwrite order explicit).

@@ -295,7 +295,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().pingpong = c.tag == "pp_on" ? 1 : pp_off ? 0 : -1;
   flash3::tuning().persistent = c.tag != "nonpersist";
   // "q1buf": one Q buffer; "sched_static"/"sched_dyn": force the tile scheduler; "wgs2"/"wgs3":
-  // D = 64 with 2 or 3 consumer warpgroups (default 3, 2 for causal S_q <= 1024).
+  // D = 64 with 2 or 3 consumer warpgroups (default 3, 2 for causal S_q <= 1024 and, since
+  // session 21, causal S_q <= 2048 not a multiple of 192).
   flash3::tuning().q_bufs = c.tag == "q1buf" ? 1 : 2;
   flash3::tuning().scheduler = c.tag == "sched_static" ? 0 : c.tag == "sched_dyn" ? 1 : -1;
   flash3::tuning().consumer_wgs = c.tag == "wgs2" ? 2 : c.tag == "wgs3" ? 3 : 0;
@@ -706,8 +707,9 @@ std::vector<Cfg> cases() {
         add({"tmaepi", 2, 1100, 1100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
         add({"tmaepi_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
         // D = 64 (helper f3fwd16): the default picks 3 consumer warpgroups (192-row tiles), 2 for
-        // causal S_q <= 1024; both forced as well. 192-row tiles whose last warpgroups have no
-        // rows (S_q = 1024: m block 5 = rows 960 .. 1151; S_q = 100, 333) take idle turns
+        // causal S_q <= 1024 (since session 21 also <= 2048 unless 192 divides it); both forced
+        // as well. 192-row tiles whose last warpgroups have no rows (S_q = 1024: m block 5 =
+        // rows 960 .. 1151; S_q = 100, 333) take idle turns
         // between real ones; bottom-right S_q > S_k gives tiles without keys (empty_tile after
         // a flush) and one-block tiles after longer ones (their only P V is the pending one,
         // scale-d 0); S_k = 100: every tile one block.
@@ -791,9 +793,19 @@ std::vector<Cfg> cases() {
              true});
         add({"kv128r", 1, 2048, 2048, 4, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       }
-      if (d == 64) {  // causal S_q <= 1024 runs 2 warpgroups by default: force 3 (idle ones)
+      // D 64 causal runs 2 warpgroups by default for S_q <= 1024, and (session 21) for S_q <=
+      // 2048 not a multiple of 192: force 3 there (idle ones); the default path at 1500 / 2048
+      // (2 warpgroups by the rule) and at 1536 (3), large, against the GPU reference.
+      if (d == 64) {
         add({"wgs3", 3, 100, 200, 48, 4, 0, DType::bf16, Causal::bottom_right});
         add({"wgs3", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
+        add({"wgs3", 1, 2048, 2048, 4, 2, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"causal_2wg", 1, 1500, 1500, 4, 2, 0, DType::bf16, Causal::top_left, false, false,
+             true});
+        add({"causal_2wg", 1, 2048, 2048, 4, 4, 0, DType::f16, Causal::bottom_right, false, false,
+             true});
+        add({"causal_3wg", 1, 1536, 1536, 4, 2, 0, DType::bf16, Causal::top_left, false, false,
+             true});
       }
       // Rotated static rounds (several rounds per CTA, non-causal; the 3-warpgroup D = 64
       // kernel only, the knob is ignored elsewhere): forced on with whole tiles, off with a
