@@ -162,7 +162,17 @@ void launch_forward(const Params& p) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  const bool dynamic = tuning().persistent && tuning().scheduler == 1;
+  // Scheduler auto (session 22): dynamic for the 3-warpgroup D = 64 kernel (192-row tiles) on
+  // causal launches whose static schedule would run one CTA per tile (more than
+  // kCausalPersistentMaxMBlocks m blocks, S_q > 6144): H100 interleaved A/B (bench/results/
+  // 2026-11-23-h100-flash3-s22.md call 1), S 8192 +3.5 % in both rounds (session 21: 8k
+  // +3.4..+3.5 %, 16k +1.7..+1.9 %). At S 4096 (persistent static) it was +-0.4 %, non-causal
+  // -0.1..-2.7 % (1k-8k), so those stay static. Since the slot ring (tile_scheduler.cuh
+  // SchedSlot) racecheck reports no hazard on the sanitizer subset's dynamic cases.
+  const bool dynamic_auto = D == 64 && WGs == 3 && a.causal &&
+                            a.num_m_blocks > kCausalPersistentMaxMBlocks;
+  const bool dynamic = tuning().persistent &&
+                       (tuning().scheduler == 1 || (tuning().scheduler < 0 && dynamic_auto));
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -382,12 +392,13 @@ void launch_forward(const Params& p) {
   // the static zig-zag leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one
   // CTA per tile, run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the
   // details.
-  // Auto = static since run 7 (H100, session 2): the dynamic hand-over (producer warp ->
-  // consumers through one shared int and two named barriers, arrive -> sync) is reported by
-  // compute-sanitizer racecheck (3 reports, only in kernels that use it), which we could not
-  // prove to be a false positive; the default path must be sanitizer-clean. Cost measured in
-  // run 7 (3-warpgroup D = 64 kernel, static vs dynamic TFLOP/s): S = 1k 387 vs 408 non-causal,
-  // 294 vs 288 causal; S = 8k 466 vs 490 non-causal, 442 vs 452 causal. scheduler = 1 opts in.
+  // Auto = static from run 7 (H100, session 2) to session 21: the dynamic hand-over (producer
+  // warp -> consumers through one shared int and two named barriers, arrive -> sync) was
+  // reported by compute-sanitizer racecheck, and the default path must be sanitizer-clean.
+  // Session 22: the hand-over is a slot ring (no report); dynamic is the auto only where it
+  // measured faster (dynamic_auto above). Run 7's numbers (3-warpgroup D = 64 kernel, static
+  // vs dynamic TFLOP/s: S = 1k 387 vs 408 non-causal; S = 8k 466 vs 490 non-causal) did not
+  // repeat on today's kernels (session 22 call 1: non-causal dynamic -0.1..-2.7 %).
   const bool persistent = tuning().persistent &&
                           (dynamic || !a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
   // (Tuning::max_grid: tests run small shapes on a few CTAs; never the cluster's grid.)

@@ -114,12 +114,13 @@ struct Tuning {
   // overlap this block's GEMMs. 0 = off; nonzero selects it (kv_tile_256 is then ignored).
   // Compiled only (round 3, helper f3fwd6): A/B only until a GPU run shows a gain.
   int kv_ring_256 = 0;
-  // Tile scheduler of persistent launches: -1 = auto (static: launch.cuh says why and what
-  // dynamic would gain at D = 64),
+  // Tile scheduler of persistent launches: -1 = auto (static, but dynamic for D = 64 causal
+  // S_q > 6144 on 3 consumer warpgroups: launch.cuh run_forward says why),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),
   // 1 = dynamic (atomic tile counter in the workspace, zeroed on the stream per launch).
   int scheduler = -1;
-  // Consumer warpgroups for D = 64: 0 = auto (3, but 2 for causal S_q <= 1024), 2 or 3
+  // Consumer warpgroups for D = 64: 0 = auto (3, but 2 for causal S_q <= 1024 and for causal
+  // S_q <= 2048 not a multiple of 192), 2 or 3
   // (FA3 uses 3 = 192-row tiles).
   int consumer_wgs = 0;
   // Measurement builds only (ATTNKIT_FLASH3_TRACE): device buffer for per-tile clock64 stamps of

@@ -105,11 +105,14 @@ __device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
 /// producer sync, which racecheck apparently does not treat as ordering (it accepts sync-sync).
 /// Every edge in both directions is an arrive -> sync on a strictly alternating barrier, plus a
 /// membar.cta before each arrival (added after run 6, not yet run on a GPU).
-/// Session 21 (branch wip/f3dynring21, not yet run on a GPU): the k-th tile goes to slot
-/// k % kSchedSlots of a ring, so a slot is written once per kSchedSlots tiles of a CTA instead
-/// of once per tile: below that many tiles per CTA no slot is ever rewritten, and the read /
-/// next-write pair racecheck reported cannot occur. The barriers' protocol is unchanged (it
-/// still orders every round, also when the ring wraps).
+/// Session 21 / 22: the k-th tile goes to slot k % kSchedSlots of a ring, so a slot is written
+/// once per kSchedSlots tiles of a CTA instead of once per tile: below that many tiles per CTA
+/// no slot is ever rewritten, and the read / next-write pair racecheck reported cannot occur
+/// (session 22 call 1, H100: racecheck 0 hazards on the sanitizer subset, whose dynamic cases
+/// run <= 2 tiles per CTA). The barriers' protocol is unchanged and still orders every round
+/// when the ring wraps (tested with 150 tiles per CTA: the "sched_dyn ... _g2" case); racecheck
+/// may report such a wrapped launch again, since it does not take the arrive -> sync edge as
+/// ordering.
 inline constexpr int kSchedSlots = 128;
 struct SchedSlot {
   static constexpr int kBarFull = 4;  // 1 .. 3: ping-pong

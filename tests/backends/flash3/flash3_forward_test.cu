@@ -844,6 +844,17 @@ std::vector<Cfg> cases() {
       }
       // Dynamic scheduler on a non-causal launch, and many more tiles than CTAs (causal default).
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
+      // Session 22: 300 one-block tiles on 2 CTAs (150 each): the hand-over's slot ring
+      // (tile_scheduler.cuh kSchedSlots = 128) wraps.
+      add({"sched_dyn", 2, 100, 100, 150, 2, 0, DType::bf16, Causal::none, false, false, false,
+           1.f, 2});
+      // Session 22: D 64 causal S_q > 6144 takes the dynamic scheduler by default (launch.cuh
+      // dynamic_auto; 34 m blocks of 192 rows), also with S_q < S_k bottom-right.
+      if (d == 64) {
+        add({"persist", 1, 6400, 6400, 2, 1, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"persist", 1, 6300, 6500, 2, 2, 0, DType::f16, Causal::bottom_right, false, false,
+             true});
+      }
       add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       add({"one", 1, 1, 1, 1, 1});
       add({"one", 1, 1, 1, 1, 1, 0, DType::bf16, Causal::bottom_right});
