@@ -162,15 +162,16 @@ void launch_forward(const Params& p) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  // Scheduler auto (session 22): dynamic for the 3-warpgroup D = 64 kernel (192-row tiles) on
-  // causal launches whose static schedule would run one CTA per tile (more than
-  // kCausalPersistentMaxMBlocks m blocks, S_q > 6144): H100 interleaved A/B (bench/results/
-  // 2026-11-23-h100-flash3-s22.md call 1), S 8192 +3.5 % in both rounds (session 21: 8k
-  // +3.4..+3.5 %, 16k +1.7..+1.9 %). At S 4096 (persistent static) it was +-0.4 %, non-causal
-  // -0.1..-2.7 % (1k-8k), so those stay static. Since the slot ring (tile_scheduler.cuh
-  // SchedSlot) racecheck reports no hazard on the sanitizer subset's dynamic cases.
-  const bool dynamic_auto = D == 64 && WGs == 3 && a.causal &&
-                            a.num_m_blocks > kCausalPersistentMaxMBlocks;
+  // Scheduler auto (session 22): dynamic on causal launches whose static schedule would run one
+  // CTA per tile (more than kCausalPersistentMaxMBlocks m blocks: S_q > 6144 for the 192-row
+  // D = 64 tiles, > 4096 for the 128-row ones). H100 interleaved A/Bs, 2 rounds each, against
+  // the same auto twice (bench/results/2026-11-23-h100-flash3-s22.md calls 1-2): D 64 6528
+  // +4.2 %, 8192 +3.5 %, 16384 +1.8 %; D 128 8192 +4.0..+4.1 %, 16384 +2.2..+2.3 %; D 256 8192
+  // +0.7..+0.9 %, 16384 +0.6..+0.7 %. Where the static schedule is persistent (causal <= 32
+  // m blocks) dynamic lost: D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %;
+  // D 256 2048 / 4096 -5 %; non-causal D 64 1k-8k -0.1..-2.7 %. Since the slot ring
+  // (tile_scheduler.cuh SchedSlot) racecheck reports no hazard on the dynamic cases.
+  const bool dynamic_auto = a.causal && a.num_m_blocks > kCausalPersistentMaxMBlocks;
   const bool dynamic = tuning().persistent &&
                        (tuning().scheduler == 1 || (tuning().scheduler < 0 && dynamic_auto));
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
@@ -388,7 +389,8 @@ void launch_forward(const Params& p) {
   // dynamic = static within noise (537/531 at 1k, 587/574 at 16k), but causal lost with the
   // dynamic order (heaviest rows of a head first): D = 256, S = 4k 466 vs 547 (static
   // zig-zag), D = 128, S = 16k 548 vs 595 (one CTA per tile).
-  // Static schedule: causal with more than 32 m blocks (S > 4k) runs one CTA per tile, since
+  // Static schedule (scheduler = 0 since session 22; the auto is dynamic there): causal with
+  // more than 32 m blocks (S > 4k) runs one CTA per tile, since
   // the static zig-zag leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one
   // CTA per tile, run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the
   // details.

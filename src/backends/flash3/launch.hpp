@@ -114,8 +114,8 @@ struct Tuning {
   // overlap this block's GEMMs. 0 = off; nonzero selects it (kv_tile_256 is then ignored).
   // Compiled only (round 3, helper f3fwd6): A/B only until a GPU run shows a gain.
   int kv_ring_256 = 0;
-  // Tile scheduler of persistent launches: -1 = auto (static, but dynamic for D = 64 causal
-  // S_q > 6144 on 3 consumer warpgroups: launch.cuh run_forward says why),
+  // Tile scheduler of persistent launches: -1 = auto (static, but dynamic for causal launches
+  // of more than 32 m blocks: launch.cuh run_forward says why),
   // 0 = static (tile_scheduler.cuh; causal with > 32 m blocks then runs one CTA per tile),
   // 1 = dynamic (atomic tile counter in the workspace, zeroed on the stream per launch).
   int scheduler = -1;

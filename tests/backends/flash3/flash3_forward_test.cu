@@ -848,12 +848,14 @@ std::vector<Cfg> cases() {
       // (tile_scheduler.cuh kSchedSlots = 128) wraps.
       add({"sched_dyn", 2, 100, 100, 150, 2, 0, DType::bf16, Causal::none, false, false, false,
            1.f, 2});
-      // Session 22: D 64 causal S_q > 6144 takes the dynamic scheduler by default (launch.cuh
-      // dynamic_auto; 34 m blocks of 192 rows), also with S_q < S_k bottom-right.
-      if (d == 64) {
-        add({"persist", 1, 6400, 6400, 2, 1, 0, DType::bf16, Causal::top_left, false, false, true});
-        add({"persist", 1, 6300, 6500, 2, 2, 0, DType::f16, Causal::bottom_right, false, false,
-             true});
+      // Session 22: causal launches of more than 32 m blocks take the dynamic scheduler by
+      // default (launch.cuh dynamic_auto: S_q > 6144 at D 64's 192-row tiles, > 4096 at 128),
+      // also with S_q < S_k bottom-right.
+      {
+        const int64_t sq = d == 64 ? 6400 : 4200;
+        add({"persist", 1, sq, sq, 2, 1, 0, DType::bf16, Causal::top_left, false, false, true});
+        add({"persist", 1, sq - 100, sq + 100, 2, 2, 0, DType::f16, Causal::bottom_right, false,
+             false, true});
       }
       add({"persist", 1, 4100, 4100, 8, 2, 0, DType::bf16, Causal::top_left, false, false, true});
       add({"one", 1, 1, 1, 1, 1});
