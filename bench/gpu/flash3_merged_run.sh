@@ -7,6 +7,10 @@
 #   3. bench/peers.py backward rows (flash3 vs torch cuDNN and FA-2) with the library defaults,
 #      then the same D = 64 rows again under ATTNKIT_FLASH3_BWD_VARIANT=$F3B_AB_VARIANT (A/B).
 # At most 8 files come back: logs go into $OUT/logs.tgz; the tables and summary.txt beside it.
+# Session 22: with the 1,137-case forward suite, phase 1 alone (build + tests + sanitizer beside
+# the niced CMake build) plus the table and the test_flash3 shards took more than 588 s, and an
+# outer `timeout 588` killed it before any summary line: on a 600 s call, run the CMake
+# test_flash3 on its own (bench/results/2026-11-23-h100-flash3-s22.md, call 7) instead.
 # Usage: OUT=... F3B_AB_VARIANT="64:decoupled+atomic+kv" BENCH_ARGS="..." flash3_merged_run.sh
 set -u
 FINAL_OUT=${OUT:-/tmp/flash3_merged}
