@@ -172,8 +172,8 @@ void launch_forward(const Params& p) {
   // D 256 2048 / 4096 -5 %; non-causal D 64 1k-8k -0.1..-2.7 %. Since the slot ring
   // (tile_scheduler.cuh SchedSlot) racecheck reports no hazard on the dynamic cases.
   const bool dynamic_auto = a.causal && a.num_m_blocks > kCausalPersistentMaxMBlocks;
-  const bool dynamic = tuning().persistent &&
-                       (tuning().scheduler == 1 || (tuning().scheduler < 0 && dynamic_auto));
+  const bool dynamic =
+      tuning().persistent && (tuning().scheduler == 1 || (tuning().scheduler < 0 && dynamic_auto));
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.

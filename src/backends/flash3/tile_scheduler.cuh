@@ -99,20 +99,19 @@ __device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
 /// before the next write). Each barrier alternates strictly between its two sides, so an
 /// arrival can never count towards the wrong round. The final -1 is not acknowledged (nobody
 /// waits for it), which leaves no barrier half-arrived at exit.
-/// compute-sanitizer racecheck reports the slot's read (consumers, round k) against its next
-/// write (producer, round k+1) as a hazard, both with this version and with a first one that
-/// used mbarrier slots (runs 5 and 6): the only edge between them is consumer arrive ->
-/// producer sync, which racecheck apparently does not treat as ordering (it accepts sync-sync).
-/// Every edge in both directions is an arrive -> sync on a strictly alternating barrier, plus a
-/// membar.cta before each arrival (added after run 6, not yet run on a GPU).
-/// Session 21 / 22: the k-th tile goes to slot k % kSchedSlots of a ring, so a slot is written
-/// once per kSchedSlots tiles of a CTA instead of once per tile: below that many tiles per CTA
-/// no slot is ever rewritten, and the read / next-write pair racecheck reported cannot occur
-/// (session 22 call 1, H100: racecheck 0 hazards on the sanitizer subset, whose dynamic cases
-/// run <= 2 tiles per CTA). The barriers' protocol is unchanged and still orders every round
-/// when the ring wraps (tested with 150 tiles per CTA: the "sched_dyn ... _g2" case); racecheck
-/// may report such a wrapped launch again, since it does not take the arrive -> sync edge as
-/// ordering.
+/// With one int (sessions 2-21) compute-sanitizer racecheck reported the slot's read
+/// (consumers, round k) against its next write (producer, round k+1) as a hazard, both with
+/// that version and with a first one that used mbarrier slots (runs 5 and 6): the only edge between
+/// them is consumer arrive -> producer sync, which racecheck apparently does not treat as ordering
+/// (it accepts sync-sync). Every edge in both directions is an arrive -> sync on a strictly
+/// alternating barrier, plus a membar.cta before each arrival (added after run 6). Session 21 / 22:
+/// the k-th tile goes to slot k % kSchedSlots of a ring, so a slot is written once per kSchedSlots
+/// tiles of a CTA instead of once per tile: below that many tiles per CTA no slot is ever
+/// rewritten, and the read / next-write pair racecheck reported cannot occur (session 22 call 1,
+/// H100: racecheck 0 hazards on the sanitizer subset, whose dynamic cases run <= 2 tiles per CTA).
+/// The barriers' protocol is unchanged and still orders every round when the ring wraps (tested
+/// with 150 tiles per CTA: the "sched_dyn ... _g2" case, which racecheck also passed with 0 hazards
+/// in session 22 call 2; it is in the sanitizer subset).
 inline constexpr int kSchedSlots = 128;
 struct SchedSlot {
   static constexpr int kBarFull = 4;  // 1 .. 3: ping-pong

@@ -846,8 +846,8 @@ std::vector<Cfg> cases() {
       add({"sched_dyn", 4, 1000, 1000, 16, 4, 0, DType::bf16, Causal::none, false, false, true});
       // Session 22: 300 one-block tiles on 2 CTAs (150 each): the hand-over's slot ring
       // (tile_scheduler.cuh kSchedSlots = 128) wraps.
-      add({"sched_dyn", 2, 100, 100, 150, 2, 0, DType::bf16, Causal::none, false, false, false,
-           1.f, 2});
+      add({"sched_dyn", 2, 100, 100, 150, 2, 0, DType::bf16, Causal::none, false, false, false, 1.f,
+           2});
       // Session 22: causal launches of more than 32 m blocks take the dynamic scheduler by
       // default (launch.cuh dynamic_auto: S_q > 6144 at D 64's 192-row tiles, > 4096 at 128),
       // also with S_q < S_k bottom-right.
