@@ -162,18 +162,21 @@ void launch_forward(const Params& p) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 
-  // Scheduler auto (session 22): dynamic on causal launches whose static schedule would run one
-  // CTA per tile (more than kCausalPersistentMaxMBlocks m blocks: S_q > 6144 for the 192-row
-  // D = 64 tiles, > 4096 for the 128-row ones). H100 interleaved A/Bs, 2 rounds each, against
-  // the same auto twice (bench/results/2026-11-23-h100-flash3-s22.md calls 1-2): D 64 6528
-  // +4.2 %, 8192 +3.5 %, 16384 +1.8 %; D 128 8192 +4.0..+4.1 %, 16384 +2.2..+2.3 %; D 256 8192
-  // +0.7..+0.9 %, 16384 +0.6..+0.7 %. Where the static schedule is persistent (causal <= 32
-  // m blocks) dynamic lost: D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %;
-  // D 256 2048 / 4096 -5 %; non-causal D 64 1k-8k -0.1..-2.7 %. Since the slot ring
-  // (tile_scheduler.cuh SchedSlot) racecheck reports no hazard on the dynamic cases.
-  const bool dynamic_auto = a.causal && a.num_m_blocks > kCausalPersistentMaxMBlocks;
+  // Scheduler auto. Static from run 7 (H100, session 2) to session 21: the dynamic hand-over
+  // (producer warp -> consumers through one shared int and two named barriers, arrive -> sync)
+  // was reported by compute-sanitizer racecheck, and the default path must be sanitizer-clean.
+  // Session 22: the hand-over is a slot ring (tile_scheduler.cuh SchedSlot; no report), and
+  // dynamic is the auto on causal launches whose static schedule runs one CTA per tile (more
+  // than kCausalPersistentMaxMBlocks m blocks: S_q > 6144 for the 192-row D = 64 tiles, > 4096
+  // for the 128-row ones). H100 interleaved A/Bs, 2 rounds each, against the same auto twice
+  // (bench/results/2026-11-23-h100-flash3-s22.md calls 1-2, 9): D 64 6528 +4.2 %, 8192 +3.5 %,
+  // 16384 +1.8 %; D 128 4352-6144 +4.5..+6.5 %, 8192 +4.0..+4.1 %, 16384 +2.2..+2.3 %; D 256
+  // +0.6..+1.5 %. Where the static schedule is persistent (causal <= 32 m blocks) dynamic lost:
+  // D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %; D 256 2048 / 4096 -5 %;
+  // non-causal D 64 1k-8k -0.1..-2.7 % (run 7's +5 % at 1k did not repeat on today's kernels).
+  const bool long_causal = a.causal && a.num_m_blocks > kCausalPersistentMaxMBlocks;
   const bool dynamic =
-      tuning().persistent && (tuning().scheduler == 1 || (tuning().scheduler < 0 && dynamic_auto));
+      tuning().persistent && (tuning().scheduler == 1 || (tuning().scheduler < 0 && long_causal));
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -389,20 +392,11 @@ void launch_forward(const Params& p) {
   // dynamic = static within noise (537/531 at 1k, 587/574 at 16k), but causal lost with the
   // dynamic order (heaviest rows of a head first): D = 256, S = 4k 466 vs 547 (static
   // zig-zag), D = 128, S = 16k 548 vs 595 (one CTA per tile).
-  // Static schedule (scheduler = 0 since session 22; the auto is dynamic there): causal with
-  // more than 32 m blocks (S > 4k) runs one CTA per tile, since
-  // the static zig-zag leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one
-  // CTA per tile, run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the
-  // details.
-  // Auto = static from run 7 (H100, session 2) to session 21: the dynamic hand-over (producer
-  // warp -> consumers through one shared int and two named barriers, arrive -> sync) was
-  // reported by compute-sanitizer racecheck, and the default path must be sanitizer-clean.
-  // Session 22: the hand-over is a slot ring (no report); dynamic is the auto only where it
-  // measured faster (dynamic_auto above). Run 7's numbers (3-warpgroup D = 64 kernel, static
-  // vs dynamic TFLOP/s: S = 1k 387 vs 408 non-causal; S = 8k 466 vs 490 non-causal) did not
-  // repeat on today's kernels (session 22 call 1: non-causal dynamic -0.1..-2.7 %).
-  const bool persistent = tuning().persistent &&
-                          (dynamic || !a.causal || a.num_m_blocks <= kCausalPersistentMaxMBlocks);
+  // Static schedule (scheduler = 0; the auto is dynamic there, see `dynamic`): causal with more
+  // than 32 m blocks (long_causal, S > 4k) runs one CTA per tile, since the static zig-zag
+  // leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per tile,
+  // run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
+  const bool persistent = tuning().persistent && (dynamic || !long_causal);
   // (Tuning::max_grid: tests run small shapes on a few CTAs; never the cluster's grid.)
   const int grid_cap = tuning().max_grid > 0 && tuning().max_grid < max_ctas && !cluster
                            ? tuning().max_grid

@@ -57,10 +57,9 @@ struct SmemLayout {
     empty_k = full_v + Tr::kStagesV;
     empty_v = empty_k + Tr::kStagesK;
     sched_tile = reinterpret_cast<int*>(empty_v + Tr::kStagesV);
-    // (The barriers and the ring share FwdTraits::kFixedBytes' 1024-byte barrier region.)
-    static_assert(
-        (2 * Tr::kQStages + 2 * Tr::kStagesK + 2 * Tr::kStagesV) * 8 + 4 * kSchedSlots <= 1024,
-        "flash3: barriers + the scheduler's slot ring exceed their 1 KB");
+    static_assert((2 * Tr::kQStages + 2 * Tr::kStagesK + 2 * Tr::kStagesV) * 8 + 4 * kSchedSlots <=
+                      Tr::kBarrierRegionBytes,
+                  "flash3: barriers + the scheduler's slot ring exceed their region");
   }
 };
 

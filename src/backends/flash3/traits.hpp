@@ -98,7 +98,9 @@ struct FwdTraits {
   // D = 256 never overlaps tiles (Consumer::kCanOverlap), so it needs no zero block; that is
   // what lets its 3-V-stage variant fit (64 + 5 x 32 + 2 KB = 226 KB).
   static constexpr int kZeroBytes = D == 256 ? 0 : 16 * D * 2;
-  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + 1024 + 1024;
+  // The mbarriers and the dynamic scheduler's slot ring (mainloop.cuh SmemLayout).
+  static constexpr int kBarrierRegionBytes = 1024;
+  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + kBarrierRegionBytes + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
