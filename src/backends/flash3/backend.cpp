@@ -1,5 +1,6 @@
 // flash3: Hopper-native (sm_90a) attention. Forward: warp-specialised kernel with TMA loads into
-// a 2-stage K/V ring, wgmma for QK^T and PV, online softmax with exp2. Backward (D = 64, 128):
+// a 2-stage K/V ring, wgmma for QK^T and PV, online softmax with exp2; softcap, ALiBi and sliding
+// windows in a kernel of their own (launch.cuh launch_forward_score_mod). Backward (D = 64, 128):
 // one CTA per key block, TMA + wgmma for all five GEMMs, dQ through an fp32 workspace with
 // atomics (bwd_kernel.cuh). Everything not implemented is declared unsupported so the
 // dispatcher falls back.
@@ -76,9 +77,7 @@ std::vector<std::string> feature_reasons(const Params& p) {
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
   if (p.varlen) r.push_back("varlen");
   if (p.has_mask()) r.push_back("mask");
-  if (p.window_left >= 0 || p.window_right >= 0) r.push_back("window");
-  if (p.softcap > 0.f) r.push_back("softcap");
-  if (p.alibi != nullptr) r.push_back("alibi");
+  // (Window, softcap and ALiBi: forward only; backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
   if (p.is_backward && p.deterministic)
     r.push_back("deterministic backward (flash3 accumulates dQ with atomics)");
@@ -107,11 +106,16 @@ class Flash3Backend final : public Backend {
     c.max_arch = 90;
     c.causal_top_left = true;
     c.causal_bottom_right = true;
+    // Forward only (backward_reasons declines them): launch.cuh launch_forward_score_mod.
+    c.window = true;
+    c.softcap = true;
+    c.alibi = true;
     c.gqa = true;
     c.lse = true;
     c.backward = true;  // D = 64, 128 (extra_reasons); dQ by atomics, so not deterministic
     c.deterministic = false;
-    // Not implemented (yet): window, softcap, alibi, masks, varlen, dropout, D = 256 backward.
+    // Not implemented (yet): masks, varlen, dropout, D = 256 backward; window, softcap and ALiBi
+    // in the backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -162,6 +166,11 @@ class Flash3Backend final : public Backend {
     if (p.head_dim != 64 && p.head_dim != 128)
       reasons.push_back("backward head_dim " + std::to_string(p.head_dim) +
                         " not implemented (flash3 backward: 64, 128)");
+    if (p.window_left >= 0 || p.window_right >= 0)
+      reasons.push_back("window: the flash3 backward has no sliding window (forward only)");
+    if (p.softcap > 0.f) reasons.push_back("softcap: the flash3 backward has none (forward only)");
+    if (p.alibi != nullptr)
+      reasons.push_back("alibi: the flash3 backward has no ALiBi (forward only)");
   }
 
   void forward(const Params& p) override {

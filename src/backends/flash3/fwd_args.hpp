@@ -80,6 +80,25 @@ struct FwdArgs {
   TailRanges tail;
   float* tail_ws;
   int* tail_counters;
+  // Session 23 (mainloop.cuh kVarScoreMod; launch.cuh set_score_mod): softcap, ALiBi and the
+  // sliding window. A window's right edge is folded into causal / causal_offset above (key j
+  // visible iff j <= i + causal_offset: the smaller of the causal and the window bound); its left
+  // edge is window_lo / lo_offset. Read only by kVarScoreMod kernels.
+  //   softcap_k: 2 log2(e) scale / softcap (0 = off): the kernel's score becomes
+  //              tanh(scale s / softcap) = 1 - 2 / (1 + 2^(s softcap_k)), and the launch sets
+  //              scale = softcap, scale_log2 = softcap log2(e), so that softmax and lse see
+  //              softcap tanh(scale s / softcap) in natural units;
+  //   window_lo: 1 = key j hidden when j < i + lo_offset (lo_offset = Sk - Sq - window_left);
+  //   alibi: slopes, element (b, h) at alibi + b alibi_sb + h alibi_sh (null = off);
+  //          alibi_mul = -1 / scale (in the kernel's score units), diag_offset = Sk - Sq:
+  //          s += slope alibi_mul |i + diag_offset - j|.
+  float softcap_k;
+  int window_lo;
+  int lo_offset;
+  int diag_offset;
+  const float* alibi;
+  int64_t alibi_sb, alibi_sh;
+  float alibi_mul;
 };
 
 }  // namespace attnkit::flash3

@@ -57,6 +57,15 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   // The split tail's kernel (launch 2, tail.cuh): pieces of the tail's tiles, static only.
   constexpr bool kTail = (kVar & kVarTail) != 0;
   const bool dynamic = args.tile_counter != nullptr;
+  // kVarScoreMod (session 23): a tile's blocks start at first_n_block (the window's left edge).
+  constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
+  auto lo_block = [&](int m_block) { return kScoreMod ? first_n_block<Tr>(args, m_block) : 0; };
+  // (blocks lo_block .. num_n_blocks - 1; none when that is empty)
+  auto blocks_from = [&](int m_block, int lo) {
+    const int n = num_n_blocks<Tr>(args, m_block);
+    if constexpr (!kScoreMod) return n;  // (lo = 0: the same code as before session 23)
+    return n - lo > 0 ? n - lo : 0;
+  };
   constexpr int kConsumerWarps = Tr::kConsumerWGs * 4;  // lane 0 of each arrives on "empty"
   // K/V "empty": the consumer warps of every CTA of the cluster (cluster.cuh).
   constexpr int kKVReleases = kConsumerWarps * Tr::kCluster;
@@ -124,8 +133,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
           const int t_next = dynamic ? -1 : static_tile(args, k + 1);
           if (lane == 0) {
             const Tile tile = decode_tile_of<kDiet>(args, t);
+            const int lo = lo_block(tile.m_block);
             produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b,
-                                    num_n_blocks<Tr>(args, tile.m_block), pipe, qi, t_next);
+                                    blocks_from(tile.m_block, lo), pipe, qi, t_next, lo);
           }
           __syncwarp();
           if (dynamic) {
@@ -207,9 +217,10 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
           // (trace, measurement builds: words 0 / 2 = the tile call starts / returns; 1 / 3 in
           // consume_tile_simple)
           trace_stamp(args, k, cwg, threadIdx.x % 128, 0);
+          const int lo = lo_block(tile.m_block);
           consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b,
-                                              num_n_blocks<Tr>(args, tile.m_block), pipe, qi, cwg,
-                                              threadIdx.x % 128, turn);
+                                              blocks_from(tile.m_block, lo), pipe, qi, cwg,
+                                              threadIdx.x % 128, turn, TailPiece{}, lo);
           trace_stamp(args, k, cwg, threadIdx.x % 128, 2);
         }
       }

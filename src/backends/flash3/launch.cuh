@@ -129,10 +129,11 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   return true;
 }
 
-template <int D, bool BF16, int BN, int WGs, int VS = 2, int RS = 0>
-void launch_forward(const Params& p) {
-  using Tr = FwdTraits<D, BN, WGs, VS, 1, RS>;
-  if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
+/// The FwdArgs fields every forward launch of traits Tr fills the same way: tensor maps, output,
+/// lse, lengths, causal rule, tile counts, scale.
+template <class Tr, bool BF16>
+FwdArgs base_args(const Params& p) {
+  constexpr int D = Tr::kD;
   FwdArgs a{};
   make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
   // Sk = 0: the maps are never read (every CTA visits 0 tiles) but must still be encodable.
@@ -161,6 +162,61 @@ void launch_forward(const Params& p) {
   a.num_tiles = static_cast<int>(tiles);
   a.scale = p.scale;
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+  return a;
+}
+
+/// Scheduler auto (launch_forward says why): dynamic on causal launches of more than
+/// kCausalPersistentMaxMBlocks m blocks, unless Tuning::scheduler / persistent say otherwise.
+inline bool long_causal_launch(const FwdArgs& a) {
+  return a.causal && a.num_m_blocks > kCausalPersistentMaxMBlocks;
+}
+inline bool dynamic_schedule(const FwdArgs& a) {
+  return tuning().persistent &&
+         (tuning().scheduler == 1 || (tuning().scheduler < 0 && long_causal_launch(a)));
+}
+
+/// The schedule's precomputed divisors and rounds for a grid of `ctas` CTAs, and the dynamic
+/// scheduler's zeroed counter (when `dynamic` and there are more tiles than CTAs).
+inline void set_schedule(const Params& p, FwdArgs& a, int ctas, bool dynamic, cudaStream_t stream) {
+  {  // (read by kVarTileDiet kernels only: tile_scheduler.cuh FastDiv)
+    const FastDiv fm = make_fast_div(a.num_m_blocks), fh = make_fast_div(a.heads_q);
+    a.m_div_mul = fm.mul, a.m_div_shift = fm.shift;
+    a.h_div_mul = fh.mul, a.h_div_shift = fh.shift;
+    a.num_rounds = (a.num_tiles + ctas - 1) / ctas;
+    const FastDiv fg = make_fast_div(ctas);
+    a.g_div_mul = fg.mul, a.g_div_shift = fg.shift;
+  }
+  a.tile_counter = nullptr;
+  if (dynamic && ctas < a.num_tiles) {
+    a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));
+    ATTNKIT_CUDA_CHECK(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
+  }
+}
+
+/// Tuning::q_prefetch, or its auto (launch_forward has the measurements).
+inline int q_prefetch_auto(const Params& p, const FwdArgs& a, int D) {
+  return tuning().q_prefetch >= 0         ? tuning().q_prefetch
+         : D <= 128 && p.seqlen_k <= 4096 ? 2
+         : D == 256 && a.causal           ? 4
+                                          : 0;
+}
+
+/// FwdArgs::epi_wide: Tuning::epi_wide, or its auto (8-byte stores at D >= 128), narrowed to
+/// what out's base and strides keep aligned (launch_forward has the measurements).
+inline int epi_wide_auto(const Params& p, int D) {
+  auto aligned = [&](int elems) {
+    return reinterpret_cast<uintptr_t>(p.out) % (2 * elems) == 0 && p.out_st.b % elems == 0 &&
+           p.out_st.s % elems == 0 && p.out_st.h % elems == 0;
+  };
+  const int want = tuning().epi_wide >= 0 ? tuning().epi_wide : D >= 128 ? 1 : 0;
+  return want >= 2 && aligned(8) ? 2 : want >= 1 && aligned(4) ? 1 : 0;
+}
+
+template <int D, bool BF16, int BN, int WGs, int VS = 2, int RS = 0>
+void launch_forward(const Params& p) {
+  using Tr = FwdTraits<D, BN, WGs, VS, 1, RS>;
+  if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
+  FwdArgs a = base_args<Tr, BF16>(p);
 
   // Scheduler auto. Static from run 7 (H100, session 2) to session 21: the dynamic hand-over
   // (producer warp -> consumers through one shared int and two named barriers, arrive -> sync)
@@ -174,9 +230,8 @@ void launch_forward(const Params& p) {
   // +0.6..+1.5 %. Where the static schedule is persistent (causal <= 32 m blocks) dynamic lost:
   // D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %; D 256 2048 / 4096 -5 %;
   // non-causal D 64 1k-8k -0.1..-2.7 % (run 7's +5 % at 1k did not repeat on today's kernels).
-  const bool long_causal = a.causal && a.num_m_blocks > kCausalPersistentMaxMBlocks;
-  const bool dynamic =
-      tuning().persistent && (tuning().scheduler == 1 || (tuning().scheduler < 0 && long_causal));
+  const bool long_causal = long_causal_launch(a);
+  const bool dynamic = dynamic_schedule(a);
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -364,11 +419,7 @@ void launch_forward(const Params& p) {
   // qprefetch-d64.json): D 64 with 2: 1k +1.1 % / +1.6 % (non-causal / causal), 4k +0.2 / +0.6 %,
   // 16k +0.2 / -0.2 %; the 16k rows of D 64 / 128 / 256 moved by at most 0.5 % either way, the
   // spread of two identical configurations in that loop: on up to 4k keys at D <= 128.
-  a.q_prefetch = Tr::kRing                        ? 0
-                 : tuning().q_prefetch >= 0       ? tuning().q_prefetch
-                 : D <= 128 && p.seqlen_k <= 4096 ? 2
-                 : D == 256 && a.causal           ? 4
-                                                  : 0;
+  a.q_prefetch = Tr::kRing ? 0 : q_prefetch_auto(p, a, D);
   a.kv_prefetch = tuning().kv_prefetch != 0 ? 1 : 0;
   // 8- / 16-byte O stores (store_output, Tuning::epi_wide): the base and every stride (in
   // 16-bit elements) a multiple of 4 / 8, so each lane's store is aligned; else the widest that
@@ -380,12 +431,7 @@ void launch_forward(const Params& p) {
   // store requests. 16 bytes vs 8, next call: D 256 1k -0.1..-0.9 %, 4k / 16k +-0.4 %, its
   // epilogue 4.9k vs 4.7k cycles at 1k, 4.25k vs 3.75k at 4k: the quad transpose's SHFLs cost
   // more than the fewer requests save).
-  auto aligned = [&](int elems) {
-    return reinterpret_cast<uintptr_t>(p.out) % (2 * elems) == 0 && p.out_st.b % elems == 0 &&
-           p.out_st.s % elems == 0 && p.out_st.h % elems == 0;
-  };
-  const int epi_want = tuning().epi_wide >= 0 ? tuning().epi_wide : D >= 128 ? 1 : 0;
-  a.epi_wide = epi_want >= 2 && aligned(8) ? 2 : epi_want >= 1 && aligned(4) ? 1 : 0;
+  a.epi_wide = epi_wide_auto(p, D);
   // Scheduler (run 5, H100, same process). Dynamic for the 192-row D = 64 kernel, whose last
   // tile of a head is partly empty (S = 1k: 6 x 192 rows): 418 vs 390 TFLOP/s static
   // (non-causal), 279 vs 254 (causal); equal at S = 4k. Static elsewhere: D = 128 non-causal
@@ -402,14 +448,6 @@ void launch_forward(const Params& p) {
                            ? tuning().max_grid
                            : max_ctas;
   const int ctas = (a.num_tiles < grid_cap || !persistent) ? a.num_tiles : grid_cap;
-  {  // (read by kVarTileDiet kernels only: tile_scheduler.cuh FastDiv)
-    const FastDiv fm = make_fast_div(a.num_m_blocks), fh = make_fast_div(a.heads_q);
-    a.m_div_mul = fm.mul, a.m_div_shift = fm.shift;
-    a.h_div_mul = fh.mul, a.h_div_shift = fh.shift;
-    a.num_rounds = (a.num_tiles + ctas - 1) / ctas;
-    const FastDiv fg = make_fast_div(ctas);
-    a.g_div_mul = fg.mul, a.g_div_shift = fg.shift;
-  }
   // Rotated static rounds (tile_scheduler.cuh tile_of_round): auto = non-causal persistent
   // launches whose last m block is partial (unequal tiles; causal keeps its zig-zag). Never with
   // the 2-CTA cluster, whose CTA pair (2c, 2c+1) must hold tiles (m, m+1) with m even in every
@@ -421,11 +459,7 @@ void launch_forward(const Params& p) {
   // its Q buffer early, mainloop.cuh idle_tile_simple; fixed in session 14.)
   a.rotate = WGs == 3 && persistent && !cluster && !a.causal && tuning().rotate_rounds != 0 &&
              (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
-  a.tile_counter = nullptr;
-  if (dynamic && ctas < a.num_tiles) {
-    a.tile_counter = static_cast<int*>(cuda::workspace(sizeof(int), p.device.index, stream));
-    ATTNKIT_CUDA_CHECK(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
-  }
+  set_schedule(p, a, ctas, dynamic, stream);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
   // stages, after any slot.
   if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
@@ -446,12 +480,90 @@ void launch_forward(const Params& p) {
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
+/// Session 23: softcap, ALiBi and the sliding window into FwdArgs (fwd_args.hpp says how each is
+/// encoded; kVarScoreMod kernels read them). The window's right edge joins the causal bound
+/// (the smaller offset wins), so num_n_blocks, the masks and the causal schedule apply to it as
+/// they are; each edge is left out where it hides nothing (window_right >= Sq - 1, window_left
+/// >= Sk - 1), which also keeps every offset within +-max(Sq, Sk).
+inline void set_score_mod(const Params& p, FwdArgs& a) {
+  const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
+  if (p.window_right >= 0 && p.window_right < sq) {
+    const int off = static_cast<int>(sk - sq + p.window_right);
+    a.causal_offset = a.causal ? std::min(a.causal_offset, off) : off;
+    a.causal = 1;
+  }
+  if (p.window_left >= 0 && p.window_left < sk) {
+    a.window_lo = 1;
+    a.lo_offset = static_cast<int>(sk - sq - p.window_left);
+  }
+  a.diag_offset = static_cast<int>(sk - sq);
+  if (p.softcap > 0.f) {
+    a.softcap_k = static_cast<float>(2.0 * M_LOG2E * p.scale / p.softcap);
+    a.scale = p.softcap;
+    a.scale_log2 = static_cast<float>(p.softcap * M_LOG2E);
+  }
+  if (p.alibi != nullptr) {
+    a.alibi = p.alibi;
+    a.alibi_sb = p.alibi_st_b;
+    a.alibi_sh = p.alibi_st_h;
+    a.alibi_mul = -1.f / a.scale;
+  }
+}
+
+/// Session 23: a call with softcap, ALiBi or a sliding window (run_forward routes it here) runs one
+/// kernel per (D, dtype): 128-row tiles on 2 consumer warpgroups, the default K/V tiles (128
+/// keys, 64 at D = 256), the tile-at-a-time consumer with kVarScoreMod (mainloop.cuh), and the
+/// code-generation bits of each D's tuned kernels (uniform descriptors + the ordered softmax at
+/// D >= 128, lazy rescale at D = 256; ping-pong on only where the softmax is not ordered, as in
+/// launch_forward's auto). Static persistent schedule, dynamic past 32 m blocks when the window's
+/// right edge or causality makes the tiles unequal (long_causal_launch). No split tail, cluster,
+/// diet or TMA epilogue: those are tuned forms of the plain kernels, not measured here.
+/// Exposed to the tests and benchmarks as launch slot kScoreModSlot.
+template <int D, bool BF16>
+void launch_forward_score_mod(const Params& p) {
+  using Tr = FwdTraits<D, 0, 2, 2>;
+  if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
+  FwdArgs a = base_args<Tr, BF16>(p);
+  set_score_mod(p, a);
+  constexpr int kVar = kVarScoreMod | (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
+                       (D == 256 ? kVarLazyRescale : 0);
+  auto kernel = fwd_kernel<D, BF16, 0, 2, 2, kVar>;
+  set_last_forward_slot(kScoreModSlot);
+  set_last_forward_tail_tiles(0);
+  static std::atomic<bool> attr_set[kMaxDevices] = {};
+  const int dev = current_device();
+  if (!attr_set[dev].load(std::memory_order_acquire)) {
+    ATTNKIT_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    attr_set[dev].store(true, std::memory_order_release);
+  }
+  const auto stream = static_cast<cudaStream_t>(p.stream);
+  a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (kVar & kVarOrdered) != 0 ? 0 : 1;
+  a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
+  a.overlap = 0;
+  a.trace = static_cast<unsigned long long*>(tuning().trace);
+  a.q_prefetch = q_prefetch_auto(p, a, D);
+  a.kv_prefetch = tuning().kv_prefetch != 0 ? 1 : 0;
+  a.epi_wide = epi_wide_auto(p, D);
+  a.rotate = 0;
+  const bool dynamic = dynamic_schedule(a);
+  const bool persistent = tuning().persistent && (dynamic || !long_causal_launch(a));
+  const int sms = sm_count();
+  const int grid_cap = tuning().max_grid > 0 && tuning().max_grid < sms ? tuning().max_grid : sms;
+  const int ctas = (a.num_tiles < grid_cap || !persistent) ? a.num_tiles : grid_cap;
+  set_schedule(p, a, ctas, dynamic, stream);
+  kernel<<<dim3(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  ATTNKIT_CUDA_CHECK_LAUNCH();
+}
+
 /// Tile shape per call: the default per D (traits.hpp); D = 64 with 3 consumer warpgroups
 /// (192-row tiles) unless Tuning::consumer_wgs = 2; with Tuning::wide_n FA3's wider K/V tiles
 /// (D = 128 non-causal: 176 keys) for A/B measurements. (D = 256 with 80 keys, tried in run 3,
 /// spilled 76 B and measured no better; with the zero block it no longer fits in 227 KB.)
 template <int D, bool BF16>
 void run_forward(const Params& p) {
+  if (p.softcap > 0.f || p.alibi != nullptr || p.window_left >= 0 || p.window_right >= 0)
+    return launch_forward_score_mod<D, BF16>(p);
   if constexpr (D == 64) {
     // Auto: 3 consumer warpgroups, except causal with S_q <= 1024, where the 192-row tiles
     // leave most of a head's last tile empty and the 2-warpgroup kernel measured faster at

@@ -19,6 +19,7 @@
 #include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
+#include "backends/flash3/score_mod.cuh"
 #include "backends/flash3/softmax.cuh"
 #include "backends/flash3/tail.cuh"
 #include "backends/flash3/tile_scheduler.cuh"
@@ -440,6 +441,11 @@ inline constexpr int kVarTmaEpi = 512;
 // epilogue. D = 128: the overlapped consumer with the diet, without the TMA epilogue; D = 256
 // (session 20): consume_tile_simple, slot 11's ordered variant without the diet (launch.cuh).
 inline constexpr int kVarTail = 1024;
+// kVarScoreMod (session 23, score_mod.cuh): softcap, ALiBi and the sliding window (its right edge
+// folded into causal_offset, its left edge FwdArgs::window_lo; the producer and the consumers
+// skip the key blocks left of a tile's window, tile_scheduler.cuh first_n_block). Runs the
+// tile-at-a-time consumer (consume_tile_simple) at every D: Consumer::kCanOverlap is false.
+inline constexpr int kVarScoreMod = 2048;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -644,9 +650,11 @@ __device__ __forceinline__ void mainloop_turn(
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
-    const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr) {
+    const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr,
+    float alibi_k = 0.f) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
+  constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
   constexpr bool kOrdered = (kVar & kVarOrdered) != 0;
   constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
@@ -687,7 +695,9 @@ __device__ __forceinline__ void mainloop_turn(
   Clk::lap(wc, Clk::kS);
   fence_regs(s);
   release_kv<Tr>(&sm.empty_k[st], lane);
-  if (needs_mask(nb))
+  if constexpr (kScoreMod)  // softcap / ALiBi, then the mask with the window's left edge
+    score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k);
+  else if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
   const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
@@ -710,17 +720,22 @@ __device__ __forceinline__ void mainloop_turn(
 /// kVarTail (session 20, D = 256; tail.cuh): piece pc of a split tail's tile, its blocks pc.lo
 /// .. pc.lo + n_blocks - 1 (n_blocks = pc.n); a piece of a cut tile (pc.pieces > 1) ends in
 /// finish_tail_piece instead of store_output.
+/// kVarScoreMod (session 23): blocks nb_lo .. nb_lo + n_blocks - 1 (tile_scheduler.cuh
+/// first_n_block: the window's left edge), scores through score_mod_tile.
 template <class Tr, bool BF16, int kVar>
 __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout<Tr>& sm,
                                                     int m_block, int h, int b, int n_blocks,
                                                     PipeOf<Tr>& pipe, QIndex& qi, int cwg, int tid,
                                                     const PingPong& turn,
-                                                    const TailPiece& pc = TailPiece{}) {
+                                                    const TailPiece& pc = TailPiece{},
+                                                    int nb_lo = 0) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kTail = (kVar & kVarTail) != 0;
-  // (mainloop_turn's block of turn it is n_end - 1 - it; without kVarTail pc.lo is 0.)
-  const int n_end = (kTail ? pc.lo : 0) + n_blocks;
+  constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
+  // (mainloop_turn's block of turn it is n_end - 1 - it; pc.lo / nb_lo are 0 without kVarTail /
+  // kVarScoreMod.)
+  const int n_end = (kTail ? pc.lo : kScoreMod ? nb_lo : 0) + n_blocks;
   constexpr bool kEarly = (kVar & kVarEarlyRescale) != 0;
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
@@ -765,6 +780,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       return (nb + 1) * kBN > a.seqlen_k ||
              (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
     };
+    const float alibi_k = kScoreMod ? alibi_factor(a, b, h) : 0.f;
 
     float s[kBN / 2];
     uint32_t p[kBN / 4];
@@ -788,7 +804,9 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       ptx::wgmma_wait<0>();
       fence_regs(s);
       release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
-      if (needs_mask(nb))
+      if constexpr (kScoreMod)
+        score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k);
+      else if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O = 0: nothing to rescale
       convert_p<kBN, BF16>(s, p);
@@ -801,12 +819,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       if (n_blocks > 1)
         mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
                                       factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
-                                      &wc);
+                                      &wc, alibi_k);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
-                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1,
-                                    &wc);
+                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1, &wc,
+                                    alibi_k);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
@@ -1264,7 +1282,8 @@ struct Consumer {
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
   // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
-  static constexpr bool kCanOverlap = Tr::kD != 256;
+  // kVarScoreMod kernels run consume_tile_simple too (its score_mod_tile hook; no overlapped form).
+  static constexpr bool kCanOverlap = Tr::kD != 256 && (kVar & kVarScoreMod) == 0;
   __device__ __forceinline__ bool overlap() const { return kCanOverlap && a.overlap != 0; }
   const FwdArgs& a;
   const SmemLayout<Tr>& sm;

@@ -181,4 +181,15 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   return n < total ? n : total;
 }
 
+/// kVarScoreMod (session 23): the first K/V block a tile visits, 0 unless the sliding window has
+/// a left edge (FwdArgs::window_lo): the block of the first visible key of the tile's first row,
+/// whose left edge is the lowest of the tile. The tile visits blocks first_n_block ..
+/// num_n_blocks - 1 (none when that is empty: every row of the tile then has no visible key).
+template <class Tr>
+__device__ __forceinline__ int first_n_block(const FwdArgs& a, int m_block) {
+  if (!a.window_lo) return 0;
+  const int min_key = m_block * Tr::kBlockM + a.lo_offset;  // (|lo_offset| <= max(Sq, Sk))
+  return min_key <= 0 ? 0 : min_key / Tr::kBlockN;
+}
+
 }  // namespace attnkit::flash3

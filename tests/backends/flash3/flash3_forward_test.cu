@@ -3,7 +3,9 @@
 //   large shapes: a naive fp32 GPU reference kernel (one thread per query row).
 // The backend is called directly with hand-built Params (no dispatcher), so this test pins the
 // kernel itself: GQA/MQA, both causal alignments, Sq != Sk, rows with no visible key, odd and
-// tiny lengths, BSHD and BHSD, padded strides, lengths that are not tile multiples.
+// tiny lengths, BSHD and BHSD, padded strides, lengths that are not tile multiples; since
+// session 23 softcap, ALiBi ([Hq] and [B, Hq] slopes) and sliding windows (either edge, both,
+// with causal), whose calls run their own kernel (launch slot kScoreModSlot, checked).
 // Outputs are poisoned (NaN) before each run; NaN never passes; empty rows must be exactly 0
 // with lse = -inf.
 #include <cuda_bf16.h>
@@ -23,6 +25,7 @@
 #include "backends/flash3/launch.hpp"
 #include "backends/flash3/tile_scheduler.cuh"
 #include "core/params.hpp"
+#include "core/score_policy.hpp"
 #include "dispatch/backend.hpp"
 
 namespace attnkit {
@@ -89,6 +92,13 @@ struct Cfg {
   // Tuning::max_grid (0 = one CTA per SM): the "tail" cases run on a few CTAs, so that a small
   // shape has full rounds and a partial last one.
   int grid = 0;
+  // Session 23 (score modifications; launch.cuh launch_forward_score_mod): softcap (0 = off),
+  // window (left, right; -1 = unbounded), ALiBi slopes (0 = none, 1 = [Hq], 2 = [B, Hq]).
+  float softcap = 0.f;
+  int64_t wl = -1, wr = -1;
+  int alibi = 0;
+  bool score_mod() const { return softcap > 0.f || wl >= 0 || wr >= 0 || alibi != 0; }
+  static std::string edge(int64_t w) { return w < 0 ? "inf" : std::to_string(w); }
   std::string name() const {
     const char* c = causal == Causal::none ? "nc" : causal == Causal::top_left ? "tl" : "br";
     return tag + "_b" + std::to_string(b) + "_sq" + std::to_string(sq) + "_sk" +
@@ -96,7 +106,15 @@ struct Cfg {
            std::to_string(d) + "_" + (dt == DType::bf16 ? "bf16" : "f16") + "_" + c +
            (bhsd ? "_bhsd" : "") + (padded ? "_pad" : "") +
            (amp != 1.f ? "_amp" + std::to_string(static_cast<int>(amp)) : "") +
-           (grid != 0 ? "_g" + std::to_string(grid) : "");
+           (grid != 0 ? "_g" + std::to_string(grid) : "") +
+           (softcap > 0.f ? "_cap" + std::to_string(static_cast<int>(softcap)) : "") +
+           (wl >= 0 || wr >= 0 ? "_w" + edge(wl) + "_" + edge(wr) : "") +
+           (alibi != 0 ? (alibi == 1 ? "_alibiH" : "_alibiBH") : "");
+  }
+  /// Slope of (b, h) (as the check harness draws them: distinct per head, and per batch for
+  /// [B, Hq] slopes).
+  float slope(int64_t b, int64_t h) const {
+    return static_cast<float>(std::exp2(-8.0 * (h + 1) / hq) * (alibi == 2 ? 1.0 + 0.25 * b : 1.0));
   }
 };
 
@@ -149,9 +167,10 @@ void make(Tensor& t, int64_t b, int64_t s, int64_t h, int64_t d, const Cfg& c, s
   EXPECT_EQ(cudaMemcpy(t.dev, bits.data(), t.alloc * 2, cudaMemcpyHostToDevice), cudaSuccess);
 }
 
-/// The forward's Params for case c on these tensors, lse [B, Hq, Sq] contiguous.
+/// The forward's Params for case c on these tensors, lse [B, Hq, Sq] contiguous; slopes: the
+/// device copy of c's ALiBi slopes ([Hq] or [B, Hq], contiguous) or null.
 Params params_of(const Cfg& c, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                 float* lse) {
+                 float* lse, const float* slopes = nullptr) {
   Params p;
   p.batch = c.b, p.seqlen_q = c.sq, p.seqlen_k = c.sk, p.heads_q = c.hq, p.heads_kv = c.hkv;
   p.group = c.hq / c.hkv, p.head_dim = c.d, p.head_dim_v = c.d, p.dtype = c.dt;
@@ -162,6 +181,12 @@ Params params_of(const Cfg& c, const Tensor& q, const Tensor& k, const Tensor& v
   p.lse_st.b = c.hq * c.sq, p.lse_st.h = c.sq, p.lse_st.s = 1;
   p.scale = static_cast<float>(1.0 / std::sqrt(double(c.d)));
   p.causal = c.causal;
+  p.softcap = c.softcap;
+  p.window_left = c.wl;
+  p.window_right = c.wr;
+  p.alibi = slopes;
+  p.alibi_st_b = c.alibi == 2 ? c.hq : 0;
+  p.alibi_st_h = 1;
   return p;
 }
 
@@ -177,11 +202,27 @@ std::vector<float> download(const Tensor& t, DType dt) {
   return out;
 }
 
-int64_t last_visible(const Cfg& c, int64_t i) {  // exclusive key bound for row i
-  int64_t lim = c.sk;
-  if (c.causal == Causal::top_left) lim = std::min(lim, i + 1);
-  if (c.causal == Causal::bottom_right) lim = std::min(lim, i + c.sk - c.sq + 1);
-  return std::max<int64_t>(lim, 0);
+/// Visible keys of row i: [lo, hi) (empty when lo >= hi): causal and window rules, written out
+/// here rather than taken from core/score_policy.hpp, which the GPU reference uses.
+struct Visible {
+  int64_t lo, hi;
+  bool empty() const { return lo >= hi; }
+};
+Visible visible(const Cfg& c, int64_t i) {
+  int64_t lo = 0, hi = c.sk;
+  const int64_t diag = i + c.sk - c.sq;
+  if (c.causal == Causal::top_left) hi = std::min(hi, i + 1);
+  if (c.causal == Causal::bottom_right) hi = std::min(hi, diag + 1);
+  if (c.wr >= 0) hi = std::min(hi, diag + c.wr + 1);
+  if (c.wl >= 0) lo = std::max(lo, diag - c.wl);
+  return {lo, hi};
+}
+
+/// The score of (b, h, i, j) after softcap and ALiBi, from the scaled dot product x.
+double modded(const Cfg& c, double x, int64_t b, int64_t h, int64_t i, int64_t j) {
+  if (c.softcap > 0.f) x = c.softcap * std::tanh(x / c.softcap);
+  if (c.alibi != 0) x -= c.slope(b, h) * std::abs(static_cast<double>(i + c.sk - c.sq - j));
+  return x;
 }
 
 /// fp64 reference; out [B, Sq, Hq, D] and lse [B, Hq, Sq] contiguous.
@@ -194,22 +235,23 @@ void cpu_reference(const Cfg& c, const Tensor& q, const Tensor& k, const Tensor&
   for (int64_t b = 0; b < c.b; ++b)
     for (int64_t h = 0; h < c.hq; ++h)
       for (int64_t i = 0; i < c.sq; ++i) {
-        const int64_t lim = last_visible(c, i), g = h / group;
-        if (lim == 0) continue;
+        const Visible r = visible(c, i);
+        const int64_t g = h / group;
+        if (r.empty()) continue;
         double mx = -INFINITY;
-        for (int64_t j = 0; j < lim; ++j) {
+        for (int64_t j = r.lo; j < r.hi; ++j) {
           double acc = 0;
           for (int64_t d = 0; d < D; ++d)
             acc += double(q.host[((b * c.sq + i) * c.hq + h) * D + d]) *
                    double(k.host[((b * c.sk + j) * c.hkv + g) * D + d]);
-          s[j] = acc * scale;
+          s[j] = modded(c, acc * scale, b, h, i, j);
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int64_t j = 0; j < lim; ++j)
+        for (int64_t j = r.lo; j < r.hi; ++j)
           sum += (s[j] = std::exp(s[j] - mx));
         double* o = &out[((b * c.sq + i) * c.hq + h) * D];
-        for (int64_t j = 0; j < lim; ++j)
+        for (int64_t j = r.lo; j < r.hi; ++j)
           for (int64_t d = 0; d < D; ++d)
             o[d] += s[j] / sum * double(v.host[((b * c.sk + j) * c.hkv + g) * D + d]);
         lse[(b * c.hq + h) * c.sq + i] = mx + std::log(sum);
@@ -224,19 +266,18 @@ __device__ float ld(const void* p, int64_t i) {
     return __half2float(static_cast<const __half*>(p)[i]);
 }
 
-/// Naive GPU reference: one thread per (b, h, i); fp32, two passes; out fp32 contiguous.
+/// Naive GPU reference: one thread per (b, h, i); fp32, two passes; out fp32 contiguous. The
+/// visible keys and the score modifications come from core/score_policy.hpp (the oracle's rules).
 template <typename T>
-__global__ void naive_ref(Params p, float* out, float* lse, int causal_kind) {
+__global__ void naive_ref(Params p, float* out, float* lse) {
   const int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t total = p.batch * p.heads_q * p.seqlen_q;
   if (row >= total) return;
   const int64_t i = row % p.seqlen_q, h = (row / p.seqlen_q) % p.heads_q,
                 b = row / (p.seqlen_q * p.heads_q);
   const int64_t g = h / p.group, D = p.head_dim;
-  int64_t lim = p.seqlen_k;
-  if (causal_kind == 1) lim = min(lim, i + 1);
-  if (causal_kind == 2) lim = min(lim, i + p.seqlen_k - p.seqlen_q + 1);
-  if (lim < 0) lim = 0;
+  const KeyRange kr = structural_key_range(p, i, p.seqlen_q, p.seqlen_k);
+  const int64_t first = kr.lo > 0 ? kr.lo : 0, lim = kr.hi + 1 > first ? kr.hi + 1 : first;
   float* o = out + ((b * p.seqlen_q + i) * p.heads_q + h) * D;
   for (int64_t d = 0; d < D; ++d)
     o[d] = 0.f;
@@ -246,20 +287,22 @@ __global__ void naive_ref(Params p, float* out, float* lse, int causal_kind) {
     for (int64_t d = 0; d < D; ++d)
       acc += ld<T>(p.q, b * p.q_st.b + i * p.q_st.s + h * p.q_st.h + d) *
              ld<T>(p.k, b * p.k_st.b + j * p.k_st.s + g * p.k_st.h + d);
-    return acc * p.scale;
+    float x = acc * p.scale;
+    if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
+    return x + alibi_bias<float>(p, b, h, i, j, p.seqlen_q, p.seqlen_k);
   };
-  for (int64_t j = 0; j < lim; ++j)
+  for (int64_t j = first; j < lim; ++j)
     mx = fmaxf(mx, score(j));
   float sum = 0.f;
-  for (int64_t j = 0; j < lim; ++j) {
+  for (int64_t j = first; j < lim; ++j) {
     const float e = expf(score(j) - mx);
     sum += e;
     for (int64_t d = 0; d < D; ++d)
       o[d] += e * ld<T>(p.v, b * p.v_st.b + j * p.v_st.s + g * p.v_st.h + d);
   }
   for (int64_t d = 0; d < D; ++d)
-    o[d] = lim > 0 ? o[d] / sum : 0.f;
-  lse[(b * p.heads_q + h) * p.seqlen_q + i] = lim > 0 ? mx + logf(sum) : -INFINITY;
+    o[d] = lim > first ? o[d] / sum : 0.f;
+  lse[(b * p.heads_q + h) * p.seqlen_q + i] = lim > first ? mx + logf(sum) : -INFINITY;
 }
 
 class Flash3Forward : public ::testing::TestWithParam<Cfg> {};
@@ -280,8 +323,24 @@ TEST_P(Flash3Forward, MatchesReference) {
   const int64_t nlse = std::max<int64_t>(1, c.b * c.hq * c.sq);
   ASSERT_EQ(cudaMalloc(&lse_dev, nlse * 4), cudaSuccess);
   ASSERT_EQ(cudaMemset(lse_dev, 0xff, nlse * 4), cudaSuccess);  // NaN
+  float* slopes_dev = nullptr;                                  // ALiBi slopes, [Hq] or [B, Hq]
+  if (c.alibi != 0) {
+    std::vector<float> sl;
+    for (int64_t b = 0; b < (c.alibi == 2 ? c.b : 1); ++b)
+      for (int64_t h = 0; h < c.hq; ++h)
+        sl.push_back(c.slope(b, h));
+    ASSERT_EQ(cudaMalloc(&slopes_dev, sl.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(slopes_dev, sl.data(), sl.size() * 4, cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  struct FreeOnExit {
+    float* ptr;
+    ~FreeOnExit() {
+      if (ptr != nullptr) cudaFree(ptr);
+    }
+  } free_slopes{slopes_dev};
 
-  const Params p = params_of(c, q, k, v, out, lse_dev);
+  const Params p = params_of(c, q, k, v, out, lse_dev, slopes_dev);
 
   std::vector<std::string> reasons;
   backend_flash3().extra_reasons(p, reasons);
@@ -408,6 +467,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (c.tag == "long" && c.d == 256) want_slot = 16 + (c.sk <= 4096 ? 13 : 11);
   if (c.tag == "long" && c.d == 128) want_slot = 16 + 15;
   if (c.tag == "long" && c.d == 64) want_slot = 14;  // (the diet at every Sk since session 16)
+  // Session 23: softcap / ALiBi / window calls run their own kernel, whatever the knobs say.
+  if (c.score_mod()) want_slot = flash3::kScoreModSlot;
   if (want_slot >= 0) EXPECT_EQ(flash3::last_forward_slot(), want_slot) << "kernel slot";
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
     EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
@@ -447,12 +508,11 @@ TEST_P(Flash3Forward, MatchesReference) {
     const int64_t n = c.b * c.sq * c.hq * c.d;
     ASSERT_EQ(cudaMalloc(&o_ref, n * 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&l_ref, nlse * 4), cudaSuccess);
-    const int ck = c.causal == Causal::none ? 0 : c.causal == Causal::top_left ? 1 : 2;
     const int64_t rows = c.b * c.hq * c.sq;
     if (c.dt == DType::bf16)
-      naive_ref<__nv_bfloat16><<<(rows + 127) / 128, 128>>>(p, o_ref, l_ref, ck);
+      naive_ref<__nv_bfloat16><<<(rows + 127) / 128, 128>>>(p, o_ref, l_ref);
     else
-      naive_ref<__half><<<(rows + 127) / 128, 128>>>(p, o_ref, l_ref, ck);
+      naive_ref<__half><<<(rows + 127) / 128, 128>>>(p, o_ref, l_ref);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<float> of(n), lf(nlse);
     ASSERT_EQ(cudaMemcpy(of.data(), o_ref, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -478,7 +538,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   }
   for (int64_t b = 0; b < c.b; ++b)
     for (int64_t i = 0; i < c.sq; ++i)
-      if (last_visible(c, i) == 0)
+      if (visible(c, i).empty())
         for (int64_t h = 0; h < c.hq; ++h)
           for (int64_t d = 0; d < c.d; ++d)
             bad_empty += got[((b * c.sq + i) * c.hq + h) * c.d + d] != 0.f;
@@ -575,6 +635,39 @@ std::vector<Cfg> cases() {
         add({"tail_auto", 2, 256, 8200, 12, 4, 0, bf, nc, false, false, true, 1.f, 13});
       }
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+      // Session 23: softcap, ALiBi, sliding windows (launch_forward_score_mod). Windows: both
+      // edges with Sq != Sk (rows whose range is empty at the start and the end), left only with
+      // top-left causal and Sq > Sk, (w, 0) as in Mistral / Gemma, (0, 0) (the diagonal alone),
+      // a left edge that skips many K/V blocks (first_n_block) with the GPU reference; softcap
+      // small (5: saturated tanh) and large; ALiBi [Hq] with causal, [B, Hq] with Sq != Sk;
+      // everything at once in bhsd with padded strides; past 32 m blocks (the dynamic schedule);
+      // the static schedule on 3 CTAs (many tiles each, tiles without keys); the dynamic one
+      // forced; jumping row maxima (amp 4: the lazy rescale at D = 256); a knob that the score
+      // kernel must ignore.
+      {
+        const auto nc = Causal::none, tl = Causal::top_left, br = Causal::bottom_right;
+        const auto bf = DType::bf16;
+        auto mod = [&](Cfg c, float cap, int64_t wl, int64_t wr, int alibi) {
+          c.softcap = cap, c.wl = wl, c.wr = wr, c.alibi = alibi;
+          add(c);
+        };
+        mod({"mod", 1, 300, 450, 4, 2, 0, bf, nc}, 0.f, 37, 11, 0);
+        mod({"mod", 1, 450, 300, 2, 1, 0, bf, tl}, 0.f, 50, -1, 0);
+        mod({"mod", 2, 500, 500, 2, 1, 0, bf, nc}, 0.f, 100, 0, 0);
+        mod({"mod", 1, 200, 200, 2, 2, 0, bf, nc}, 0.f, 0, 0, 0);
+        mod({"mod", 1, 77, 300, 4, 2, 0, bf, br}, 0.f, -1, 20, 0);
+        mod({"mod", 1, 1000, 1000, 4, 2, 0, bf, br, false, false, true}, 0.f, 300, -1, 0);
+        mod({"mod", 1, 300, 300, 4, 2, 0, bf, nc}, 30.f, -1, -1, 0);
+        mod({"mod", 1, 200, 333, 2, 1, 0, bf, br}, 5.f, -1, -1, 0);
+        mod({"mod", 1, 300, 300, 4, 2, 0, bf, br}, 0.f, -1, -1, 1);
+        mod({"mod", 2, 250, 400, 4, 4, 0, bf, nc}, 0.f, -1, -1, 2);
+        mod({"mod", 2, 300, 420, 8, 2, 0, bf, br, true, true}, 15.f, 100, 20, 2);
+        mod({"mod", 1, 4500, 4500, 2, 1, 0, bf, br, false, false, true}, 50.f, 1000, -1, 1);
+        mod({"mod", 2, 700, 900, 8, 2, 0, bf, tl, false, false, false, 1.f, 3}, 20.f, 200, -1, 0);
+        mod({"sched_dyn", 2, 700, 900, 8, 2, 0, bf, nc, false, false, true}, 0.f, 64, 64, 1);
+        mod({"mod", 1, 600, 600, 4, 2, 0, bf, br, false, false, false, 4.f}, 0.f, 256, -1, 0);
+        mod({"s4", 1, 300, 300, 4, 2, 0, bf, nc}, 30.f, -1, -1, 0);
+      }
       for (const char* knob : {"cluster", "cluster_early"}) {
         add({knob, 1, 256, 300, 4, 2});  // 2 m blocks
         add({knob, 2, 900, 700, 40, 8, 0, DType::bf16, Causal::none, false, false, true});

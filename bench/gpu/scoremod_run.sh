@@ -1,0 +1,75 @@
+#!/bin/bash
+# Session 23: flash3's softcap / ALiBi / sliding-window forward (launch.cuh
+# launch_forward_score_mod) on the GPU machine, in one call:
+#   1. CMake build (math, flash, flash3; D 64/128/256; sm_90a): test_flash3 and libattnkit_c.so
+#      in $SM_BUILD (default build_sm; kept, so a second call on a warm machine rebuilds nothing);
+#   2. test_flash3 in SM_TEST_SHARDS parallel shards (default 8), filter SM_TEST_FILTER (default:
+#      every test; SM_TESTS=0: skip);
+#   3. compute-sanitizer memcheck + racecheck on a few score-mod cases (SM_SANITIZE=0: skip);
+#   4. the benchmark (bench/gpu/scoremod_vs_peers.py "$@"; SM_BENCH=0: skip).
+# Writes at most 8 files to $OUT: build.log, test.log, sanitizer_{memcheck,racecheck}.log,
+# bench.log, bench.json, summary.txt.
+#   OUT=... bash bench/gpu/scoremod_run.sh [--d 128,256 --s 1k,4k,16k --mods cap,win ...]
+set -u
+OUT=${OUT:-/tmp/scoremod_out}
+mkdir -p "$OUT"
+B=${SM_BUILD:-build_sm}
+S="$OUT/summary.txt"
+: > "$S"
+say() { echo "$*" | tee -a "$S"; }
+
+t0=$(date +%s)
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  nvcc --version | tail -1
+  git rev-parse --short HEAD
+} > "$OUT/build.log" 2>&1
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
+  -DATTNKIT_BACKENDS="math;flash;flash3" -DATTNKIT_CUDA_ARCHS=90a \
+  -DATTNKIT_HEAD_DIMS="64;128;256" -DATTNKIT_BUILD_CLI=OFF >> "$OUT/build.log" 2>&1
+if ninja -C $B -j"$(nproc)" test_flash3 attnkit_c >> "$OUT/build.log" 2>&1; then
+  say "build: ok ($(($(date +%s) - t0)) s)"
+else
+  say "build: FAILED ($(($(date +%s) - t0)) s)"
+  grep -E "error|FAILED" "$OUT/build.log" | head -30
+  exit 1
+fi
+
+T=$B/tests/test_flash3
+if [ "${SM_TESTS:-1}" = 1 ]; then
+  NS=${SM_TEST_SHARDS:-8}
+  t0=$(date +%s)
+  for i in $(seq 0 $((NS - 1))); do
+    GTEST_TOTAL_SHARDS=$NS GTEST_SHARD_INDEX=$i timeout ${SM_TEST_TIMEOUT:-300} $T --gtest_brief=1 \
+      ${SM_TEST_FILTER:+--gtest_filter="$SM_TEST_FILTER"} > "$OUT/test_$i.log" 2>&1 &
+  done
+  wait
+  cat "$OUT"/test_*.log > "$OUT/test.log"
+  rm -f "$OUT"/test_*.log
+  pass=$(grep -h "PASSED" "$OUT/test.log" | grep -oE "[0-9]+ test" | awk '{s += $1} END {print s + 0}')
+  fail=$(grep -c "^\[  FAILED  \] .*\." "$OUT/test.log")
+  skip=$(grep -c "^\[  SKIPPED \]" "$OUT/test.log")
+  say "test_flash3: $pass passed, $fail failed lines, $skip skipped ($(($(date +%s) - t0)) s)"
+  grep -E "^\[  FAILED  \]|Failure|Expected|Which is|error" "$OUT/test.log" | head -40
+fi
+
+if [ "${SM_SANITIZE:-1}" = 1 ]; then
+  F='Cases/Flash3Forward.MatchesReference/mod_b1_sq300_sk450_h4x2_d128_bf16_nc_w37_11'
+  F="$F:Cases/Flash3Forward.MatchesReference/mod_b2_sq300_sk420_h8x2_d64_bf16_br_bhsd_pad_cap15_w100_20_alibiBH"
+  F="$F:Cases/Flash3Forward.MatchesReference/mod_b2_sq700_sk900_h8x2_d256_bf16_tl_g3_cap20_w200_inf"
+  F="$F:Cases/Flash3Forward.MatchesReference/sched_dyn_b2_sq700_sk900_h8x2_d128_bf16_nc_w64_64_alibiH"
+  for tool in memcheck racecheck; do
+    (timeout ${SM_SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 $T \
+      --gtest_filter="$F" > "$OUT/sanitizer_$tool.log" 2>&1
+    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' \
+      "$OUT/sanitizer_$tool.log" | tr '\n' ' ')" | tee -a "$S") &
+  done
+  wait
+fi
+
+if [ "${SM_BENCH:-1}" = 1 ]; then
+  timeout ${SM_BENCH_TIMEOUT:-300} python3 bench/gpu/scoremod_vs_peers.py \
+    --lib $B/libattnkit_c.so --json "$OUT/bench.json" "$@" > "$OUT/bench.log" 2>&1
+  say "bench rc=$?"
+  grep -vE "^\s*$|Warning|warn" "$OUT/bench.log" | tail -30 | tee -a "$S"
+fi

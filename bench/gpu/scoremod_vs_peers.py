@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Softcap and sliding-window forward: attnkit's flash3 and flash against FlexAttention, in one
+process (BENCHMARKS.md's method: CUDA events, warm-up, median, inputs rotated over >= 3 x L2,
+a pause between implementations).
+
+Why these peers: cuDNN (ours and torch's) has no softcap, and torch's SDPA has neither softcap
+nor windows, so for a Gemma-2-style call (softcap 50, local layers with a 4096-key window) the
+choices are FlexAttention (torch.compile with a score_mod / block mask) and attnkit's `flash`,
+which auto picks for softcap on Hopper when flash3 cannot run the call (before session 23).
+
+Rows: --mods, each "cap" (softcap 50), "win" (window (W - 1, 0), bottom-right: W keys up to
+the diagonal), "capwin" (both), each optionally with "/causal" (plain causal; Sq = Sk so both
+alignments agree); shapes B = 16384 / S, H = 2048 / D, bf16, Sq = Sk = S.
+FLOPs: 4 B H D x (visible (i, j) pairs); plain causal uses BENCHMARKS.md's S^2 / 2.
+
+Correctness: before timing, flash3's output is compared with flash's (both exact against the
+math oracle in the tests) and with flex's; a relative error above 2e-2 marks the row WRONG.
+
+  python3 bench/gpu/scoremod_vs_peers.py --lib build/libattnkit_c.so --d 128,256 \
+      --s 1k,4k,16k --mods cap,cap/causal,win,capwin [--window 4096] [--flex-max-rows 8]
+      [--json out.json]
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import torch  # noqa: E402
+from attnkit_c import AttnkitC, tensor_of  # noqa: E402
+from peers import TOKENS, HIDDEN, Timer, ceilings, parse_sizes  # noqa: E402
+
+CAP = 50.0
+REL_TOL = 2e-2
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class Row:
+    def __init__(self, mod, s, d, window):
+        self.mod, self.s, self.d = mod, s, d
+        base = mod.split("/")[0]
+        self.causal = mod.endswith("/causal")
+        self.cap = CAP if base in ("cap", "capwin") else 0.0
+        self.wl = window - 1 if base in ("win", "capwin") else -1
+        self.wr = 0 if self.wl >= 0 else -1
+        self.b, self.h = TOKENS // s, HIDDEN // d
+
+    def pairs(self):
+        s = self.s
+        if self.wl >= 0:  # row i sees keys max(0, i - w) .. i: sum over i of min(i, w) + 1
+            w = min(self.wl, s - 1)
+            return w * (w + 1) / 2 + (s - w) * (w + 1)
+        return s * s / 2 if self.causal else s * s
+
+    def flops(self):
+        return 4.0 * self.b * self.h * self.d * self.pairs()
+
+    def name(self):
+        return f"{self.mod} S={self.s} D={self.d}"
+
+
+def make_sets(shp, nsets):
+    return [{n: torch.randn(shp.b, shp.s, shp.h, shp.d, device="cuda", dtype=torch.bfloat16)
+             for n in ("q", "k", "v")} for _ in range(nsets)]
+
+
+def attnkit_fn(lib, backend, r, sets):
+    stream = torch.cuda.current_stream().cuda_stream
+    o = lib.options(backend, causal="bottom_right" if r.causal else None, stream=stream)
+    o.softcap = r.cap
+    o.window_left, o.window_right = r.wl, r.wr
+    out = torch.empty_like(sets[0]["q"])
+    ts = [{k: tensor_of(v) for k, v in x.items()} for x in sets]
+    to = tensor_of(out)
+
+    def fn(i):
+        t = ts[i % len(ts)]
+        lib.forward(t["q"], t["k"], t["v"], to, None, o)
+    fn(0)
+    torch.cuda.synchronize()
+    ran = lib.last_backend()
+    first = out.clone()
+    return fn, first, ran
+
+
+def flex_fn(r, sets):
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    compiled = torch.compile(flex_attention, dynamic=False)
+    wl = r.wl
+
+    def mask_mod(b, h, q, kv):
+        ok = q >= kv
+        return ok & (q - kv <= wl) if wl >= 0 else ok
+    bm = None
+    if r.causal or wl >= 0:
+        bm = create_block_mask(mask_mod, None, None, r.s, r.s, device="cuda")
+    cap = r.cap
+
+    def softcap(score, b, h, q, kv):
+        return cap * torch.tanh(score / cap)
+    sm = softcap if cap > 0 else None
+    ins = [tuple(x[t].transpose(1, 2) for t in ("q", "k", "v")) for x in sets]
+
+    def fn(i):
+        compiled(*ins[i % len(ins)], score_mod=sm, block_mask=bm)
+    with torch.no_grad():
+        first = compiled(*ins[0], score_mod=sm, block_mask=bm).transpose(1, 2).contiguous()
+    torch.cuda.synchronize()
+    return fn, first, "flex"
+
+
+def rel(a, b):
+    a, b = a.float(), b.float()
+    if not bool(torch.isfinite(a).all()):
+        return float("inf")
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--d", default="128,256")
+    ap.add_argument("--s", default="1k,4k,16k")
+    ap.add_argument("--mods", default="cap,cap/causal,win,capwin")
+    ap.add_argument("--window", type=int, default=4096, help="W: the window holds W keys")
+    ap.add_argument("--backends", default="flash3,flash")
+    ap.add_argument("--flex-max-rows", type=int, default=8,
+                    help="time flex (one torch.compile per row) on at most this many rows")
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--pause", type=float, default=0.3)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    lib = AttnkitC(args.lib)
+    timer = Timer(torch, args.warmup, args.runs)
+    ceil = ceilings(torch)
+    log(f"ceilings: {ceil}")
+    rows_out = []
+    flex_left = args.flex_max_rows
+    for mod in args.mods.split(","):
+        for d in [int(x) for x in args.d.split(",")]:
+            for s in parse_sizes(args.s):
+                r = Row(mod, s, d, args.window)
+                if r.wl >= 0 and s <= args.window:
+                    continue  # the window hides nothing: plain causal
+                sets = make_sets(r, 2)  # 2 x 201 MB (q, k, v): well over 3 x L2
+                impls = {}
+                for be in args.backends.split(","):
+                    try:
+                        impls["attnkit:" + be] = attnkit_fn(lib, be, r, sets)
+                    except Exception as e:  # noqa: BLE001 - reported in the row
+                        log(f"{r.name()} attnkit:{be}: {str(e)[:200]}")
+                if flex_left > 0:
+                    try:
+                        impls["torch:flex"] = flex_fn(r, sets)
+                        flex_left -= 1
+                    except Exception as e:  # noqa: BLE001
+                        log(f"{r.name()} torch:flex: {str(e)[:200]}")
+                ref = impls.get("attnkit:flash", impls.get("torch:flex"))
+                line = f"{r.name():28s}"
+                for name, (fn, first, ran) in impls.items():
+                    err = rel(first, ref[1]) if ref is not None else float("nan")
+                    row = {"impl": name, "ran": ran, "pass": "fwd", "dtype": "bf16", "b": r.b,
+                           "h": r.h, "s": s, "d": d, "causal": r.causal or r.wl >= 0,
+                           "softcap": r.cap, "window_left": r.wl, "window_right": r.wr,
+                           "mod": mod, "rel_err_vs_ref": err}
+                    if err > REL_TOL:
+                        row["status"] = "WRONG"
+                        line += f"  {name} WRONG ({err:.2e})"
+                    else:
+                        time.sleep(args.pause)
+                        ms, runs, lo, hi = timer(fn)
+                        row.update(ms=round(ms, 4), runs=runs,
+                                   tflops=round(r.flops() / (ms * 1e-3) / 1e12, 1))
+                        line += f"  {name} {row['tflops']:6.1f}"
+                    rows_out.append(row)
+                tf = {x["impl"]: x.get("tflops") for x in rows_out
+                      if x["s"] == s and x["d"] == d and x["mod"] == mod}
+                mine = tf.get("attnkit:flash3")
+                for peer in ("attnkit:flash", "torch:flex"):
+                    if mine and tf.get(peer):
+                        line += f"  f3/{peer.split(':')[1]} {mine / tf[peer]:.2f}"
+                log(line)
+                del sets, impls
+                torch.cuda.empty_cache()
+    if args.json:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=HERE).stdout.strip()
+        doc = {"gpu": torch.cuda.get_device_name(), "date": str(datetime.date.today()),
+               "commit": commit, "torch": torch.__version__,
+               "cudnn": torch.backends.cudnn.version(), "ceilings": ceil,
+               "what": "forward with softcap / sliding window", "rows": rows_out}
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+// kVarScoreMod (session 23): softcap, ALiBi and the sliding window on one 64 x kBlockN score tile
+// in the wgmma accumulator layout (softmax.cuh: s[4*j + 2*r + e] is row row0 + 8*r, column
+// n0 + 8*j + 2*(lane%4) + e), applied between the Q K^T wait and the online softmax, in the
+// order of core/score_policy.hpp: softcap, then ALiBi, then visibility (-inf).
+//
+// Units: s is the raw dot product q.k; the softmax multiplies by FwdArgs::scale_log2. With a
+// softcap the tile becomes t = tanh(scale * s / c) and the launch sets scale = c, scale_log2 =
+// c * log2(e) (fwd_args.hpp), so softmax and lse see c * t; ALiBi's bias is added in the same
+// units (FwdArgs::alibi_mul = -1 / scale').
+//
+// tanh(x) = 1 - 2 / (1 + e^(2x)) with ex2.approx (rel. error 2^-22) and rcp.approx (1 ulp):
+// |error| ~ 2e-7 on t, i.e. ~1e-5 on the logit at c = 50 (not tanh.approx.f32, whose 2^-11 would
+// be ~0.025 there). 2 MUFU per element on top of the softmax's exp2: the softmax of a softcapped
+// tile costs ~3x the MUFU time of a plain one (D = 128: 1.5x the tile's tensor time instead of
+// 0.5x; D = 256: 0.75x instead of 0.25x).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/flash3/fwd_args.hpp"
+#include "backends/flash3/softmax.cuh"
+
+namespace attnkit::flash3 {
+
+__device__ __forceinline__ float fast_rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// tanh(x) for x = s * k / (2 log2 e), i.e. k = 2 log2(e) * (the scale of s): 1 - 2 / (1 + 2^(s
+/// k)). Saturates exactly: 2^(s k) = +inf gives 1, 0 gives -1. NaN stays NaN.
+__device__ __forceinline__ float softcap_tanh(float s, float k) {
+  return fmaf(-2.f, fast_rcp(1.f + fast_exp2(s * k)), 1.f);
+}
+
+/// Softcap and ALiBi on the raw scores of key block n0 .. n0 + kBlockN - 1 (alibi_k = slope of
+/// this (b, h) * FwdArgs::alibi_mul, 0 = none). Both branches are uniform (launch constants).
+template <int kBlockN>
+__device__ __forceinline__ void transform_tile(float (&s)[kBlockN / 2], const FwdArgs& a, int n0,
+                                               int row0, int lane, float alibi_k) {
+  if (a.softcap_k != 0.f) {
+#pragma unroll
+    for (int i = 0; i < kBlockN / 2; ++i)
+      s[i] = softcap_tanh(s[i], a.softcap_k);
+  }
+  if (alibi_k != 0.f) {
+    const int col0 = n0 + 2 * (lane & 3);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int d0 = row0 + 8 * r + a.diag_offset - col0;  // |d0 - 8 j - e| = |i + Sk - Sq - col|
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int dist = abs(d0 - 8 * j - e);
+          s[4 * j + 2 * r + e] = fmaf(alibi_k, static_cast<float>(dist), s[4 * j + 2 * r + e]);
+        }
+      }
+    }
+  }
+}
+
+/// Visibility with the window's left edge: key j of row i is kept iff j < seqlen_k,
+/// (!causal or j <= i + offset) and (!lo_on or j >= i + lo_offset). mask_tile plus the left edge.
+template <int kBlockN>
+__device__ __forceinline__ void mask_tile_window(float (&s)[kBlockN / 2], int n0, int row0,
+                                                 int lane, int seqlen_k, bool causal, int offset,
+                                                 bool lo_on, int lo_offset) {
+  const int col0 = n0 + 2 * (lane & 3);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + 8 * r;
+    int limit = seqlen_k;  // first invisible key on the right
+    if (causal && i + offset + 1 < limit) limit = i + offset + 1;
+    const int first = lo_on ? i + lo_offset : INT32_MIN;  // first visible key on the left
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = col0 + 8 * j + e;
+        if (col >= limit || col < first) s[4 * j + 2 * r + e] = -INFINITY;
+      }
+    }
+  }
+}
+
+/// The slope term of transform_tile for tile (b, h): slope * alibi_mul, 0 without ALiBi.
+__device__ __forceinline__ float alibi_factor(const FwdArgs& a, int b, int h) {
+  return a.alibi == nullptr ? 0.f : a.alibi[b * a.alibi_sb + h * a.alibi_sh] * a.alibi_mul;
+}
+
+/// kVarScoreMod's step between the S wait and the online softmax: softcap and ALiBi, then the
+/// mask where key block nb of this warpgroup's 64 rows (first_row .. first_row + 63) needs one:
+/// keys >= Sk, keys right of the first row's bound, or keys left of the last row's left edge.
+/// (The other kernels keep their own test and mask_tile, unchanged: session 23 compared their
+/// SASS before and after.)
+template <int kBlockN>
+__device__ __forceinline__ void score_mod_tile(float (&s)[kBlockN / 2], const FwdArgs& a, int nb,
+                                               int first_row, int row0, int lane, float alibi_k) {
+  transform_tile<kBlockN>(s, a, nb * kBlockN, row0, lane, alibi_k);
+  const bool needs_mask = (nb + 1) * kBlockN > a.seqlen_k ||
+                          (a.causal && (nb + 1) * kBlockN - 1 > first_row + a.causal_offset) ||
+                          (a.window_lo && nb * kBlockN < first_row + 63 + a.lo_offset);
+  if (needs_mask)
+    mask_tile_window<kBlockN>(s, nb * kBlockN, row0, lane, a.seqlen_k, a.causal, a.causal_offset,
+                              a.window_lo != 0, a.lo_offset);
+}
+
+}  // namespace attnkit::flash3
