@@ -1083,9 +1083,10 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   EXPECT_TRUE(caps.backward);  // D = 64, 128 (flash3_backward_test.cu)
   EXPECT_FALSE(caps.deterministic);
   EXPECT_FALSE(caps.varlen);
-  EXPECT_FALSE(caps.window);
-  EXPECT_FALSE(caps.softcap);
-  EXPECT_FALSE(caps.alibi);
+  // Window, softcap and ALiBi: forward only since session 23 (the backward declines each, below).
+  EXPECT_TRUE(caps.window);
+  EXPECT_TRUE(caps.softcap);
+  EXPECT_TRUE(caps.alibi);
   EXPECT_FALSE(caps.mask_bool);
   EXPECT_FALSE(caps.mask_additive);
   EXPECT_FALSE(caps.dropout);
@@ -1107,8 +1108,30 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   EXPECT_TRUE(found);
   // forward() refuses unsupported features instead of ignoring them.
   p.q_st = p.k_st;
-  p.softcap = 30.f;
+  p.dropout_p = 0.1f;
   EXPECT_THROW(backend_flash3().forward(p), Error);
+  // The backward names each forward-only feature of the call.
+  p.dropout_p = 0.f;
+  p.is_backward = true;
+  p.softcap = 30.f;
+  p.window_left = 8;
+  const float slope = 0.5f;
+  p.alibi = &slope;
+  r.clear();
+  backend_flash3().extra_reasons(p, r);
+  for (const char* feature : {"window", "softcap", "alibi"}) {
+    bool named = false;
+    for (const auto& s : r)
+      named |= s.rfind(feature, 0) == 0;
+    EXPECT_TRUE(named) << feature;
+  }
+  p.is_backward = false;  // the same call forward: none of the three is a reason
+  r.clear();
+  backend_flash3().extra_reasons(p, r);
+  for (const auto& s : r)
+    EXPECT_TRUE(s.find("softcap") == std::string::npos && s.find("window") == std::string::npos &&
+                s.find("alibi") == std::string::npos)
+        << s;
 }
 
 }  // namespace
