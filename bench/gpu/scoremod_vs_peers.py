@@ -13,10 +13,12 @@ the diagonal), "capwin" (both), each optionally with "/causal" (plain causal; Sq
 alignments agree); shapes B = 16384 / S, H = 2048 / D, bf16, Sq = Sk = S.
 FLOPs: 4 B H D x (visible (i, j) pairs); plain causal uses BENCHMARKS.md's S^2 / 2.
 
-Correctness: before timing, every implementation's output on the timed inputs is compared with
-an fp32 torch reference of a slice (batch 0, heads 0-1, the last 512 query rows against every
-key: the rows a window cuts); a relative error above 2e-2 marks the row WRONG, and it is not
-timed. (Session 23's first run compared flex with attnkit's flash instead and found compiled flex
+Correctness: before timing, every implementation's output (backward: dq) on the timed inputs is
+compared with an fp32 torch reference of a slice (batch 0, heads 0-1, the last 512 query rows
+against every key: the rows a window cuts; rows are independent, so the slice's dq is exact); a
+relative error above 2e-2 marks the row WRONG, and it is not timed. --passes bwd times the
+backward (FLOPs 2.5 x the forward's): attnkit's from its own forward's out and lse, flex's
+through autograd. (Session 23's first run compared flex with attnkit's flash instead and found compiled flex
 on transposed [B, H, S, D] views of BSHD storage 1.41 off; flex now gets contiguous [B, H, S, D]
 copies, as its users give it.)
 
@@ -70,16 +72,50 @@ class Row:
         return f"{self.mod} S={self.s} D={self.d}"
 
 
-def make_sets(shp, nsets):
+def make_sets(shp, nsets, bwd=False):
+    names = ("q", "k", "v", "dout") if bwd else ("q", "k", "v")
     return [{n: torch.randn(shp.b, shp.s, shp.h, shp.d, device="cuda", dtype=torch.bfloat16)
-             for n in ("q", "k", "v")} for _ in range(nsets)]
+             for n in names} for _ in range(nsets)]
 
 
-def attnkit_fn(lib, backend, r, sets):
+def attnkit_opts(lib, backend, r):
     stream = torch.cuda.current_stream().cuda_stream
     o = lib.options(backend, causal="bottom_right" if r.causal else None, stream=stream)
     o.softcap = r.cap
     o.window_left, o.window_right = r.wl, r.wr
+    return o
+
+
+def attnkit_bwd_fn(lib, backend, r, sets):
+    """Backward of `backend` from its own forward's out and lse (one per set); dq/dk/dv reused.
+    Returns (fn, dq of set 0, backend that ran)."""
+    o = attnkit_opts(lib, backend, r)
+    grads = {g: torch.empty_like(sets[0]["q"]) for g in ("dq", "dk", "dv")}
+    tg = {g: tensor_of(t) for g, t in grads.items()}
+    keep, ts = [], []
+    for x in sets:
+        out = torch.empty_like(x["q"])
+        lse = torch.empty(r.b, r.h, r.s, device="cuda", dtype=torch.float32)
+        t = {k: tensor_of(v) for k, v in x.items()}
+        t["out"], t["lse"] = tensor_of(out), tensor_of(lse)
+        lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], o)
+        keep.append((out, lse))
+        ts.append(t)
+
+    def fn(i):
+        t = ts[i % len(ts)]
+        lib.backward(t["dout"], t["q"], t["k"], t["v"], t["out"], t["lse"], tg["dq"], tg["dk"],
+                     tg["dv"], o)
+    fn(0)
+    torch.cuda.synchronize()
+    ran = lib.last_backend()
+    first = grads["dq"].clone()
+    fn.keep = keep
+    return fn, first, ran
+
+
+def attnkit_fn(lib, backend, r, sets):
+    o = attnkit_opts(lib, backend, r)
     out = torch.empty_like(sets[0]["q"])
     ts = [{k: tensor_of(v) for k, v in x.items()} for x in sets]
     to = tensor_of(out)
@@ -94,11 +130,13 @@ def attnkit_fn(lib, backend, r, sets):
     return fn, first, ran
 
 
-def slice_reference(r, x, rows=512):
-    """fp32 reference out[0, S - rows:, 0:2, :] ([rows, 2, D]) of row r on input set x."""
+def slice_reference(r, x, rows=512, bwd=False):
+    """fp32 reference out[0, S - rows:, 0:2, :] ([rows, 2, D]) of row r on input set x (bwd:
+    dq of those rows for the upstream gradient x["dout"])."""
     s, d = r.s, r.d
     i0 = max(0, s - rows)
     q = x["q"][0, i0:, :2].float().transpose(0, 1)  # [2, rows, D]
+    q.requires_grad_(bwd)
     k = x["k"][0, :, :2].float().transpose(0, 1)  # [2, S, D]
     v = x["v"][0, :, :2].float().transpose(0, 1)
     sc = (q @ k.transpose(1, 2)) / d ** 0.5  # [2, rows, S]
@@ -112,10 +150,14 @@ def slice_reference(r, x, rows=512):
     if r.wl >= 0:
         keep &= j >= i - r.wl
     sc = sc.masked_fill(~keep, float("-inf"))
-    return (torch.softmax(sc, dim=-1) @ v).transpose(0, 1)  # [rows, 2, D]
+    out = (torch.softmax(sc, dim=-1) @ v).transpose(0, 1)  # [rows, 2, D]
+    if not bwd:
+        return out
+    (dq,) = torch.autograd.grad(out, q, x["dout"][0, i0:, :2].float())
+    return dq.transpose(0, 1)
 
 
-def flex_fn(r, sets):
+def flex_fn(r, sets, bwd=False):
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
     torch._dynamo.config.cache_size_limit = 64  # one compile per shape and score_mod
     if hasattr(torch._dynamo.config, "recompile_limit"):
@@ -134,7 +176,19 @@ def flex_fn(r, sets):
     def softcap(score, b, h, q, kv):
         return cap * torch.tanh(score / cap)
     sm = softcap if cap > 0 else None
-    ins = [tuple(x[t].transpose(1, 2).contiguous() for t in ("q", "k", "v")) for x in sets]
+    ins = [tuple(x[t].transpose(1, 2).contiguous().requires_grad_(bwd) for t in ("q", "k", "v"))
+           for x in sets]
+    if bwd:
+        graphs = [(compiled(*qkv, score_mod=sm, block_mask=bm), qkv,
+                   x["dout"].transpose(1, 2).contiguous()) for qkv, x in zip(ins, sets)]
+
+        def fn(i):
+            out, qkv, dout = graphs[i % len(graphs)]
+            torch.autograd.grad(out, qkv, dout, retain_graph=True)
+        out, qkv, dout = graphs[0]
+        dq = torch.autograd.grad(out, qkv, dout, retain_graph=True)[0]
+        torch.cuda.synchronize()
+        return fn, dq.transpose(1, 2).contiguous(), "flex"
 
     def fn(i):
         compiled(*ins[i % len(ins)], score_mod=sm, block_mask=bm)
@@ -151,6 +205,57 @@ def rel(a, b):
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
+def run_row(args, libs, timer, r, pas, rows_out, with_flex):
+    """Times every implementation on row r, pass pas; True when flex was compiled for it."""
+    bwd = pas == "bwd"
+    s, d, mod = r.s, r.d, r.mod
+    sets = make_sets(r, 2, bwd)  # 2 x 201 MB (q, k, v): well over 3 x L2
+    impls = {}
+    for be in args.backends.split(","):
+        for tag, lib in libs:
+            try:
+                make = attnkit_bwd_fn if bwd else attnkit_fn
+                impls["attnkit:" + be + tag] = make(lib, be, r, sets)
+            except Exception as e:  # noqa: BLE001 - reported in the row
+                log(f"{r.name()} {pas} attnkit:{be}{tag}: {str(e)[:200]}")
+    flexed = False
+    if with_flex and not args.no_flex:
+        try:
+            impls["torch:flex"] = flex_fn(r, sets, bwd)
+            flexed = True
+        except Exception as e:  # noqa: BLE001
+            log(f"{r.name()} {pas} torch:flex: {str(e)[:200]}")
+    ref = slice_reference(r, sets[0], bwd=bwd)
+    i0 = max(0, s - ref.shape[0])
+    line = f"{pas} {r.name():28s}"
+    mine = []
+    for name, (fn, first, ran) in impls.items():
+        err = rel(first[0, i0:, :2], ref)
+        row = {"impl": name, "ran": ran, "pass": pas, "dtype": "bf16", "b": r.b, "h": r.h, "s": s,
+               "d": d, "causal": r.causal or r.wl >= 0, "softcap": r.cap, "window_left": r.wl,
+               "window_right": r.wr, "mod": mod, "rel_err_vs_fp32_slice": err}
+        if err > REL_TOL:
+            row["status"] = "WRONG"
+            line += f"  {name} WRONG ({err:.2e})"
+        else:
+            time.sleep(args.pause)
+            ms, runs, lo, hi = timer(fn)
+            f = r.flops() * (2.5 if bwd else 1.0)
+            row.update(ms=round(ms, 4), runs=runs, tflops=round(f / (ms * 1e-3) / 1e12, 1))
+            line += f"  {name} {row['tflops']:6.1f}"
+        rows_out.append(row)
+        mine.append(row)
+    tf = {x["impl"]: x.get("tflops") for x in mine}
+    f3 = tf.get("attnkit:flash3")
+    for peer in ["attnkit:flash" + tag for tag, _ in libs] + ["torch:flex"]:
+        if f3 and tf.get(peer):
+            line += f"  f3/{peer.split(':')[1]} {f3 / tf[peer]:.2f}"
+    log(line)
+    del sets, impls
+    torch.cuda.empty_cache()
+    return flexed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -159,6 +264,12 @@ def main():
     ap.add_argument("--mods", default="cap,cap/causal,win,capwin")
     ap.add_argument("--window", type=int, default=4096, help="W: the window holds W keys")
     ap.add_argument("--backends", default="flash3,flash")
+    ap.add_argument("--passes", default="fwd", help="fwd, bwd or fwd,bwd")
+    ap.add_argument("--no-flex", action="store_true")
+    ap.add_argument("--lib2", action="append", default=[],
+                    help="TAG=PATH: another build's libattnkit_c.so, its backends timed in the same "
+                         "loop as attnkit:<backend>TAG (A/B of a build switch; the C library "
+                         "exports only attnkit_*, so two copies do not share state)")
     ap.add_argument("--flex-max-rows", type=int, default=8,
                     help="time flex (one torch.compile per row) on at most this many rows")
     ap.add_argument("--runs", type=int, default=50)
@@ -166,66 +277,32 @@ def main():
     ap.add_argument("--pause", type=float, default=0.3)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    lib = AttnkitC(args.lib)
+    libs = [("", AttnkitC(args.lib))]
+    for item in args.lib2:
+        tag, _, path = item.partition("=")
+        libs.append((tag, AttnkitC(path)))
     timer = Timer(torch, args.warmup, args.runs)
     ceil = ceilings(torch)
     log(f"ceilings: {ceil}")
     rows_out = []
     flex_left = args.flex_max_rows
-    for mod in args.mods.split(","):
-        for d in [int(x) for x in args.d.split(",")]:
-            for s in parse_sizes(args.s):
-                r = Row(mod, s, d, args.window)
-                if r.wl >= 0 and s <= args.window:
-                    continue  # the window hides nothing: plain causal
-                sets = make_sets(r, 2)  # 2 x 201 MB (q, k, v): well over 3 x L2
-                impls = {}
-                for be in args.backends.split(","):
-                    try:
-                        impls["attnkit:" + be] = attnkit_fn(lib, be, r, sets)
-                    except Exception as e:  # noqa: BLE001 - reported in the row
-                        log(f"{r.name()} attnkit:{be}: {str(e)[:200]}")
-                if flex_left > 0:
-                    try:
-                        impls["torch:flex"] = flex_fn(r, sets)
+    for pas in args.passes.split(","):
+        for mod in args.mods.split(","):
+            for d in [int(x) for x in args.d.split(",")]:
+                for s in parse_sizes(args.s):
+                    r = Row(mod, s, d, args.window)
+                    if r.wl >= 0 and s <= args.window:
+                        continue  # the window hides nothing: plain causal
+                    if run_row(args, libs, timer, r, pas, rows_out, flex_left > 0):
                         flex_left -= 1
-                    except Exception as e:  # noqa: BLE001
-                        log(f"{r.name()} torch:flex: {str(e)[:200]}")
-                ref = slice_reference(r, sets[0])
-                i0 = max(0, s - ref.shape[0])
-                line = f"{r.name():28s}"
-                for name, (fn, first, ran) in impls.items():
-                    err = rel(first[0, i0:, :2], ref)
-                    row = {"impl": name, "ran": ran, "pass": "fwd", "dtype": "bf16", "b": r.b,
-                           "h": r.h, "s": s, "d": d, "causal": r.causal or r.wl >= 0,
-                           "softcap": r.cap, "window_left": r.wl, "window_right": r.wr,
-                           "mod": mod, "rel_err_vs_fp32_slice": err}
-                    if err > REL_TOL:
-                        row["status"] = "WRONG"
-                        line += f"  {name} WRONG ({err:.2e})"
-                    else:
-                        time.sleep(args.pause)
-                        ms, runs, lo, hi = timer(fn)
-                        row.update(ms=round(ms, 4), runs=runs,
-                                   tflops=round(r.flops() / (ms * 1e-3) / 1e12, 1))
-                        line += f"  {name} {row['tflops']:6.1f}"
-                    rows_out.append(row)
-                tf = {x["impl"]: x.get("tflops") for x in rows_out
-                      if x["s"] == s and x["d"] == d and x["mod"] == mod}
-                mine = tf.get("attnkit:flash3")
-                for peer in ("attnkit:flash", "torch:flex"):
-                    if mine and tf.get(peer):
-                        line += f"  f3/{peer.split(':')[1]} {mine / tf[peer]:.2f}"
-                log(line)
-                del sets, impls
-                torch.cuda.empty_cache()
     if args.json:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, cwd=HERE).stdout.strip()
         doc = {"gpu": torch.cuda.get_device_name(), "date": str(datetime.date.today()),
                "commit": commit, "torch": torch.__version__,
                "cudnn": torch.backends.cudnn.version(), "ceilings": ceil,
-               "what": "forward with softcap / sliding window", "rows": rows_out}
+               "what": f"{args.passes} with softcap / sliding window", "argv": sys.argv[1:],
+               "rows": rows_out}
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
 

@@ -15,6 +15,7 @@
 #include "core/params.hpp"
 #include "core/philox.hpp"
 #include "core/score_policy.hpp"
+#include "cuda/sfu_math.cuh"
 
 namespace attnkit::flash {
 
@@ -24,7 +25,7 @@ constexpr float kLn2 = 0.6931471805599453f;
 /// Per-(batch, head) constants of the score transform.
 struct ScoreCtx {
   int b, h, sq, sk;  // 32-bit: lengths < 2^31 (extra_reasons), fewer live registers
-  float scale, scale_log2, softcap, inv_softcap, slope;
+  float scale, scale_log2, softcap, tanh_mul, slope;  // tanh_mul = 2 log2(e) / softcap
   const uint8_t* mask;  // element (i, j) at mask + (i * mask_si + j * mask_sj) * mask_bytes
   int64_t mask_si, mask_sj;
 
@@ -37,7 +38,7 @@ struct ScoreCtx {
     scale = p.scale;
     scale_log2 = p.scale * kLog2e;
     softcap = p.softcap;
-    inv_softcap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
+    tanh_mul = p.softcap > 0.f ? cuda::kTwoLog2e / p.softcap : 0.f;
     slope = p.alibi ? p.alibi[b * p.alibi_st_b + h * p.alibi_st_h] : 0.f;
     mask = nullptr;
     mask_si = p.mask_st.s;
@@ -88,7 +89,14 @@ __device__ __forceinline__ float score_log2(const Params& p, const ScoreCtx& c, 
     if (i >= c.sq || j < r.lo || j > r.hi) return -INFINITY;
     float x = acc * c.scale;
     if (c.softcap > 0.f) {
-      const float t = tanhf(x * c.inv_softcap);
+      // tanh on the SFU (cuda/sfu_math.cuh: ~2e-7) since session 23; the build switch
+      // ATTNKIT_FLASH_LIBM_TANH=1 restores libm's tanhf for A/B measurements
+      // (bench/gpu/flash_tanh_ab.sh).
+#if defined(ATTNKIT_FLASH_LIBM_TANH) && ATTNKIT_FLASH_LIBM_TANH
+      const float t = tanhf(x * c.tanh_mul * (1.f / cuda::kTwoLog2e));
+#else
+      const float t = cuda::tanh_exp2(x * c.tanh_mul);
+#endif
       x = c.softcap * t;
       dcap = 1.f - t * t;
     }

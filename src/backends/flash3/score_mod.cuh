@@ -8,30 +8,24 @@
 // c * log2(e) (fwd_args.hpp), so softmax and lse see c * t; ALiBi's bias is added in the same
 // units (FwdArgs::alibi_mul = -1 / scale').
 //
-// tanh(x) = 1 - 2 / (1 + e^(2x)) with ex2.approx (rel. error 2^-22) and rcp.approx (1 ulp):
-// |error| ~ 2e-7 on t, i.e. ~1e-5 on the logit at c = 50 (not tanh.approx.f32, whose 2^-11 would
-// be ~0.025 there). 2 MUFU per element on top of the softmax's exp2: the softmax of a softcapped
-// tile costs ~3x the MUFU time of a plain one (D = 128: 1.5x the tile's tensor time instead of
-// 0.5x; D = 256: 0.75x instead of 0.25x).
+// tanh(x) = 1 - 2 / (1 + e^(2x)) (cuda/sfu_math.cuh tanh_exp2: ~2e-7, 2 MUFU per element on top
+// of the softmax's exp2): the softmax of a softcapped tile costs ~3x the MUFU time of a plain one
+// (D = 128: 1.5x the tile's tensor time instead of 0.5x; D = 256: 0.75x instead of 0.25x).
+// Measured (session 23, H200): D 128 ~390 TFLOP/s softcapped vs ~600 plain, at that MUFU floor.
 #pragma once
 
 #include <cstdint>
 
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/softmax.cuh"
+#include "cuda/sfu_math.cuh"
 
 namespace attnkit::flash3 {
 
-__device__ __forceinline__ float fast_rcp(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-/// tanh(x) for x = s * k / (2 log2 e), i.e. k = 2 log2(e) * (the scale of s): 1 - 2 / (1 + 2^(s
-/// k)). Saturates exactly: 2^(s k) = +inf gives 1, 0 gives -1. NaN stays NaN.
+/// tanh(x) for x = s * k / (2 log2 e), i.e. k = 2 log2(e) * (the scale of s) / softcap
+/// (FwdArgs::softcap_k; cuda/sfu_math.cuh tanh_exp2 has the error bound).
 __device__ __forceinline__ float softcap_tanh(float s, float k) {
-  return fmaf(-2.f, fast_rcp(1.f + fast_exp2(s * k)), 1.f);
+  return attnkit::cuda::tanh_exp2(s * k);
 }
 
 /// Softcap and ALiBi on the raw scores of key block n0 .. n0 + kBlockN - 1 (alibi_k = slope of
