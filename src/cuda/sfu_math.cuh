@@ -26,6 +26,23 @@ __device__ __forceinline__ float tanh_exp2(float y) {
   return fmaf(-2.f, rcp_approx(1.f + ex2_approx(y)), 1.f);
 }
 
+/// tanh_exp2 with the reciprocal on the FMA pipe instead of the SFU (1 MUFU + 11 FMA/ALU-pipe
+/// instructions instead of 2 + 3): for kernels whose MUFU is the bottleneck (flash3's softcapped
+/// softmax: 3 MUFU per score). 1 / x for x = 1 + 2^y in [1, 2^64 + 1] (y clamped at 64 by a
+/// NaN-propagating min: tanh is 1 to float precision long before): the exponent-flip guess
+/// 0x7EF311C3 - bits(x) (relative error <= 1/8) and three Newton steps r <- r (2 - x r)
+/// (1/8 -> 2^-6 -> 2^-12 -> 2^-24). Same saturation as tanh_exp2: 2^y = 0 gives -1; NaN stays NaN.
+__device__ __forceinline__ float tanh_exp2_fma_rcp(float y) {
+  float yc;
+  asm("min.NaN.f32 %0, %1, 64.0;" : "=f"(yc) : "f"(y));
+  const float x = 1.f + ex2_approx(yc);
+  float r = __int_as_float(0x7EF311C3 - __float_as_int(x));
+#pragma unroll
+  for (int k = 0; k < 3; ++k)
+    r = fmaf(r, fmaf(-x, r, 1.f), r);
+  return fmaf(-2.f, r, 1.f);
+}
+
 /// 2 log2(e): tanh(z) = tanh_exp2(z * kTwoLog2e).
 inline constexpr float kTwoLog2e = 2.885390081777926815f;
 

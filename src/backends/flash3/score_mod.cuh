@@ -22,10 +22,20 @@
 
 namespace attnkit::flash3 {
 
+// Where softcap's reciprocal runs (session 23 A/B, bench/gpu/flash3_softcap_ab.sh): 0 = SFU for
+// every score (3 MUFU per score with the softmax's exp2), 1 = FMA pipe for every score
+// (cuda/sfu_math.cuh tanh_exp2_fma_rcp: 2 MUFU + 8 more FMA-pipe instructions), 2 = FMA pipe for
+// the odd registers (2.5 MUFU per score).
+#ifndef ATTNKIT_FLASH3_SOFTCAP_RCP
+#define ATTNKIT_FLASH3_SOFTCAP_RCP 0
+#endif
+
 /// tanh(x) for x = s * k / (2 log2 e), i.e. k = 2 log2(e) * (the scale of s) / softcap
-/// (FwdArgs::softcap_k; cuda/sfu_math.cuh tanh_exp2 has the error bound).
+/// (FwdArgs::softcap_k; cuda/sfu_math.cuh has the error bounds). kFmaRcp: the reciprocal on the
+/// FMA pipe.
+template <bool kFmaRcp = false>
 __device__ __forceinline__ float softcap_tanh(float s, float k) {
-  return attnkit::cuda::tanh_exp2(s * k);
+  return kFmaRcp ? attnkit::cuda::tanh_exp2_fma_rcp(s * k) : attnkit::cuda::tanh_exp2(s * k);
 }
 
 /// Softcap and ALiBi on the raw scores of key block n0 .. n0 + kBlockN - 1 (alibi_k = slope of
@@ -34,9 +44,14 @@ template <int kBlockN>
 __device__ __forceinline__ void transform_tile(float (&s)[kBlockN / 2], const FwdArgs& a, int n0,
                                                int row0, int lane, float alibi_k) {
   if (a.softcap_k != 0.f) {
+    constexpr int kRcp = ATTNKIT_FLASH3_SOFTCAP_RCP;
 #pragma unroll
-    for (int i = 0; i < kBlockN / 2; ++i)
-      s[i] = softcap_tanh(s[i], a.softcap_k);
+    for (int i = 0; i < kBlockN / 2; ++i) {
+      if (kRcp == 1 || (kRcp == 2 && (i & 1) != 0))
+        s[i] = softcap_tanh<true>(s[i], a.softcap_k);
+      else
+        s[i] = softcap_tanh<false>(s[i], a.softcap_k);
+    }
   }
   if (alibi_k != 0.f) {
     const int col0 = n0 + 2 * (lane & 3);
