@@ -94,7 +94,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; softcap, ALiBi, window: "
+        "forward only; backward D = 64, 128)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
