@@ -9,24 +9,17 @@
 #   OUT=... bash bench/gpu/flash3_softcap_ab.sh [scoremod_vs_peers.py args]
 set -u
 OUT=${OUT:-/tmp/flash3_softcap_out}
-mkdir -p "$OUT"
+. "$(dirname "$0")/sm_common.sh"
 B=${SM_BUILD:-build_sm}
-S="$OUT/summary.txt"
-: > "$S"
-say() { echo "$*" | tee -a "$S"; }
 
 t0=$(date +%s)
 variant() {  # $1 = ATTNKIT_FLASH3_SOFTCAP_RCP, $2 = ninja targets
-  cmake -S . -B build_rcp$1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
-    -DATTNKIT_BACKENDS="math;flash3" -DATTNKIT_CUDA_ARCHS=90a -DATTNKIT_HEAD_DIMS="128;256" \
-    -DATTNKIT_BUILD_CLI=OFF -DCMAKE_CUDA_FLAGS="-DATTNKIT_FLASH3_SOFTCAP_RCP=$1" &&
+  cmake_tree build_rcp$1 "math;flash3" "128;256" "-DATTNKIT_FLASH3_SOFTCAP_RCP=$1" &&
     ninja -C build_rcp$1 $2
   echo "build_rcp$1 rc=$?"
 }
 (variant 1 "test_flash3 attnkit_c"; variant 2 attnkit_c) > "$OUT/build_rcp.log" 2>&1 &
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
-  -DATTNKIT_BACKENDS="math;flash;flash3" -DATTNKIT_CUDA_ARCHS=90a \
-  -DATTNKIT_HEAD_DIMS="64;128;256" -DATTNKIT_BUILD_CLI=OFF > "$OUT/build.log" 2>&1
+cmake_tree $B "math;flash;flash3" "64;128;256" > "$OUT/build.log" 2>&1
 ninja -C $B test_flash3 attnkit_c >> "$OUT/build.log" 2>&1
 say "build rc=$? ($(($(date +%s) - t0)) s)"
 wait

@@ -10,22 +10,15 @@
 #   OUT=... bash bench/gpu/flash_tanh_ab.sh [scoremod_vs_peers.py args]
 set -u
 OUT=${OUT:-/tmp/flash_tanh_out}
-mkdir -p "$OUT"
+. "$(dirname "$0")/sm_common.sh"
 B=${SM_BUILD:-build_sm}
-S="$OUT/summary.txt"
-: > "$S"
-say() { echo "$*" | tee -a "$S"; }
 
 t0=$(date +%s)
-(cmake -S . -B build_libm -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
-  -DATTNKIT_BACKENDS="math;flash" -DATTNKIT_CUDA_ARCHS=90a -DATTNKIT_HEAD_DIMS="128;256" \
-  -DATTNKIT_BUILD_CLI=OFF -DATTNKIT_BUILD_TESTS=OFF \
-  -DCMAKE_CUDA_FLAGS="-DATTNKIT_FLASH_LIBM_TANH=1" > "$OUT/build_libm.log" 2>&1 &&
+(cmake_tree build_libm "math;flash" "128;256" "-DATTNKIT_FLASH_LIBM_TANH=1" \
+  -DATTNKIT_BUILD_TESTS=OFF > "$OUT/build_libm.log" 2>&1 &&
   ninja -C build_libm attnkit_c >> "$OUT/build_libm.log" 2>&1
   echo "build_libm rc=$?" >> "$OUT/build_libm.log") &
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
-  -DATTNKIT_BACKENDS="math;flash;flash3" -DATTNKIT_CUDA_ARCHS=90a \
-  -DATTNKIT_HEAD_DIMS="64;128;256" -DATTNKIT_BUILD_CLI=OFF > "$OUT/build.log" 2>&1
+cmake_tree $B "math;flash;flash3" "64;128;256" > "$OUT/build.log" 2>&1
 ninja -C $B test_flash test_flash3 attnkit_c >> "$OUT/build.log" 2>&1
 say "build rc=$? ($(($(date +%s) - t0)) s)"
 wait

@@ -12,11 +12,8 @@
 #   OUT=... bash bench/gpu/scoremod_run.sh [--d 128,256 --s 1k,4k,16k --mods cap,win ...]
 set -u
 OUT=${OUT:-/tmp/scoremod_out}
-mkdir -p "$OUT"
+. "$(dirname "$0")/sm_common.sh"
 B=${SM_BUILD:-build_sm}
-S="$OUT/summary.txt"
-: > "$S"
-say() { echo "$*" | tee -a "$S"; }
 
 t0=$(date +%s)
 {
@@ -24,9 +21,7 @@ t0=$(date +%s)
   nvcc --version | tail -1
   git rev-parse --short HEAD
 } > "$OUT/build.log" 2>&1
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNKIT_CUDA=ON \
-  -DATTNKIT_BACKENDS="math;flash;flash3" -DATTNKIT_CUDA_ARCHS=90a \
-  -DATTNKIT_HEAD_DIMS="64;128;256" -DATTNKIT_BUILD_CLI=OFF >> "$OUT/build.log" 2>&1
+cmake_tree $B "math;flash;flash3" "64;128;256" >> "$OUT/build.log" 2>&1
 if ninja -C $B -j"$(nproc)" test_flash3 attnkit_c >> "$OUT/build.log" 2>&1; then
   say "build: ok ($(($(date +%s) - t0)) s)"
 else

@@ -67,9 +67,7 @@ __device__ __forceinline__ Range32 row_range(const Params& p, int64_t i, int64_t
 
 /// 2^x on the SFU (ex2.approx.ftz: 2 ulp; 2^-inf = 0), without exp2f's denormal fix-up.
 __device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
+  return cuda::ex2_approx(x);
 }
 
 /// Logit of (i, j) from the raw dot product, as a multiple of `logit_mul<kGeneral>(c)` log2

@@ -25,6 +25,7 @@
 #include "core/params.hpp"
 #include "cuda/ptx_sm80.hpp"
 #include "cuda/ptx_sm90.hpp"
+#include "cuda/sfu_math.cuh"
 
 namespace attnkit::flash3::bwd {
 
@@ -117,9 +118,7 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
 // ---------------------------------------------------------------------------------------------
 
 __device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
+  return attnkit::cuda::ex2_approx(x);
 }
 
 /// Element e (0: low half, 1: high) of a packed 16-bit pair (pack2's inverse), as fp32.

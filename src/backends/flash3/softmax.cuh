@@ -13,12 +13,12 @@
 
 #include <cstdint>
 
+#include "cuda/sfu_math.cuh"
+
 namespace attnkit::flash3 {
 
 __device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
+  return attnkit::cuda::ex2_approx(x);
 }
 
 template <int kBlockN>
