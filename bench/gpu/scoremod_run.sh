@@ -7,6 +7,9 @@
 #      every test; SM_TESTS=0: skip);
 #   3. compute-sanitizer memcheck + racecheck on a few score-mod cases (SM_SANITIZE=0: skip);
 #   4. the benchmark (bench/gpu/scoremod_vs_peers.py "$@"; SM_BENCH=0: skip).
+# Session 24 (bench/gpu/varlen_run.sh sets them): SM_BACKENDS (default "math;flash;flash3"),
+# SM_BENCH_PY (default bench/gpu/scoremod_vs_peers.py), SM_SAN_FILTER (the sanitizer's gtest
+# filter; default: the four score-mod cases below).
 # Writes at most 8 files to $OUT: build.log, test.log, sanitizer_{memcheck,racecheck}.log,
 # bench.log, bench.json, summary.txt.
 #   OUT=... bash bench/gpu/scoremod_run.sh [--d 128,256 --s 1k,4k,16k --mods cap,win ...]
@@ -21,7 +24,7 @@ t0=$(date +%s)
   nvcc --version | tail -1
   git rev-parse --short HEAD
 } > "$OUT/build.log" 2>&1
-cmake_tree $B "math;flash;flash3" "64;128;256" >> "$OUT/build.log" 2>&1
+cmake_tree $B "${SM_BACKENDS:-math;flash;flash3}" "64;128;256" >> "$OUT/build.log" 2>&1
 if ninja -C $B -j"$(nproc)" test_flash3 attnkit_c >> "$OUT/build.log" 2>&1; then
   say "build: ok ($(($(date +%s) - t0)) s)"
 else
@@ -53,6 +56,7 @@ if [ "${SM_SANITIZE:-1}" = 1 ]; then
   F="$F:Cases/Flash3Forward.MatchesReference/mod_b2_sq300_sk420_h8x2_d64_bf16_br_bhsd_pad_cap15_w100_20_alibiBH"
   F="$F:Cases/Flash3Forward.MatchesReference/mod_b2_sq700_sk900_h8x2_d256_bf16_tl_g3_cap20_w200_inf"
   F="$F:Cases/Flash3Forward.MatchesReference/sched_dyn_b2_sq700_sk900_h8x2_d128_bf16_nc_w64_64_alibiH"
+  F=${SM_SAN_FILTER:-$F}
   for tool in memcheck racecheck; do
     (timeout ${SM_SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 $T \
       --gtest_filter="$F" > "$OUT/sanitizer_$tool.log" 2>&1
@@ -63,7 +67,7 @@ if [ "${SM_SANITIZE:-1}" = 1 ]; then
 fi
 
 if [ "${SM_BENCH:-1}" = 1 ]; then
-  timeout ${SM_BENCH_TIMEOUT:-300} python3 bench/gpu/scoremod_vs_peers.py \
+  timeout ${SM_BENCH_TIMEOUT:-300} python3 ${SM_BENCH_PY:-bench/gpu/scoremod_vs_peers.py} \
     --lib $B/libattnkit_c.so --json "$OUT/bench.json" "$@" > "$OUT/bench.log" 2>&1
   say "bench rc=$?"
   grep -vE "^\s*$|Warning|warn" "$OUT/bench.log" | tail -30 | tee -a "$S"

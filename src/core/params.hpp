@@ -77,7 +77,8 @@ struct Params {
   const int32_t* cu_seqlens_k = nullptr;
   const int32_t* cu_seqlens_q_host = nullptr;  // host copy when the resolver made one, else null
   const int32_t* cu_seqlens_k_host = nullptr;
-  bool max_seqlens_given = true;  // false: seqlen_q/k were read from cu_seqlens by the resolver
+  bool max_seqlens_given = true;     // false: seqlen_q/k were read from cu_seqlens by the resolver
+  int64_t total_q = 0, total_k = 0;  // varlen: q.shape[0] and k.shape[0] (the packed rows)
 
   // ---- execution ------------------------------------------------------------------------
   void* stream = nullptr;  // cudaStream_t

@@ -310,6 +310,8 @@ Shapes validate_common(const TensorView& q, const TensorView& k, const TensorVie
       p.seqlen_k = o.max_seqlen_k;
     }
     p.max_seqlens_given = maxima_given;
+    p.total_q = s.sq;
+    p.total_k = s.sk;
     p.cu_seqlens_q = static_cast<const int32_t*>(o.cu_seqlens_q.data);
     p.cu_seqlens_k = static_cast<const int32_t*>(o.cu_seqlens_k.data);
     if (q.device.type == DeviceType::cpu) {

@@ -6,6 +6,7 @@
 // dispatcher falls back.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -75,7 +76,6 @@ std::vector<std::string> feature_reasons(const Params& p) {
   std::vector<std::string> r;
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) r.push_back("dtype must be bf16 or f16");
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
-  if (p.varlen) r.push_back("varlen");
   if (p.has_mask()) r.push_back("mask");
   // (Window, softcap and ALiBi: forward only; backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
@@ -94,8 +94,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; softcap, ALiBi, window: "
-        "forward only; backward D = 64, 128)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; softcap, ALiBi, window, "
+        "varlen: forward only; backward D = 64, 128)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -111,11 +111,12 @@ class Flash3Backend final : public Backend {
     c.window = true;
     c.softcap = true;
     c.alibi = true;
+    c.varlen = true;  // forward only (backward_reasons), since session 24: kVarVarlen
     c.gqa = true;
     c.lse = true;
     c.backward = true;  // D = 64, 128 (extra_reasons); dQ by atomics, so not deterministic
     c.deterministic = false;
-    // Not implemented (yet): masks, varlen, dropout, D = 256 backward; window, softcap and ALiBi
+    // Not implemented (yet): masks, dropout, D = 256 backward; window, softcap, ALiBi and varlen
     // in the backward.
     c.tier = AccuracyTier::exact;
   }
@@ -127,16 +128,22 @@ class Flash3Backend final : public Backend {
     if (arch != 90)
       reasons.push_back("device cuda:" + std::to_string(p.device.index) + " is sm" +
                         std::to_string(arch) + "; flash3 is built for sm_90a only");
-    check_tma_operand("q", p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, reasons);
-    check_tma_operand("k", p.k, p.k_st, p.batch, p.seqlen_k, p.heads_kv, reasons);
-    check_tma_operand("v", p.v, p.v_st, p.batch, p.seqlen_k, p.heads_kv, reasons);
+    // (Varlen: one packed [total, H, D] tensor each; the b strides are 0.)
+    const int64_t nb = p.varlen ? 1 : p.batch;
+    const int64_t sq = p.varlen ? p.total_q : p.seqlen_q, sk = p.varlen ? p.total_k : p.seqlen_k;
+    check_tma_operand("q", p.q, p.q_st, nb, sq, p.heads_q, reasons);
+    check_tma_operand("k", p.k, p.k_st, nb, sk, p.heads_kv, reasons);
+    check_tma_operand("v", p.v, p.v_st, nb, sk, p.heads_kv, reasons);
     // The epilogue stores 2-element (4-byte) pairs straight from registers.
     if (p.out_st.d != 1) reasons.push_back("out.stride(d) must be 1 for flash3");
     if (reinterpret_cast<uintptr_t>(p.out) % 4 != 0 || p.out_st.s % 2 || p.out_st.h % 2 ||
         p.out_st.b % 2)
       reasons.push_back("out pointer/strides must be 4-byte aligned for flash3");
-    if (p.seqlen_q > INT32_MAX / 2 || p.seqlen_k > INT32_MAX / 2)
-      reasons.push_back("sequence length above 2^30 (flash3 uses 32-bit row indices)");
+    if (std::max(p.seqlen_q, p.total_q) > INT32_MAX / 2 ||
+        std::max(p.seqlen_k, p.total_k) > INT32_MAX / 2)
+      reasons.push_back(
+          "sequence length (varlen: packed rows) above 2^30 (flash3 uses 32-bit "
+          "row indices)");
     if (p.heads_q > 65535 || p.batch > 65535)
       reasons.push_back("heads_q and batch must be <= 65535 (flash3 grid)");
     if (p.is_backward) backward_reasons(p, reasons);
@@ -148,7 +155,8 @@ class Flash3Backend final : public Backend {
   static void backward_reasons(const Params& p, std::vector<std::string>& reasons) {
     // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
     // only the tensors given are checked.
-    if (p.dout != nullptr)
+    if (p.varlen) reasons.push_back("varlen: the flash3 backward has none (forward only)");
+    if (p.dout != nullptr && !p.varlen)
       check_tma_operand("dout", p.dout, p.dout_st, p.batch, p.seqlen_q, p.heads_q, reasons);
     const struct {
       const char* name;

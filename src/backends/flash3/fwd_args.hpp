@@ -99,6 +99,17 @@ struct FwdArgs {
   const float* alibi;
   int64_t alibi_sb, alibi_sh;
   float alibi_mul;
+  // Session 24 (kVarVarlen; launch.cuh launch_forward_score_mod<D, BF16, true>): packed
+  // sequences. cu_q / cu_k: [batch + 1] int32 row offsets on the device; the tensor maps are over
+  // [1, total, H, D] (TMA coordinate b = 0, rows cu_q[b] + ... / cu_k[b] + ...); seqlen_q / k
+  // above are the maxima (they size the tile grid); each tile takes its own sequence's lengths,
+  // and its causal / window bounds from causal_kind (0 none, 1 top-left, 2 bottom-right) and
+  // win_left / win_right (-1 = unbounded) through seq_bounds.hpp, as the host does for a dense
+  // call. Read only by kVarVarlen kernels.
+  const int* cu_q;
+  const int* cu_k;
+  int causal_kind;
+  int win_left, win_right;
 };
 
 }  // namespace attnkit::flash3

@@ -19,6 +19,7 @@
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/mainloop.cuh"
+#include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/tail.cuh"
 #include "backends/flash3/tile_scheduler.cuh"
 #include "backends/flash3/traits.hpp"
@@ -26,6 +27,39 @@
 #include "cuda/ptx_sm90.hpp"
 
 namespace attnkit::flash3 {
+
+/// kVarVarlen (session 24): the FwdArgs that tile (b, ...) of a packed call runs with: its
+/// sequence's lengths and causal / window bounds (seq_bounds.hpp), O and lse moved to the
+/// sequence's first row (their b strides are 0 in a varlen call); q0 / k0 = the sequence's first
+/// rows in the packed Q and K/V (the producer's TMA coordinates). Only the fields read per tile
+/// live on: the tensor maps are always read from the kernel parameter, never from this copy.
+__device__ __forceinline__ FwdArgs varlen_args(const FwdArgs& a, int b, int& q0, int& k0) {
+  q0 = a.cu_q[b];
+  k0 = a.cu_k[b];
+  FwdArgs v = a;
+  v.seqlen_q = a.cu_q[b + 1] - q0;
+  v.seqlen_k = a.cu_k[b + 1] - k0;
+  const SeqBounds sb = seq_bounds(v.seqlen_q, v.seqlen_k, a.causal_kind, a.win_left, a.win_right);
+  v.causal = sb.causal;
+  v.causal_offset = sb.causal_offset;
+  v.window_lo = sb.window_lo;
+  v.lo_offset = sb.lo_offset;
+  v.diag_offset = sb.diag_offset;
+  v.out = static_cast<uint16_t*>(a.out) + static_cast<int64_t>(q0) * a.out_ss;
+  v.out_sb = 0;
+  if (a.lse != nullptr) v.lse = a.lse + static_cast<int64_t>(q0) * a.lse_ss;
+  v.lse_sb = 0;
+  return v;
+}
+
+/// kVarVarlen: the K/V blocks of tile m_block of a sequence (va = varlen_args), from block lo
+/// (first_n_block): none for a tile past the sequence's end (its rows belong to the next one).
+template <class Tr>
+__device__ __forceinline__ int varlen_blocks(const FwdArgs& va, int m_block, int lo) {
+  if (m_block * Tr::kBlockM >= va.seqlen_q) return 0;
+  const int n = num_n_blocks<Tr>(va, m_block) - lo;
+  return n > 0 ? n : 0;
+}
 
 /// kVar: variant bits (mainloop.cuh: kVarOrdered, kVarEarlyRescale); VS: V ring stages;
 /// CL: CTAs per cluster (1, or 2 = K/V multicast, cluster.cuh); RS: K/V ring slots (0, or 10 =
@@ -59,6 +93,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   const bool dynamic = args.tile_counter != nullptr;
   // kVarScoreMod (session 23): a tile's blocks start at first_n_block (the window's left edge).
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
+  constexpr bool kVarlen = (kVar & kVarVarlen) != 0;
+  static_assert(!kVarlen || (kScoreMod && !kTail && !kDiet && Tr::kCluster == 1 && !Tr::kRing),
+                "flash3: kVarVarlen runs on the score-mod kernel only");
   auto lo_block = [&](int m_block) { return kScoreMod ? first_n_block<Tr>(args, m_block) : 0; };
   // (blocks lo_block .. num_n_blocks - 1; none when that is empty)
   auto blocks_from = [&](int m_block, int lo) {
@@ -133,9 +170,18 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
           const int t_next = dynamic ? -1 : static_tile(args, k + 1);
           if (lane == 0) {
             const Tile tile = decode_tile_of<kDiet>(args, t);
-            const int lo = lo_block(tile.m_block);
-            produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b,
-                                    blocks_from(tile.m_block, lo), pipe, qi, t_next, lo);
+            if constexpr (kVarlen) {  // (TMA coordinate b = 0: the maps are [1, total, H, D])
+              int q0, k0;
+              const FwdArgs va = varlen_args(args, tile.b, q0, k0);
+              const int lo = first_n_block<Tr>(va, tile.m_block);
+              produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, 0,
+                                      varlen_blocks<Tr>(va, tile.m_block, lo), pipe, qi, -1, lo, q0,
+                                      k0);
+            } else {
+              const int lo = lo_block(tile.m_block);
+              produce_tile<Tr, kDiet>(args, sm, tile.m_block, tile.h, tile.b,
+                                      blocks_from(tile.m_block, lo), pipe, qi, t_next, lo);
+            }
           }
           __syncwarp();
           if (dynamic) {
@@ -217,10 +263,19 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
           // (trace, measurement builds: words 0 / 2 = the tile call starts / returns; 1 / 3 in
           // consume_tile_simple)
           trace_stamp(args, k, cwg, threadIdx.x % 128, 0);
-          const int lo = lo_block(tile.m_block);
-          consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b,
-                                              blocks_from(tile.m_block, lo), pipe, qi, cwg,
-                                              threadIdx.x % 128, turn, TailPiece{}, lo);
+          if constexpr (kVarlen) {  // (b stays the sequence's index: ALiBi's [B, Hq] slopes)
+            int q0, k0;
+            const FwdArgs va = varlen_args(args, tile.b, q0, k0);
+            const int lo = first_n_block<Tr>(va, tile.m_block);
+            consume_tile_simple<Tr, BF16, kVar>(va, sm, tile.m_block, tile.h, tile.b,
+                                                varlen_blocks<Tr>(va, tile.m_block, lo), pipe, qi,
+                                                cwg, threadIdx.x % 128, turn, TailPiece{}, lo);
+          } else {
+            const int lo = lo_block(tile.m_block);
+            consume_tile_simple<Tr, BF16, kVar>(args, sm, tile.m_block, tile.h, tile.b,
+                                                blocks_from(tile.m_block, lo), pipe, qi, cwg,
+                                                threadIdx.x % 128, turn, TailPiece{}, lo);
+          }
           trace_stamp(args, k, cwg, threadIdx.x % 128, 2);
         }
       }

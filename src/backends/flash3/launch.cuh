@@ -15,6 +15,7 @@
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/kernel.cuh"
 #include "backends/flash3/launch.hpp"
+#include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/tensor_map.hpp"
 #include "backends/flash3/traits.hpp"
 #include "core/params.hpp"
@@ -135,12 +136,17 @@ template <class Tr, bool BF16>
 FwdArgs base_args(const Params& p) {
   constexpr int D = Tr::kD;
   FwdArgs a{};
-  make_map(&a.tma_q, p.q, p.q_st, p.batch, p.seqlen_q, p.heads_q, D, Tr::kBlockM, BF16, "q");
+  // Varlen (session 24, kVarVarlen): maps over the packed [1, total, H, D] tensors (TMA
+  // zero-fills rows past the packed end; rows of the next sequence are loaded and masked, or
+  // computed and not stored).
+  const int64_t mb = p.varlen ? 1 : p.batch;
+  const int64_t sq = p.varlen ? p.total_q : p.seqlen_q, sk = p.varlen ? p.total_k : p.seqlen_k;
+  make_map(&a.tma_q, p.q, p.q_st, mb, sq, p.heads_q, D, Tr::kBlockM, BF16, "q");
   // Sk = 0: the maps are never read (every CTA visits 0 tiles) but must still be encodable.
-  make_map(&a.tma_k, p.seqlen_k > 0 ? p.k : p.q, p.seqlen_k > 0 ? p.k_st : p.q_st, p.batch,
-           p.seqlen_k, p.heads_kv, D, Tr::kKBoxRows, BF16, "k");
-  make_map(&a.tma_v, p.seqlen_k > 0 ? p.v : p.q, p.seqlen_k > 0 ? p.v_st : p.q_st, p.batch,
-           p.seqlen_k, p.heads_kv, D, Tr::kVBoxRows, BF16, "v");
+  make_map(&a.tma_k, sk > 0 ? p.k : p.q, sk > 0 ? p.k_st : p.q_st, mb, sk, p.heads_kv, D,
+           Tr::kKBoxRows, BF16, "k");
+  make_map(&a.tma_v, sk > 0 ? p.v : p.q, sk > 0 ? p.v_st : p.q_st, mb, sk, p.heads_kv, D,
+           Tr::kVBoxRows, BF16, "v");
   a.out = p.out;
   a.out_sb = p.out_st.b;
   a.out_ss = p.out_st.s;
@@ -483,20 +489,22 @@ void launch_forward(const Params& p) {
 /// Session 23: softcap, ALiBi and the sliding window into FwdArgs (fwd_args.hpp says how each is
 /// encoded; kVarScoreMod kernels read them). The window's right edge joins the causal bound
 /// (the smaller offset wins), so num_n_blocks, the masks and the causal schedule apply to it as
-/// they are; each edge is left out where it hides nothing (window_right >= Sq - 1, window_left
-/// >= Sk - 1), which also keeps every offset within +-max(Sq, Sk).
+/// they are; each edge is left out where it hides nothing (seq_bounds.hpp). Varlen (session 24):
+/// the bounds of the longest lengths, which set the tile order and the schedule; each tile's
+/// own come from causal_kind / win_left / win_right in the kernel.
 inline void set_score_mod(const Params& p, FwdArgs& a) {
+  // (Window edges past every sequence's length hide nothing: -1, so that they fit an int.)
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
-  if (p.window_right >= 0 && p.window_right < sq) {
-    const int off = static_cast<int>(sk - sq + p.window_right);
-    a.causal_offset = a.causal ? std::min(a.causal_offset, off) : off;
-    a.causal = 1;
-  }
-  if (p.window_left >= 0 && p.window_left < sk) {
-    a.window_lo = 1;
-    a.lo_offset = static_cast<int>(sk - sq - p.window_left);
-  }
-  a.diag_offset = static_cast<int>(sk - sq);
+  a.causal_kind = p.causal == Causal::none ? 0 : p.causal == Causal::top_left ? 1 : 2;
+  a.win_left = p.window_left >= 0 && p.window_left < sk ? static_cast<int>(p.window_left) : -1;
+  a.win_right = p.window_right >= 0 && p.window_right < sq ? static_cast<int>(p.window_right) : -1;
+  const SeqBounds sb = seq_bounds(static_cast<int>(sq), static_cast<int>(sk), a.causal_kind,
+                                  a.win_left, a.win_right);
+  a.causal = sb.causal;
+  a.causal_offset = sb.causal_offset;
+  a.window_lo = sb.window_lo;
+  a.lo_offset = sb.lo_offset;
+  a.diag_offset = sb.diag_offset;
   if (p.softcap > 0.f) {
     a.softcap_k = static_cast<float>(2.0 * M_LOG2E * p.scale / p.softcap);
     a.scale = p.softcap;
@@ -519,16 +527,26 @@ inline void set_score_mod(const Params& p, FwdArgs& a) {
 /// right edge or causality makes the tiles unequal (long_causal_launch). No split tail, cluster,
 /// diet or TMA epilogue: those are tuned forms of the plain kernels, not measured here.
 /// Exposed to the tests and benchmarks as launch slot kScoreModSlot.
-template <int D, bool BF16>
+/// kVarlen (session 24): a packed call (Params::varlen), with or without score modifications,
+/// runs the same kernel built with kVarVarlen (slot kVarlenSlot): tensor maps over the packed
+/// [1, total, H, D] tensors, the tile grid sized by the longest sequences, every tile bounded
+/// by its own sequence in the kernel (kernel.cuh varlen_args); no Q / K / V prefetch (it would
+/// need the next tile's sequence).
+template <int D, bool BF16, bool kVarlen = false>
 void launch_forward_score_mod(const Params& p) {
   using Tr = FwdTraits<D, 0, 2, 2>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   FwdArgs a = base_args<Tr, BF16>(p);
   set_score_mod(p, a);
-  constexpr int kVar = kVarScoreMod | (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
+  if constexpr (kVarlen) {  // (base_args made the maps over the packed tensors)
+    a.cu_q = p.cu_seqlens_q;
+    a.cu_k = p.cu_seqlens_k;
+  }
+  constexpr int kVar = kVarScoreMod | (kVarlen ? kVarVarlen : 0) |
+                       (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
                        (D == 256 ? kVarLazyRescale : 0);
   auto kernel = fwd_kernel<D, BF16, 0, 2, 2, kVar>;
-  set_last_forward_slot(kScoreModSlot);
+  set_last_forward_slot(kVarlen ? kVarlenSlot : kScoreModSlot);
   set_last_forward_tail_tiles(0);
   static std::atomic<bool> attr_set[kMaxDevices] = {};
   const int dev = current_device();
@@ -542,8 +560,8 @@ void launch_forward_score_mod(const Params& p) {
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = 0;
   a.trace = static_cast<unsigned long long*>(tuning().trace);
-  a.q_prefetch = q_prefetch_auto(p, a, D);
-  a.kv_prefetch = tuning().kv_prefetch != 0 ? 1 : 0;
+  a.q_prefetch = kVarlen ? 0 : q_prefetch_auto(p, a, D);
+  a.kv_prefetch = !kVarlen && tuning().kv_prefetch != 0 ? 1 : 0;
   a.epi_wide = epi_wide_auto(p, D);
   a.rotate = 0;
   const bool dynamic = dynamic_schedule(a);
@@ -562,6 +580,7 @@ void launch_forward_score_mod(const Params& p) {
 /// spilled 76 B and measured no better; with the zero block it no longer fits in 227 KB.)
 template <int D, bool BF16>
 void run_forward(const Params& p) {
+  if (p.varlen) return launch_forward_score_mod<D, BF16, true>(p);
   if (p.softcap > 0.f || p.alibi != nullptr || p.window_left >= 0 || p.window_right >= 0)
     return launch_forward_score_mod<D, BF16>(p);
   if constexpr (D == 64) {

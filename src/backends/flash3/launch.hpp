@@ -168,8 +168,9 @@ Tuning& tuning();
 /// The launch slot (launch.cuh, kernels[]) of this process's last forward launch, -1 before
 /// any: lets the tests check that a Tuning really selected the kernel they mean to cover.
 /// 0-15 the kernels[] slots, 16 + s the ordered build of slot s, kScoreModSlot the softcap /
-/// ALiBi / window kernel (launch.cuh launch_forward_score_mod).
+/// ALiBi / window kernel (launch.cuh launch_forward_score_mod), kVarlenSlot its varlen build.
 inline constexpr int kScoreModSlot = 32;
+inline constexpr int kVarlenSlot = 33;
 int last_forward_slot();
 void set_last_forward_slot(int slot);
 /// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).

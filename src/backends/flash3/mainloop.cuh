@@ -189,11 +189,13 @@ __device__ __forceinline__ void produce_tile_ring(const FwdArgs& a, SmemLayout<T
 /// min(L, n) blocks left to issue, so that its TMA load, which can only start when this tile's
 /// last Q K^T is done (one Q buffer), reads L2. Only t_next is carried through the block loop
 /// and decoded at the prefetch (the D = 256 producer runs with 24 registers: carrying the
-/// decoded tile spilled 156 B instead of 36 B).
+/// decoded tile spilled 156 B instead of 36 B). q_row0 / kv_row0 (kVarVarlen): the sequence's
+/// first rows in the packed Q and K/V maps, added to every TMA row coordinate (0 otherwise).
 template <class Tr, bool kDiet = false>
 __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
                                              int h, int b, int n_blocks, PipeOf<Tr>& pipe,
-                                             QIndex& qi, int t_next = -1, int nb_lo = 0) {
+                                             QIndex& qi, int t_next = -1, int nb_lo = 0,
+                                             int q_row0 = 0, int kv_row0 = 0) {
   namespace ptx = attnkit::cuda::sm90;
   if (n_blocks <= 0) return;  // consumers write zeros; nothing may be left in flight
   if constexpr (Tr::kRing) {
@@ -203,6 +205,7 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
   const int hkv = h / a.group;
   const int rank = Tr::kCluster == 2 ? static_cast<int>(cl::ctarank()) : 0;
   // (A split tail's piece, tail.cuh: blocks nb_lo .. nb_lo + n_blocks - 1, from the last.)
+  // (kVarVarlen: the sequence's first rows q_row0 / kv_row0 in the packed maps; 0 otherwise.)
   auto load_k = [&](int nb) {
     nb += nb_lo;
     const int s = pipe.ks();
@@ -213,10 +216,10 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
       if constexpr (Tr::kCluster == 2) {  // this CTA's half of the chunks, into both CTAs
         if (c % 2 == rank)
           cl::tma_load_4d_multicast(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k,
-                                    &sm.full_k[s], c * 64, nb * Tr::kBlockN, hkv, b, 0x3);
+                                    &sm.full_k[s], c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
       } else {
         ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
-                         c * 64, nb * Tr::kBlockN, hkv, b);
+                         c * 64, nb * Tr::kBlockN + kv_row0, hkv, b);
       }
     }
   };
@@ -230,10 +233,10 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
       if constexpr (Tr::kCluster == 2) {
         if (c % 2 == rank)
           cl::tma_load_4d_multicast(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v,
-                                    &sm.full_v[s], c * 64, nb * Tr::kBlockN, hkv, b, 0x3);
+                                    &sm.full_v[s], c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
       } else {
         ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
-                         c * 64, nb * Tr::kBlockN, hkv, b);
+                         c * 64, nb * Tr::kBlockN + kv_row0, hkv, b);
       }
     }
   };
@@ -246,7 +249,7 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
       ptx::tma_load_4d(sm.q + qb * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q, &sm.full_q[qb],
-                       c * 64, m_block * Tr::kBlockM, h, b);
+                       c * 64, m_block * Tr::kBlockM + q_row0, h, b);
     ++qi.count;
   }
   // Blocks are issued n-1 .. 0: the prefetch goes after block pf_at (the L-th from the end).
@@ -446,6 +449,12 @@ inline constexpr int kVarTail = 1024;
 // skip the key blocks left of a tile's window, tile_scheduler.cuh first_n_block). Runs the
 // tile-at-a-time consumer (consume_tile_simple) at every D: Consumer::kCanOverlap is false.
 inline constexpr int kVarScoreMod = 2048;
+// kVarVarlen (session 24, with kVarScoreMod; kernel.cuh varlen_args): packed sequences. Every
+// tile reads its sequence's row offsets and lengths (FwdArgs::cu_q / cu_k) and runs as a dense
+// tile of that sequence: TMA rows shifted by the offsets (produce_tile q_row0 / kv_row0), O and
+// lse pointers shifted, per-sequence bounds (seq_bounds.hpp). Tiles past their sequence's end
+// have no blocks and write nothing.
+inline constexpr int kVarVarlen = 4096;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of

@@ -1082,8 +1082,9 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   EXPECT_EQ(caps.max_arch, 90);
   EXPECT_TRUE(caps.backward);  // D = 64, 128 (flash3_backward_test.cu)
   EXPECT_FALSE(caps.deterministic);
-  EXPECT_FALSE(caps.varlen);
-  // Window, softcap and ALiBi: forward only since session 23 (the backward declines each, below).
+  // Window, softcap and ALiBi: forward only since session 23, varlen since session 24 (the
+  // backward declines each, below; flash3_varlen_test.cu runs the varlen forward).
+  EXPECT_TRUE(caps.varlen);
   EXPECT_TRUE(caps.window);
   EXPECT_TRUE(caps.softcap);
   EXPECT_TRUE(caps.alibi);
@@ -1117,9 +1118,12 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   p.window_left = 8;
   const float slope = 0.5f;
   p.alibi = &slope;
+  p.varlen = true;  // (a packed call: b strides 0, the packed rows in total_q / total_k)
+  p.total_q = p.total_k = 16;
+  p.q_st.b = p.k_st.b = p.v_st.b = p.out_st.b = 0;
   r.clear();
   backend_flash3().extra_reasons(p, r);
-  for (const char* feature : {"window", "softcap", "alibi"}) {
+  for (const char* feature : {"window", "softcap", "alibi", "varlen"}) {
     bool named = false;
     for (const auto& s : r)
       named |= s.rfind(feature, 0) == 0;
@@ -1130,7 +1134,8 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   backend_flash3().extra_reasons(p, r);
   for (const auto& s : r)
     EXPECT_TRUE(s.find("softcap") == std::string::npos && s.find("window") == std::string::npos &&
-                s.find("alibi") == std::string::npos)
+                s.find("alibi") == std::string::npos && s.find("varlen") == std::string::npos &&
+                s.find("stride") == std::string::npos)
         << s;
 }
 

@@ -1,0 +1,148 @@
+// flash3's varlen forward (session 24, launch.cuh launch_forward_score_mod<D, BF16, true>:
+// packed sequences, each tile bounded by its own sequence in the kernel) through the public API
+// and the check harness, against `cuda_math` on the same GPU (the sequences here are too long for
+// the CPU oracle). The hostile harness (flash3_hostile_test.cu) already runs the small varlen
+// cases (empty sequences, lengths 1, Sq != Sk per sequence) against `math`; these add sequences
+// of many tiles, every head dim, both causal alignments, windows, softcap and ALiBi per sequence,
+// GQA, both layouts with padded strides, sequences past 32 m blocks (the dynamic schedule) and a
+// batch of many short sequences. The backward declines varlen (visible skip, reason named).
+// Also checks the forward's slot (kVarlenSlot), so a varlen call cannot silently run another
+// kernel.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "attnkit/backend_info.hpp"
+#include "backends/flash3/launch.hpp"
+#include "check/check.hpp"
+#include "common/case_printing.hpp"
+#include "common/check_expect.hpp"
+#include "common/cuda_skip.hpp"
+
+namespace attnkit::testing {
+namespace {
+
+bool cuda_math_built() {
+  for (const auto& d : list_backends())
+    if (d.name == "cuda_math") return d.built;
+  return false;
+}
+
+check::Case varlen(DType dt, int64_t d, std::vector<int64_t> lq, std::vector<int64_t> lk,
+                   int64_t hq, int64_t hkv, Causal cz) {
+  check::Case c;
+  c.dtype = dt;
+  c.varlen = true;
+  c.b = static_cast<int64_t>(lq.size());
+  c.sq = c.sk = 0;
+  for (int64_t x : lq)
+    c.sq = std::max(c.sq, x);
+  for (int64_t x : lk)
+    c.sk = std::max(c.sk, x);
+  c.seqlens_q = std::move(lq);
+  c.seqlens_k = std::move(lk);
+  c.hq = hq;
+  c.hkv = hkv;
+  c.d = c.dv = d;
+  c.causal = cz;
+  return c;
+}
+
+std::vector<check::Case> varlen_cases() {
+  std::vector<check::Case> v;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (int64_t d : {64, 128, 256}) {
+      // Lengths of several tiles, partial tiles, 1 and 0, Sq != Sk per sequence; every causal
+      // alignment (bottom-right leaves rows without keys where Sq > Sk).
+      for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
+        v.push_back(varlen(dt, d, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4, 2, cz));
+    }
+  }
+  // Windows, softcap and ALiBi per sequence ([B, Hq] slopes: one row per sequence).
+  {
+    check::Case c =
+        varlen(DType::bf16, 128, {600, 33, 384}, {700, 33, 200}, 4, 1, Causal::bottom_right);
+    c.window_left = 100;
+    v.push_back(c);
+    c.window_right = 40;
+    c.causal = Causal::none;
+    v.push_back(c);
+    c.window_left = c.window_right = -1;
+    c.softcap = 30.0;
+    v.push_back(c);
+    c.softcap = 0.0;
+    c.alibi = true;
+    c.alibi_per_batch = true;
+    c.causal = Causal::top_left;
+    v.push_back(c);
+    c.d = c.dv = 256;
+    c.softcap = 50.0;
+    c.window_left = 127;
+    c.window_right = 0;
+    v.push_back(c);
+    c.d = c.dv = 64;
+    v.push_back(c);
+  }
+  // BHSD (physical [H, total, D]) with padded strides, GQA 4.
+  {
+    check::Case c = varlen(DType::bf16, 128, {300, 129, 1}, {517, 128, 2}, 8, 2, Causal::none);
+    c.layout = check::Layout::bhsd;
+    c.noncontiguous = true;
+    v.push_back(c);
+    c.causal = Causal::bottom_right;
+    c.d = c.dv = 64;
+    v.push_back(c);
+  }
+  // Past 32 m blocks of 128 rows (causal: the dynamic schedule) next to short sequences; the
+  // maxima read from cu_seqlens.
+  {
+    check::Case c = varlen(DType::bf16, 128, {4500, 300, 4200, 7}, {4500, 290, 4300, 7}, 2, 1,
+                           Causal::top_left);
+    c.varlen_max_given = false;
+    v.push_back(c);
+  }
+  // Many short sequences (most tiles of the max-length grid are past their sequence's end).
+  {
+    std::vector<int64_t> lq, lk;
+    for (int i = 0; i < 40; ++i) {
+      lq.push_back((i * 37) % 150 + 1);
+      lk.push_back((i * 53) % 170 + 1);
+    }
+    lq.push_back(1100);
+    lk.push_back(900);
+    v.push_back(varlen(DType::f16, 128, lq, lk, 2, 2, Causal::bottom_right));
+  }
+  return v;
+}
+
+class Flash3Varlen : public ::testing::TestWithParam<check::Case> {};
+
+TEST_P(Flash3Varlen, MatchesCudaMath) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!cuda_math_built()) GTEST_SKIP() << "cuda_math not built in this binary";
+  const check::Case& c = GetParam();
+  flash3::set_last_forward_slot(-1);
+  const check::Report r = check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0), 7,
+                                                  check::default_tolerance(c.dtype));
+  ATTNKIT_EXPECT_CHECK_PASSES(r);
+  if (!r.skipped) EXPECT_EQ(flash3::last_forward_slot(), flash3::kVarlenSlot);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Varlen, ::testing::ValuesIn(varlen_cases()), CaseParamName{});
+
+/// The backward declines varlen, naming it (the dispatcher then runs it elsewhere).
+TEST(Flash3VarlenBackward, DeclinedWithReason) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  check::Case c = varlen(DType::bf16, 128, {100, 50}, {100, 60}, 2, 2, Causal::none);
+  c.backward = true;
+  const check::Report r = check::run_case(c, "flash3", Device::cuda(0), 3);
+  if (!r.skipped && !r.pass) FAIL() << r.detail;
+  ASSERT_TRUE(r.skipped) << "flash3 ran a varlen backward";
+  if (r.detail.find("sm_90a only") != std::string::npos) GTEST_SKIP() << r.detail;
+  EXPECT_NE(r.detail.find("varlen"), std::string::npos) << r.detail;
+}
+
+}  // namespace
+}  // namespace attnkit::testing
