@@ -43,7 +43,8 @@ def log(msg):
 
 
 def lengths_of(work):
-    kind, s = work[:3], parse_sizes(work[3:])[0]
+    kind = "eq" if work.startswith("eq") else "mix"
+    s = parse_sizes(work[len(kind):])[0]
     if kind == "eq":
         return [s] * (TOKENS // s)
     rng = random.Random(1234 + s)
