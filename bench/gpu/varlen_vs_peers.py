@@ -18,7 +18,9 @@ on the same inputs (relative error above 2e-2 marks the row WRONG and it is not 
 flash3's with an fp32 reference of one sequence (its heads 0-1).
 
   python3 bench/gpu/varlen_vs_peers.py --lib build/libattnkit_c.so --d 64,128,256 \
-      --work eq1k,mix1k,mix4k [--causal 0,1] [--runs 50] [--json out.json]
+      --work eq1k,mix1k,mix4k [--causal 0,1] [--impls flash3,flash3_static,cudnn,flash,fa2]
+      [--runs 50] [--json out.json]
+flash3_static: flash3 with ATTNKIT_FLASH3_VARLEN_STATIC=1 (the static schedule), for the A/B.
 """
 import argparse
 import datetime
@@ -136,6 +138,16 @@ def fa2_varlen_fn(r, sets, cu):
 _keep = []
 
 
+class static_env:
+    """ATTNKIT_FLASH3_VARLEN_STATIC=1 inside the block (flash3's launch reads it per call)."""
+
+    def __enter__(self):
+        os.environ["ATTNKIT_FLASH3_VARLEN_STATIC"] = "1"
+
+    def __exit__(self, *exc):
+        os.environ.pop("ATTNKIT_FLASH3_VARLEN_STATIC", None)
+
+
 def ctypes_ptr(t):
     import ctypes
     _keep.append(t)
@@ -194,7 +206,10 @@ def main():
         fns = {}
         for name in impls + (["flash3_dense", "cudnn_dense"] if r.work.startswith("eq") else []):
             try:
-                if name == "fa2":
+                if name == "flash3_static":  # the static schedule (A/B), set around its calls
+                    with static_env():
+                        fns[name] = attnkit_varlen_fn(lib, "flash3", r, sets, cu)
+                elif name == "fa2":
                     fns[name] = fa2_varlen_fn(r, sets, cu)
                 elif name.endswith("_dense"):
                     fns[name] = attnkit_dense_fn(lib, name[:-6], r, sets)
@@ -216,7 +231,11 @@ def main():
                 log(f"  {r.name()} {name}: WRONG (rel {e:.3g} vs FA-2 varlen)")
             else:
                 time.sleep(args.pause)
-                ms, runs, lo, hi = timer(fn)
+                if name == "flash3_static":
+                    with static_env():
+                        ms, runs, lo, hi = timer(fn)
+                else:
+                    ms, runs, lo, hi = timer(fn)
                 entry.update({"ms": round(ms, 4), "runs": runs,
                               "tflops": round(r.flops() / (ms * 1e-3) / 1e12, 1)})
             res["impls"][name] = entry
@@ -227,7 +246,7 @@ def main():
             parts.append(f"{name} {t if t is not None else '-'}")
         f3 = res["impls"].get("flash3", {}).get("tflops")
         ratios = []
-        for peer in ("cudnn", "fa2", "flash3_dense"):
+        for peer in ("cudnn", "fa2", "flash3_dense", "flash3_static"):
             p = res["impls"].get(peer, {}).get("tflops")
             if f3 and p:
                 ratios.append(f"/{peer} {f3 / p:.2f}")

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "attnkit/error.hpp"
@@ -518,6 +519,12 @@ inline void set_score_mod(const Params& p, FwdArgs& a) {
   }
 }
 
+/// ATTNKIT_FLASH3_VARLEN_STATIC=1: varlen launches keep the static schedule (session 24's A/B).
+inline bool varlen_static() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_VARLEN_STATIC");
+  return e != nullptr && e[0] == '1';
+}
+
 /// Session 23: a call with softcap, ALiBi or a sliding window (run_forward routes it here) runs one
 /// kernel per (D, dtype): 128-row tiles on 2 consumer warpgroups, the default K/V tiles (128
 /// keys, 64 at D = 256), the tile-at-a-time consumer with kVarScoreMod (mainloop.cuh), and the
@@ -564,7 +571,12 @@ void launch_forward_score_mod(const Params& p) {
   a.kv_prefetch = !kVarlen && tuning().kv_prefetch != 0 ? 1 : 0;
   a.epi_wide = epi_wide_auto(p, D);
   a.rotate = 0;
-  const bool dynamic = dynamic_schedule(a);
+  // Varlen: the dynamic schedule on every launch (tiles cost as their sequence is long, and the
+  // tiles past a sequence's end cost nothing, so a static round-robin leaves CTAs unequal);
+  // ATTNKIT_FLASH3_VARLEN_STATIC=1 (read per call, for A/Bs) or Tuning::scheduler = 0 keeps the
+  // static one.
+  const bool dynamic = kVarlen ? tuning().persistent && tuning().scheduler != 0 && !varlen_static()
+                               : dynamic_schedule(a);
   const bool persistent = tuning().persistent && (dynamic || !long_causal_launch(a));
   const int sms = sm_count();
   const int grid_cap = tuning().max_grid > 0 && tuning().max_grid < sms ? tuning().max_grid : sms;

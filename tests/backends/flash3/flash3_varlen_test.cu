@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,23 @@ TEST_P(Flash3Varlen, MatchesCudaMath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Varlen, ::testing::ValuesIn(varlen_cases()), CaseParamName{});
+
+/// The static schedule (ATTNKIT_FLASH3_VARLEN_STATIC=1; the default is dynamic since session 24)
+/// on mixed lengths, causal and not.
+TEST(Flash3VarlenStatic, MatchesCudaMath) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!cuda_math_built()) GTEST_SKIP() << "cuda_math not built in this binary";
+  struct Env {  // (unset again however the test ends)
+    Env() { setenv("ATTNKIT_FLASH3_VARLEN_STATIC", "1", 1); }
+    ~Env() { unsetenv("ATTNKIT_FLASH3_VARLEN_STATIC"); }
+  } env;
+  for (Causal cz : {Causal::none, Causal::bottom_right}) {
+    const check::Case c =
+        varlen(DType::bf16, 128, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4, 2, cz);
+    ATTNKIT_EXPECT_CHECK_PASSES(check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0),
+                                                        9, check::default_tolerance(c.dtype)));
+  }
+}
 
 /// The backward declines varlen, naming it (the dispatcher then runs it elsewhere).
 TEST(Flash3VarlenBackward, DeclinedWithReason) {
