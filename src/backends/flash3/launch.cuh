@@ -571,12 +571,17 @@ void launch_forward_score_mod(const Params& p) {
   a.kv_prefetch = !kVarlen && tuning().kv_prefetch != 0 ? 1 : 0;
   a.epi_wide = epi_wide_auto(p, D);
   a.rotate = 0;
-  // Varlen: the dynamic schedule on every launch (tiles cost as their sequence is long, and the
-  // tiles past a sequence's end cost nothing, so a static round-robin leaves CTAs unequal);
-  // ATTNKIT_FLASH3_VARLEN_STATIC=1 (read per call, for A/Bs) or Tuning::scheduler = 0 keeps the
-  // static one.
-  const bool dynamic = kVarlen ? tuning().persistent && tuning().scheduler != 0 && !varlen_static()
-                               : dynamic_schedule(a);
+  // Varlen with unequal lengths: the dynamic schedule (tiles cost as their sequence is long, and
+  // the tiles past a sequence's end cost nothing, so a static round-robin leaves CTAs unequal).
+  // Session 24, call 3 (H200, bench/results/2026-11-28-h200-flash3-varlen.md), dynamic against
+  // static in one process: mixed lengths ([S/4, 7S/4], 16k tokens) mean 1k +3..+29 %, mean 4k
+  // -1..+8 %; all lengths equal -1..-9 % (causal 1k -6..-9 %), so equal lengths (total = batch x
+  // max, known on the host without reading cu_seqlens) keep the dense calls' auto.
+  // ATTNKIT_FLASH3_VARLEN_STATIC=1 (read per call, for A/Bs) or Tuning::scheduler = 0: static.
+  const bool equal_lengths = p.total_q == p.batch * p.seqlen_q && p.total_k == p.batch * p.seqlen_k;
+  const bool dynamic = kVarlen && !equal_lengths
+                           ? tuning().persistent && tuning().scheduler != 0 && !varlen_static()
+                           : dynamic_schedule(a);
   const bool persistent = tuning().persistent && (dynamic || !long_causal_launch(a));
   const int sms = sm_count();
   const int grid_cap = tuning().max_grid > 0 && tuning().max_grid < sms ? tuning().max_grid : sms;

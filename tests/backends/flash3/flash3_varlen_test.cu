@@ -61,6 +61,9 @@ std::vector<check::Case> varlen_cases() {
         v.push_back(varlen(dt, d, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4, 2, cz));
     }
   }
+  // Every sequence of the same length (the launch keeps the dense calls' schedule for these).
+  v.push_back(varlen(DType::bf16, 128, {300, 300, 300}, {300, 300, 300}, 4, 2, Causal::top_left));
+  v.push_back(varlen(DType::bf16, 64, {256, 256}, {512, 512}, 2, 2, Causal::none));
   // Windows, softcap and ALiBi per sequence ([B, Hq] slopes: one row per sequence).
   {
     check::Case c =
