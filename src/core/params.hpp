@@ -78,11 +78,13 @@ struct Params {
   const int32_t* cu_seqlens_q_host = nullptr;  // host copy when the resolver made one, else null
   const int32_t* cu_seqlens_k_host = nullptr;
   bool max_seqlens_given = true;     // false: seqlen_q/k were read from cu_seqlens by the resolver
-  int64_t total_q = 0, total_k = 0;  // varlen: q.shape[0] and k.shape[0] (the packed rows)
 
   // ---- execution ------------------------------------------------------------------------
   void* stream = nullptr;  // cudaStream_t
   int num_threads = 0;     // CPU backends: 0 = default
+  // ---- varlen (appended in session 24, so the fields above keep their offsets) -------------
+  int64_t total_q = 0, total_k = 0;  // varlen: q.shape[0] and k.shape[0] (the packed rows)
+
   bool has_mask() const { return mask_kind != MaskKind::none; }
   bool has_dropout() const { return dropout_threshold != 0; }
 };

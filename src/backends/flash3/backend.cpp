@@ -1,9 +1,9 @@
 // flash3: Hopper-native (sm_90a) attention. Forward: warp-specialised kernel with TMA loads into
-// a 2-stage K/V ring, wgmma for QK^T and PV, online softmax with exp2; softcap, ALiBi and sliding
-// windows in a kernel of their own (launch.cuh launch_forward_score_mod). Backward (D = 64, 128):
-// one CTA per key block, TMA + wgmma for all five GEMMs, dQ through an fp32 workspace with
-// atomics (bwd_kernel.cuh). Everything not implemented is declared unsupported so the
-// dispatcher falls back.
+// a 2-stage K/V ring, wgmma for QK^T and PV, online softmax with exp2; softcap, ALiBi, sliding
+// windows and varlen in a kernel of their own (launch.cuh launch_forward_score_mod). Backward
+// (D = 64, 128): one CTA per key block, TMA + wgmma for all five GEMMs, dQ through an fp32
+// workspace with atomics (bwd_kernel.cuh; softcap, ALiBi and windows: its kMod kernel). Everything
+// not implemented is declared unsupported so the dispatcher falls back.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -77,7 +77,7 @@ std::vector<std::string> feature_reasons(const Params& p) {
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) r.push_back("dtype must be bf16 or f16");
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
   if (p.has_mask()) r.push_back("mask");
-  // (Window, softcap and ALiBi: forward only; backward_reasons.)
+  // (Varlen: forward only, backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
   if (p.is_backward && p.deterministic)
     r.push_back("deterministic backward (flash3 accumulates dQ with atomics)");
@@ -94,8 +94,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; softcap, ALiBi, window, "
-        "varlen: forward only; backward D = 64, 128)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; varlen: forward only; "
+        "backward D = 64, 128)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -107,7 +107,8 @@ class Flash3Backend final : public Backend {
     c.max_arch = 90;
     c.causal_top_left = true;
     c.causal_bottom_right = true;
-    // Forward only (backward_reasons declines them): launch.cuh launch_forward_score_mod.
+    // Forward: launch.cuh launch_forward_score_mod; backward (since session 24): bwd_kernel.cuh
+    // kMod.
     c.window = true;
     c.softcap = true;
     c.alibi = true;
@@ -116,8 +117,7 @@ class Flash3Backend final : public Backend {
     c.lse = true;
     c.backward = true;  // D = 64, 128 (extra_reasons); dQ by atomics, so not deterministic
     c.deterministic = false;
-    // Not implemented (yet): masks, dropout, D = 256 backward; window, softcap, ALiBi and varlen
-    // in the backward.
+    // Not implemented (yet): masks, dropout, D = 256 backward, varlen in the backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -175,11 +175,6 @@ class Flash3Backend final : public Backend {
     if (p.head_dim != 64 && p.head_dim != 128)
       reasons.push_back("backward head_dim " + std::to_string(p.head_dim) +
                         " not implemented (flash3 backward: 64, 128)");
-    if (p.window_left >= 0 || p.window_right >= 0)
-      reasons.push_back("window: the flash3 backward has no sliding window (forward only)");
-    if (p.softcap > 0.f) reasons.push_back("softcap: the flash3 backward has none (forward only)");
-    if (p.alibi != nullptr)
-      reasons.push_back("alibi: the flash3 backward has no ALiBi (forward only)");
   }
 
   void forward(const Params& p) override {

@@ -38,6 +38,21 @@ struct BwdArgs {
   // keep their offsets; only kTmaKV kernels read these (encoded only for them).
   CUtensorMap tma_dk;
   CUtensorMap tma_dv;
+  // Session 24 (bwd_kernel.cuh kMod; bwd_launch.cuh set_bwd_score_mod): softcap, ALiBi and the
+  // sliding window, encoded as the forward encodes them (fwd_args.hpp, seq_bounds.hpp): the
+  // window's right edge folded into causal / causal_offset above, its left edge window_lo /
+  // lo_offset (key j hidden from row i when j < i + lo_offset); softcap_k = 2 log2(e) scale /
+  // softcap (0 = off), with scale_log2 = softcap log2(e) (the forward's lse is in those units)
+  // while `scale` stays the call's (dK, dQ); inv_scale_log2 = 1 / scale_log2 (t recovered from
+  // P); ALiBi as FwdArgs (alibi_mul = -1 / (softcap or scale)). Read only by kMod kernels.
+  float softcap_k;
+  float inv_scale_log2;
+  int window_lo;
+  int lo_offset;
+  int diag_offset;
+  const float* alibi;
+  int64_t alibi_sb, alibi_sh;
+  float alibi_mul;
 };
 
 }  // namespace attnkit::flash3::bwd

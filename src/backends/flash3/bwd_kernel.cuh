@@ -345,8 +345,17 @@ struct ItemWalk {
 /// values (stmatrix_acc_rows: the STG path's products and pack2), same rows: dK / dV bitwise equal.
 /// bwd_launch.cuh runs it only where dK and dV are TMA store targets (16-byte aligned, strides
 /// multiples of 8 elements), the STG kernel otherwise.
+/// kMod (session 24): softcap, ALiBi and the sliding window (BwdArgs' session-24 fields). The
+/// window's right edge is the causal bound; its left edge ends the CTA's query blocks at the last
+/// row that sees one of its keys. P^T = exp2((t + alibi) scale_log2 - lse2) with t = tanh(scale
+/// s / softcap) (or s), masked by the window's both edges; dS^T = P^T (dP^T - delta) (1 - t^2)
+/// with t recovered from P^T itself (t + alibi = (log2 P^T + lse2) / scale_log2, clamped to
+/// [-1, 1]: P^T = 0 gives 1 - t^2 = 0, never NaN), so that no register holds t across the dP^T
+/// wait. Built only with the coupled dQ-first structure, lse2 / delta staged (kStat 2), without
+/// the other options (bwd_launch.cuh run_backward_score_mod).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
-          bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false>
+          bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
+          bool kMod = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -357,6 +366,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128) ||
                     (kStat == 3 && BM == 64 && !kDecoupled && kDqFirst),
                 "lse2 / delta source");
+  static_assert(!kMod || (!kDecoupled && BM == 64 && kDqFirst && kStat == 2 && !kKVRegs &&
+                          !kDvEarly && !kIdiet && !kTmaKV),
+                "flash3 backward kMod: the coupled dQ-first kernel with staged lse2 / delta");
   constexpr bool kStatShfl = kStat == 1;
   constexpr bool kStatPf = kStat == 2 || kStat == 3;
   namespace ptx = attnkit::cuda::sm90;
@@ -389,7 +401,17 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const int first_row = n0 - a.causal_offset;
     m_begin = first_row <= 0 ? 0 : first_row / kBM;
   }
-  const int m_count = a.num_m_blocks > m_begin ? a.num_m_blocks - m_begin : 0;
+  int m_end = a.num_m_blocks;
+  if constexpr (kMod) {
+    // The window's left edge: row i sees key j only if j >= i + lo_offset, so no row past
+    // n0 + kBN - 1 - lo_offset sees a key of this block.
+    if (a.window_lo) {
+      const int last_row = n0 + kBN - 1 - a.lo_offset;
+      const int m_last = last_row < 0 ? 0 : last_row / kBM + 1;
+      m_end = m_last < m_end ? m_last : m_end;
+    }
+  }
+  const int m_count = m_end > m_begin ? m_end - m_begin : 0;
   const int items = a.group * m_count;
   // a.item_rot (session 4): CTA x walks its items starting at x * items / gridDim.x (cyclically),
   // so the key blocks of one head work on different query blocks at any moment. Non-causal,
@@ -652,9 +674,14 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // P^T = exp2(S^T scale_log2 - lse2), masked where key >= Sk or (causal) key > row + offset.
     ptx::wgmma_wait<1>();
     fence_regs(st);
-    const bool need_mask = kIdiet ? x.m0 < mask_below
-                                  : key_base + 63 >= a.seqlen_k ||
-                                        (a.causal && key_base + 63 > x.m0 + a.causal_offset);
+    const bool need_mask =
+        kIdiet
+            ? x.m0 < mask_below
+            : key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset) ||
+                  (kMod && a.window_lo && x.m0 + kBM - 1 + a.lo_offset > key_base);
+    // kMod: ALiBi's slope of this item's query head, in the kernel's score units (0 = none).
+    const float alibi_k =
+        kMod && a.alibi != nullptr ? a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul : 0.f;
     // kMaskHoist (bwd_traits.hpp): one branch per item around two copies of the loop (the masked
     // copy branch-free: 2 ISETP + FSEL an element) instead of the per-element `if (need_mask)`,
     // which ptxas compiled as BSSY / BRA / BSYNC around each of the kBM / 2 elements (ncu, H100,
@@ -682,7 +709,30 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
           }
       }
     };
-    if constexpr (Tr::kHoistMask) {
+    // kMod: softcap, then ALiBi, then the mask with the window's left edge (score_mod.cuh's order).
+    auto p_from_s_mod = [&] {
+#pragma unroll
+      for (int j = 0; j < kBM / 8; ++j) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+            float xs = st[4 * j + 2 * r + e];
+            if (a.softcap_k != 0.f) xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
+            if (alibi_k != 0.f)
+              xs = fmaf(alibi_k, static_cast<float>(abs(q + a.diag_offset - key)), xs);
+            float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
+            if (need_mask && (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset) ||
+                              (a.window_lo && key < q + a.lo_offset)))
+              pv = 0.f;
+            st[4 * j + 2 * r + e] = pv;
+          }
+      }
+    };
+    if constexpr (kMod) {
+      p_from_s_mod();
+    } else if constexpr (Tr::kHoistMask) {
       if (need_mask)
         p_from_s(std::true_type{}, false);
       else
@@ -734,7 +784,23 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         for (int e = 0; e < 2; ++e) {
           const int idx = 4 * j + 2 * r + e;
           const float pv = kDsFromP16 ? unpack_half<BF16>(pp[idx / 2], e) : st[idx];
-          dpt[idx] = pv * (dpt[idx] - delta_of(j, e));
+          if constexpr (kMod) {
+            // Softcap: d(softcap tanh(scale s / softcap)) / ds = scale (1 - t^2) (scale: dK's
+            // and dQ's factor, as without softcap); t from P^T (see the template).
+            float f = 1.f;
+            if (a.softcap_k != 0.f) {
+              float t = (attnkit::cuda::lg2_approx(pv) + lse2_of(j, e)) * a.inv_scale_log2;
+              if (alibi_k != 0.f) {
+                const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+                t = fmaf(-alibi_k, static_cast<float>(abs(q + a.diag_offset - key)), t);
+              }
+              t = fminf(fmaxf(t, -1.f), 1.f);  // (NaN from an empty row's +inf lse2: -1)
+              f = fmaf(-t, t, 1.f);
+            }
+            dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
+          } else {
+            dpt[idx] = pv * (dpt[idx] - delta_of(j, e));
+          }
         }
     }
 #pragma unroll

@@ -17,6 +17,7 @@
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/bwd_traits.hpp"
+#include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/tensor_map.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
@@ -66,8 +67,36 @@ inline bool convert_vec_ok(const Params& p, bool dq_vec4) {
 /// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
 /// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
 /// without kTmaKV runs (never a wrong store).
+/// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
+/// (launch.cuh set_score_mod, seq_bounds.hpp); read by kMod kernels only.
+inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
+  const int sq = static_cast<int>(p.seqlen_q), sk = static_cast<int>(p.seqlen_k);
+  const int kind = p.causal == Causal::none ? 0 : p.causal == Causal::top_left ? 1 : 2;
+  const int wl = p.window_left >= 0 && p.window_left < sk ? static_cast<int>(p.window_left) : -1;
+  const int wr = p.window_right >= 0 && p.window_right < sq ? static_cast<int>(p.window_right) : -1;
+  const SeqBounds sb = seq_bounds(sq, sk, kind, wl, wr);
+  a.causal = sb.causal;
+  a.causal_offset = sb.causal_offset;
+  a.window_lo = sb.window_lo;
+  a.lo_offset = sb.lo_offset;
+  a.diag_offset = sb.diag_offset;
+  float scale2 = p.scale;  // the scores' scale in the forward's lse units (softcap: softcap)
+  if (p.softcap > 0.f) {
+    a.softcap_k = static_cast<float>(2.0 * M_LOG2E * p.scale / p.softcap);
+    scale2 = p.softcap;
+  }
+  a.scale_log2 = static_cast<float>(scale2 * M_LOG2E);
+  a.inv_scale_log2 = 1.f / a.scale_log2;
+  if (p.alibi != nullptr) {
+    a.alibi = p.alibi;
+    a.alibi_sb = p.alibi_st_b;
+    a.alibi_sh = p.alibi_st_h;
+    a.alibi_mul = -1.f / scale2;
+  }
+}
+
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
-          bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false>
+          bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, bool kMod = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   if (p.batch == 0 || p.heads_q == 0) return;
@@ -156,9 +185,10 @@ void launch_backward(const Params& p, const Variant& v) {
     a.wait_ns = v.wait_ns;
     a.tma_dk = kv_maps[0];
     a.tma_dv = kv_maps[1];
+    if constexpr (kMod) set_bwd_score_mod(p, a);
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,
-                                  kIdiet, kTmaKV>;
+                                  kIdiet, kTmaKV, kMod>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -404,6 +434,14 @@ void run_backward(const Params& p) {
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
       v.idiet != kIdietDef)
     v.tmakv = false;
+  if (p.softcap > 0.f || p.alibi != nullptr || p.window_left >= 0 || p.window_right >= 0) {
+    // Session 24: softcap / ALiBi / window: one kernel per (D, dtype), the coupled dQ-first
+    // structure with lse2 / delta staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics.
+    bwd::Variant m = v;
+    m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
+    return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, true>(p,
+                                                                                               m);
+  }
   if constexpr (D == 64) {
     if (v.block_m == 128) {
       if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 128, true, true>(p, v);

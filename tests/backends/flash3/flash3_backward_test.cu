@@ -1,5 +1,6 @@
 // flash3 backward (dq, dk, dv) against the `math` oracle through the check harness, on shapes
-// chosen for the backward kernel's structure (bwd_traits.hpp): several 128-key CTAs and 64-row
+// chosen for the backward kernel's structure (bwd_traits.hpp; since session 24 also softcap, ALiBi
+// and windows, Flash3BackwardScoreMod): several 128-key CTAs and 64-row
 // query blocks with partial last blocks, Sq != Sk with both causal alignments (Sq > Sk bottom-
 // right has rows with no visible key: their dq must be 0, not NaN), GQA/MQA (one CTA loops over
 // the group's q heads), BHSD layout, D = 64 and 128, bf16 and f16. The hostile cases
@@ -425,6 +426,63 @@ TEST_P(Flash3Backward, TmaKVDkDvBitwiseEqual) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
                          CaseParamName{});
+
+// ---- softcap, ALiBi, sliding window (session 24, bwd_kernel.cuh kMod) ------------------------
+
+/// Backward cases with score modifications. Softcap 1 and 5 put the scaled scores (~N(0, 1) here)
+/// well into tanh's curve, so 1 - t^2 is far from 1 and a missing or wrong derivative fails;
+/// windows on either edge, both, with causal, Sq != Sk both ways (empty rows); ALiBi [Hq] and
+/// [B, Hq] slopes; everything at once; GQA.
+std::vector<check::Case> score_mod_backward_cases() {
+  std::vector<check::Case> v;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (int64_t d : {64, 128}) {
+      check::Case c = bwd_case(dt, 1, 300, 517, 4, 2, d, Causal::none);
+      c.softcap = 1.0;
+      v.push_back(c);
+      c.causal = Causal::bottom_right;
+      c.softcap = 5.0;
+      v.push_back(c);
+      c = bwd_case(dt, 1, 517, 300, 2, 1, d, Causal::bottom_right);
+      c.window_left = 100;
+      c.window_right = 20;
+      v.push_back(c);
+      c = bwd_case(dt, 1, 300, 517, 4, 2, d, Causal::none);
+      c.window_left = 64;  // left edge only
+      v.push_back(c);
+      c.window_left = -1;
+      c.window_right = 0;  // right edge only (the diagonal, bottom-right aligned)
+      v.push_back(c);
+      c = bwd_case(dt, 2, 200, 333, 4, 2, d, Causal::top_left);
+      c.alibi = true;
+      c.alibi_per_batch = true;
+      v.push_back(c);
+    }
+  }
+  for (int64_t d : {64, 128}) {
+    check::Case c = bwd_case(DType::bf16, 1, 777, 1024, 4, 1, d, Causal::bottom_right);
+    c.softcap = 2.0;
+    c.window_left = 128;
+    c.window_right = 0;
+    c.alibi = true;
+    v.push_back(c);
+    c = bwd_case(DType::bf16, 2, 256, 384, 2, 2, d, Causal::none, check::Layout::bhsd);
+    c.softcap = 3.0;
+    c.alibi = true;
+    v.push_back(c);
+  }
+  return v;
+}
+
+class Flash3BackwardScoreMod : public ::testing::TestWithParam<check::Case> {};
+
+TEST_P(Flash3BackwardScoreMod, MatchesOracle) {
+  TuningScope t(-1, -1);
+  expect_backward_passes(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Flash3BackwardScoreMod,
+                         ::testing::ValuesIn(score_mod_backward_cases()), CaseParamName{});
 
 // +tmakv on the small shapes of the hostile suite: one partial warp (Sk 1, 13, 17), a single
 // query, GQA 3 with Sk < 16 (every warp but one issues no store), against the oracle and bitwise

@@ -1082,8 +1082,9 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   EXPECT_EQ(caps.max_arch, 90);
   EXPECT_TRUE(caps.backward);  // D = 64, 128 (flash3_backward_test.cu)
   EXPECT_FALSE(caps.deterministic);
-  // Window, softcap and ALiBi: forward only since session 23, varlen since session 24 (the
-  // backward declines each, below; flash3_varlen_test.cu runs the varlen forward).
+  // Window, softcap and ALiBi: both passes since session 24 (the forward since session 23);
+  // varlen: forward only since session 24 (the backward declines it, below;
+  // flash3_varlen_test.cu runs the varlen forward).
   EXPECT_TRUE(caps.varlen);
   EXPECT_TRUE(caps.window);
   EXPECT_TRUE(caps.softcap);
@@ -1111,7 +1112,7 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   p.q_st = p.k_st;
   p.dropout_p = 0.1f;
   EXPECT_THROW(backend_flash3().forward(p), Error);
-  // The backward names each forward-only feature of the call.
+  // The backward names varlen (forward only) and none of softcap, window, ALiBi.
   p.dropout_p = 0.f;
   p.is_backward = true;
   p.softcap = 30.f;
@@ -1127,9 +1128,9 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
     bool named = false;
     for (const auto& s : r)
       named |= s.rfind(feature, 0) == 0;
-    EXPECT_TRUE(named) << feature;
+    EXPECT_EQ(named, std::string(feature) == "varlen") << feature;
   }
-  p.is_backward = false;  // the same call forward: none of the three is a reason
+  p.is_backward = false;  // the same call forward: none of the four is a reason
   r.clear();
   backend_flash3().extra_reasons(p, r);
   for (const auto& s : r)
