@@ -8,6 +8,7 @@
 #   3. compute-sanitizer memcheck + racecheck on a few score-mod cases (SM_SANITIZE=0: skip);
 #   4. the benchmark (bench/gpu/scoremod_vs_peers.py "$@"; SM_BENCH=0: skip).
 # Session 24 (bench/gpu/varlen_run.sh sets them): SM_BACKENDS (default "math;flash;flash3"),
+# SM_DIMS (ATTNKIT_HEAD_DIMS, default "64;128;256"),
 # SM_BENCH_PY (default bench/gpu/scoremod_vs_peers.py), SM_SAN_FILTER (the sanitizer's gtest
 # filter; default: the four score-mod cases below).
 # Writes at most 8 files to $OUT: build.log, test.log, sanitizer_{memcheck,racecheck}.log,
@@ -24,7 +25,7 @@ t0=$(date +%s)
   nvcc --version | tail -1
   git rev-parse --short HEAD
 } > "$OUT/build.log" 2>&1
-cmake_tree $B "${SM_BACKENDS:-math;flash;flash3}" "64;128;256" >> "$OUT/build.log" 2>&1
+cmake_tree $B "${SM_BACKENDS:-math;flash;flash3}" "${SM_DIMS:-64;128;256}" >> "$OUT/build.log" 2>&1
 if ninja -C $B -j"$(nproc)" test_flash3 attnkit_c >> "$OUT/build.log" 2>&1; then
   say "build: ok ($(($(date +%s) - t0)) s)"
 else

@@ -351,8 +351,9 @@ struct ItemWalk {
 /// s / softcap) (or s), masked by the window's both edges; dS^T = P^T (dP^T - delta) (1 - t^2)
 /// with t recovered from P^T itself (t + alibi = (log2 P^T + lse2) / scale_log2, clamped to
 /// [-1, 1]: P^T = 0 gives 1 - t^2 = 0, never NaN), so that no register holds t across the dP^T
-/// wait. Built only with the coupled dQ-first structure, lse2 / delta staged (kStat 2), without
-/// the other options (bwd_launch.cuh run_backward_score_mod).
+/// wait. Built only with the coupled dQ-first structure and lse2 / delta in smem (64-row blocks
+/// with kStat 2; D = 64 also 128-row blocks with kStat 0, as its tuned kernel), without the other
+/// options (bwd_launch.cuh run_backward).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
           bool kMod = false>
@@ -366,8 +367,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128) ||
                     (kStat == 3 && BM == 64 && !kDecoupled && kDqFirst),
                 "lse2 / delta source");
-  static_assert(!kMod || (!kDecoupled && BM == 64 && kDqFirst && kStat == 2 && !kKVRegs &&
-                          !kDvEarly && !kIdiet && !kTmaKV),
+  static_assert(!kMod || (!kDecoupled && kDqFirst && !kKVRegs && !kDvEarly && !kIdiet && !kTmaKV &&
+                          ((BM == 64 && kStat == 2) || (BM == 128 && kStat == 0 && D == 64))),
                 "flash3 backward kMod: the coupled dQ-first kernel with staged lse2 / delta");
   constexpr bool kStatShfl = kStat == 1;
   constexpr bool kStatPf = kStat == 2 || kStat == 3;

@@ -67,6 +67,12 @@ inline bool convert_vec_ok(const Params& p, bool dq_vec4) {
 /// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
 /// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
 /// without kTmaKV runs (never a wrong store).
+/// ATTNKIT_FLASH3_BWD_MOD_BM64=1: the D = 64 score-mod backward on 64-row query blocks (A/B).
+inline bool mod_bm64() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_MOD_BM64");
+  return e != nullptr && e[0] == '1';
+}
+
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
 /// (launch.cuh set_score_mod, seq_bounds.hpp); read by kMod kernels only.
 inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
@@ -439,6 +445,15 @@ void run_backward(const Params& p) {
     // structure with lse2 / delta staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics.
     bwd::Variant m = v;
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
+    if constexpr (D == 64) {
+      // D = 64: 128-row query blocks (kStat 0), as the tuned D = 64 kernel; env
+      // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
+      if (!bwd::mod_bm64()) {
+        m.block_m = 128, m.stat = 0;
+        return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, true>(
+            p, m);
+      }
+    }
     return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, true>(p,
                                                                                                m);
   }

@@ -481,6 +481,18 @@ TEST_P(Flash3BackwardScoreMod, MatchesOracle) {
   expect_backward_passes(GetParam());
 }
 
+// D = 64 runs 128-row query blocks by default; ATTNKIT_FLASH3_BWD_MOD_BM64=1 the 64-row kernel
+// (D = 128's structure; kept for A/Bs).
+TEST_P(Flash3BackwardScoreMod, MatchesOracleBm64) {
+  if (GetParam().d != 64) GTEST_SKIP() << "D = 128 runs 64-row blocks by default (above)";
+  struct Env {  // (unset again however the test ends)
+    Env() { setenv("ATTNKIT_FLASH3_BWD_MOD_BM64", "1", 1); }
+    ~Env() { unsetenv("ATTNKIT_FLASH3_BWD_MOD_BM64"); }
+  } env;
+  TuningScope t(-1, -1);
+  expect_backward_passes(GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3BackwardScoreMod,
                          ::testing::ValuesIn(score_mod_backward_cases()), CaseParamName{});
 
