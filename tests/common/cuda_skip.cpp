@@ -1,5 +1,6 @@
 #include "common/cuda_skip.hpp"
 
+#include "attnkit/backend_info.hpp"
 #include "attnkit/error.hpp"
 #include "core/device_runtime.hpp"
 
@@ -21,6 +22,12 @@ bool cuda_available(std::string* why) {
     }
     return false;
   }
+}
+
+bool backend_built(const std::string& name) {
+  for (const auto& d : list_backends())
+    if (d.name == name) return d.built;
+  return false;
 }
 
 }  // namespace attnkit::testing

@@ -11,6 +11,10 @@ namespace attnkit::testing {
 /// the reason in *why ("attnkit built without CUDA", "no CUDA device visible", or the error).
 bool cuda_available(std::string* why);
 
+/// True when backend `name` (canonical) is built into this binary, e.g. "cuda_math" for the GPU
+/// reference of the large cases.
+bool backend_built(const std::string& name);
+
 }  // namespace attnkit::testing
 
 /// In a TEST body: skips the test with the reason when no CUDA device can be used.

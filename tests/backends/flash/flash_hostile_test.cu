@@ -32,17 +32,11 @@ INSTANTIATE_TEST_SUITE_P(F16, FlashHostile,
                          ::testing::ValuesIn(check::hostile_cases(DType::f16, kMaxBuiltD)),
                          CaseParamName{});
 
-bool cuda_math_built() {
-  for (const auto& d : list_backends())
-    if (d.name == "cuda_math") return d.built;
-  return false;
-}
-
 class FlashLarge : public ::testing::TestWithParam<check::Case> {};
 
 TEST_P(FlashLarge, MatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!cuda_math_built()) GTEST_SKIP() << "cuda_math not built in this binary";
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
   const check::Case& c = GetParam();
   ATTNKIT_EXPECT_CHECK_PASSES(check::run_case_against(c, "flash", "cuda_math", Device::cuda(0), 5,
                                                       check::default_tolerance(c.dtype)));

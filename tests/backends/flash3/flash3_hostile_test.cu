@@ -30,17 +30,11 @@ INSTANTIATE_TEST_SUITE_P(Bf16, Flash3Hostile,
 INSTANTIATE_TEST_SUITE_P(F16, Flash3Hostile, ::testing::ValuesIn(check::hostile_cases(DType::f16)),
                          CaseParamName{});
 
-bool cuda_math_built() {
-  for (const auto& d : list_backends())
-    if (d.name == "cuda_math") return d.built;
-  return false;
-}
-
 class Flash3Large : public ::testing::TestWithParam<check::Case> {};
 
 TEST_P(Flash3Large, MatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!cuda_math_built()) GTEST_SKIP() << "cuda_math not built in this binary";
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
   const check::Case& c = GetParam();
   ATTNKIT_EXPECT_CHECK_PASSES(check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0), 5,
                                                       check::default_tolerance(c.dtype)));

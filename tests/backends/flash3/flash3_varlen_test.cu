@@ -25,12 +25,6 @@
 namespace attnkit::testing {
 namespace {
 
-bool cuda_math_built() {
-  for (const auto& d : list_backends())
-    if (d.name == "cuda_math") return d.built;
-  return false;
-}
-
 check::Case varlen(DType dt, int64_t d, std::vector<int64_t> lq, std::vector<int64_t> lk,
                    int64_t hq, int64_t hkv, Causal cz) {
   check::Case c;
@@ -125,7 +119,7 @@ class Flash3Varlen : public ::testing::TestWithParam<check::Case> {};
 
 TEST_P(Flash3Varlen, MatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!cuda_math_built()) GTEST_SKIP() << "cuda_math not built in this binary";
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
   const check::Case& c = GetParam();
   flash3::set_last_forward_slot(-1);
   const check::Report r = check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0), 7,
@@ -140,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Varlen, ::testing::ValuesIn(varlen_cases()),
 /// on mixed lengths, causal and not.
 TEST(Flash3VarlenStatic, MatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!cuda_math_built()) GTEST_SKIP() << "cuda_math not built in this binary";
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
   struct Env {  // (unset again however the test ends)
     Env() { setenv("ATTNKIT_FLASH3_VARLEN_STATIC", "1", 1); }
     ~Env() { unsetenv("ATTNKIT_FLASH3_VARLEN_STATIC"); }
