@@ -23,6 +23,7 @@ flash3's with an fp32 reference of one sequence (its heads 0-1).
 flash3_static: flash3 with ATTNKIT_FLASH3_VARLEN_STATIC=1 (the static schedule), for the A/B.
 """
 import argparse
+import ctypes
 import datetime
 import json
 import os
@@ -86,7 +87,7 @@ def attnkit_varlen_fn(lib, backend, r, sets, cu):
     stream = torch.cuda.current_stream().cuda_stream
     o = lib.options(backend, causal="bottom_right" if r.causal else None, stream=stream)
     tcu = tensor_of(cu)
-    o.cu_seqlens_q = o.cu_seqlens_k = ctypes_ptr(tcu)
+    o.cu_seqlens_q = o.cu_seqlens_k = ctypes.pointer(tcu)
     o.max_seqlen_q = o.max_seqlen_k = r.max
     out = torch.empty_like(sets[0]["q"])
     to = tensor_of(out)
@@ -95,7 +96,7 @@ def attnkit_varlen_fn(lib, backend, r, sets, cu):
     def fn(i):
         t = ts[i % len(ts)]
         lib.forward(t["q"], t["k"], t["v"], to, None, o)
-    fn.keep = (tcu, o)
+    fn.keep = (tcu, o)  # (the options point at tcu: both live as long as fn)
     fn(0)
     torch.cuda.synchronize()
     return fn, out.clone(), lib.last_backend()
@@ -135,9 +136,6 @@ def fa2_varlen_fn(r, sets, cu):
     return fn, first, "torch FA-2 varlen"
 
 
-_keep = []
-
-
 class static_env:
     """ATTNKIT_FLASH3_VARLEN_STATIC=1 inside the block (flash3's launch reads it per call)."""
 
@@ -146,12 +144,6 @@ class static_env:
 
     def __exit__(self, *exc):
         os.environ.pop("ATTNKIT_FLASH3_VARLEN_STATIC", None)
-
-
-def ctypes_ptr(t):
-    import ctypes
-    _keep.append(t)
-    return ctypes.pointer(t)
 
 
 def fp32_reference(r, x, seq):

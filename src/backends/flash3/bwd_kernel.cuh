@@ -711,6 +711,12 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       }
     };
     // kMod: softcap, then ALiBi, then the mask with the window's left edge (score_mod.cuh's order).
+    // kMod: ALiBi's distance |i + Sk - Sq - j| of element (j, r, e) (query column 8j + qc + e,
+    // key row r).
+    auto alibi_dist = [&](int j, int r, int e) {
+      const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+      return static_cast<float>(abs(q + a.diag_offset - key));
+    };
     auto p_from_s_mod = [&] {
 #pragma unroll
       for (int j = 0; j < kBM / 8; ++j) {
@@ -721,8 +727,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
             float xs = st[4 * j + 2 * r + e];
             if (a.softcap_k != 0.f) xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
-            if (alibi_k != 0.f)
-              xs = fmaf(alibi_k, static_cast<float>(abs(q + a.diag_offset - key)), xs);
+            if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
             float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
             if (need_mask && (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset) ||
                               (a.window_lo && key < q + a.lo_offset)))
@@ -791,10 +796,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             float f = 1.f;
             if (a.softcap_k != 0.f) {
               float t = (attnkit::cuda::lg2_approx(pv) + lse2_of(j, e)) * a.inv_scale_log2;
-              if (alibi_k != 0.f) {
-                const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
-                t = fmaf(-alibi_k, static_cast<float>(abs(q + a.diag_offset - key)), t);
-              }
+              if (alibi_k != 0.f) t = fmaf(-alibi_k, alibi_dist(j, r, e), t);
               t = fminf(fmaxf(t, -1.f), 1.f);  // (NaN from an empty row's +inf lse2: -1)
               f = fmaf(-t, t, 1.f);
             }

@@ -64,9 +64,6 @@ inline bool convert_vec_ok(const Params& p, bool dq_vec4) {
   return dq_vec4 && rows16(p.dq, p.dq_st);
 }
 
-/// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
-/// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
-/// without kTmaKV runs (never a wrong store).
 /// ATTNKIT_FLASH3_BWD_MOD_BM64=1: the D = 64 score-mod backward on 64-row query blocks (A/B).
 inline bool mod_bm64() {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_MOD_BM64");
@@ -74,33 +71,28 @@ inline bool mod_bm64() {
 }
 
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
-/// (launch.cuh set_score_mod, seq_bounds.hpp); read by kMod kernels only.
+/// (seq_bounds.hpp score_mod_of, launch.cuh set_score_mod); read by kMod kernels only.
 inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
-  const int sq = static_cast<int>(p.seqlen_q), sk = static_cast<int>(p.seqlen_k);
-  const int kind = p.causal == Causal::none ? 0 : p.causal == Causal::top_left ? 1 : 2;
-  const int wl = p.window_left >= 0 && p.window_left < sk ? static_cast<int>(p.window_left) : -1;
-  const int wr = p.window_right >= 0 && p.window_right < sq ? static_cast<int>(p.window_right) : -1;
-  const SeqBounds sb = seq_bounds(sq, sk, kind, wl, wr);
-  a.causal = sb.causal;
-  a.causal_offset = sb.causal_offset;
-  a.window_lo = sb.window_lo;
-  a.lo_offset = sb.lo_offset;
-  a.diag_offset = sb.diag_offset;
-  float scale2 = p.scale;  // the scores' scale in the forward's lse units (softcap: softcap)
-  if (p.softcap > 0.f) {
-    a.softcap_k = static_cast<float>(2.0 * M_LOG2E * p.scale / p.softcap);
-    scale2 = p.softcap;
-  }
-  a.scale_log2 = static_cast<float>(scale2 * M_LOG2E);
+  const ScoreMod m = score_mod_of(p);
+  a.causal = m.bounds.causal;
+  a.causal_offset = m.bounds.causal_offset;
+  a.window_lo = m.bounds.window_lo;
+  a.lo_offset = m.bounds.lo_offset;
+  a.diag_offset = m.bounds.diag_offset;
+  a.softcap_k = m.softcap_k;
+  a.scale_log2 = static_cast<float>(m.units * M_LOG2E);  // (`scale` stays the call's: dK, dQ)
   a.inv_scale_log2 = 1.f / a.scale_log2;
   if (p.alibi != nullptr) {
     a.alibi = p.alibi;
     a.alibi_sb = p.alibi_st_b;
     a.alibi_sh = p.alibi_st_h;
-    a.alibi_mul = -1.f / scale2;
+    a.alibi_mul = -1.f / m.units;
   }
 }
 
+/// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
+/// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
+/// without kTmaKV runs (never a wrong store).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
           bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, bool kMod = false>
 void launch_backward(const Params& p, const Variant& v) {
@@ -440,7 +432,7 @@ void run_backward(const Params& p) {
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
       v.idiet != kIdietDef)
     v.tmakv = false;
-  if (p.softcap > 0.f || p.alibi != nullptr || p.window_left >= 0 || p.window_right >= 0) {
+  if (has_score_mod(p)) {
     // Session 24: softcap / ALiBi / window: one kernel per (D, dtype), the coupled dQ-first
     // structure with lse2 / delta staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics.
     bwd::Variant m = v;

@@ -494,28 +494,25 @@ void launch_forward(const Params& p) {
 /// the bounds of the longest lengths, which set the tile order and the schedule; each tile's
 /// own come from causal_kind / win_left / win_right in the kernel.
 inline void set_score_mod(const Params& p, FwdArgs& a) {
-  // (Window edges past every sequence's length hide nothing: -1, so that they fit an int.)
-  const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
-  a.causal_kind = p.causal == Causal::none ? 0 : p.causal == Causal::top_left ? 1 : 2;
-  a.win_left = p.window_left >= 0 && p.window_left < sk ? static_cast<int>(p.window_left) : -1;
-  a.win_right = p.window_right >= 0 && p.window_right < sq ? static_cast<int>(p.window_right) : -1;
-  const SeqBounds sb = seq_bounds(static_cast<int>(sq), static_cast<int>(sk), a.causal_kind,
-                                  a.win_left, a.win_right);
-  a.causal = sb.causal;
-  a.causal_offset = sb.causal_offset;
-  a.window_lo = sb.window_lo;
-  a.lo_offset = sb.lo_offset;
-  a.diag_offset = sb.diag_offset;
-  if (p.softcap > 0.f) {
-    a.softcap_k = static_cast<float>(2.0 * M_LOG2E * p.scale / p.softcap);
-    a.scale = p.softcap;
-    a.scale_log2 = static_cast<float>(p.softcap * M_LOG2E);
+  const ScoreMod m = score_mod_of(p);
+  a.causal_kind = m.causal_kind;
+  a.win_left = m.win_left;
+  a.win_right = m.win_right;
+  a.causal = m.bounds.causal;
+  a.causal_offset = m.bounds.causal_offset;
+  a.window_lo = m.bounds.window_lo;
+  a.lo_offset = m.bounds.lo_offset;
+  a.diag_offset = m.bounds.diag_offset;
+  if (p.softcap > 0.f) {  // (softmax and lse in softcap units; base_args set scale otherwise)
+    a.softcap_k = m.softcap_k;
+    a.scale = m.units;
+    a.scale_log2 = static_cast<float>(m.units * M_LOG2E);
   }
   if (p.alibi != nullptr) {
     a.alibi = p.alibi;
     a.alibi_sb = p.alibi_st_b;
     a.alibi_sh = p.alibi_st_h;
-    a.alibi_mul = -1.f / a.scale;
+    a.alibi_mul = -1.f / m.units;
   }
 }
 
@@ -598,8 +595,7 @@ void launch_forward_score_mod(const Params& p) {
 template <int D, bool BF16>
 void run_forward(const Params& p) {
   if (p.varlen) return launch_forward_score_mod<D, BF16, true>(p);
-  if (p.softcap > 0.f || p.alibi != nullptr || p.window_left >= 0 || p.window_right >= 0)
-    return launch_forward_score_mod<D, BF16>(p);
+  if (has_score_mod(p)) return launch_forward_score_mod<D, BF16>(p);
   if constexpr (D == 64) {
     // Auto: 3 consumer warpgroups, except causal with S_q <= 1024, where the 192-row tiles
     // leave most of a head's last tile empty and the 2-warpgroup kernel measured faster at

@@ -1,10 +1,16 @@
 // The causal and sliding-window bounds of one sequence, as the flash3 forward encodes them
 // (fwd_args.hpp: causal / causal_offset, window_lo / lo_offset, diag_offset). One function for
 // the host (launch.cuh set_score_mod: a dense call's single (Sq, Sk)) and the device (kVarVarlen:
-// every tile's own sequence lengths), so both apply the same rule.
+// every tile's own sequence lengths), so both apply the same rule. Also, host only, the score
+// modification of a call as both passes encode it (score_mod_of: launch.cuh set_score_mod,
+// bwd_launch.cuh set_bwd_score_mod).
 #pragma once
 
 #include <cuda_runtime.h>  // __host__ __device__
+
+#include <cstdint>
+
+#include "core/params.hpp"
 
 namespace attnkit::flash3 {
 
@@ -32,6 +38,40 @@ __host__ __device__ inline SeqBounds seq_bounds(int sq, int sk, int causal_kind,
     r.lo_offset = sk - sq - wl;
   }
   return r;
+}
+
+/// Host: does the call modify scores (softcap, ALiBi or a window)? Both passes then run their
+/// score-mod kernels (launch.cuh run_forward, bwd_launch.cuh run_backward).
+inline bool has_score_mod(const Params& p) {
+  return p.softcap > 0.f || p.alibi != nullptr || p.window_left >= 0 || p.window_right >= 0;
+}
+
+/// Host: a call's score modification in the kernels' encoding. Window edges that hide nothing
+/// for the longest lengths (wl >= Sk, wr >= Sq) are -1, so that both fit an int; `bounds` are
+/// those of (Sq, Sk) (varlen: the maxima; each tile's own come from the kernel). `units`: the
+/// scale of the kernels' score in the lse's natural units (softcap with a softcap: the score is
+/// then tanh(scale s / softcap), softcap_k = 2 log2(e) scale / softcap; else scale, softcap_k 0).
+struct ScoreMod {
+  int causal_kind;  // 0 none, 1 top-left, 2 bottom-right
+  int win_left, win_right;
+  SeqBounds bounds;
+  float softcap_k;
+  float units;
+};
+inline ScoreMod score_mod_of(const Params& p) {
+  const int64_t sq = p.seqlen_q, sk = p.seqlen_k;
+  ScoreMod m{};
+  m.causal_kind = p.causal == Causal::none ? 0 : p.causal == Causal::top_left ? 1 : 2;
+  m.win_left = p.window_left >= 0 && p.window_left < sk ? static_cast<int>(p.window_left) : -1;
+  m.win_right = p.window_right >= 0 && p.window_right < sq ? static_cast<int>(p.window_right) : -1;
+  m.bounds = seq_bounds(static_cast<int>(sq), static_cast<int>(sk), m.causal_kind, m.win_left,
+                        m.win_right);
+  m.units = p.scale;
+  if (p.softcap > 0.f) {
+    m.softcap_k = static_cast<float>(2.0 * M_LOG2E * p.scale / p.softcap);
+    m.units = p.softcap;
+  }
+  return m;
 }
 
 }  // namespace attnkit::flash3
