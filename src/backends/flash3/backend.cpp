@@ -76,8 +76,7 @@ std::vector<std::string> feature_reasons(const Params& p) {
   std::vector<std::string> r;
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) r.push_back("dtype must be bf16 or f16");
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
-  if (p.has_mask()) r.push_back("mask");
-  // (Varlen: forward only, backward_reasons.)
+  // (Masks and varlen: forward only, backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
   if (p.is_backward && p.deterministic)
     r.push_back("deterministic backward (flash3 accumulates dQ with atomics)");
@@ -94,8 +93,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; varlen: forward only; "
-        "backward D = 64, 128)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; varlen and masks: forward "
+        "only; backward D = 64, 128)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -113,11 +112,14 @@ class Flash3Backend final : public Backend {
     c.softcap = true;
     c.alibi = true;
     c.varlen = true;  // forward only (backward_reasons), since session 24: kVarVarlen
+    // Forward only (backward_reasons), since session 24: score_mod.cuh apply_mask_tile.
+    c.mask_bool = true;
+    c.mask_additive = true;
     c.gqa = true;
     c.lse = true;
     c.backward = true;  // D = 64, 128 (extra_reasons); dQ by atomics, so not deterministic
     c.deterministic = false;
-    // Not implemented (yet): masks, dropout, D = 256 backward, varlen in the backward.
+    // Not implemented (yet): dropout, D = 256 backward, masks and varlen in the backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -146,6 +148,12 @@ class Flash3Backend final : public Backend {
           "row indices)");
     if (p.heads_q > 65535 || p.batch > 65535)
       reasons.push_back("heads_q and batch must be <= 65535 (flash3 grid)");
+    if (p.has_mask()) {  // (element loads of the mask's own size, score_mod.cuh)
+      const int bytes = p.mask_kind == MaskKind::keep_bool ? 1 : p.mask_dtype == DType::f32 ? 4 : 2;
+      if (reinterpret_cast<uintptr_t>(p.mask) % bytes != 0)
+        reasons.push_back("mask data pointer not " + std::to_string(bytes) +
+                          "-byte aligned (its element size)");
+    }
     if (p.is_backward) backward_reasons(p, reasons);
   }
 
@@ -156,6 +164,7 @@ class Flash3Backend final : public Backend {
     // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
     // only the tensors given are checked.
     if (p.varlen) reasons.push_back("varlen: the flash3 backward has none (forward only)");
+    if (p.has_mask()) reasons.push_back("mask: the flash3 backward has none (forward only)");
     if (p.dout != nullptr && !p.varlen)
       check_tma_operand("dout", p.dout, p.dout_st, p.batch, p.seqlen_q, p.heads_q, reasons);
     const struct {

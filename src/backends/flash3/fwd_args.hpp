@@ -110,6 +110,16 @@ struct FwdArgs {
   const int* cu_k;
   int causal_kind;
   int win_left, win_right;
+  // Session 24 (kVarScoreMod; score_mod.cuh apply_mask_tile): a bool or additive mask, element
+  // (b, h, i, j) at mask + (b mask_sb + h mask_sh + i mask_si + j mask_sj) x its size in bytes
+  // (broadcast dims: stride 0); mask_kind 0 none, 1 bool (b8, keep where nonzero), 2 / 3 / 4
+  // additive f32 / f16 / bf16, added to the kernel's score units times mask_mul (1 / scale, or
+  // 1 / softcap with a softcap: the units the softmax multiplies by scale_log2). Not with varlen
+  // (the resolver refuses a mask there).
+  const uint8_t* mask;
+  int64_t mask_sb, mask_sh, mask_si, mask_sj;
+  int mask_kind;
+  float mask_mul;
 };
 
 }  // namespace attnkit::flash3

@@ -487,7 +487,8 @@ void launch_forward(const Params& p) {
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
-/// Session 23: softcap, ALiBi and the sliding window into FwdArgs (fwd_args.hpp says how each is
+/// Session 23: softcap, ALiBi and the sliding window (session 24: and a mask) into FwdArgs
+/// (fwd_args.hpp says how each is
 /// encoded; kVarScoreMod kernels read them). The window's right edge joins the causal bound
 /// (the smaller offset wins), so num_n_blocks, the masks and the causal schedule apply to it as
 /// they are; each edge is left out where it hides nothing (seq_bounds.hpp). Varlen (session 24):
@@ -514,6 +515,16 @@ inline void set_score_mod(const Params& p, FwdArgs& a) {
     a.alibi_sh = p.alibi_st_h;
     a.alibi_mul = -1.f / m.units;
   }
+  if (p.has_mask()) {  // (additive values in the score's units, as ALiBi's)
+    a.mask = static_cast<const uint8_t*>(p.mask);
+    a.mask_sb = p.mask_st.b, a.mask_sh = p.mask_st.h;
+    a.mask_si = p.mask_st.s, a.mask_sj = p.mask_st.d;
+    a.mask_kind = p.mask_kind == MaskKind::keep_bool ? 1
+                  : p.mask_dtype == DType::f32       ? 2
+                  : p.mask_dtype == DType::f16       ? 3
+                                                     : 4;
+    a.mask_mul = 1.f / m.units;
+  }
 }
 
 /// ATTNKIT_FLASH3_VARLEN_STATIC=1: varlen launches keep the static schedule (session 24's A/B).
@@ -536,7 +547,9 @@ inline bool varlen_static() {
 /// [1, total, H, D] tensors, the tile grid sized by the longest sequences, every tile bounded
 /// by its own sequence in the kernel (kernel.cuh varlen_args); no Q / K / V prefetch (it would
 /// need the next tile's sequence).
-template <int D, bool BF16, bool kVarlen = false>
+/// kMask (session 24): a call with a bool or additive mask runs the kernel built with kVarMask
+/// (slot kMaskSlot; score_mod.cuh apply_mask_tile), with or without the other modifications.
+template <int D, bool BF16, bool kVarlen = false, bool kMask = false>
 void launch_forward_score_mod(const Params& p) {
   using Tr = FwdTraits<D, 0, 2, 2>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
@@ -546,11 +559,12 @@ void launch_forward_score_mod(const Params& p) {
     a.cu_q = p.cu_seqlens_q;
     a.cu_k = p.cu_seqlens_k;
   }
-  constexpr int kVar = kVarScoreMod | (kVarlen ? kVarVarlen : 0) |
+  static_assert(!(kVarlen && kMask), "flash3: no mask with varlen (the resolver refuses it)");
+  constexpr int kVar = kVarScoreMod | (kVarlen ? kVarVarlen : 0) | (kMask ? kVarMask : 0) |
                        (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
                        (D == 256 ? kVarLazyRescale : 0);
   auto kernel = fwd_kernel<D, BF16, 0, 2, 2, kVar>;
-  set_last_forward_slot(kVarlen ? kVarlenSlot : kScoreModSlot);
+  set_last_forward_slot(kVarlen ? kVarlenSlot : kMask ? kMaskSlot : kScoreModSlot);
   set_last_forward_tail_tiles(0);
   static std::atomic<bool> attr_set[kMaxDevices] = {};
   const int dev = current_device();
@@ -595,6 +609,7 @@ void launch_forward_score_mod(const Params& p) {
 template <int D, bool BF16>
 void run_forward(const Params& p) {
   if (p.varlen) return launch_forward_score_mod<D, BF16, true>(p);
+  if (p.has_mask()) return launch_forward_score_mod<D, BF16, false, true>(p);
   if (has_score_mod(p)) return launch_forward_score_mod<D, BF16>(p);
   if constexpr (D == 64) {
     // Auto: 3 consumer warpgroups, except causal with S_q <= 1024, where the 192-row tiles

@@ -455,6 +455,10 @@ inline constexpr int kVarScoreMod = 2048;
 // lse pointers shifted, per-sequence bounds (seq_bounds.hpp). Tiles past their sequence's end
 // have no blocks and write nothing.
 inline constexpr int kVarVarlen = 4096;
+// kVarMask (session 24, with kVarScoreMod; score_mod.cuh apply_mask_tile): a bool or additive
+// mask read element by element. A kernel of its own, so that the score-mod kernel's code stays
+// as measured (the mask's per-element loads and dtype branches nearly doubled its SASS).
+inline constexpr int kVarMask = 8192;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -660,7 +664,7 @@ __device__ __forceinline__ void mainloop_turn(
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
     const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr,
-    float alibi_k = 0.f) {
+    float alibi_k = 0.f, const uint8_t* mask_bh = nullptr) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
@@ -705,7 +709,7 @@ __device__ __forceinline__ void mainloop_turn(
   fence_regs(s);
   release_kv<Tr>(&sm.empty_k[st], lane);
   if constexpr (kScoreMod)  // softcap / ALiBi, then the mask with the window's left edge
-    score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k);
+    score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k, mask_bh);
   else if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
   const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
@@ -790,6 +794,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
              (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
     };
     const float alibi_k = kScoreMod ? alibi_factor(a, b, h) : 0.f;
+    const uint8_t* mask_bh = (kVar & kVarMask) != 0 ? mask_base(a, b, h) : nullptr;
 
     float s[kBN / 2];
     uint32_t p[kBN / 4];
@@ -814,7 +819,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(s);
       release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
       if constexpr (kScoreMod)
-        score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k);
+        score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k, mask_bh);
       else if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O = 0: nothing to rescale
@@ -828,12 +833,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       if (n_blocks > 1)
         mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
                                       factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
-                                      &wc, alibi_k);
+                                      &wc, alibi_k, mask_bh);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
                                     factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1, &wc,
-                                    alibi_k);
+                                    alibi_k, mask_bh);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {

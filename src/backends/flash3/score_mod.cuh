@@ -1,7 +1,8 @@
 // kVarScoreMod (session 23): softcap, ALiBi and the sliding window on one 64 x kBlockN score tile
 // in the wgmma accumulator layout (softmax.cuh: s[4*j + 2*r + e] is row row0 + 8*r, column
 // n0 + 8*j + 2*(lane%4) + e), applied between the Q K^T wait and the online softmax, in the
-// order of core/score_policy.hpp: softcap, then ALiBi, then visibility (-inf).
+// order of core/score_policy.hpp: softcap, then ALiBi, then the mask (session 24: bool -> -inf,
+// additive added), then visibility (-inf).
 //
 // Units: s is the raw dot product q.k; the softmax multiplies by FwdArgs::scale_log2. With a
 // softcap the tile becomes t = tanh(scale * s / c) and the launch sets scale = c, scale_log2 =
@@ -13,6 +14,9 @@
 // (D = 128: 1.5x the tile's tensor time instead of 0.5x; D = 256: 0.75x instead of 0.25x).
 // Measured (session 23, H200): D 128 ~390 TFLOP/s softcapped vs ~600 plain, at that MUFU floor.
 #pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -94,6 +98,53 @@ __device__ __forceinline__ void mask_tile_window(float (&s)[kBlockN / 2], int n0
   }
 }
 
+/// The mask of tile (b, h) (FwdArgs::mask at its (b, h) offset), null without a mask.
+__device__ __forceinline__ const uint8_t* mask_base(const FwdArgs& a, int b, int h) {
+  if (a.mask_kind == 0) return nullptr;
+  const int64_t bytes = a.mask_kind == 1 ? 1 : a.mask_kind == 2 ? 4 : 2;
+  return a.mask + (b * a.mask_sb + h * a.mask_sh) * bytes;
+}
+
+/// The mask on the transformed scores of key block n0 .. n0 + kBlockN - 1 (m = mask_base): a
+/// bool mask's false -> -inf, an additive mask's value (natural units) added times mask_mul.
+/// Elements of rows >= Sq or keys >= Sk are not read (out of the mask's bounds; mask_tile_window
+/// hides those keys, and those rows are never stored). Element loads from global memory (L1 /
+/// L2): a mask is read tile by tile, never materialised, one load per score.
+template <int kBlockN>
+__device__ __forceinline__ void apply_mask_tile(float (&s)[kBlockN / 2], const FwdArgs& a,
+                                                const uint8_t* m, int n0, int row0, int lane) {
+  const int col0 = n0 + 2 * (lane & 3);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + 8 * r;
+    if (i >= a.seqlen_q) continue;
+    const uint8_t* mrow = m + static_cast<int64_t>(i) * a.mask_si *
+                                  (a.mask_kind == 1   ? 1
+                                   : a.mask_kind == 2 ? 4
+                                                      : 2);
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = col0 + 8 * j + e;
+        if (col >= a.seqlen_k) continue;
+        const int64_t off = static_cast<int64_t>(col) * a.mask_sj;
+        float& x = s[4 * j + 2 * r + e];
+        if (a.mask_kind == 1) {
+          if (mrow[off] == 0) x = -INFINITY;
+        } else if (a.mask_kind == 2) {
+          x = fmaf(reinterpret_cast<const float*>(mrow)[off], a.mask_mul, x);
+        } else if (a.mask_kind == 3) {
+          x = fmaf(__half2float(reinterpret_cast<const __half*>(mrow)[off]), a.mask_mul, x);
+        } else {
+          x = fmaf(__bfloat162float(reinterpret_cast<const __nv_bfloat16*>(mrow)[off]), a.mask_mul,
+                   x);
+        }
+      }
+    }
+  }
+}
+
 /// The slope term of transform_tile for tile (b, h): slope * alibi_mul, 0 without ALiBi.
 __device__ __forceinline__ float alibi_factor(const FwdArgs& a, int b, int h) {
   return a.alibi == nullptr ? 0.f : a.alibi[b * a.alibi_sb + h * a.alibi_sh] * a.alibi_mul;
@@ -106,8 +157,10 @@ __device__ __forceinline__ float alibi_factor(const FwdArgs& a, int b, int h) {
 /// SASS before and after.)
 template <int kBlockN>
 __device__ __forceinline__ void score_mod_tile(float (&s)[kBlockN / 2], const FwdArgs& a, int nb,
-                                               int first_row, int row0, int lane, float alibi_k) {
+                                               int first_row, int row0, int lane, float alibi_k,
+                                               const uint8_t* mask_bh = nullptr) {
   transform_tile<kBlockN>(s, a, nb * kBlockN, row0, lane, alibi_k);
+  if (mask_bh != nullptr) apply_mask_tile<kBlockN>(s, a, mask_bh, nb * kBlockN, row0, lane);
   const bool needs_mask = (nb + 1) * kBlockN > a.seqlen_k ||
                           (a.causal && (nb + 1) * kBlockN - 1 > first_row + a.causal_offset) ||
                           (a.window_lo && nb * kBlockN < first_row + 63 + a.lo_offset);

@@ -1089,8 +1089,8 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   EXPECT_TRUE(caps.window);
   EXPECT_TRUE(caps.softcap);
   EXPECT_TRUE(caps.alibi);
-  EXPECT_FALSE(caps.mask_bool);
-  EXPECT_FALSE(caps.mask_additive);
+  EXPECT_TRUE(caps.mask_bool);  // forward only since session 24 (the backward names it, below)
+  EXPECT_TRUE(caps.mask_additive);
   EXPECT_FALSE(caps.dropout);
   EXPECT_FALSE(caps.head_dim_v_differs);
   // A strided d (not TMA-able) is a reason, not a crash.
@@ -1112,7 +1112,7 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   p.q_st = p.k_st;
   p.dropout_p = 0.1f;
   EXPECT_THROW(backend_flash3().forward(p), Error);
-  // The backward names varlen (forward only) and none of softcap, window, ALiBi.
+  // The backward names varlen and masks (forward only) and none of softcap, window, ALiBi.
   p.dropout_p = 0.f;
   p.is_backward = true;
   p.softcap = 30.f;
@@ -1122,21 +1122,23 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   p.varlen = true;  // (a packed call: b strides 0, the packed rows in total_q / total_k)
   p.total_q = p.total_k = 16;
   p.q_st.b = p.k_st.b = p.v_st.b = p.out_st.b = 0;
+  p.mask_kind = MaskKind::keep_bool;  // (the resolver refuses a mask with varlen; reasons only)
+  p.mask = buf;
   r.clear();
   backend_flash3().extra_reasons(p, r);
-  for (const char* feature : {"window", "softcap", "alibi", "varlen"}) {
+  for (const char* feature : {"window", "softcap", "alibi", "varlen", "mask"}) {
     bool named = false;
     for (const auto& s : r)
       named |= s.rfind(feature, 0) == 0;
-    EXPECT_EQ(named, std::string(feature) == "varlen") << feature;
+    EXPECT_EQ(named, std::string(feature) == "varlen" || std::string(feature) == "mask") << feature;
   }
-  p.is_backward = false;  // the same call forward: none of the four is a reason
+  p.is_backward = false;  // the same call forward: none of the five is a reason
   r.clear();
   backend_flash3().extra_reasons(p, r);
   for (const auto& s : r)
     EXPECT_TRUE(s.find("softcap") == std::string::npos && s.find("window") == std::string::npos &&
                 s.find("alibi") == std::string::npos && s.find("varlen") == std::string::npos &&
-                s.find("stride") == std::string::npos)
+                s.find("mask") == std::string::npos && s.find("stride") == std::string::npos)
         << s;
 }
 

@@ -1,15 +1,18 @@
 // flash3 on the project's hostile shapes (check::hostile_cases) through the public API and the
 // check harness, against the `math` oracle, bf16 and f16, forward. Cases flash3 declares it
-// cannot run (masks, dropout, Dv != D, D outside {64, 128, 256}, non-TMA strides, a non-sm90
-// device; in the backward also varlen (forward only since session 24; window, softcap and ALiBi
-// run in both passes since session 24)) are visible skips with the reasons; every other case
-// must pass.
+// cannot run (dropout, Dv != D, D outside {64, 128, 256}, non-TMA strides, a non-sm90 device;
+// in the backward also masks and varlen (forward only since session 24; window, softcap and
+// ALiBi run in both passes since session 24)) are visible skips with the reasons; every other
+// case must pass. Flash3Mask adds masks on larger shapes (session 24).
 // Tolerances: check::default_tolerance (bf16 out rel 1e-2, abs 4e-2, lse 2e-3; f16 out rel 1e-2,
 // abs 1e-2, lse 2e-3). Since session 24 also check::large_cases against cuda_math (Flash3Large),
 // as flash's tests do.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "attnkit/backend_info.hpp"
+#include "backends/flash3/launch.hpp"
 #include "check/check.hpp"
 #include "common/case_printing.hpp"
 #include "common/check_expect.hpp"
@@ -28,6 +31,50 @@ TEST_P(Flash3Hostile, MatchesOracle) {
 INSTANTIATE_TEST_SUITE_P(Bf16, Flash3Hostile,
                          ::testing::ValuesIn(check::hostile_cases(DType::bf16)), CaseParamName{});
 INSTANTIATE_TEST_SUITE_P(F16, Flash3Hostile, ::testing::ValuesIn(check::hostile_cases(DType::f16)),
+                         CaseParamName{});
+
+/// Masks on flash3's forward (session 24, score_mod.cuh apply_mask_tile) on shapes of several
+/// tiles at every head dim: bool and additive (f32, and bf16 / f16 = q's dtype), broadcast over
+/// batch / heads / rows, with causal, a window, softcap and ALiBi; GQA; Sq != Sk. The hostile
+/// harness above covers the small shapes (D 64), fully masked rows and the backward's skip.
+std::vector<check::Case> mask_cases(DType dt) {
+  std::vector<check::Case> v;
+  for (int64_t d : {64, 128, 256}) {
+    check::Case c = check::shape_case(dt, 2, 300, 517, 4, 2, d, Causal::none, false);
+    c.mask = check::MaskCase::keep_bool;
+    c.mask_broadcast = 0;
+    v.push_back(c);
+    c.mask = check::MaskCase::additive;
+    c.mask_broadcast = 1;  // [1, H, Sq, Sk]
+    v.push_back(c);
+    c.mask_dtype = DType::f32;
+    c.mask_broadcast = 2 | 4;  // [B, 1, 1, Sk]: key padding
+    c.causal = Causal::bottom_right;
+    v.push_back(c);
+    c = check::shape_case(dt, 1, 517, 300, 2, 1, d, Causal::top_left, false);
+    c.mask = check::MaskCase::keep_bool;
+    c.mask_broadcast = 1 | 2;
+    c.window_left = 64;
+    c.softcap = 20.0;
+    c.alibi = true;
+    v.push_back(c);
+  }
+  return v;
+}
+
+class Flash3Mask : public ::testing::TestWithParam<check::Case> {};
+
+TEST_P(Flash3Mask, MatchesOracle) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  flash3::set_last_forward_slot(-1);
+  const check::Report r = check::run_case(GetParam(), "flash3", Device::cuda(0), 13);
+  ATTNKIT_EXPECT_CHECK_PASSES(r);
+  EXPECT_EQ(flash3::last_forward_slot(), flash3::kMaskSlot);  // the mask kernel ran
+}
+
+INSTANTIATE_TEST_SUITE_P(Bf16, Flash3Mask, ::testing::ValuesIn(mask_cases(DType::bf16)),
+                         CaseParamName{});
+INSTANTIATE_TEST_SUITE_P(F16, Flash3Mask, ::testing::ValuesIn(mask_cases(DType::f16)),
                          CaseParamName{});
 
 class Flash3Large : public ::testing::TestWithParam<check::Case> {};
