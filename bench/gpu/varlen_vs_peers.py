@@ -17,9 +17,14 @@ Correctness: before timing, every implementation's output is compared with torch
 on the same inputs (relative error above 2e-2 marks the row WRONG and it is not timed), and
 flash3's with an fp32 reference of one sequence (its heads 0-1).
 
+--pass bwd (session 25): the backward instead (FLOPs 2.5 x the forward's), each implementation
+from its own forward's out and lse (attnkit: lse [Hq, total_q]; FA-2 varlen:
+torch.ops.aten._flash_attention_backward); dq, dk and dv compared with FA-2's (the largest of the
+three relative errors), no dense rows.
+
   python3 bench/gpu/varlen_vs_peers.py --lib build/libattnkit_c.so --d 64,128,256 \
       --work eq1k,mix1k,mix4k [--causal 0,1] [--impls flash3,flash3_static,cudnn,flash,fa2]
-      [--runs 50] [--json out.json]
+      [--pass fwd|bwd] [--runs 50] [--json out.json]
 flash3_static: flash3 with ATTNKIT_FLASH3_VARLEN_STATIC=1 (the static schedule), for the A/B.
 """
 import argparse
@@ -120,6 +125,58 @@ def attnkit_dense_fn(lib, backend, r, sets):
     return fn, out.clone(), lib.last_backend()
 
 
+def attnkit_varlen_bwd_fn(lib, backend, r, sets, cu):
+    """attnkit backward on packed tensors from its own forward's out / lse (one per set)."""
+    stream = torch.cuda.current_stream().cuda_stream
+    o = lib.options(backend, causal="bottom_right" if r.causal else None, stream=stream)
+    tcu = tensor_of(cu)
+    o.cu_seqlens_q = o.cu_seqlens_k = ctypes.pointer(tcu)
+    o.max_seqlen_q = o.max_seqlen_k = r.max
+    grads = [torch.empty_like(sets[0][n]) for n in ("q", "k", "v")]
+    tg = [tensor_of(g) for g in grads]
+    keep, ts = [], []
+    for x in sets:
+        out = torch.empty_like(x["q"])
+        lse = torch.empty(r.h, r.total, device="cuda", dtype=torch.float32)
+        t = {k: tensor_of(v) for k, v in x.items()}
+        t["out"], t["lse"] = tensor_of(out), tensor_of(lse)
+        lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], o)
+        keep += [out, lse]
+        ts.append(t)
+
+    def fn(i):
+        t = ts[i % len(ts)]
+        lib.backward(t["do"], t["q"], t["k"], t["v"], t["out"], t["lse"], *tg, o)
+    fn.keep = (tcu, o, keep)
+    fn(0)
+    torch.cuda.synchronize()
+    return fn, [g.clone() for g in grads], lib.last_backend()
+
+
+def fa2_varlen_bwd_fn(r, sets, cu):
+    fwd = torch.ops.aten._flash_attention_forward
+    bwd = torch.ops.aten._flash_attention_backward
+    scale = r.d ** -0.5
+    saved = []
+    with torch.no_grad():
+        for x in sets:
+            out, lse, rng, unused, _ = fwd(x["q"], x["k"], x["v"], cu, cu, r.max, r.max, 0.0,
+                                           r.causal, False, scale=scale)
+            saved.append((out, lse, rng, unused))
+
+    def call(i):
+        x, (out, lse, rng, unused) = sets[i % len(sets)], saved[i % len(saved)]
+        return bwd(x["do"], x["q"], x["k"], x["v"], out, lse, cu, cu, r.max, r.max, 0.0,
+                   r.causal, rng, unused, scale=scale)
+
+    def fn(i):
+        call(i)
+    with torch.no_grad():
+        first = [g.clone() for g in call(0)[:3]]
+    torch.cuda.synchronize()
+    return fn, first, "torch FA-2 varlen"
+
+
 def fa2_varlen_fn(r, sets, cu):
     op = torch.ops.aten._flash_attention_forward
     scale = r.d ** -0.5
@@ -170,6 +227,7 @@ def main():
     ap.add_argument("--work", default="eq1k,mix1k,mix4k")
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--impls", default="flash3,cudnn,flash,fa2")
+    ap.add_argument("--pass", dest="pas", choices=("fwd", "bwd"), default="fwd")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--pause", type=float, default=1.0)
@@ -182,23 +240,30 @@ def main():
     timer = Timer(torch, args.warmup, args.runs)
     impls = args.impls.split(",")
     doc = {"date": datetime.date.today().isoformat(), "device": dev, "torch": torch.__version__,
-           "ceilings": ceil, "method": "CUDA events, median, 2 rotated input sets, 1 s pause",
+           "ceilings": ceil, "pass": args.pas,
+           "method": "CUDA events, median, 2 rotated input sets, 1 s pause",
            "commit": os.environ.get("ATTNKIT_COMMIT") or subprocess.run(
                ["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                text=True).stdout.strip(), "rows": []}
     rows = [Row(w, int(d), c == "1") for w in args.work.split(",") for d in args.d.split(",")
             for c in args.causal.split(",")]
     for r in rows:
+        bwd = args.pas == "bwd"
         sets = [{n: torch.randn(r.total, r.h, r.d, device="cuda", dtype=torch.bfloat16)
-                 for n in ("q", "k", "v")} for _ in range(2)]
+                 for n in (("q", "k", "v", "do") if bwd else ("q", "k", "v"))} for _ in range(2)]
         cu = cu_of(r.lens)
+        flops = r.flops() * (2.5 if bwd else 1.0)
         res = {"row": r.name(), "work": r.work, "d": r.d, "causal": r.causal, "h": r.h,
-               "seqs": len(r.lens), "max_len": r.max, "gflop": round(r.flops() / 1e9, 1),
+               "seqs": len(r.lens), "max_len": r.max, "gflop": round(flops / 1e9, 1),
                "impls": {}}
         fns = {}
-        for name in impls + (["flash3_dense", "cudnn_dense"] if r.work.startswith("eq") else []):
+        dense = r.work.startswith("eq") and not bwd
+        for name in impls + (["flash3_dense", "cudnn_dense"] if dense else []):
             try:
-                if name == "flash3_static":  # the static schedule (A/B), set around its calls
+                if bwd:
+                    fns[name] = (fa2_varlen_bwd_fn(r, sets, cu) if name == "fa2" else
+                                 attnkit_varlen_bwd_fn(lib, name, r, sets, cu))
+                elif name == "flash3_static":  # the static schedule (A/B), set around its calls
                     with static_env():
                         fns[name] = attnkit_varlen_fn(lib, "flash3", r, sets, cu)
                 elif name == "fa2":
@@ -211,12 +276,17 @@ def main():
                 res["impls"][name] = {"error": str(e)[:300]}
                 log(f"  {r.name()} {name}: cannot run: {str(e)[:200]}")
         ref = fns.get("fa2", (None, None, None))[1]
-        if "flash3" in fns:  # fp32 slice check of flash3 on the longest sequence
+        if "flash3" in fns and not bwd:  # fp32 slice check of flash3 on the longest sequence
             seq = max(range(len(r.lens)), key=lambda i: r.lens[i])
             want, c0, n = fp32_reference(r, sets[0], seq)
             res["flash3_fp32_rel"] = rel(fns["flash3"][1][c0:c0 + n, :2], want)
         for name, (fn, first, ran) in fns.items():
-            e = rel(first, ref) if ref is not None and name != "fa2" else 0.0
+            if ref is None or name == "fa2":
+                e = 0.0
+            elif bwd:  # the worst of dq, dk, dv
+                e = max(rel(a, b) for a, b in zip(first, ref))
+            else:
+                e = rel(first, ref)
             entry = {"ran": ran, "rel_vs_fa2": round(e, 6)}
             if e > REL_TOL:
                 entry["wrong"] = True
@@ -229,7 +299,7 @@ def main():
                 else:
                     ms, runs, lo, hi = timer(fn)
                 entry.update({"ms": round(ms, 4), "runs": runs,
-                              "tflops": round(r.flops() / (ms * 1e-3) / 1e12, 1)})
+                              "tflops": round(flops / (ms * 1e-3) / 1e12, 1)})
             res["impls"][name] = entry
         doc["rows"].append(res)
         parts = []
@@ -242,7 +312,7 @@ def main():
             p = res["impls"].get(peer, {}).get("tflops")
             if f3 and p:
                 ratios.append(f"/{peer} {f3 / p:.2f}")
-        log(f"{r.name():24s} seqs {len(r.lens):3d} max {r.max:5d} | " + " | ".join(parts) +
+        log(f"{args.pas} {r.name():24s} seqs {len(r.lens):3d} max {r.max:5d} | " + " | ".join(parts) +
             " || " + " ".join(ratios) +
             f" | f3 fp32 rel {res.get('flash3_fp32_rel', float('nan')):.2e}")
         del sets, fns

@@ -1,9 +1,9 @@
 // flash3: Hopper-native (sm_90a) attention. Forward: warp-specialised kernel with TMA loads into
 // a 2-stage K/V ring, wgmma for QK^T and PV, online softmax with exp2; softcap, ALiBi, sliding
-// windows and varlen in a kernel of their own (launch.cuh launch_forward_score_mod). Backward
-// (D = 64, 128): one CTA per key block, TMA + wgmma for all five GEMMs, dQ through an fp32
-// workspace with atomics (bwd_kernel.cuh; softcap, ALiBi and windows: its kMod kernel). Everything
-// not implemented is declared unsupported so the dispatcher falls back.
+// windows, varlen and masks in a kernel of their own (launch.cuh launch_forward_score_mod).
+// Backward (D = 64, 128): one CTA per key block, TMA + wgmma for all five GEMMs, dQ through an fp32
+// workspace with atomics (bwd_kernel.cuh; softcap, ALiBi, windows and varlen: its kMod kernel).
+// Everything not implemented is declared unsupported so the dispatcher falls back.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -76,7 +76,7 @@ std::vector<std::string> feature_reasons(const Params& p) {
   std::vector<std::string> r;
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) r.push_back("dtype must be bf16 or f16");
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
-  // (Masks and varlen: forward only, backward_reasons.)
+  // (Masks: forward only, backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
   if (p.is_backward && p.deterministic)
     r.push_back("deterministic backward (flash3 accumulates dQ with atomics)");
@@ -93,8 +93,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; varlen and masks: forward "
-        "only; backward D = 64, 128)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; masks: forward only; "
+        "backward D = 64, 128)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -111,7 +111,7 @@ class Flash3Backend final : public Backend {
     c.window = true;
     c.softcap = true;
     c.alibi = true;
-    c.varlen = true;  // forward only (backward_reasons), since session 24: kVarVarlen
+    c.varlen = true;  // forward since session 24 (kVarVarlen), backward since session 25 (kVarlen)
     // Forward only (backward_reasons), since session 24: score_mod.cuh apply_mask_tile.
     c.mask_bool = true;
     c.mask_additive = true;
@@ -119,7 +119,7 @@ class Flash3Backend final : public Backend {
     c.lse = true;
     c.backward = true;  // D = 64, 128 (extra_reasons); dQ by atomics, so not deterministic
     c.deterministic = false;
-    // Not implemented (yet): dropout, D = 256 backward, masks and varlen in the backward.
+    // Not implemented (yet): dropout, D = 256 backward, masks in the backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -163,10 +163,10 @@ class Flash3Backend final : public Backend {
   static void backward_reasons(const Params& p, std::vector<std::string>& reasons) {
     // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
     // only the tensors given are checked.
-    if (p.varlen) reasons.push_back("varlen: the flash3 backward has none (forward only)");
     if (p.has_mask()) reasons.push_back("mask: the flash3 backward has none (forward only)");
-    if (p.dout != nullptr && !p.varlen)
-      check_tma_operand("dout", p.dout, p.dout_st, p.batch, p.seqlen_q, p.heads_q, reasons);
+    if (p.dout != nullptr)  // (varlen: one packed [total_q, Hq, D] tensor, b stride 0)
+      check_tma_operand("dout", p.dout, p.dout_st, p.varlen ? 1 : p.batch,
+                        p.varlen ? p.total_q : p.seqlen_q, p.heads_q, reasons);
     const struct {
       const char* name;
       const void* ptr;

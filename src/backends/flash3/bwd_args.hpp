@@ -53,6 +53,16 @@ struct BwdArgs {
   const float* alibi;
   int64_t alibi_sb, alibi_sh;
   float alibi_mul;
+  // Session 25 (bwd_kernel.cuh kVarlen, with kMod): packed sequences. cu_q / cu_k [B + 1] the
+  // sequences' first rows in the packed q / k; the maps above are over [1, total, H, D]; the
+  // workspace rows of sequence b start at varlen_ws_row0(cu_q, b) inside every q head's sq_pad
+  // rows; seqlen_q / seqlen_k / num_m_blocks are the maxima, and each CTA's own lengths and
+  // bounds (seq_bounds.hpp, from causal_kind / win_left / win_right as the forward's FwdArgs)
+  // replace them in the kernel (varlen_bwd_args). dK / dV: b strides 0, rows from cu_k[b].
+  const int* cu_q;
+  const int* cu_k;
+  int causal_kind;
+  int win_left, win_right;
 };
 
 }  // namespace attnkit::flash3::bwd

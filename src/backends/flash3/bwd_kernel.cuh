@@ -22,6 +22,7 @@
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/reg_ops.cuh"
+#include "backends/flash3/seq_bounds.hpp"
 #include "core/params.hpp"
 #include "cuda/ptx_sm80.hpp"
 #include "cuda/ptx_sm90.hpp"
@@ -35,37 +36,72 @@ using Elem = std::conditional_t<BF16, __nv_bfloat16, __half>;
 inline constexpr float kLog2e = 1.4426950408889634f;
 
 /// One workspace row's statistics (one thread per row, both preprocess kernels): delta = the row's
-/// dot(dO, O) (acc), lse2 = lse * log2(e), +inf for padding rows past Sq and for fully masked
-/// rows (lse = -inf), so that exp2(S * scale_log2 - lse2) is 0 there.
+/// dot(dO, O) (acc), lse2 = lse * log2(e), +inf for padding rows past the sequence's len rows and
+/// for fully masked rows (lse = -inf), so that exp2(S * scale_log2 - lse2) is 0 there. q0: the
+/// sequence's first row in lse (varlen; 0 otherwise).
 __device__ __forceinline__ void store_row_stats(const Params& p, int64_t b, int64_t h, int i,
-                                                int64_t row, float acc, float* lse2, float* delta) {
+                                                int len, int64_t q0, int64_t row, float acc,
+                                                float* lse2, float* delta) {
   delta[row] = acc;
   float l2 = INFINITY;
-  if (i < p.seqlen_q) {
-    const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + static_cast<int64_t>(i) * p.lse_st.s];
+  if (i < len) {
+    const float l = p.lse[b * p.lse_st.b + h * p.lse_st.h + (q0 + i) * p.lse_st.s];
     l2 = l == -INFINITY ? INFINITY : l * kLog2e;
   }
   lse2[row] = l2;
 }
 
+/// Varlen (kVarlen, session 25): every q head's sq_pad workspace rows hold the sequences one after
+/// another, each from a multiple of kVarlenPadRows (the largest kBlockM), so that a query block
+/// never reaches the next sequence's rows: sequence b's start is the multiple of 128 at or below
+/// cu_q[b] + 128 b. start(b + 1) > cu_q[b + 1] + 128 b >= start(b) + len(b), hence it is at least
+/// start(b) + len(b) rounded up to 128; the last sequence ends below total_q + 128 B.
+inline constexpr int kVarlenPadRows = 128;
+__host__ __device__ __forceinline__ int64_t varlen_ws_row0(int cu_q_b, int b) {
+  return (static_cast<int64_t>(cu_q_b) + int64_t{kVarlenPadRows} * b) / kVarlenPadRows *
+         kVarlenPadRows;
+}
+
+/// The workspace rows of (b, h) that the pre / post-processing kernels visit: `base` = row of query
+/// i = 0, `len` = the queries, `q0` = the first one's row in q / out / dout / dq / lse, `pad` =
+/// rows written (len rounded up to the kernel's blocks: dense sq_pad, varlen kVarlenPadRows).
+struct WsRows {
+  int64_t base, q0;
+  int len, pad;
+};
+template <bool kVarlen>
+__device__ __forceinline__ WsRows ws_rows(const Params& p, int64_t b, int64_t h, int sq_pad) {
+  if constexpr (kVarlen) {
+    const int q0 = p.cu_seqlens_q[b], len = p.cu_seqlens_q[b + 1] - q0;
+    return {h * sq_pad + varlen_ws_row0(q0, static_cast<int>(b)), q0, len,
+            (len + kVarlenPadRows - 1) / kVarlenPadRows * kVarlenPadRows};
+  } else {
+    return {(b * p.heads_q + h) * sq_pad, 0, static_cast<int>(p.seqlen_q), sq_pad};
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. Preprocess: one warp per (b, h, row) of the padded [B*Hq, sq_pad] workspace rows.
-//    grid (sq_pad / 8, Hq, B), block 256.
+//    grid (sq_pad / 8, Hq, B), block 256 (varlen: the longest sequence's rows rounded up to
+//    kVarlenPadRows; a block past its sequence's padded rows writes nothing).
 // ---------------------------------------------------------------------------------------------
-template <bool BF16>
+template <bool BF16, bool kVarlen = false>
 __global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, float* delta,
                                       float* dq_acc) {
   using T = Elem<BF16>;
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i = blockIdx.x * 8 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int64_t row = (b * p.heads_q + h) * sq_pad + i;
+  const WsRows w = ws_rows<kVarlen>(p, b, h, sq_pad);
+  if (kVarlen && i >= w.pad) return;  // (warp-uniform: one warp per row)
+  const int64_t row = w.base + i;
   const int d_len = static_cast<int>(p.head_dim);
   float acc = 0.f;
-  if (i < p.seqlen_q) {
-    const T* o = static_cast<const T*>(p.out) + b * p.out_st.b + i * p.out_st.s + h * p.out_st.h;
+  if (i < w.len) {
+    const int64_t qi = w.q0 + i;
+    const T* o = static_cast<const T*>(p.out) + b * p.out_st.b + qi * p.out_st.s + h * p.out_st.h;
     const T* d =
-        static_cast<const T*>(p.dout) + b * p.dout_st.b + i * p.dout_st.s + h * p.dout_st.h;
+        static_cast<const T*>(p.dout) + b * p.dout_st.b + qi * p.dout_st.s + h * p.dout_st.h;
     for (int c = lane; c < d_len; c += 32)
       acc += static_cast<float>(o[c * p.out_st.d]) * static_cast<float>(d[c * p.dout_st.d]);
 #pragma unroll
@@ -75,7 +111,7 @@ __global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, f
   float* dq_row = dq_acc + row * d_len;
   for (int c = lane; c < d_len; c += 32)
     dq_row[c] = 0.f;
-  if (lane == 0) store_row_stats(p, b, h, i, row, acc, lse2, delta);
+  if (lane == 0) store_row_stats(p, b, h, i, w.len, w.q0, row, acc, lse2, delta);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,15 +131,16 @@ __host__ __device__ __forceinline__ int dq_tile_offset(int row, int col, bool v4
          c % 2;
 }
 
-template <int D, int kDqN, bool BF16>
+template <int D, int kDqN, bool BF16, bool kVarlen = false>
 __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* dq_acc, int v4) {
   using T = Elem<BF16>;
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i = blockIdx.x * 8 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (i >= p.seqlen_q) return;
-  const float* tile = dq_acc + ((b * p.heads_q + h) * sq_pad + (i / 64) * 64) * D;
-  T* dst = static_cast<T*>(p.dq) + b * p.dq_st.b + i * p.dq_st.s + h * p.dq_st.h;
+  const WsRows w = ws_rows<kVarlen>(p, b, h, sq_pad);
+  if (i >= w.len) return;
+  const float* tile = dq_acc + (w.base + (i / 64) * 64) * D;
+  T* dst = static_cast<T*>(p.dq) + b * p.dq_st.b + (w.q0 + i) * p.dq_st.s + h * p.dq_st.h;
 #pragma unroll
   for (int c = 2 * lane; c < D; c += 64) {
     const float2 v =
@@ -147,25 +184,29 @@ __device__ __forceinline__ float unpack_half(uint32_t x, int e) {
 /// 1v. kTpr = D / 8 threads per row, each 8 elements (16 B) of O and dO and D / 2 bytes of the
 /// zeroed dQ workspace row (float4 stores, a warp's stores contiguous over 32 / kTpr rows).
 /// grid (sq_pad / (256 / kTpr), Hq, B), block 256.
-template <int D, bool BF16>
+template <int D, bool BF16, bool kVarlen = false>
 __global__ void __launch_bounds__(256)
     bwd_preprocess_vec_kernel(const Params p, int sq_pad, float* __restrict__ lse2,
                               float* __restrict__ delta, float* __restrict__ dq_acc) {
   constexpr int kTpr = D / 8, kRows = 256 / kTpr;
   static_assert(32 % kTpr == 0, "a row's threads inside one warp");
+  static_assert(kVarlenPadRows % kRows == 0, "varlen: a block's rows inside one padded run");
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i = blockIdx.x * kRows + threadIdx.x / kTpr;
   const int t = threadIdx.x % kTpr;
-  const int64_t row = (b * p.heads_q + h) * sq_pad + i;
+  const WsRows w = ws_rows<kVarlen>(p, b, h, sq_pad);
+  if (kVarlen && i >= w.pad) return;  // (block-uniform: see the static_assert)
+  const int64_t row = w.base + i;
   float acc = 0.f;
-  if (i < p.seqlen_q) {
+  if (i < w.len) {
+    const int64_t qi = w.q0 + i;
     const uint4 o =
         __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.out) + b * p.out_st.b +
-                                             i * p.out_st.s + h * p.out_st.h) +
+                                             qi * p.out_st.s + h * p.out_st.h) +
               t);
     const uint4 d =
         __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.dout) +
-                                             b * p.dout_st.b + i * p.dout_st.s + h * p.dout_st.h) +
+                                             b * p.dout_st.b + qi * p.dout_st.s + h * p.dout_st.h) +
               t);
     const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {d.x, d.y, d.z, d.w};
 #pragma unroll
@@ -181,14 +222,14 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int k = 0; k < D / 4 / kTpr; ++k)
     dq_row[t + k * kTpr] = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (t == 0) store_row_stats(p, b, h, i, row, acc, lse2, delta);
+  if (t == 0) store_row_stats(p, b, h, i, w.len, w.q0, row, acc, lse2, delta);
 }
 
 /// 3v (float4 workspace layout, kDqVec4, only). Thread = 4 consecutive float4 of a part =
 /// threads tid = 4 t4 .. 4 t4 + 3 of one j: rows R = 16 (t4 / 8) + t4 % 8 and R + 8, columns
 /// part * kN + 8 j .. + 7 (dq_tile_offset): 64 contiguous bytes in, two 16-byte rows out.
 /// grid (ceil(Sq / 64) * D / 64, Hq, B), block 256 (a 64 x D tile = 4 D threads).
-template <int D, int kDqN, bool BF16>
+template <int D, int kDqN, bool BF16, bool kVarlen = false>
 __global__ void __launch_bounds__(256)
     bwd_dq_convert_vec_kernel(const Params p, int sq_pad, const float* __restrict__ dq_acc) {
   constexpr int kBlocksPerTile = D / 64;
@@ -199,10 +240,10 @@ __global__ void __launch_bounds__(256)
   const int j = gg / 32, t4 = gg % 32;
   const int r0 = 16 * (t4 / 8) + t4 % 8;
   const int i0 = tile * 64 + r0;
-  if (i0 >= p.seqlen_q) return;  // rows i0 + 8 >= Sq too
+  const WsRows w = ws_rows<kVarlen>(p, b, h, sq_pad);
+  if (i0 >= w.len) return;  // rows i0 + 8 >= Sq too
   const float4* src =
-      reinterpret_cast<const float4*>(dq_acc + ((b * p.heads_q + h) * sq_pad + tile * 64) * D +
-                                      part * 64 * kDqN) +
+      reinterpret_cast<const float4*>(dq_acc + (w.base + tile * 64) * D + part * 64 * kDqN) +
       j * 128 + 4 * t4;
   float4 v[4];
 #pragma unroll
@@ -210,11 +251,12 @@ __global__ void __launch_bounds__(256)
     v[k] = src[k];
   const float sc = p.scale;
   const int col = part * kDqN + 8 * j;
-  uint16_t* dst = static_cast<uint16_t*>(p.dq) + b * p.dq_st.b + h * p.dq_st.h + col;
+  uint16_t* dst =
+      static_cast<uint16_t*>(p.dq) + b * p.dq_st.b + w.q0 * p.dq_st.s + h * p.dq_st.h + col;
   *reinterpret_cast<uint4*>(dst + i0 * p.dq_st.s) =
       make_uint4(pack2<BF16>(v[0].x * sc, v[0].y * sc), pack2<BF16>(v[1].x * sc, v[1].y * sc),
                  pack2<BF16>(v[2].x * sc, v[2].y * sc), pack2<BF16>(v[3].x * sc, v[3].y * sc));
-  if (i0 + 8 < p.seqlen_q)
+  if (i0 + 8 < w.len)
     *reinterpret_cast<uint4*>(dst + (i0 + 8) * p.dq_st.s) =
         make_uint4(pack2<BF16>(v[0].z * sc, v[0].w * sc), pack2<BF16>(v[1].z * sc, v[1].w * sc),
                    pack2<BF16>(v[2].z * sc, v[2].w * sc), pack2<BF16>(v[3].z * sc, v[3].w * sc));
@@ -278,6 +320,30 @@ struct ItemWalk {
     return c;
   }
 };
+
+/// kVarlen: the arguments of sequence b's CTAs (see bwd_kernel's kVarlen): its lengths and bounds
+/// (the forward's rule, seq_bounds.hpp), its workspace rows (varlen_ws_row0) and dK / dV rows.
+template <int D, int kBM>
+__device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int q0, int k0) {
+  BwdArgs v = a;
+  v.seqlen_q = a.cu_q[b + 1] - q0;
+  v.seqlen_k = a.cu_k[b + 1] - k0;
+  v.num_m_blocks = (v.seqlen_q + kBM - 1) / kBM;
+  const SeqBounds sb = seq_bounds(v.seqlen_q, v.seqlen_k, a.causal_kind, a.win_left, a.win_right);
+  v.causal = sb.causal;
+  v.causal_offset = sb.causal_offset;
+  v.window_lo = sb.window_lo;
+  v.lo_offset = sb.lo_offset;
+  v.diag_offset = sb.diag_offset;
+  const int64_t r0 = varlen_ws_row0(q0, b);
+  v.lse2 = a.lse2 + r0;
+  v.delta = a.delta + r0;
+  v.dq_acc = a.dq_acc + r0 * D;
+  v.dk = static_cast<uint16_t*>(a.dk) + static_cast<int64_t>(k0) * a.dk_ss;
+  v.dv = static_cast<uint16_t*>(a.dv) + static_cast<int64_t>(k0) * a.dv_ss;
+  v.dk_sb = v.dv_sb = 0;
+  return v;
+}
 
 /// kDqFirst (session 3): issue order of the three GEMMs after dS^T, as FlashAttention-3 does:
 ///   dV (RS) | barrier | dQ (SS) | wait dV | dK (RS) | wait dQ | dQ -> workspace | wait dK
@@ -354,13 +420,34 @@ struct ItemWalk {
 /// wait. Built only with the coupled dQ-first structure and lse2 / delta in smem (64-row blocks
 /// with kStat 2; D = 64 also 128-row blocks with kStat 0, as its tuned kernel), without the other
 /// options (bwd_launch.cuh run_backward).
+/// kVarlen (session 25, with kMod): packed sequences (BwdArgs' session-25 fields); the CTA's
+/// sequence b = blockIdx.z runs with its own lengths, bounds, workspace rows and dK / dV rows
+/// (varlen_bwd_args) and loads rows q0 / k0 onward of the packed maps (TMA coordinate b = 0).
+/// Rows past its sequence are loaded (the next sequence's, or TMA's zero fill) and contribute
+/// nothing: their lse2 is +inf (P = 0, so dS = 0) and keys past it are masked as keys past Sk.
+
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
-          bool kMod = false>
+          bool kMod = false, bool kVarlen = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
-    bwd_kernel(const __grid_constant__ BwdArgs a) {
+    bwd_kernel(const __grid_constant__ BwdArgs maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits<D, kDecoupled, BM>;
+  // `a`: the launch's arguments, or (kVarlen) this CTA's sequence's (varlen_bwd_args); the tensor
+  // maps are always read from the kernel parameter `maps`. q0 / k0: the sequence's first Q / K
+  // rows in the maps; bt: the maps' / workspace's batch coordinate (varlen: 0, packed).
+  [[maybe_unused]] BwdArgs va;
+  int q0 = 0, k0 = 0;
+  if constexpr (kVarlen) {
+    const int sb = blockIdx.z;
+    q0 = maps.cu_q[sb];
+    k0 = maps.cu_k[sb];
+    // Key blocks past this sequence's keys: nothing to write (the grid covers the longest).
+    if (static_cast<int>(blockIdx.x) * Tr::kBlockN >= maps.cu_k[sb + 1] - k0) return;
+    va = varlen_bwd_args<D, Tr::kBlockM>(maps, sb, q0, k0);
+  }
+  const BwdArgs& a = kVarlen ? va : maps;
+  static_assert(!kVarlen || (kMod && !kTmaKV && !kIdiet), "varlen: the kMod kernel");
   static_assert(!kDvEarly || kDqFirst, "dV-early: the dQ-first order (dK after dQ)");
   static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
@@ -396,6 +483,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   uint64_t* empty = bars + 1 + kStages;  // [kStages] 8 consumer warps done with the stage
 
   const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  const int bt = kVarlen ? 0 : b;  // TMA / workspace batch coordinate (varlen: packed, 0)
   // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
   int m_begin = 0;
   if (a.causal) {
@@ -433,7 +521,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // (Built only with kIdiet: unused loads and compares left for DCE changed ptxas's register
   // assignment in two D = 64 kernels without it.)
   ItemWalk<kBM> walk;
-  if constexpr (kIdiet) walk.init(a, g, b, m_begin);
+  if constexpr (kIdiet) walk.init(a, g, bt, m_begin);
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(full_kv, 1);
@@ -451,22 +539,22 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     if (items == 0) return;
     if (threadIdx.x == 0) {
       // TMA issue: K and V once, then Q and dO of every item through the ring.
-      ptx::tma_prefetch_map(&a.tma_q);
-      ptx::tma_prefetch_map(&a.tma_do);
+      ptx::tma_prefetch_map(&maps.tma_q);
+      ptx::tma_prefetch_map(&maps.tma_do);
       if constexpr (kTmaKV) {  // the consumers' epilogue stores (kTmaKV)
-        ptx::tma_prefetch_map(&a.tma_dk);
-        ptx::tma_prefetch_map(&a.tma_dv);
+        ptx::tma_prefetch_map(&maps.tma_dk);
+        ptx::tma_prefetch_map(&maps.tma_dv);
       }
       ptx::mbar_arrive_expect_tx(full_kv, 2 * Tr::kKBytes);
 #pragma unroll
       for (int c = 0; c < Tr::kChunks; ++c) {
-        ptx::tma_load_4d(smem + Tr::kOffK + c * Tr::kKChunkBytes, &a.tma_k, full_kv, c * 64, n0, g,
-                         b);
-        ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &a.tma_v, full_kv, c * 64, n0, g,
-                         b);
+        ptx::tma_load_4d(smem + Tr::kOffK + c * Tr::kKChunkBytes, &maps.tma_k, full_kv, c * 64,
+                         k0 + n0, g, bt);
+        ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &maps.tma_v, full_kv, c * 64,
+                         k0 + n0, g, bt);
       }
       ItemCursor pc{};
-      if constexpr (kIdiet) pc = walk.at(a, b, item_at(0));
+      if constexpr (kIdiet) pc = walk.at(a, bt, item_at(0));
       for (int it = 0; it < items; ++it) {
         const int s = it % kStages;
         const uint32_t ph = (it / kStages) & 1;
@@ -487,10 +575,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c) {
-          ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q,
-                           &full[s], c * 64, x.m0, x.h, b);
-          ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_do,
-                           &full[s], c * 64, x.m0, x.h, b);
+          ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_q,
+                           &full[s], c * 64, q0 + x.m0, x.h, bt);
+          ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
+                           &full[s], c * 64, q0 + x.m0, x.h, bt);
         }
       }
     }
@@ -531,14 +619,14 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // kIdiet: cursor of the consumer's current item (the loop advances it to the next item at its
   // head, so the refill of item it + 1 reads cur.row).
   ItemCursor cur{};
-  if constexpr (kIdiet) cur = walk.at(a, b, item_at(0));
+  if constexpr (kIdiet) cur = walk.at(a, bt, item_at(0));
   auto prefetch_stats = [&](int it2) {
     int64_t r;
     if constexpr (kIdiet) {
       r = cur.row;
     } else {
       const Item y = item_at(it2);
-      r = (static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0;
+      r = (static_cast<int64_t>(bt) * a.heads_q + y.h) * a.sq_pad + y.m0;
     }
     const uint32_t dst = stat_smem + (it2 & 1) * 2 * kBM * 4 + tid * 4;
     if constexpr (kBM == 128) {
@@ -575,7 +663,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row =
-        kIdiet ? cur.row : (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+        kIdiet ? cur.row : (static_cast<int64_t>(bt) * a.heads_q + x.h) * a.sq_pad + x.m0;
     // BM = 128: this thread's lse2 / delta row (query m0 + tid), staged through smem below, or
     // (kStatShfl) rows lane + 32 t of this warp's lanes.
     float my_l2[kStatShfl ? 4 : 1], my_dl[kStatShfl ? 4 : 1];
@@ -977,8 +1065,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     if (lane == 0 && warp_key0 < a.seqlen_k) {
 #pragma unroll
       for (int c = 0; c < Tr::kChunks; ++c) {
-        ptx::tma_store_4d(&a.tma_dk, dk_stage + c * kStageChunk, c * 64, warp_key0, g, b);
-        ptx::tma_store_4d(&a.tma_dv, dv_stage + c * Tr::kKChunkBytes, c * 64, warp_key0, g, b);
+        ptx::tma_store_4d(&maps.tma_dk, dk_stage + c * kStageChunk, c * 64, warp_key0, g, bt);
+        ptx::tma_store_4d(&maps.tma_dv, dv_stage + c * Tr::kKChunkBytes, c * 64, warp_key0, g, bt);
       }
       ptx::bulk_commit();
       ptx::bulk_wait_read<0>();  // shared memory read before the CTA exits

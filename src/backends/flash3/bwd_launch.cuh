@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cmath>
@@ -79,6 +80,9 @@ inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
   a.window_lo = m.bounds.window_lo;
   a.lo_offset = m.bounds.lo_offset;
   a.diag_offset = m.bounds.diag_offset;
+  a.causal_kind = m.causal_kind;  // (varlen: each sequence's bounds from these, in the kernel)
+  a.win_left = m.win_left;
+  a.win_right = m.win_right;
   a.softcap_k = m.softcap_k;
   a.scale_log2 = static_cast<float>(m.units * M_LOG2E);  // (`scale` stays the call's: dK, dQ)
   a.inv_scale_log2 = 1.f / a.scale_log2;
@@ -92,11 +96,14 @@ inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
 
 /// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
 /// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
-/// without kTmaKV runs (never a wrong store).
+/// without kTmaKV runs (never a wrong store). kVarlen (session 25, with kMod): a packed call
+/// (bwd_kernel.cuh kVarlen; the workspace padded per sequence, varlen_ws_row0).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
-          bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, bool kMod = false>
+          bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, bool kMod = false,
+          bool kVarlen = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
+  static_assert(!kVarlen || (kMod && !kTmaKV), "flash3 varlen backward: the kMod kernel");
   if (p.batch == 0 || p.heads_q == 0) return;
   CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
   if constexpr (kTmaKV) {
@@ -113,10 +120,16 @@ void launch_backward(const Params& p, const Variant& v) {
   }
   auto stream = static_cast<cudaStream_t>(p.stream);
   // Query rows padded to whole kBlockM-row blocks (at least one), so the kernel's lse2 / delta /
-  // dQ-workspace accesses need no bounds checks.
+  // dQ-workspace accesses need no bounds checks. Varlen: per sequence to kVarlenPadRows, inside
+  // each q head's sq_pad rows (varlen_ws_row0); `grid_rows`: the rows the preprocess visits per
+  // sequence (the longest one's, padded).
   const int64_t m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM : 1;
-  const int64_t sq_pad = m_blocks * Tr::kBlockM;
-  const int64_t bh = p.batch * p.heads_q;
+  constexpr int64_t kPadV = bwd::kVarlenPadRows;
+  const int64_t sq_pad =
+      kVarlen ? (p.total_q + kPadV * p.batch + kPadV - 1) / kPadV * kPadV : m_blocks * Tr::kBlockM;
+  const int64_t grid_rows =
+      kVarlen ? (std::max<int64_t>(p.seqlen_q, 1) + kPadV - 1) / kPadV * kPadV : sq_pad;
+  const int64_t bh = kVarlen ? p.heads_q : p.batch * p.heads_q;
   // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D].
   const size_t rows = static_cast<size_t>(bh) * static_cast<size_t>(sq_pad);
   const size_t shift = static_cast<size_t>(bwd_tuning().dq_ws_shift / 256 * 256) / sizeof(float);
@@ -128,32 +141,33 @@ void launch_backward(const Params& p, const Variant& v) {
 
   if (v.prep_vec && prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad is a multiple of 64)
-    const dim3 grid(static_cast<unsigned>(sq_pad / kRows), static_cast<unsigned>(p.heads_q),
+    const dim3 grid(static_cast<unsigned>(grid_rows / kRows), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd::bwd_preprocess_vec_kernel<D, BF16>
+    bwd::bwd_preprocess_vec_kernel<D, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   } else {
-    const dim3 grid(static_cast<unsigned>(sq_pad / 8), static_cast<unsigned>(p.heads_q),
+    const dim3 grid(static_cast<unsigned>(grid_rows / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd::bwd_preprocess_kernel<BF16>
+    bwd::bwd_preprocess_kernel<BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
   if (p.seqlen_k > 0) {
     bwd::BwdArgs a{};
+    // Varlen: maps over the packed [1, total, H, D] tensors.
+    const int64_t mb = kVarlen ? 1 : p.batch;
+    const int64_t sq = kVarlen ? p.total_q : p.seqlen_q, sk = kVarlen ? p.total_k : p.seqlen_k;
     // Sq = 0: the Q/dO maps are never read (no CTA has an item) but must be encodable.
-    const bool has_q = p.seqlen_q > 0;
-    make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, p.batch,
-             has_q ? p.seqlen_q : p.seqlen_k, has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16,
-             "q", "flash3 backward");
-    make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, p.batch,
-             has_q ? p.seqlen_q : p.seqlen_k, has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16,
-             "dout", "flash3 backward");
-    make_map(&a.tma_k, p.k, p.k_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "k",
+    const bool has_q = sq > 0;
+    make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, mb, has_q ? sq : sk,
+             has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16, "q", "flash3 backward");
+    make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, mb, has_q ? sq : sk,
+             has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16, "dout", "flash3 backward");
+    make_map(&a.tma_k, p.k, p.k_st, mb, sk, p.heads_kv, D, Tr::kBlockN, BF16, "k",
              "flash3 backward");
-    make_map(&a.tma_v, p.v, p.v_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "v",
+    make_map(&a.tma_v, p.v, p.v_st, mb, sk, p.heads_kv, D, Tr::kBlockN, BF16, "v",
              "flash3 backward");
     a.lse2 = lse2;
     a.delta = delta;
@@ -184,9 +198,13 @@ void launch_backward(const Params& p, const Variant& v) {
     a.tma_dk = kv_maps[0];
     a.tma_dv = kv_maps[1];
     if constexpr (kMod) set_bwd_score_mod(p, a);
+    if constexpr (kVarlen) {
+      a.cu_q = p.cu_seqlens_q;
+      a.cu_k = p.cu_seqlens_k;
+    }
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,
-                                  kIdiet, kTmaKV, kMod>;
+                                  kIdiet, kTmaKV, kMod, kVarlen>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -206,13 +224,13 @@ void launch_backward(const Params& p, const Variant& v) {
   if (p.seqlen_q > 0 && v.conv_vec && convert_vec_ok(p, v.dq_vec4)) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 63) / 64 * (D / 64)),
                     static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
-    bwd::bwd_dq_convert_vec_kernel<D, Tr::kDqN, BF16>
+    bwd::bwd_dq_convert_vec_kernel<D, Tr::kDqN, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   } else if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd::bwd_dq_convert_kernel<D, Tr::kDqN, BF16>
+    bwd::bwd_dq_convert_kernel<D, Tr::kDqN, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, v.dq_vec4 ? 1 : 0);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
@@ -432,9 +450,10 @@ void run_backward(const Params& p) {
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
       v.idiet != kIdietDef)
     v.tmakv = false;
-  if (has_score_mod(p)) {
+  if (has_score_mod(p) || p.varlen) {
     // Session 24: softcap / ALiBi / window: one kernel per (D, dtype), the coupled dQ-first
     // structure with lse2 / delta staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics.
+    // Session 25: varlen on the same kernels' kVarlen builds, score modifications or not.
     bwd::Variant m = v;
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
     if constexpr (D == 64) {
@@ -442,10 +461,16 @@ void run_backward(const Params& p) {
       // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
       if (!bwd::mod_bm64()) {
         m.block_m = 128, m.stat = 0;
+        if (p.varlen)
+          return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false,
+                                      true, true>(p, m);
         return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, true>(
             p, m);
       }
     }
+    if (p.varlen)
+      return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, true,
+                                  true>(p, m);
     return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, true>(p,
                                                                                                m);
   }

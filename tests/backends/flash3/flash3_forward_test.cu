@@ -1083,8 +1083,7 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   EXPECT_TRUE(caps.backward);  // D = 64, 128 (flash3_backward_test.cu)
   EXPECT_FALSE(caps.deterministic);
   // Window, softcap and ALiBi: both passes since session 24 (the forward since session 23);
-  // varlen: forward only since session 24 (the backward declines it, below;
-  // flash3_varlen_test.cu runs the varlen forward).
+  // varlen: the forward since session 24, the backward since session 25 (flash3_varlen_test.cu).
   EXPECT_TRUE(caps.varlen);
   EXPECT_TRUE(caps.window);
   EXPECT_TRUE(caps.softcap);
@@ -1112,7 +1111,7 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   p.q_st = p.k_st;
   p.dropout_p = 0.1f;
   EXPECT_THROW(backend_flash3().forward(p), Error);
-  // The backward names varlen and masks (forward only) and none of softcap, window, ALiBi.
+  // The backward names masks (forward only) and none of softcap, window, ALiBi, varlen.
   p.dropout_p = 0.f;
   p.is_backward = true;
   p.softcap = 30.f;
@@ -1130,7 +1129,7 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
     bool named = false;
     for (const auto& s : r)
       named |= s.rfind(feature, 0) == 0;
-    EXPECT_EQ(named, std::string(feature) == "varlen" || std::string(feature) == "mask") << feature;
+    EXPECT_EQ(named, std::string(feature) == "mask") << feature;
   }
   p.is_backward = false;  // the same call forward: none of the five is a reason
   r.clear();

@@ -1,9 +1,9 @@
 // flash3 on the project's hostile shapes (check::hostile_cases) through the public API and the
 // check harness, against the `math` oracle, bf16 and f16, forward. Cases flash3 declares it
 // cannot run (dropout, Dv != D, D outside {64, 128, 256}, non-TMA strides, a non-sm90 device;
-// in the backward also masks and varlen (forward only since session 24; window, softcap and
-// ALiBi run in both passes since session 24)) are visible skips with the reasons; every other
-// case must pass. Flash3Mask adds masks on larger shapes (session 24).
+// in the backward also masks (forward only since session 24; window, softcap and ALiBi run in
+// both passes since session 24, varlen since session 25)) are visible skips with the reasons;
+// every other case must pass. Flash3Mask adds masks on larger shapes (session 24).
 // Tolerances: check::default_tolerance (bf16 out rel 1e-2, abs 4e-2, lse 2e-3; f16 out rel 1e-2,
 // abs 1e-2, lse 2e-3). Since session 24 also check::large_cases against cuda_math (Flash3Large),
 // as flash's tests do.

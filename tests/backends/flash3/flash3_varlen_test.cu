@@ -5,9 +5,9 @@
 // cases (empty sequences, lengths 1, Sq != Sk per sequence) against `math`; these add sequences
 // of many tiles, every head dim, both causal alignments, windows, softcap and ALiBi per sequence,
 // GQA, both layouts with padded strides, sequences past 32 m blocks (the dynamic schedule) and a
-// batch of many short sequences. The backward declines varlen (visible skip, reason named).
-// Also checks the forward's slot (kVarlenSlot), so a varlen call cannot silently run another
-// kernel.
+// batch of many short sequences. Also checks the forward's slot (kVarlenSlot), so a varlen call
+// cannot silently run another kernel. The backward (session 25, bwd_kernel.cuh kVarlen) on the
+// same kinds of sequences at D 64 and 128 (dq, dk, dv against cuda_math's), D 256 declined.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -147,16 +147,109 @@ TEST(Flash3VarlenStatic, MatchesCudaMath) {
   }
 }
 
-/// The backward declines varlen, naming it (the dispatcher then runs it elsewhere).
-TEST(Flash3VarlenBackward, DeclinedWithReason) {
+/// Backward cases (session 25): each sequence's keys and queries bounded by its own lengths, its
+/// dQ rows in its own workspace rows (padded per sequence to 128), dK / dV rows stored only up
+/// to its keys. Lengths 0 and 1, partial blocks, Sq != Sk per sequence, both causal alignments,
+/// windows / softcap / ALiBi per sequence, GQA, BHSD with padded strides, many short sequences.
+std::vector<check::Case> varlen_backward_cases() {
+  std::vector<check::Case> v;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (int64_t d : {64, 128}) {
+      for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+        check::Case c =
+            varlen(dt, d, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4, 2, cz);
+        c.backward = true;
+        v.push_back(c);
+      }
+    }
+  }
+  for (int64_t d : {64, 128}) {
+    check::Case c =
+        varlen(DType::bf16, d, {600, 33, 384}, {700, 33, 200}, 4, 1, Causal::bottom_right);
+    c.backward = true;
+    c.window_left = 100;
+    v.push_back(c);
+    c.window_right = 40;
+    c.causal = Causal::none;
+    v.push_back(c);
+    c.window_left = c.window_right = -1;
+    c.softcap = 30.0;
+    v.push_back(c);
+    c.softcap = 0.0;
+    c.alibi = true;
+    c.alibi_per_batch = true;
+    c.causal = Causal::top_left;
+    v.push_back(c);
+    c.softcap = 50.0;
+    c.window_left = 127;
+    c.window_right = 0;
+    v.push_back(c);
+    // BHSD with padded strides, GQA 4.
+    c = varlen(DType::bf16, d, {300, 129, 1}, {517, 128, 2}, 8, 2, Causal::bottom_right);
+    c.backward = true;
+    c.layout = check::Layout::bhsd;
+    c.noncontiguous = true;
+    v.push_back(c);
+  }
+  // Many short sequences next to a long one.
+  {
+    std::vector<int64_t> lq, lk;
+    for (int i = 0; i < 40; ++i) {
+      lq.push_back((i * 37) % 150 + 1);
+      lk.push_back((i * 53) % 170 + 1);
+    }
+    lq.push_back(1100);
+    lk.push_back(900);
+    check::Case c = varlen(DType::f16, 128, lq, lk, 2, 2, Causal::none);
+    c.backward = true;
+    v.push_back(c);
+    c.d = c.dv = 64;
+    c.causal = Causal::bottom_right;
+    v.push_back(c);
+  }
+  return v;
+}
+
+class Flash3VarlenBackward : public ::testing::TestWithParam<check::Case> {};
+
+TEST_P(Flash3VarlenBackward, MatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
-  check::Case c = varlen(DType::bf16, 128, {100, 50}, {100, 60}, 2, 2, Causal::none);
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
+  const check::Case& c = GetParam();
+  ATTNKIT_EXPECT_CHECK_PASSES(check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0), 11,
+                                                      check::default_tolerance(c.dtype)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Bwd, Flash3VarlenBackward, ::testing::ValuesIn(varlen_backward_cases()),
+                         CaseParamName{});
+
+/// D = 64 on 64-row query blocks (ATTNKIT_FLASH3_BWD_MOD_BM64=1; the default is 128-row).
+TEST(Flash3VarlenBackwardBm64, MatchesCudaMath) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
+  struct Env {  // (unset again however the test ends)
+    Env() { setenv("ATTNKIT_FLASH3_BWD_MOD_BM64", "1", 1); }
+    ~Env() { unsetenv("ATTNKIT_FLASH3_BWD_MOD_BM64"); }
+  } env;
+  for (Causal cz : {Causal::none, Causal::bottom_right}) {
+    check::Case c =
+        varlen(DType::bf16, 64, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4, 2, cz);
+    c.backward = true;
+    ATTNKIT_EXPECT_CHECK_PASSES(check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0),
+                                                        13, check::default_tolerance(c.dtype)));
+  }
+}
+
+/// D = 256 has no flash3 backward: declined with the head dim named, varlen or not.
+TEST(Flash3VarlenBackward256, DeclinedWithReason) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  check::Case c = varlen(DType::bf16, 256, {100, 50}, {100, 60}, 2, 2, Causal::none);
   c.backward = true;
   const check::Report r = check::run_case(c, "flash3", Device::cuda(0), 3);
   if (!r.skipped && !r.pass) FAIL() << r.detail;
-  ASSERT_TRUE(r.skipped) << "flash3 ran a varlen backward";
+  ASSERT_TRUE(r.skipped) << "flash3 ran a D 256 backward";
   if (r.detail.find("sm_90a only") != std::string::npos) GTEST_SKIP() << r.detail;
-  EXPECT_NE(r.detail.find("varlen"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("head_dim 256"), std::string::npos) << r.detail;
 }
 
 }  // namespace
