@@ -25,7 +25,9 @@ three relative errors), no dense rows.
   python3 bench/gpu/varlen_vs_peers.py --lib build/libattnkit_c.so --d 64,128,256 \
       --work eq1k,mix1k,mix4k [--causal 0,1] [--impls flash3,flash3_static,cudnn,flash,fa2]
       [--pass fwd|bwd] [--runs 50] [--json out.json]
-flash3_static: flash3 with ATTNKIT_FLASH3_VARLEN_STATIC=1 (the static schedule), for the A/B.
+flash3_static: flash3 with ATTNKIT_FLASH3_VARLEN_STATIC=1 (the static schedule), for the A/B;
+flash3_mod (--pass bwd): ATTNKIT_FLASH3_BWD_VARLEN_MOD=1 (the varlen backward on the score-mod
+kernel instead of the tuned structures). Equal-length rows also time flash3 / cudnn dense.
 """
 import argparse
 import ctypes
@@ -125,21 +127,26 @@ def attnkit_dense_fn(lib, backend, r, sets):
     return fn, out.clone(), lib.last_backend()
 
 
-def attnkit_varlen_bwd_fn(lib, backend, r, sets, cu):
-    """attnkit backward on packed tensors from its own forward's out / lse (one per set)."""
+def attnkit_varlen_bwd_fn(lib, backend, r, sets, cu, dense=False):
+    """attnkit backward on packed tensors from its own forward's out / lse (one per set);
+    dense: the same tensors as [B, S, H, D] (eq workloads), lse [B, H, S]."""
     stream = torch.cuda.current_stream().cuda_stream
     o = lib.options(backend, causal="bottom_right" if r.causal else None, stream=stream)
     tcu = tensor_of(cu)
-    o.cu_seqlens_q = o.cu_seqlens_k = ctypes.pointer(tcu)
-    o.max_seqlen_q = o.max_seqlen_k = r.max
+    b, s = len(r.lens), r.lens[0]
+    view = (lambda t: t.view(b, s, r.h, r.d)) if dense else (lambda t: t)  # noqa: E731
+    if not dense:
+        o.cu_seqlens_q = o.cu_seqlens_k = ctypes.pointer(tcu)
+        o.max_seqlen_q = o.max_seqlen_k = r.max
     grads = [torch.empty_like(sets[0][n]) for n in ("q", "k", "v")]
-    tg = [tensor_of(g) for g in grads]
+    tg = [tensor_of(view(g)) for g in grads]
     keep, ts = [], []
     for x in sets:
         out = torch.empty_like(x["q"])
-        lse = torch.empty(r.h, r.total, device="cuda", dtype=torch.float32)
-        t = {k: tensor_of(v) for k, v in x.items()}
-        t["out"], t["lse"] = tensor_of(out), tensor_of(lse)
+        lse = torch.empty(*((b, r.h, s) if dense else (r.h, r.total)), device="cuda",
+                          dtype=torch.float32)
+        t = {k: tensor_of(view(v)) for k, v in x.items()}
+        t["out"], t["lse"] = tensor_of(view(out)), tensor_of(lse)
         lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], o)
         keep += [out, lse]
         ts.append(t)
@@ -193,14 +200,25 @@ def fa2_varlen_fn(r, sets, cu):
     return fn, first, "torch FA-2 varlen"
 
 
-class static_env:
-    """ATTNKIT_FLASH3_VARLEN_STATIC=1 inside the block (flash3's launch reads it per call)."""
+class env_set:
+    """An environment switch flash3's launch reads per call, set inside the block."""
+
+    def __init__(self, name):
+        self.name = name
 
     def __enter__(self):
-        os.environ["ATTNKIT_FLASH3_VARLEN_STATIC"] = "1"
+        if self.name:
+            os.environ[self.name] = "1"
 
     def __exit__(self, *exc):
-        os.environ.pop("ATTNKIT_FLASH3_VARLEN_STATIC", None)
+        if self.name:
+            os.environ.pop(self.name, None)
+
+
+# A/B impls: flash3 with a switch (flash3_static: the forward's static schedule; flash3_mod:
+# the varlen backward on the score-mod kernel).
+SWITCHED = {"flash3_static": "ATTNKIT_FLASH3_VARLEN_STATIC",
+            "flash3_mod": "ATTNKIT_FLASH3_BWD_VARLEN_MOD"}
 
 
 def fp32_reference(r, x, seq):
@@ -257,14 +275,17 @@ def main():
                "seqs": len(r.lens), "max_len": r.max, "gflop": round(flops / 1e9, 1),
                "impls": {}}
         fns = {}
-        dense = r.work.startswith("eq") and not bwd
+        dense = r.work.startswith("eq")
         for name in impls + (["flash3_dense", "cudnn_dense"] if dense else []):
             try:
-                if bwd:
-                    fns[name] = (fa2_varlen_bwd_fn(r, sets, cu) if name == "fa2" else
-                                 attnkit_varlen_bwd_fn(lib, name, r, sets, cu))
-                elif name == "flash3_static":  # the static schedule (A/B), set around its calls
-                    with static_env():
+                if bwd and name == "fa2":
+                    fns[name] = fa2_varlen_bwd_fn(r, sets, cu)
+                elif bwd:
+                    with env_set(SWITCHED.get(name)):
+                        fns[name] = attnkit_varlen_bwd_fn(
+                            lib, name.split("_")[0], r, sets, cu, dense=name.endswith("_dense"))
+                elif name in SWITCHED:  # the A/B switch, set around its calls
+                    with env_set(SWITCHED[name]):
                         fns[name] = attnkit_varlen_fn(lib, "flash3", r, sets, cu)
                 elif name == "fa2":
                     fns[name] = fa2_varlen_fn(r, sets, cu)
@@ -293,10 +314,7 @@ def main():
                 log(f"  {r.name()} {name}: WRONG (rel {e:.3g} vs FA-2 varlen)")
             else:
                 time.sleep(args.pause)
-                if name == "flash3_static":
-                    with static_env():
-                        ms, runs, lo, hi = timer(fn)
-                else:
+                with env_set(SWITCHED.get(name)):
                     ms, runs, lo, hi = timer(fn)
                 entry.update({"ms": round(ms, 4), "runs": runs,
                               "tflops": round(flops / (ms * 1e-3) / 1e12, 1)})
@@ -308,7 +326,7 @@ def main():
             parts.append(f"{name} {t if t is not None else '-'}")
         f3 = res["impls"].get("flash3", {}).get("tflops")
         ratios = []
-        for peer in ("cudnn", "fa2", "flash3_dense", "flash3_static"):
+        for peer in ("cudnn", "fa2", "flash3_dense", "flash3_static", "flash3_mod"):
             p = res["impls"].get(peer, {}).get("tflops")
             if f3 and p:
                 ratios.append(f"/{peer} {f3 / p:.2f}")

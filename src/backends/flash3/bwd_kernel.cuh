@@ -420,7 +420,8 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 /// wait. Built only with the coupled dQ-first structure and lse2 / delta in smem (64-row blocks
 /// with kStat 2; D = 64 also 128-row blocks with kStat 0, as its tuned kernel), without the other
 /// options (bwd_launch.cuh run_backward).
-/// kVarlen (session 25, with kMod): packed sequences (BwdArgs' session-25 fields); the CTA's
+/// kVarlen (session 25; with the tuned structures, or kMod with score modifications): packed
+/// sequences (BwdArgs' session-25 fields); the CTA's
 /// sequence b = blockIdx.z runs with its own lengths, bounds, workspace rows and dK / dV rows
 /// (varlen_bwd_args) and loads rows q0 / k0 onward of the packed maps (TMA coordinate b = 0).
 /// Rows past its sequence are loaded (the next sequence's, or TMA's zero fill) and contribute
@@ -447,7 +448,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     va = varlen_bwd_args<D, Tr::kBlockM>(maps, sb, q0, k0);
   }
   const BwdArgs& a = kVarlen ? va : maps;
-  static_assert(!kVarlen || (kMod && !kTmaKV && !kIdiet), "varlen: the kMod kernel");
+  static_assert(!kVarlen || !kTmaKV, "varlen: dK / dV stores bounded per sequence (no TMA)");
   static_assert(!kDvEarly || kDqFirst, "dV-early: the dQ-first order (dK after dQ)");
   static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");

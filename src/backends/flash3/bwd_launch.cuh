@@ -70,6 +70,12 @@ inline bool mod_bm64() {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_MOD_BM64");
   return e != nullptr && e[0] == '1';
 }
+/// ATTNKIT_FLASH3_BWD_VARLEN_MOD=1: a varlen backward without score modifications on the kMod
+/// kernel, as with them (session 25's A/B; read per call).
+inline bool varlen_on_mod() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARLEN_MOD");
+  return e != nullptr && e[0] == '1';
+}
 
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
 /// (seq_bounds.hpp score_mod_of, launch.cuh set_score_mod); read by kMod kernels only.
@@ -96,14 +102,14 @@ inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
 
 /// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
 /// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
-/// without kTmaKV runs (never a wrong store). kVarlen (session 25, with kMod): a packed call
+/// without kTmaKV runs (never a wrong store). kVarlen (session 25): a packed call
 /// (bwd_kernel.cuh kVarlen; the workspace padded per sequence, varlen_ws_row0).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
           bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, bool kMod = false,
           bool kVarlen = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
-  static_assert(!kVarlen || (kMod && !kTmaKV), "flash3 varlen backward: the kMod kernel");
+  static_assert(!kVarlen || !kTmaKV, "flash3 varlen backward: no TMA dK / dV stores");
   if (p.batch == 0 || p.heads_q == 0) return;
   CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
   if constexpr (kTmaKV) {
@@ -450,10 +456,28 @@ void run_backward(const Params& p) {
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
       v.idiet != kIdietDef)
     v.tmakv = false;
+  if (p.varlen && !has_score_mod(p) && !bwd::varlen_on_mod()) {
+    // Session 25: varlen without score modifications on the tuned structures (kVarlen builds):
+    // D = 64 128-row blocks, kStat 0; D = 128 64-row blocks, kStat 3 with the item diet; both
+    // coupled dQ-first with atomics, without the TMA dK / dV epilogue (a packed map's extent
+    // cannot bound a sequence's rows).
+    bwd::Variant m = v;
+    m.decoupled = false, m.dq_first = true, m.dq_bulk = false, m.dv_early = false;
+    m.tmakv = false, m.kv_regs = false;
+    if constexpr (D == 64) {
+      m.block_m = 128, m.stat = 0, m.idiet = false;
+      return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, false,
+                                  true>(p, m);
+    } else {
+      m.block_m = 64, m.stat = 3, m.idiet = true;
+      return bwd::launch_backward<D, BF16, false, 64, true, 3, false, false, true, false, false,
+                                  true>(p, m);
+    }
+  }
   if (has_score_mod(p) || p.varlen) {
     // Session 24: softcap / ALiBi / window: one kernel per (D, dtype), the coupled dQ-first
     // structure with lse2 / delta staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics.
-    // Session 25: varlen on the same kernels' kVarlen builds, score modifications or not.
+    // Session 25: varlen with score modifications on the same kernels' kVarlen builds.
     bwd::Variant m = v;
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
     if constexpr (D == 64) {

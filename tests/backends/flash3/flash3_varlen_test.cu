@@ -240,6 +240,24 @@ TEST(Flash3VarlenBackwardBm64, MatchesCudaMath) {
   }
 }
 
+/// Varlen without score modifications runs the tuned structures' kVarlen builds; env
+/// ATTNKIT_FLASH3_BWD_VARLEN_MOD=1 puts it on the score-mod kernel (as with modifications).
+TEST(Flash3VarlenBackwardOnMod, MatchesCudaMath) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
+  struct Env {  // (unset again however the test ends)
+    Env() { setenv("ATTNKIT_FLASH3_BWD_VARLEN_MOD", "1", 1); }
+    ~Env() { unsetenv("ATTNKIT_FLASH3_BWD_VARLEN_MOD"); }
+  } env;
+  for (int64_t d : {64, 128}) {
+    check::Case c = varlen(DType::bf16, d, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4,
+                           2, Causal::top_left);
+    c.backward = true;
+    ATTNKIT_EXPECT_CHECK_PASSES(check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0),
+                                                        17, check::default_tolerance(c.dtype)));
+  }
+}
+
 /// D = 256 has no flash3 backward: declined with the head dim named, varlen or not.
 TEST(Flash3VarlenBackward256, DeclinedWithReason) {
   ATTNKIT_SKIP_IF_NO_CUDA();
