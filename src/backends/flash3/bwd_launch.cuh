@@ -86,9 +86,6 @@ inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
   a.window_lo = m.bounds.window_lo;
   a.lo_offset = m.bounds.lo_offset;
   a.diag_offset = m.bounds.diag_offset;
-  a.causal_kind = m.causal_kind;  // (varlen: each sequence's bounds from these, in the kernel)
-  a.win_left = m.win_left;
-  a.win_right = m.win_right;
   a.softcap_k = m.softcap_k;
   a.scale_log2 = static_cast<float>(m.units * M_LOG2E);  // (`scale` stays the call's: dK, dQ)
   a.inv_scale_log2 = 1.f / a.scale_log2;
@@ -204,9 +201,13 @@ void launch_backward(const Params& p, const Variant& v) {
     a.tma_dk = kv_maps[0];
     a.tma_dv = kv_maps[1];
     if constexpr (kMod) set_bwd_score_mod(p, a);
-    if constexpr (kVarlen) {
+    if constexpr (kVarlen) {  // (each sequence's bounds from causal_kind / win_*, in the kernel)
+      const ScoreMod m = score_mod_of(p);
       a.cu_q = p.cu_seqlens_q;
       a.cu_k = p.cu_seqlens_k;
+      a.causal_kind = m.causal_kind;
+      a.win_left = m.win_left;
+      a.win_right = m.win_right;
     }
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,
