@@ -321,6 +321,15 @@ struct ItemWalk {
   }
 };
 
+/// kMod kinds (session 25: one kernel per kind, so that neither the mask nor the transform
+/// branches per element; session 24 had only the general kernel, which measured 260 TFLOP/s on
+/// a plain varlen backward where the tuned D 128 kernel ran 409-437): kModGeneral (softcap and
+/// ALiBi each where set), kModWindow (causal / window masks only), kModSoftcap (softcap, no
+/// ALiBi; any window). bwd_launch.cuh run_backward picks the kind.
+inline constexpr int kModGeneral = 1;
+inline constexpr int kModWindow = 2;
+inline constexpr int kModSoftcap = 3;
+
 /// kVarlen: the arguments of sequence b's CTAs (see bwd_kernel's kVarlen): its lengths and bounds
 /// (the forward's rule, seq_bounds.hpp), its workspace rows (varlen_ws_row0) and dK / dV rows.
 template <int D, int kBM>
@@ -411,7 +420,8 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 /// values (stmatrix_acc_rows: the STG path's products and pack2), same rows: dK / dV bitwise equal.
 /// bwd_launch.cuh runs it only where dK and dV are TMA store targets (16-byte aligned, strides
 /// multiples of 8 elements), the STG kernel otherwise.
-/// kMod (session 24): softcap, ALiBi and the sliding window (BwdArgs' session-24 fields). The
+/// kMod (session 24; session 25: one of the kinds above, 0 = none): softcap, ALiBi and the
+/// sliding window (BwdArgs' session-24 fields). The
 /// window's right edge is the causal bound; its left edge ends the CTA's query blocks at the last
 /// row that sees one of its keys. P^T = exp2((t + alibi) scale_log2 - lse2) with t = tanh(scale
 /// s / softcap) (or s), masked by the window's both edges; dS^T = P^T (dP^T - delta) (1 - t^2)
@@ -421,15 +431,15 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 /// with kStat 2; D = 64 also 128-row blocks with kStat 0, as its tuned kernel), without the other
 /// options (bwd_launch.cuh run_backward).
 /// kVarlen (session 25; with the tuned structures, or kMod with score modifications): packed
-/// sequences (BwdArgs' session-25 fields); the CTA's
-/// sequence b = blockIdx.z runs with its own lengths, bounds, workspace rows and dK / dV rows
-/// (varlen_bwd_args) and loads rows q0 / k0 onward of the packed maps (TMA coordinate b = 0).
-/// Rows past its sequence are loaded (the next sequence's, or TMA's zero fill) and contribute
-/// nothing: their lse2 is +inf (P = 0, so dS = 0) and keys past it are masked as keys past Sk.
+/// sequences (BwdArgs' session-25 fields); the CTA's sequence b = blockIdx.z runs with its own
+/// lengths, bounds, workspace rows and dK / dV rows (varlen_bwd_args) and loads rows q0 / k0 onward
+/// of the packed maps (TMA coordinate b = 0). Rows past its sequence are loaded (the next
+/// sequence's, or TMA's zero fill) and contribute nothing: their lse2 is +inf (P = 0, so dS = 0)
+/// and keys past it are masked as keys past Sk.
 
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
-          bool kMod = false, bool kVarlen = false>
+          int kMod = 0, bool kVarlen = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -492,7 +502,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     m_begin = first_row <= 0 ? 0 : first_row / kBM;
   }
   int m_end = a.num_m_blocks;
-  if constexpr (kMod) {
+  if constexpr (kMod != 0) {
     // The window's left edge: row i sees key j only if j >= i + lo_offset, so no row past
     // n0 + kBN - 1 - lo_offset sees a key of this block.
     if (a.window_lo) {
@@ -770,8 +780,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             : key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset) ||
                   (kMod && a.window_lo && x.m0 + kBM - 1 + a.lo_offset > key_base);
     // kMod: ALiBi's slope of this item's query head, in the kernel's score units (0 = none).
-    const float alibi_k =
-        kMod && a.alibi != nullptr ? a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul : 0.f;
+    const float alibi_k = kMod == kModGeneral && a.alibi != nullptr
+                              ? a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul
+                              : 0.f;
     // kMaskHoist (bwd_traits.hpp): one branch per item around two copies of the loop (the masked
     // copy branch-free: 2 ISETP + FSEL an element) instead of the per-element `if (need_mask)`,
     // which ptxas compiled as BSSY / BRA / BSYNC around each of the kBM / 2 elements (ncu, H100,
@@ -806,27 +817,41 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
       return static_cast<float>(abs(q + a.diag_offset - key));
     };
-    auto p_from_s_mod = [&] {
+    // Session 25: the mask hoisted as p_from_s's (one branch per item, the masked copy
+    // branch-free), and the transform by kind (kModSoftcap: always, no ALiBi; kModWindow:
+    // none; kModGeneral: softcap and ALiBi each where set, per element).
+    auto p_from_s_mod = [&](auto masked) {
+      constexpr bool kMasked = decltype(masked)::value;
+      // (q, key, |offsets| < 2^30: the sentinels make each comparison false where its edge is off)
+      const int coff = a.causal ? a.causal_offset : (1 << 30);
+      const int loff = a.window_lo ? a.lo_offset : -(1 << 30);
 #pragma unroll
       for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
         for (int r = 0; r < 2; ++r)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
             float xs = st[4 * j + 2 * r + e];
-            if (a.softcap_k != 0.f) xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
-            if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
+            if constexpr (kMod == kModSoftcap) {
+              xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
+            } else if constexpr (kMod == kModGeneral) {
+              if (a.softcap_k != 0.f) xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
+              if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
+            }
             float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
-            if (need_mask && (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset) ||
-                              (a.window_lo && key < q + a.lo_offset)))
-              pv = 0.f;
+            if constexpr (kMasked) {
+              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+              pv = (key >= a.seqlen_k || key > q + coff || key < q + loff) ? 0.f : pv;
+            }
             st[4 * j + 2 * r + e] = pv;
           }
       }
     };
-    if constexpr (kMod) {
-      p_from_s_mod();
+    if constexpr (kMod != 0) {
+      if (need_mask)
+        p_from_s_mod(std::true_type{});
+      else
+        p_from_s_mod(std::false_type{});
     } else if constexpr (Tr::kHoistMask) {
       if (need_mask)
         p_from_s(std::true_type{}, false);
@@ -879,13 +904,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         for (int e = 0; e < 2; ++e) {
           const int idx = 4 * j + 2 * r + e;
           const float pv = kDsFromP16 ? unpack_half<BF16>(pp[idx / 2], e) : st[idx];
-          if constexpr (kMod) {
+          if constexpr (kMod == kModSoftcap || kMod == kModGeneral) {
             // Softcap: d(softcap tanh(scale s / softcap)) / ds = scale (1 - t^2) (scale: dK's
             // and dQ's factor, as without softcap); t from P^T (see the template).
             float f = 1.f;
-            if (a.softcap_k != 0.f) {
+            if (kMod == kModSoftcap || a.softcap_k != 0.f) {
               float t = (attnkit::cuda::lg2_approx(pv) + lse2_of(j, e)) * a.inv_scale_log2;
-              if (alibi_k != 0.f) t = fmaf(-alibi_k, alibi_dist(j, r, e), t);
+              if (kMod == kModGeneral && alibi_k != 0.f) t = fmaf(-alibi_k, alibi_dist(j, r, e), t);
               t = fminf(fmaxf(t, -1.f), 1.f);  // (NaN from an empty row's +inf lse2: -1)
               f = fmaf(-t, t, 1.f);
             }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "attnkit/error.hpp"
@@ -102,7 +103,7 @@ inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
 /// without kTmaKV runs (never a wrong store). kVarlen (session 25): a packed call
 /// (bwd_kernel.cuh kVarlen; the workspace padded per sequence, varlen_ws_row0).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
-          bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, bool kMod = false,
+          bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, int kMod = 0,
           bool kVarlen = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
@@ -200,7 +201,7 @@ void launch_backward(const Params& p, const Variant& v) {
     a.wait_ns = v.wait_ns;
     a.tma_dk = kv_maps[0];
     a.tma_dv = kv_maps[1];
-    if constexpr (kMod) set_bwd_score_mod(p, a);
+    if constexpr (kMod != 0) set_bwd_score_mod(p, a);
     if constexpr (kVarlen) {  // (each sequence's bounds from causal_kind / win_*, in the kernel)
       const ScoreMod m = score_mod_of(p);
       a.cu_q = p.cu_seqlens_q;
@@ -476,28 +477,37 @@ void run_backward(const Params& p) {
     }
   }
   if (has_score_mod(p) || p.varlen) {
-    // Session 24: softcap / ALiBi / window: one kernel per (D, dtype), the coupled dQ-first
-    // structure with lse2 / delta staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics.
-    // Session 25: varlen with score modifications on the same kernels' kVarlen builds.
+    // Session 24: softcap / ALiBi / window: the coupled dQ-first structure with lse2 / delta
+    // staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics. Session 25: one kernel per kind
+    // (softcap without ALiBi, masks only, the general one), dense and varlen.
     bwd::Variant m = v;
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
-    if constexpr (D == 64) {
-      // D = 64: 128-row query blocks (kStat 0), as the tuned D = 64 kernel; env
-      // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
-      if (!bwd::mod_bm64()) {
-        m.block_m = 128, m.stat = 0;
-        if (p.varlen)
-          return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false,
-                                      true, true>(p, m);
-        return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, true>(
-            p, m);
+    const int kind = p.alibi != nullptr ? bwd::kModGeneral
+                     : p.softcap > 0.f  ? bwd::kModSoftcap
+                                        : bwd::kModWindow;
+    // D = 64: 128-row query blocks (kStat 0), as the tuned D = 64 kernel; env
+    // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
+    const bool bm128 = D == 64 && !bwd::mod_bm64();
+    if (bm128) m.block_m = 128, m.stat = 0;
+    auto go = [&](auto kind_c) {
+      constexpr int K = decltype(kind_c)::value;
+      if constexpr (D == 64) {
+        if (bm128) {
+          if (p.varlen)
+            return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, K,
+                                        true>(p, m);
+          return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, K>(
+              p, m);
+        }
       }
-    }
-    if (p.varlen)
-      return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, true,
-                                  true>(p, m);
-    return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, true>(p,
-                                                                                               m);
+      if (p.varlen)
+        return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K,
+                                    true>(p, m);
+      return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K>(p, m);
+    };
+    if (kind == bwd::kModSoftcap) return go(std::integral_constant<int, bwd::kModSoftcap>{});
+    if (kind == bwd::kModWindow) return go(std::integral_constant<int, bwd::kModWindow>{});
+    return go(std::integral_constant<int, bwd::kModGeneral>{});
   }
   if constexpr (D == 64) {
     if (v.block_m == 128) {
