@@ -79,6 +79,11 @@ SelectionRequest request_for(const Options& o, const Params& p) {
   r.env_default = env::default_backend();
   r.device = p.device.type;
   r.allow_quantized = o.allow_quantized;
+  // Varlen backward: flash3 before cuDNN (session 25, H200,
+  // bench/results/2026-11-28-h200-flash3-varlen-bwd.md: 1.22-3.46x cuDNN's varlen backward, which
+  // ran at half its dense speed at 1k-long sequences). The varlen forward keeps the table's order
+  // (flash3 / cuDNN 0.97-1.15, 2026-11-28-h200-flash3-varlen.md).
+  if (p.varlen && p.is_backward) r.prefer = {"flash3"};
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "dispatch/select.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "dispatch/registry.hpp"
@@ -69,9 +70,16 @@ Selection select_backend(const SelectionRequest& req,
     throw Error(ErrorCode::kNotBuilt, name + ": not built: not part of this binary");
   }
 
-  // 3. auto: first built candidate for this device that supports the call.
+  // 3. auto: first built candidate for this device that supports the call, req.prefer's first.
+  std::vector<const SelectionCandidate*> order;
+  for (const auto& name_first : req.prefer)
+    for (const auto& c : candidates)
+      if (c.name == name_first) order.push_back(&c);
+  for (const auto& c : candidates)
+    if (std::find(order.begin(), order.end(), &c) == order.end()) order.push_back(&c);
   std::ostringstream why;
-  for (const auto& c : candidates) {
+  for (const SelectionCandidate* cp : order) {
+    const SelectionCandidate& c = *cp;
     if (!c.built || c.device != req.device) continue;
     if (c.tier == AccuracyTier::quantized && !req.allow_quantized) {
       why << "\n  " << c.name << ": quantized tier (set allow_quantized to use it)";

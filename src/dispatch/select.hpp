@@ -22,6 +22,9 @@ struct SelectionRequest {
   std::string env_default;      // ATTNKIT_BACKEND
   DeviceType device = DeviceType::cpu;
   bool allow_quantized = false;
+  // auto only: backends tried before the preference order (api.cpp request_for sets it for call
+  // classes where a later backend measured faster), each still only if it can run the call.
+  std::vector<std::string> prefer;
 };
 
 /// One known backend as selection sees it, in preference order.

@@ -50,6 +50,26 @@ TEST(Select, AutoTakesFirstSupportingOnDevice) {
   EXPECT_EQ(select_backend(r, gpu_world()).backend, "cpu_flash");
 }
 
+TEST(Select, AutoTriesPreferredFirstThenTheOrder) {
+  // The registry's order: cudnn before flash3 (both can run this call).
+  std::vector<SelectionCandidate> world = {cand("cudnn", DeviceType::cuda),
+                                           cand("flash3", DeviceType::cuda),
+                                           cand("flash", DeviceType::cuda)};
+  SelectionRequest r;
+  r.device = DeviceType::cuda;
+  EXPECT_EQ(select_backend(r, world).backend, "cudnn");
+  r.prefer = {"flash3"};
+  EXPECT_EQ(select_backend(r, world).backend, "flash3");
+  world[1].reasons = {"varlen backward not supported"};  // a preferred one that cannot: order
+  EXPECT_EQ(select_backend(r, world).backend, "cudnn");
+  world[1].reasons.clear();
+  r.prefer = {"not_a_backend"};  // unknown names are ignored
+  EXPECT_EQ(select_backend(r, world).backend, "cudnn");
+  r.prefer = {"flash3"};
+  r.per_call = "flash";  // an explicit choice is not affected
+  EXPECT_EQ(select_backend(r, world).backend, "flash");
+}
+
 TEST(Select, AutoSkipsQuantizedUnlessAllowed) {
   auto world = gpu_world();
   world[1].reasons = {"x"};
