@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Masked forward: attnkit's flash3, cudnn and flash against PyTorch's SDPA memory-efficient
+kernel (the one SDPA runs for an arbitrary attn_mask), in one process (BENCHMARKS.md's method:
+CUDA events, warm-up, median, 2 rotated input sets, a pause between implementations).
+
+Masks (--masks), on B = 16384 / S, H = 2048 / D, bf16, Sq = Sk = S, non-causal:
+  pad  : bool keep mask [B, 1, 1, S], batch row b keeping its first S - b S / (2 B) keys (key
+         padding, as text encoders' masks reach diffusion models);
+  bool : bool keep mask [1, 1, S, S], each key kept with probability 0.9 (seeded);
+  bias : additive bf16 mask [1, 1, S, S], N(0, 1) (a shared relative-position bias).
+FLOPs: 4 B H D S^2 for every mask (the dense call's count: none of these kernels skips masked
+blocks, so this is the work done, not the visible pairs).
+
+Correctness: before timing, every output is compared with an fp32 torch reference of a slice
+(batch 0, heads 0-1, the last 256 query rows against every key); a relative error above 2e-2
+marks the row WRONG and it is not timed.
+
+  python3 bench/gpu/mask_vs_peers.py --lib build/libattnkit_c.so --d 64,128 --s 1k,4k \
+      --masks pad,bool,bias [--impls flash3,cudnn,flash,sdpa_eff] [--runs 30] [--json out.json]
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import torch  # noqa: E402
+from attnkit_c import AttnkitC, tensor_of  # noqa: E402
+from peers import TOKENS, HIDDEN, Timer, ceilings, parse_sizes  # noqa: E402
+
+REL_TOL = 2e-2
+REF_ROWS = 256
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def make_mask(kind, b, s, h):
+    g = torch.Generator(device="cuda").manual_seed(7)
+    if kind == "pad":
+        keep = torch.zeros(b, 1, 1, s, device="cuda", dtype=torch.bool)
+        for i in range(b):
+            keep[i, :, :, : s - i * s // (2 * b)] = True
+        return keep
+    if kind == "bool":
+        return torch.rand(1, 1, s, s, device="cuda", generator=g) < 0.9
+    if kind == "bias":
+        return torch.randn(1, 1, s, s, device="cuda", generator=g).to(torch.bfloat16)
+    raise ValueError(f"mask {kind}: expected pad, bool or bias")
+
+
+def reference_slice(x, mask, d):
+    """fp32 out of batch 0, heads 0-1, the last REF_ROWS rows: [REF_ROWS, 2, D]."""
+    q = x["q"][0, -REF_ROWS:, :2].float().transpose(0, 1)
+    k = x["k"][0, :, :2].float().transpose(0, 1)
+    v = x["v"][0, :, :2].float().transpose(0, 1)
+    sc = q @ k.transpose(1, 2) * d ** -0.5
+    m = mask[0, 0, -REF_ROWS:] if mask.shape[2] > 1 else mask[0, 0]
+    if mask.dtype == torch.bool:
+        sc = sc.masked_fill(~m, float("-inf"))
+    else:
+        sc = sc + m.float()
+    return (sc.softmax(-1) @ v).transpose(0, 1)
+
+
+def attnkit_fn(lib, backend, sets, mask):
+    stream = torch.cuda.current_stream().cuda_stream
+    o = lib.options(backend, stream=stream)
+    tm = tensor_of(mask)
+    o.mask = ctypes.pointer(tm)
+    out = torch.empty_like(sets[0]["q"])
+    to = tensor_of(out)
+    ts = [{k: tensor_of(v) for k, v in x.items()} for x in sets]
+
+    def fn(i):
+        t = ts[i % len(ts)]
+        lib.forward(t["q"], t["k"], t["v"], to, None, o)
+    fn.keep = (tm, o)  # (the options point at tm)
+    fn(0)
+    torch.cuda.synchronize()
+    return fn, out.clone(), lib.last_backend()
+
+
+def sdpa_eff_fn(sets, mask):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    f = torch.nn.functional.scaled_dot_product_attention
+    views = [{k: v.transpose(1, 2) for k, v in x.items()} for x in sets]  # [B, H, S, D] views
+
+    def call(i):
+        x = views[i % len(views)]
+        with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+            return f(x["q"], x["k"], x["v"], attn_mask=mask)
+
+    def fn(i):
+        call(i)
+    with torch.no_grad():
+        first = call(0).transpose(1, 2).contiguous()
+    torch.cuda.synchronize()
+    return fn, first, "torch SDPA efficient"
+
+
+def rel(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--d", default="64,128")
+    ap.add_argument("--s", default="1k,4k")
+    ap.add_argument("--masks", default="pad,bool,bias")
+    ap.add_argument("--impls", default="flash3,cudnn,flash,sdpa_eff")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--pause", type=float, default=0.5)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    lib = AttnkitC(args.lib)
+    dev = torch.cuda.get_device_name()
+    ceil = ceilings(torch)
+    log(f"{dev}; torch {torch.__version__}; attnkit {lib.version()}; ceilings {ceil}")
+    timer = Timer(torch, args.warmup, args.runs)
+    doc = {"date": datetime.date.today().isoformat(), "device": dev, "torch": torch.__version__,
+           "ceilings": ceil, "method": "CUDA events, median, 2 rotated input sets",
+           "commit": os.environ.get("ATTNKIT_COMMIT") or subprocess.run(
+               ["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+               text=True).stdout.strip(), "rows": []}
+    for kind in args.masks.split(","):
+        for d in (int(x) for x in args.d.split(",")):
+            for s in parse_sizes(args.s):
+                b, h = TOKENS // s, HIDDEN // d
+                sets = [{n: torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+                         for n in ("q", "k", "v")} for _ in range(2)]
+                mask = make_mask(kind, b, s, h)
+                flops = 4.0 * b * h * d * s * s
+                want = reference_slice(sets[0], mask, d)
+                res = {"mask": kind, "d": d, "s": s, "b": b, "h": h,
+                       "mask_shape": list(mask.shape), "mask_dtype": str(mask.dtype), "impls": {}}
+                parts = []
+                for name in args.impls.split(","):
+                    try:
+                        fn, first, ran = (sdpa_eff_fn(sets, mask) if name == "sdpa_eff" else
+                                          attnkit_fn(lib, name, sets, mask))
+                    except Exception as e:  # noqa: BLE001 - a peer that cannot run is reported
+                        res["impls"][name] = {"error": str(e)[:300]}
+                        parts.append(f"{name} -")
+                        log(f"  {kind} D={d} S={s} {name}: cannot run: {str(e)[:160]}")
+                        continue
+                    e = rel(first[0, -REF_ROWS:, :2], want)
+                    entry = {"ran": ran, "rel_vs_fp32_slice": round(e, 6)}
+                    if e > REL_TOL:
+                        entry["wrong"] = True
+                        parts.append(f"{name} WRONG")
+                    else:
+                        time.sleep(args.pause)
+                        ms, runs, lo, hi = timer(fn)
+                        entry.update({"ms": round(ms, 4), "runs": runs,
+                                      "tflops": round(flops / (ms * 1e-3) / 1e12, 1)})
+                        parts.append(f"{name} {entry['tflops']}")
+                    res["impls"][name] = entry
+                    del fn
+                doc["rows"].append(res)
+                f3 = res["impls"].get("flash3", {}).get("tflops")
+                ratios = [f"/{p} {f3 / res['impls'][p]['tflops']:.2f}"
+                          for p in ("cudnn", "flash", "sdpa_eff")
+                          if f3 and res["impls"].get(p, {}).get("tflops")]
+                log(f"{kind:4s} D={d:3d} S={s:5d} | " + " | ".join(parts) + " || " +
+                    " ".join(ratios))
+                del sets
+                torch.cuda.empty_cache()
+                if args.json:
+                    with open(args.json, "w") as f:
+                        json.dump(doc, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
