@@ -58,6 +58,11 @@ def log(msg):
     print(msg, flush=True)
 
 
+def rel_err(a, b):
+    """Relative error ||a - b|| / ||b|| of two torch tensors, in fp32."""
+    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
+
+
 def parse_sizes(text):
     out = []
     for tok in text.split(","):

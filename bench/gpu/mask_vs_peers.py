@@ -31,14 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
-from peers import TOKENS, HIDDEN, Timer, ceilings, parse_sizes  # noqa: E402
+from peers import TOKENS, HIDDEN, Timer, ceilings, log, parse_sizes  # noqa: E402
+from peers import rel_err as rel  # noqa: E402
 
 REL_TOL = 2e-2
 REF_ROWS = 256
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def make_mask(kind, b, s, h):
@@ -103,10 +100,6 @@ def sdpa_eff_fn(sets, mask):
         first = call(0).transpose(1, 2).contiguous()
     torch.cuda.synchronize()
     return fn, first, "torch SDPA efficient"
-
-
-def rel(a, b):
-    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
 
 
 def main():

@@ -43,13 +43,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
-from peers import TOKENS, HIDDEN, Timer, ceilings, parse_sizes  # noqa: E402
+from peers import TOKENS, HIDDEN, Timer, ceilings, log, parse_sizes  # noqa: E402
+from peers import rel_err as rel  # noqa: E402
 
 REL_TOL = 2e-2
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def lengths_of(work):
@@ -232,10 +229,6 @@ def fp32_reference(r, x, seq):
     if r.causal:
         s = s.masked_fill(torch.ones(n, n, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
     return (s.softmax(-1) @ v).transpose(0, 1), c0, n
-
-
-def rel(a, b):
-    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
 
 
 def main():

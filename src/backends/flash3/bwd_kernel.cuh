@@ -338,12 +338,7 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
   v.seqlen_q = a.cu_q[b + 1] - q0;
   v.seqlen_k = a.cu_k[b + 1] - k0;
   v.num_m_blocks = (v.seqlen_q + kBM - 1) / kBM;
-  const SeqBounds sb = seq_bounds(v.seqlen_q, v.seqlen_k, a.causal_kind, a.win_left, a.win_right);
-  v.causal = sb.causal;
-  v.causal_offset = sb.causal_offset;
-  v.window_lo = sb.window_lo;
-  v.lo_offset = sb.lo_offset;
-  v.diag_offset = sb.diag_offset;
+  set_bounds(v, seq_bounds(v.seqlen_q, v.seqlen_k, a.causal_kind, a.win_left, a.win_right));
   const int64_t r0 = varlen_ws_row0(q0, b);
   v.lse2 = a.lse2 + r0;
   v.delta = a.delta + r0;

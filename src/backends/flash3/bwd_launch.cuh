@@ -82,11 +82,7 @@ inline bool varlen_on_mod() {
 /// (seq_bounds.hpp score_mod_of, launch.cuh set_score_mod); read by kMod kernels only.
 inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
   const ScoreMod m = score_mod_of(p);
-  a.causal = m.bounds.causal;
-  a.causal_offset = m.bounds.causal_offset;
-  a.window_lo = m.bounds.window_lo;
-  a.lo_offset = m.bounds.lo_offset;
-  a.diag_offset = m.bounds.diag_offset;
+  set_bounds(a, m.bounds);
   a.softcap_k = m.softcap_k;
   a.scale_log2 = static_cast<float>(m.units * M_LOG2E);  // (`scale` stays the call's: dK, dQ)
   a.inv_scale_log2 = 1.f / a.scale_log2;

@@ -39,12 +39,7 @@ __device__ __forceinline__ FwdArgs varlen_args(const FwdArgs& a, int b, int& q0,
   FwdArgs v = a;
   v.seqlen_q = a.cu_q[b + 1] - q0;
   v.seqlen_k = a.cu_k[b + 1] - k0;
-  const SeqBounds sb = seq_bounds(v.seqlen_q, v.seqlen_k, a.causal_kind, a.win_left, a.win_right);
-  v.causal = sb.causal;
-  v.causal_offset = sb.causal_offset;
-  v.window_lo = sb.window_lo;
-  v.lo_offset = sb.lo_offset;
-  v.diag_offset = sb.diag_offset;
+  set_bounds(v, seq_bounds(v.seqlen_q, v.seqlen_k, a.causal_kind, a.win_left, a.win_right));
   v.out = static_cast<uint16_t*>(a.out) + static_cast<int64_t>(q0) * a.out_ss;
   v.out_sb = 0;
   if (a.lse != nullptr) v.lse = a.lse + static_cast<int64_t>(q0) * a.lse_ss;

@@ -499,11 +499,7 @@ inline void set_score_mod(const Params& p, FwdArgs& a) {
   a.causal_kind = m.causal_kind;
   a.win_left = m.win_left;
   a.win_right = m.win_right;
-  a.causal = m.bounds.causal;
-  a.causal_offset = m.bounds.causal_offset;
-  a.window_lo = m.bounds.window_lo;
-  a.lo_offset = m.bounds.lo_offset;
-  a.diag_offset = m.bounds.diag_offset;
+  set_bounds(a, m.bounds);
   if (p.softcap > 0.f) {  // (softmax and lse in softcap units; base_args set scale otherwise)
     a.softcap_k = m.softcap_k;
     a.scale = m.units;

@@ -40,6 +40,18 @@ __host__ __device__ inline SeqBounds seq_bounds(int sq, int sk, int causal_kind,
   return r;
 }
 
+/// Copies a sequence's bounds into the kernel arguments that carry them by these names (FwdArgs,
+/// BwdArgs: the varlen paths' per-sequence copies, kernel.cuh varlen_args, bwd_kernel.cuh
+/// varlen_bwd_args).
+template <class Args>
+__host__ __device__ inline void set_bounds(Args& a, const SeqBounds& sb) {
+  a.causal = sb.causal;
+  a.causal_offset = sb.causal_offset;
+  a.window_lo = sb.window_lo;
+  a.lo_offset = sb.lo_offset;
+  a.diag_offset = sb.diag_offset;
+}
+
 /// Host: does the call modify scores (softcap, ALiBi or a window)? Both passes then run their
 /// score-mod kernels (launch.cuh run_forward, bwd_launch.cuh run_backward).
 inline bool has_score_mod(const Params& p) {

@@ -45,6 +45,32 @@ check::Case varlen(DType dt, int64_t d, std::vector<int64_t> lq, std::vector<int
   return c;
 }
 
+/// Windows, softcap and ALiBi per sequence ([B, Hq] slopes: one row per sequence) on `c`'s
+/// sequences: a left window with bottom-right causal, both edges without, softcap 30, ALiBi with
+/// top-left causal, then softcap 50 with a window (127, 0) (ALiBi still on).
+std::vector<check::Case> score_mod_cases(check::Case c) {
+  std::vector<check::Case> v;
+  c.causal = Causal::bottom_right;
+  c.window_left = 100;
+  v.push_back(c);
+  c.window_right = 40;
+  c.causal = Causal::none;
+  v.push_back(c);
+  c.window_left = c.window_right = -1;
+  c.softcap = 30.0;
+  v.push_back(c);
+  c.softcap = 0.0;
+  c.alibi = true;
+  c.alibi_per_batch = true;
+  c.causal = Causal::top_left;
+  v.push_back(c);
+  c.softcap = 50.0;
+  c.window_left = 127;
+  c.window_right = 0;
+  v.push_back(c);
+  return v;
+}
+
 std::vector<check::Case> varlen_cases() {
   std::vector<check::Case> v;
   for (DType dt : {DType::bf16, DType::f16}) {
@@ -58,27 +84,14 @@ std::vector<check::Case> varlen_cases() {
   // Every sequence of the same length (the launch keeps the dense calls' schedule for these).
   v.push_back(varlen(DType::bf16, 128, {300, 300, 300}, {300, 300, 300}, 4, 2, Causal::top_left));
   v.push_back(varlen(DType::bf16, 64, {256, 256}, {512, 512}, 2, 2, Causal::none));
-  // Windows, softcap and ALiBi per sequence ([B, Hq] slopes: one row per sequence).
+  // Windows, softcap and ALiBi per sequence; the last case at D 256 and 64 instead.
   {
-    check::Case c =
-        varlen(DType::bf16, 128, {600, 33, 384}, {700, 33, 200}, 4, 1, Causal::bottom_right);
-    c.window_left = 100;
-    v.push_back(c);
-    c.window_right = 40;
-    c.causal = Causal::none;
-    v.push_back(c);
-    c.window_left = c.window_right = -1;
-    c.softcap = 30.0;
-    v.push_back(c);
-    c.softcap = 0.0;
-    c.alibi = true;
-    c.alibi_per_batch = true;
-    c.causal = Causal::top_left;
-    v.push_back(c);
+    std::vector<check::Case> m = score_mod_cases(
+        varlen(DType::bf16, 128, {600, 33, 384}, {700, 33, 200}, 4, 1, Causal::none));
+    check::Case c = m.back();
+    m.pop_back();
+    v.insert(v.end(), m.begin(), m.end());
     c.d = c.dv = 256;
-    c.softcap = 50.0;
-    c.window_left = 127;
-    c.window_right = 0;
     v.push_back(c);
     c.d = c.dv = 64;
     v.push_back(c);
@@ -164,26 +177,10 @@ std::vector<check::Case> varlen_backward_cases() {
     }
   }
   for (int64_t d : {64, 128}) {
-    check::Case c =
-        varlen(DType::bf16, d, {600, 33, 384}, {700, 33, 200}, 4, 1, Causal::bottom_right);
+    check::Case c = varlen(DType::bf16, d, {600, 33, 384}, {700, 33, 200}, 4, 1, Causal::none);
     c.backward = true;
-    c.window_left = 100;
-    v.push_back(c);
-    c.window_right = 40;
-    c.causal = Causal::none;
-    v.push_back(c);
-    c.window_left = c.window_right = -1;
-    c.softcap = 30.0;
-    v.push_back(c);
-    c.softcap = 0.0;
-    c.alibi = true;
-    c.alibi_per_batch = true;
-    c.causal = Causal::top_left;
-    v.push_back(c);
-    c.softcap = 50.0;
-    c.window_left = 127;
-    c.window_right = 0;
-    v.push_back(c);
+    for (const check::Case& m : score_mod_cases(c))
+      v.push_back(m);
     // BHSD with padded strides, GQA 4.
     c = varlen(DType::bf16, d, {300, 129, 1}, {517, 128, 2}, 8, 2, Causal::bottom_right);
     c.backward = true;
