@@ -19,6 +19,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/softmax.cuh"
@@ -105,43 +106,88 @@ __device__ __forceinline__ const uint8_t* mask_base(const FwdArgs& a, int b, int
   return a.mask + (b * a.mask_sb + h * a.mask_sh) * bytes;
 }
 
+/// Element type of mask kind k (FwdArgs::mask_kind: 1 bool, 2 f32, 3 f16, 4 bf16).
+template <int kKind>
+using MaskElem = std::conditional_t<
+    kKind == 1, uint8_t,
+    std::conditional_t<kKind == 2, float, std::conditional_t<kKind == 3, __half, __nv_bfloat16>>>;
+
+template <int kKind>
+__device__ __forceinline__ float mask_value(MaskElem<kKind> v) {
+  if constexpr (kKind == 1) {
+    return static_cast<float>(v);
+  } else if constexpr (kKind == 2) {
+    return v;
+  } else if constexpr (kKind == 3) {
+    return __half2float(v);
+  } else {
+    return __bfloat162float(v);
+  }
+}
+
+/// apply_mask_tile for one mask kind. Session 25 (call 6 measured the per-element version at
+/// 0.19-0.60x cuDNN's masked forward: its loads sat in per-element branches, one in flight at a
+/// time): the elements of 4 key groups (2 rows x 4 x 2 keys) are loaded first, from indices
+/// clamped into the mask (rows >= Sq read row Sq - 1, keys >= Sk key Sk - 1: those scores are
+/// hidden by mask_tile_window or never stored), so the loads are branch-free and 16 in flight;
+/// then applied (all kBlockN / 2 at once spilled: 120 bytes at D 128).
+template <int kBlockN, int kKind>
+__device__ __forceinline__ void apply_mask_kind(float (&s)[kBlockN / 2], const FwdArgs& a,
+                                                const uint8_t* m, int n0, int row0, int lane) {
+  using E = MaskElem<kKind>;
+  constexpr int kGroups = 4;  // key groups of 8 per chunk
+  static_assert((kBlockN / 8) % kGroups == 0, "whole chunks");
+  const int col0 = n0 + 2 * (lane & 3);
+  const E* mrow[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    mrow[r] = reinterpret_cast<const E*>(m) +
+              static_cast<int64_t>(min(row0 + 8 * r, a.seqlen_q - 1)) * a.mask_si;
+#pragma unroll
+  for (int j0 = 0; j0 < kBlockN / 8; j0 += kGroups) {
+    E v[2][kGroups][2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        const int col = col0 + 8 * (j0 + g);
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          v[r][g][e] = mrow[r][static_cast<int64_t>(min(col + e, a.seqlen_k - 1)) * a.mask_sj];
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = s[4 * (j0 + g) + 2 * r + e];
+          if constexpr (kKind == 1)
+            x = v[r][g][e] != 0 ? x : -INFINITY;
+          else
+            x = fmaf(mask_value<kKind>(v[r][g][e]), a.mask_mul, x);
+        }
+  }
+}
+
 /// The mask on the transformed scores of key block n0 .. n0 + kBlockN - 1 (m = mask_base): a
 /// bool mask's false -> -inf, an additive mask's value (natural units) added times mask_mul.
-/// Elements of rows >= Sq or keys >= Sk are not read (out of the mask's bounds; mask_tile_window
-/// hides those keys, and those rows are never stored). Element loads from global memory (L1 /
-/// L2): a mask is read tile by tile, never materialised, one load per score.
+/// Read tile by tile from global memory (L1 / L2), never materialised; one branch per tile on
+/// the kind (apply_mask_kind).
 template <int kBlockN>
 __device__ __forceinline__ void apply_mask_tile(float (&s)[kBlockN / 2], const FwdArgs& a,
                                                 const uint8_t* m, int n0, int row0, int lane) {
-  const int col0 = n0 + 2 * (lane & 3);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = row0 + 8 * r;
-    if (i >= a.seqlen_q) continue;
-    const uint8_t* mrow = m + static_cast<int64_t>(i) * a.mask_si *
-                                  (a.mask_kind == 1   ? 1
-                                   : a.mask_kind == 2 ? 4
-                                                      : 2);
-#pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = col0 + 8 * j + e;
-        if (col >= a.seqlen_k) continue;
-        const int64_t off = static_cast<int64_t>(col) * a.mask_sj;
-        float& x = s[4 * j + 2 * r + e];
-        if (a.mask_kind == 1) {
-          if (mrow[off] == 0) x = -INFINITY;
-        } else if (a.mask_kind == 2) {
-          x = fmaf(reinterpret_cast<const float*>(mrow)[off], a.mask_mul, x);
-        } else if (a.mask_kind == 3) {
-          x = fmaf(__half2float(reinterpret_cast<const __half*>(mrow)[off]), a.mask_mul, x);
-        } else {
-          x = fmaf(__bfloat162float(reinterpret_cast<const __nv_bfloat16*>(mrow)[off]), a.mask_mul,
-                   x);
-        }
-      }
-    }
+  switch (a.mask_kind) {
+    case 1:
+      return apply_mask_kind<kBlockN, 1>(s, a, m, n0, row0, lane);
+    case 2:
+      return apply_mask_kind<kBlockN, 2>(s, a, m, n0, row0, lane);
+    case 3:
+      return apply_mask_kind<kBlockN, 3>(s, a, m, n0, row0, lane);
+    case 4:
+      return apply_mask_kind<kBlockN, 4>(s, a, m, n0, row0, lane);
+    default:
+      return;
   }
 }
 
