@@ -45,6 +45,19 @@ check::Case varlen(DType dt, int64_t d, std::vector<int64_t> lq, std::vector<int
   return c;
 }
 
+/// 40 short sequences (1-150 queries, 1-170 keys) and a long one (1100 / 900) last: most tiles
+/// of the longest sequence's grid are past their own sequence's end.
+check::Case many_short(DType dt, int64_t d, Causal cz) {
+  std::vector<int64_t> lq, lk;
+  for (int i = 0; i < 40; ++i) {
+    lq.push_back((i * 37) % 150 + 1);
+    lk.push_back((i * 53) % 170 + 1);
+  }
+  lq.push_back(1100);
+  lk.push_back(900);
+  return varlen(dt, d, lq, lk, 2, 2, cz);
+}
+
 /// Windows, softcap and ALiBi per sequence ([B, Hq] slopes: one row per sequence) on `c`'s
 /// sequences: a left window with bottom-right causal, both edges without, softcap 30, ALiBi with
 /// top-left causal, then softcap 50 with a window (127, 0) (ALiBi still on).
@@ -114,17 +127,7 @@ std::vector<check::Case> varlen_cases() {
     c.varlen_max_given = false;
     v.push_back(c);
   }
-  // Many short sequences (most tiles of the max-length grid are past their sequence's end).
-  {
-    std::vector<int64_t> lq, lk;
-    for (int i = 0; i < 40; ++i) {
-      lq.push_back((i * 37) % 150 + 1);
-      lk.push_back((i * 53) % 170 + 1);
-    }
-    lq.push_back(1100);
-    lk.push_back(900);
-    v.push_back(varlen(DType::f16, 128, lq, lk, 2, 2, Causal::bottom_right));
-  }
+  v.push_back(many_short(DType::f16, 128, Causal::bottom_right));
   return v;
 }
 
@@ -190,14 +193,7 @@ std::vector<check::Case> varlen_backward_cases() {
   }
   // Many short sequences next to a long one.
   {
-    std::vector<int64_t> lq, lk;
-    for (int i = 0; i < 40; ++i) {
-      lq.push_back((i * 37) % 150 + 1);
-      lk.push_back((i * 53) % 170 + 1);
-    }
-    lq.push_back(1100);
-    lk.push_back(900);
-    check::Case c = varlen(DType::f16, 128, lq, lk, 2, 2, Causal::none);
+    check::Case c = many_short(DType::f16, 128, Causal::none);
     c.backward = true;
     v.push_back(c);
     c.d = c.dv = 64;
