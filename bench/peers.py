@@ -2,7 +2,7 @@
 """attnkit's GPU backends against PyTorch's attention kernels, in ONE process (BENCHMARKS.md).
 
 Implementations: attnkit:<backend> for each --backends entry (called through libattnkit_c.so via
-ctypes on torch tensors, on torch's current stream), torch:flash / torch:cudnn / torch:efficient
+ctypes on torch tensors, on torch's current stream; "<backend>+det" sets Options::deterministic), torch:flash / torch:cudnn / torch:efficient
 (SDPA forced with torch.nn.attention.sdpa_kernel) and torch:flex (FlexAttention under
 torch.compile). Shapes: 16384 tokens, hidden 2048: B = 16384 / S, H = 2048 / D, bf16.
 
@@ -225,10 +225,14 @@ def attnkit_runner(torch, lib, shp, backend, sets, pas, outputs_per_set=False):
     likewise reused across the rotated input sets (outputs_per_set=True gives each set its own,
     the method before 2026-11-21's second H100 run). The timed forward asks for no lse, as
     torch's inference call computes none; the backward's inputs (out, lse) come from one
-    forward per set at set-up."""
+    forward per set at set-up. A backend named "<name>+det" is <name> with Options::deterministic
+    (a separate column: e.g. --backends flash3,flash3+det)."""
     from attnkit_c import tensor_of
     stream = torch.cuda.current_stream().cuda_stream
-    opts = lib.options(backend, causal="bottom_right" if shp.causal else None, stream=stream)
+    det = backend.endswith("+det")
+    opts = lib.options(backend[:-4] if det else backend,
+                       causal="bottom_right" if shp.causal else None, stream=stream,
+                       deterministic=det)
     n = len(sets)
     bufs = []
     shared = None
