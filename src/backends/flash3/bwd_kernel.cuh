@@ -783,41 +783,19 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // which ptxas compiled as BSSY / BRA / BSYNC around each of the kBM / 2 elements (ncu, H100,
     // D 128 coupled, S 4k: 96 of 1112 consumer instructions per item and warp, 9.6 % of the
     // consumer stall samples "branch resolving").
-    auto p_from_s = [&](auto masked, bool rt_mask) {
-      constexpr bool kMasked = decltype(masked)::value;
-      // Non-causal: coff = 2^30 makes key > q + coff false (q, key < 2^30).
-      const int coff = a.causal ? a.causal_offset : (1 << 30);
-#pragma unroll
-      for (int j = 0; j < kBM / 8; ++j) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float pv = exp2_approx(fmaf(st[4 * j + 2 * r + e], sl2, -lse2_of(j, e)));
-            if constexpr (kMasked) {
-              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
-              pv = (key >= a.seqlen_k || key > q + coff) ? 0.f : pv;
-            } else if (rt_mask) {
-              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
-              if (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset)) pv = 0.f;
-            }
-            st[4 * j + 2 * r + e] = pv;
-          }
-      }
-    };
-    // kMod: softcap, then ALiBi, then the mask with the window's left edge (score_mod.cuh's order).
     // kMod: ALiBi's distance |i + Sk - Sq - j| of element (j, r, e) (query column 8j + qc + e,
     // key row r).
     auto alibi_dist = [&](int j, int r, int e) {
       const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
       return static_cast<float>(abs(q + a.diag_offset - key));
     };
-    // Session 25: the mask hoisted as p_from_s's (one branch per item, the masked copy
-    // branch-free), and the transform by kind (kModSoftcap: always, no ALiBi; kModWindow:
-    // none; kModGeneral: softcap and ALiBi each where set, per element).
-    auto p_from_s_mod = [&](auto masked) {
+    // kMod (session 25: one kernel per kind): softcap, then ALiBi, then the mask with the
+    // window's left edge (score_mod.cuh's order); kModSoftcap always applies softcap, kModWindow
+    // nothing, kModGeneral softcap and ALiBi each where set, per element.
+    auto p_from_s = [&](auto masked, bool rt_mask) {
       constexpr bool kMasked = decltype(masked)::value;
-      // (q, key, |offsets| < 2^30: the sentinels make each comparison false where its edge is off)
+      // (q, key, |offsets| < 2^30: the sentinels make each comparison false where its edge is
+      // off; non-causal: key > q + 2^30 is false)
       const int coff = a.causal ? a.causal_offset : (1 << 30);
       const int loff = a.window_lo ? a.lo_offset : -(1 << 30);
 #pragma unroll
@@ -836,18 +814,17 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
             if constexpr (kMasked) {
               const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
-              pv = (key >= a.seqlen_k || key > q + coff || key < q + loff) ? 0.f : pv;
+              pv =
+                  (key >= a.seqlen_k || key > q + coff || (kMod != 0 && key < q + loff)) ? 0.f : pv;
+            } else if (rt_mask) {
+              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+              if (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset)) pv = 0.f;
             }
             st[4 * j + 2 * r + e] = pv;
           }
       }
     };
-    if constexpr (kMod != 0) {
-      if (need_mask)
-        p_from_s_mod(std::true_type{});
-      else
-        p_from_s_mod(std::false_type{});
-    } else if constexpr (Tr::kHoistMask) {
+    if constexpr (kMod != 0 || Tr::kHoistMask) {
       if (need_mask)
         p_from_s(std::true_type{}, false);
       else

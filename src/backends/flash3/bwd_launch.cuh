@@ -79,9 +79,8 @@ inline bool varlen_on_mod() {
 }
 
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
-/// (seq_bounds.hpp score_mod_of, launch.cuh set_score_mod); read by kMod kernels only.
-inline void set_bwd_score_mod(const Params& p, BwdArgs& a) {
-  const ScoreMod m = score_mod_of(p);
+/// (m = seq_bounds.hpp score_mod_of(p), launch.cuh set_score_mod); read by kMod kernels only.
+inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
   set_bounds(a, m.bounds);
   a.softcap_k = m.softcap_k;
   a.scale_log2 = static_cast<float>(m.units * M_LOG2E);  // (`scale` stays the call's: dK, dQ)
@@ -197,14 +196,16 @@ void launch_backward(const Params& p, const Variant& v) {
     a.wait_ns = v.wait_ns;
     a.tma_dk = kv_maps[0];
     a.tma_dv = kv_maps[1];
-    if constexpr (kMod != 0) set_bwd_score_mod(p, a);
-    if constexpr (kVarlen) {  // (each sequence's bounds from causal_kind / win_*, in the kernel)
+    if constexpr (kMod != 0 || kVarlen) {
       const ScoreMod m = score_mod_of(p);
-      a.cu_q = p.cu_seqlens_q;
-      a.cu_k = p.cu_seqlens_k;
-      a.causal_kind = m.causal_kind;
-      a.win_left = m.win_left;
-      a.win_right = m.win_right;
+      if constexpr (kMod != 0) set_bwd_score_mod(p, m, a);
+      if constexpr (kVarlen) {  // (each sequence's bounds from causal_kind / win_*, in the kernel)
+        a.cu_q = p.cu_seqlens_q;
+        a.cu_k = p.cu_seqlens_k;
+        a.causal_kind = m.causal_kind;
+        a.win_left = m.win_left;
+        a.win_right = m.win_right;
+      }
     }
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,
