@@ -22,18 +22,7 @@ Case base(DType t, int64_t sq, int64_t sk) {
 }
 
 Case varlen_case(DType t, std::vector<int64_t> lq, std::vector<int64_t> lk) {
-  Case c = base(t, 0, 0);
-  c.varlen = true;
-  c.b = static_cast<int64_t>(lq.size());
-  for (int64_t x : lq)
-    c.sq = std::max(c.sq, x);
-  for (int64_t x : lk)
-    c.sk = std::max(c.sk, x);
-  c.seqlens_q = std::move(lq);
-  c.seqlens_k = std::move(lk);
-  c.hq = 4;
-  c.hkv = 2;
-  return c;
+  return varlen_shape_case(t, std::move(lq), std::move(lk), 4, 2, 64, Causal::none, false);
 }
 
 // Appends c and, when `both`, its backward variant.
@@ -282,6 +271,19 @@ Case shape_case(DType dtype, int64_t b, int64_t sq, int64_t sk, int64_t hq, int6
   c.d = c.dv = d;
   c.causal = causal;
   c.backward = backward;
+  return c;
+}
+
+Case varlen_shape_case(DType dtype, std::vector<int64_t> lq, std::vector<int64_t> lk, int64_t hq,
+                       int64_t hkv, int64_t d, Causal causal, bool backward) {
+  Case c = shape_case(dtype, static_cast<int64_t>(lq.size()), 0, 0, hq, hkv, d, causal, backward);
+  c.varlen = true;
+  for (int64_t x : lq)
+    c.sq = std::max(c.sq, x);
+  for (int64_t x : lk)
+    c.sk = std::max(c.sk, x);
+  c.seqlens_q = std::move(lq);
+  c.seqlens_k = std::move(lk);
   return c;
 }
 

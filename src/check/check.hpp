@@ -96,6 +96,11 @@ std::vector<Case> hostile_cases(DType dtype, int max_d = 256);
 Case shape_case(DType dtype, int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv, int64_t d,
                 Causal causal, bool backward);
 
+/// A plain packed (varlen) case: sequence lengths lq / lk (batch = their count, sq / sk their
+/// maxima), d = dv, every other option at its default.
+Case varlen_shape_case(DType dtype, std::vector<int64_t> lq, std::vector<int64_t> lk, int64_t hq,
+                       int64_t hkv, int64_t d, Causal causal, bool backward);
+
 /// Larger random cases for GPU backends, checked against cuda_math when the oracle is too slow.
 std::vector<Case> large_cases(DType dtype);
 

@@ -28,6 +28,7 @@
 #include "common/case_printing.hpp"
 #include "common/check_expect.hpp"
 #include "common/cuda_skip.hpp"
+#include "common/scoped_env.hpp"
 
 namespace attnkit::testing {
 namespace {
@@ -485,10 +486,7 @@ TEST_P(Flash3BackwardScoreMod, MatchesOracle) {
 // (D = 128's structure; kept for A/Bs).
 TEST_P(Flash3BackwardScoreMod, MatchesOracleBm64) {
   if (GetParam().d != 64) GTEST_SKIP() << "D = 128 runs 64-row blocks by default (above)";
-  struct Env {  // (unset again however the test ends)
-    Env() { setenv("ATTNKIT_FLASH3_BWD_MOD_BM64", "1", 1); }
-    ~Env() { unsetenv("ATTNKIT_FLASH3_BWD_MOD_BM64"); }
-  } env;
+  const ScopedEnv env("ATTNKIT_FLASH3_BWD_MOD_BM64", "1");
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
 }

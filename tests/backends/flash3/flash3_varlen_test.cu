@@ -10,9 +10,8 @@
 // same kinds of sequences at D 64 and 128 (dq, dk, dv against cuda_math's), D 256 declined.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnkit/backend_info.hpp"
@@ -21,28 +20,14 @@
 #include "common/case_printing.hpp"
 #include "common/check_expect.hpp"
 #include "common/cuda_skip.hpp"
+#include "common/scoped_env.hpp"
 
 namespace attnkit::testing {
 namespace {
 
 check::Case varlen(DType dt, int64_t d, std::vector<int64_t> lq, std::vector<int64_t> lk,
                    int64_t hq, int64_t hkv, Causal cz) {
-  check::Case c;
-  c.dtype = dt;
-  c.varlen = true;
-  c.b = static_cast<int64_t>(lq.size());
-  c.sq = c.sk = 0;
-  for (int64_t x : lq)
-    c.sq = std::max(c.sq, x);
-  for (int64_t x : lk)
-    c.sk = std::max(c.sk, x);
-  c.seqlens_q = std::move(lq);
-  c.seqlens_k = std::move(lk);
-  c.hq = hq;
-  c.hkv = hkv;
-  c.d = c.dv = d;
-  c.causal = cz;
-  return c;
+  return check::varlen_shape_case(dt, std::move(lq), std::move(lk), hq, hkv, d, cz, false);
 }
 
 /// 40 short sequences (1-150 queries, 1-170 keys) and a long one (1100 / 900) last: most tiles
@@ -151,10 +136,7 @@ INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Varlen, ::testing::ValuesIn(varlen_cases()),
 TEST(Flash3VarlenStatic, MatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
-  struct Env {  // (unset again however the test ends)
-    Env() { setenv("ATTNKIT_FLASH3_VARLEN_STATIC", "1", 1); }
-    ~Env() { unsetenv("ATTNKIT_FLASH3_VARLEN_STATIC"); }
-  } env;
+  const ScopedEnv env("ATTNKIT_FLASH3_VARLEN_STATIC", "1");
   for (Causal cz : {Causal::none, Causal::bottom_right}) {
     const check::Case c =
         varlen(DType::bf16, 128, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4, 2, cz);
@@ -220,10 +202,7 @@ INSTANTIATE_TEST_SUITE_P(Bwd, Flash3VarlenBackward, ::testing::ValuesIn(varlen_b
 TEST(Flash3VarlenBackwardBm64, MatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
-  struct Env {  // (unset again however the test ends)
-    Env() { setenv("ATTNKIT_FLASH3_BWD_MOD_BM64", "1", 1); }
-    ~Env() { unsetenv("ATTNKIT_FLASH3_BWD_MOD_BM64"); }
-  } env;
+  const ScopedEnv env("ATTNKIT_FLASH3_BWD_MOD_BM64", "1");
   for (Causal cz : {Causal::none, Causal::bottom_right}) {
     check::Case c =
         varlen(DType::bf16, 64, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4, 2, cz);
@@ -238,10 +217,7 @@ TEST(Flash3VarlenBackwardBm64, MatchesCudaMath) {
 TEST(Flash3VarlenBackwardOnMod, MatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
-  struct Env {  // (unset again however the test ends)
-    Env() { setenv("ATTNKIT_FLASH3_BWD_VARLEN_MOD", "1", 1); }
-    ~Env() { unsetenv("ATTNKIT_FLASH3_BWD_VARLEN_MOD"); }
-  } env;
+  const ScopedEnv env("ATTNKIT_FLASH3_BWD_VARLEN_MOD", "1");
   for (int64_t d : {64, 128}) {
     check::Case c = varlen(DType::bf16, d, {1000, 1, 0, 257, 129, 64}, {700, 5, 3, 257, 300, 0}, 4,
                            2, Causal::top_left);
