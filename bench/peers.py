@@ -58,6 +58,18 @@ def log(msg):
     print(msg, flush=True)
 
 
+def run_doc(torch, lib, method):
+    """The JSON header of a one-process benchmark (date, device, torch, ceilings, method, commit:
+    env ATTNKIT_COMMIT, the device copy's .git being stale, else git), its line logged."""
+    dev = torch.cuda.get_device_name()
+    ceil = ceilings(torch)
+    log(f"{dev}; torch {torch.__version__}; attnkit {lib.version()}; ceilings {ceil}")
+    commit = os.environ.get("ATTNKIT_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return {"date": datetime.date.today().isoformat(), "device": dev, "torch": torch.__version__,
+            "ceilings": ceil, "method": method, "commit": commit, "rows": []}
+
+
 def rel_err(a, b):
     """Relative error ||a - b|| / ||b|| of two torch tensors, in fp32."""
     return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()

@@ -20,10 +20,8 @@ marks the row WRONG and it is not timed.
 """
 import argparse
 import ctypes
-import datetime
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -31,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
-from peers import TOKENS, HIDDEN, Timer, ceilings, log, parse_sizes  # noqa: E402
+from peers import TOKENS, HIDDEN, Timer, log, parse_sizes, run_doc  # noqa: E402
 from peers import rel_err as rel  # noqa: E402
 
 REL_TOL = 2e-2
@@ -115,15 +113,8 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     lib = AttnkitC(args.lib)
-    dev = torch.cuda.get_device_name()
-    ceil = ceilings(torch)
-    log(f"{dev}; torch {torch.__version__}; attnkit {lib.version()}; ceilings {ceil}")
     timer = Timer(torch, args.warmup, args.runs)
-    doc = {"date": datetime.date.today().isoformat(), "device": dev, "torch": torch.__version__,
-           "ceilings": ceil, "method": "CUDA events, median, 2 rotated input sets",
-           "commit": os.environ.get("ATTNKIT_COMMIT") or subprocess.run(
-               ["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-               text=True).stdout.strip(), "rows": []}
+    doc = run_doc(torch, lib, "CUDA events, median, 2 rotated input sets")
     for kind in args.masks.split(","):
         for d in (int(x) for x in args.d.split(",")):
             for s in parse_sizes(args.s):

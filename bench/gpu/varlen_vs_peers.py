@@ -31,11 +31,9 @@ kernel instead of the tuned structures). Equal-length rows also time flash3 / cu
 """
 import argparse
 import ctypes
-import datetime
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 
@@ -43,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
-from peers import TOKENS, HIDDEN, Timer, ceilings, log, parse_sizes  # noqa: E402
+from peers import TOKENS, HIDDEN, Timer, log, parse_sizes, run_doc  # noqa: E402
 from peers import rel_err as rel  # noqa: E402
 
 REL_TOL = 2e-2
@@ -245,17 +243,10 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     lib = AttnkitC(args.lib)
-    dev = torch.cuda.get_device_name()
-    ceil = ceilings(torch)
-    log(f"{dev}; torch {torch.__version__}; attnkit {lib.version()}; ceilings {ceil}")
     timer = Timer(torch, args.warmup, args.runs)
     impls = args.impls.split(",")
-    doc = {"date": datetime.date.today().isoformat(), "device": dev, "torch": torch.__version__,
-           "ceilings": ceil, "pass": args.pas,
-           "method": "CUDA events, median, 2 rotated input sets, 1 s pause",
-           "commit": os.environ.get("ATTNKIT_COMMIT") or subprocess.run(
-               ["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-               text=True).stdout.strip(), "rows": []}
+    doc = run_doc(torch, lib, "CUDA events, median, 2 rotated input sets, 1 s pause")
+    doc["pass"] = args.pas
     rows = [Row(w, int(d), c == "1") for w in args.work.split(",") for d in args.d.split(",")
             for c in args.causal.split(",")]
     for r in rows:
