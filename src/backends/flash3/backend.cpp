@@ -22,15 +22,18 @@
 namespace attnkit {
 namespace {
 
+/// 96 and 192 (forward only, session 25) run on the 128 and 256 kernels (launch.cuh kNarrow).
 std::vector<int> built_head_dims() {
   std::vector<int> d;
 #if defined(ATTNKIT_FLASH3_D64)
   d.push_back(64);
 #endif
 #if defined(ATTNKIT_FLASH3_D128)
+  d.push_back(96);
   d.push_back(128);
 #endif
 #if defined(ATTNKIT_FLASH3_D256)
+  d.push_back(192);
   d.push_back(256);
 #endif
   return d;
@@ -84,6 +87,9 @@ std::vector<std::string> feature_reasons(const Params& p) {
   for (int d : built_head_dims())
     dim_ok |= d == p.head_dim;
   if (!dim_ok) r.push_back("head_dim " + std::to_string(p.head_dim) + " not built");
+  if (dim_ok && (p.head_dim == 96 || p.head_dim == 192) && (p.varlen || p.has_mask()))
+    r.push_back("head_dim " + std::to_string(p.head_dim) +
+                " with varlen or a mask (flash3 runs 96 / 192 on its 128 / 256 kernel without)");
   return r;
 }
 
@@ -196,10 +202,12 @@ class Flash3Backend final : public Backend {
         return bf16 ? flash3::run_forward<64, true>(p) : flash3::run_forward<64, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D128)
+      case 96:  // (on the 128 kernel: launch.cuh kNarrow)
       case 128:
         return bf16 ? flash3::run_forward<128, true>(p) : flash3::run_forward<128, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D256)
+      case 192:  // (on the 256 kernel)
       case 256:
         return bf16 ? flash3::run_forward<256, true>(p) : flash3::run_forward<256, false>(p);
 #endif
