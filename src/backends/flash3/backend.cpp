@@ -16,6 +16,7 @@
 #include "attnkit/error.hpp"
 #include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/launch.hpp"
+#include "backends/flash3/seq_bounds.hpp"
 #include "cuda/device_guard.hpp"
 #include "dispatch/backend.hpp"
 
@@ -81,8 +82,10 @@ std::vector<std::string> feature_reasons(const Params& p) {
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
   // (Masks: forward only, backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
-  if (p.is_backward && p.deterministic)
-    r.push_back("deterministic backward (flash3 accumulates dQ with atomics)");
+  if (p.is_backward && p.deterministic && (p.varlen || flash3::has_score_mod(p)))
+    r.push_back(
+        "deterministic backward with varlen, softcap, ALiBi or a window (flash3's ordered dQ "
+        "runs the plain kernels only)");
   bool dim_ok = false;
   for (int d : built_head_dims())
     dim_ok |= d == p.head_dim;
@@ -123,8 +126,9 @@ class Flash3Backend final : public Backend {
     c.mask_additive = true;
     c.gqa = true;
     c.lse = true;
-    c.backward = true;  // D = 64, 128 (extra_reasons); dQ by atomics, so not deterministic
-    c.deterministic = false;
+    c.backward = true;  // D = 64, 128 (extra_reasons)
+    // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
+    c.deterministic = true;
     // Not implemented (yet): dropout, D = 256 backward, masks in the backward.
     c.tier = AccuracyTier::exact;
   }

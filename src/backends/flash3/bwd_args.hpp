@@ -63,6 +63,9 @@ struct BwdArgs {
   const int* cu_k;
   int causal_kind;
   int win_left, win_right;
+  // Session 25 (bwd_kernel.cuh kDet): the deterministic backward's turn counters, one per (b, h,
+  // query block, consumer warpgroup), zeroed before the launch: int [B*Hq, num_m_blocks, 2].
+  int* dq_sem;
 };
 
 }  // namespace attnkit::flash3::bwd

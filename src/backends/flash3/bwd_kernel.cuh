@@ -434,7 +434,7 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
-          int kMod = 0, bool kVarlen = false>
+          int kMod = 0, bool kVarlen = false, bool kDet = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -454,6 +454,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   }
   const BwdArgs& a = kVarlen ? va : maps;
   static_assert(!kVarlen || !kTmaKV, "varlen: dK / dV stores bounded per sequence (no TMA)");
+  static_assert(!kDet || (!kDecoupled && kDqFirst && kMod == 0 && !kVarlen),
+                "deterministic: the coupled dQ-first kernels without score mods or varlen");
   static_assert(!kDvEarly || kDqFirst, "dV-early: the dQ-first order (dK after dQ)");
   static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
@@ -992,6 +994,22 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // holds dq[4 j + 2 r], dq[4 j + 2 r + 1]; 1: (j * 128 + tid) * 4 holds dq[4 j .. 4 j + 3].
     float* part = a.dq_acc + (row + (Tr::kDqSplitM ? 64 * w : 0)) * D +
                   (Tr::kDqSplitD ? w * 64 * Tr::kDqN : 0);
+    // kDet: this WG's part of tile (h, query block) takes the key blocks' sums in key-block order.
+    // The key blocks that reach a query block are 0 .. some n (query blocks start at m_begin(n),
+    // non-decreasing in n; no left window here), so key block n's turn is counter value n; the
+    // lower key blocks of this (kv head, batch) launched earlier (blocks launch in index order,
+    // x fastest), so whoever is waited for is resident or done.
+    int* sem = nullptr;
+    if constexpr (kDet) {
+      sem = a.dq_sem +
+            ((static_cast<int64_t>(bt) * a.heads_q + x.h) * a.num_m_blocks + x.m0 / kBM) * 2 + w;
+      if (tid == 0) {
+        const int turn = static_cast<int>(blockIdx.x);
+        while (ptx::ld_acquire_gpu(sem) != turn) {
+        }
+      }
+      ptx::named_bar_sync(2 + w, 128);
+    }
     if (a.dq_bulk) {
       float* sdq = reinterpret_cast<float*>(smem + Tr::kOffDQ + w * Tr::kDqPartBytes);
       if (a.dq_vec4) {
@@ -1032,6 +1050,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         for (int r = 0; r < 2; ++r)
           atomicAdd(reinterpret_cast<float2*>(part + ((2 * j + r) * 128 + tid) * 2),
                     make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
+    }
+    if constexpr (kDet) {  // every thread's adds, then the next key block's turn
+      __threadfence();
+      ptx::named_bar_sync(2 + w, 128);
+      if (tid == 0) ptx::st_release_gpu(sem, static_cast<int>(blockIdx.x) + 1);
     }
     if constexpr (kDqFirst) {
       ptx::wgmma_wait<0>();  // dK done: Q and dO of stage s consumed

@@ -99,7 +99,7 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
 /// (bwd_kernel.cuh kVarlen; the workspace padded per sequence, varlen_ws_row0).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
           bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, int kMod = 0,
-          bool kVarlen = false>
+          bool kVarlen = false, bool kDet = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   static_assert(!kVarlen || !kTmaKV, "flash3 varlen backward: no TMA dK / dV stores");
@@ -129,14 +129,19 @@ void launch_backward(const Params& p, const Variant& v) {
   const int64_t grid_rows =
       kVarlen ? (std::max<int64_t>(p.seqlen_q, 1) + kPadV - 1) / kPadV * kPadV : sq_pad;
   const int64_t bh = kVarlen ? p.heads_q : p.batch * p.heads_q;
-  // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D].
+  // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D]; kDet
+  // also the turn counters, int [bh, m_blocks, 2] (BwdArgs::dq_sem).
   const size_t rows = static_cast<size_t>(bh) * static_cast<size_t>(sq_pad);
   const size_t shift = static_cast<size_t>(bwd_tuning().dq_ws_shift / 256 * 256) / sizeof(float);
-  float* ws = static_cast<float*>(cuda::workspace(
-      (rows * (2 + static_cast<size_t>(D)) + shift) * sizeof(float), p.device.index, stream));
+  const size_t sems = kDet ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) * 2 : 0;
+  float* ws = static_cast<float*>(
+      cuda::workspace((rows * (2 + static_cast<size_t>(D)) + shift + sems) * sizeof(float),
+                      p.device.index, stream));
   float* lse2 = ws;
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows + shift;
+  int* dq_sem = kDet ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
+  if constexpr (kDet) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
   if (v.prep_vec && prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad is a multiple of 64)
@@ -208,8 +213,13 @@ void launch_backward(const Params& p, const Variant& v) {
       }
     }
 
+    if constexpr (kDet) {  // (in key-block order: each CTA walks its query blocks in order)
+      a.dq_sem = dq_sem;
+      a.item_rot = 0;
+    }
+
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,
-                                  kIdiet, kTmaKV, kMod, kVarlen>;
+                                  kIdiet, kTmaKV, kMod, kVarlen, kDet>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -455,6 +465,23 @@ void run_backward(const Params& p) {
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
       v.idiet != kIdietDef)
     v.tmakv = false;
+  if (p.deterministic) {
+    // Session 25: the tuned structures' kDet builds (bwd_kernel.cuh kDet: dQ summed in key-block
+    // order through per-tile turn counters), atomics, no item rotation, no TMA dK / dV epilogue.
+    // The backend declines deterministic with varlen or score modifications.
+    bwd::Variant m = v;
+    m.decoupled = false, m.dq_first = true, m.dq_bulk = false, m.dv_early = false;
+    m.tmakv = false, m.kv_regs = false, m.item_rot = false;
+    if constexpr (D == 64) {
+      m.block_m = 128, m.stat = 0, m.idiet = false;
+      return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, 0,
+                                  false, true>(p, m);
+    } else {
+      m.block_m = 64, m.stat = 3, m.idiet = true;
+      return bwd::launch_backward<D, BF16, false, 64, true, 3, false, false, true, false, 0, false,
+                                  true>(p, m);
+    }
+  }
   if (p.varlen && !has_score_mod(p) && !bwd::varlen_on_mod()) {
     // Session 25: varlen without score modifications on the tuned structures (kVarlen builds):
     // D = 64 128-row blocks, kStat 0; D = 128 64-row blocks, kStat 3 with the item diet; both

@@ -1080,8 +1080,8 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   const auto& caps = backend_flash3().description().caps;
   EXPECT_EQ(caps.min_arch, 90);
   EXPECT_EQ(caps.max_arch, 90);
-  EXPECT_TRUE(caps.backward);  // D = 64, 128 (flash3_backward_test.cu)
-  EXPECT_FALSE(caps.deterministic);
+  EXPECT_TRUE(caps.backward);       // D = 64, 128 (flash3_backward_test.cu)
+  EXPECT_TRUE(caps.deterministic);  // backward since session 25 (flash3_determinism_test.cu)
   // Window, softcap and ALiBi: both passes since session 24 (the forward since session 23);
   // varlen: the forward since session 24, the backward since session 25 (flash3_varlen_test.cu).
   EXPECT_TRUE(caps.varlen);
