@@ -82,18 +82,23 @@ std::vector<std::string> feature_reasons(const Params& p) {
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
   // (Masks: forward only, backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
-  if (p.is_backward && p.deterministic && (p.varlen || flash3::has_score_mod(p)))
-    r.push_back(
-        "deterministic backward with varlen, softcap, ALiBi or a window (flash3's ordered dQ "
-        "runs the plain kernels only)");
   bool dim_ok = false;
   for (int d : built_head_dims())
     dim_ok |= d == p.head_dim;
   if (!dim_ok) r.push_back("head_dim " + std::to_string(p.head_dim) + " not built");
-  if (dim_ok && (p.head_dim == 96 || p.head_dim == 192) && (p.varlen || p.has_mask()))
+  return r;
+}
+
+/// Combinations the capability table cannot express (one flag each is fine, together not):
+/// part of extra_reasons, so that explain() and auto's choice see them.
+void combination_reasons(const Params& p, std::vector<std::string>& r) {
+  if (p.is_backward && p.deterministic && (p.varlen || flash3::has_score_mod(p)))
+    r.push_back(
+        "deterministic backward with varlen, softcap, ALiBi or a window (flash3's ordered dQ "
+        "runs the plain kernels only)");
+  if ((p.head_dim == 96 || p.head_dim == 192) && (p.varlen || p.has_mask()))
     r.push_back("head_dim " + std::to_string(p.head_dim) +
                 " with varlen or a mask (flash3 runs 96 / 192 on its 128 / 256 kernel without)");
-  return r;
 }
 
 class Flash3Backend final : public Backend {
@@ -164,6 +169,7 @@ class Flash3Backend final : public Backend {
         reasons.push_back("mask data pointer not " + std::to_string(bytes) +
                           "-byte aligned (its element size)");
     }
+    combination_reasons(p, reasons);
     if (p.is_backward) backward_reasons(p, reasons);
   }
 

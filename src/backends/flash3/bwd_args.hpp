@@ -66,6 +66,9 @@ struct BwdArgs {
   // Session 25 (bwd_kernel.cuh kDet): the deterministic backward's turn counters, one per (b, h,
   // query block, consumer warpgroup), zeroed before the launch: int [B*Hq, num_m_blocks, 2].
   int* dq_sem;
+  // Session 26: 1 = a tile's turn is handed on at the next item's dQ stage (or after the last
+  // item) instead of right after its adds, so the fence waits on adds long since complete.
+  int det_defer;
 };
 
 }  // namespace attnkit::flash3::bwd

@@ -490,7 +490,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   uint64_t* full = bars + 1;             // [kStages] Q and dO (TMA bytes)
   uint64_t* empty = bars + 1 + kStages;  // [kStages] 8 consumer warps done with the stage
 
-  const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // kDet launches the key blocks of a (kv head, batch) in reverse (key block N - 1 first): each
+  // waits only on the next higher key block's adds (the turn order below), launched before it.
+  const int nblk =
+      kDet ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int n0 = nblk * kBN, g = blockIdx.y, b = blockIdx.z;
   const int bt = kVarlen ? 0 : b;  // TMA / workspace batch coordinate (varlen: packed, 0)
   // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
   int m_begin = 0;
@@ -518,7 +522,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // 270 non-causal at 16k despite the masking).
   const int rot =
       a.item_rot && items > 0
-          ? static_cast<int>(static_cast<int64_t>(blockIdx.x) * items / static_cast<int>(gridDim.x))
+          ? static_cast<int>(static_cast<int64_t>(nblk) * items / static_cast<int>(gridDim.x))
           : 0;
   auto item_at = [&](int it) {
     const int i2 = it + rot;
@@ -664,6 +668,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         vf[4 * ks + i] = *reinterpret_cast<const uint32_t*>(smem + Tr::kOffV + off);
       }
   }
+  // kDet with a.det_defer: the turn counter this WG still holds (its adds issued, not yet handed
+  // on) and the value that hands it on.
+  int* held = nullptr;
+  int held_next = 0;
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
@@ -994,17 +1002,46 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // holds dq[4 j + 2 r], dq[4 j + 2 r + 1]; 1: (j * 128 + tid) * 4 holds dq[4 j .. 4 j + 3].
     float* part = a.dq_acc + (row + (Tr::kDqSplitM ? 64 * w : 0)) * D +
                   (Tr::kDqSplitD ? w * 64 * Tr::kDqN : 0);
-    // kDet: this WG's part of tile (h, query block) takes the key blocks' sums in key-block order.
-    // The key blocks that reach a query block are 0 .. some n (query blocks start at m_begin(n),
-    // non-decreasing in n; no left window here), so key block n's turn is counter value n; the
-    // lower key blocks of this (kv head, batch) launched earlier (blocks launch in index order,
-    // x fastest), so whoever is waited for is resident or done.
+    // kDet: this WG's part of tile (h, query block) takes the key blocks' sums in a fixed order,
+    // descending from the key block `first` and wrapping (turn = (first - n) mod N, N = gridDim.x);
+    // whoever is waited for is the next higher key block (launched before this one), except the
+    // wrap from key block N - 1 to 0 under item_rot, which the host allows only while every key
+    // block of a (kv head, batch) can be resident at once (N <= SMs, one CTA per SM).
+    //   causal: `first` = the highest key block that sees the tile (key blocks 0 .. first do, as
+    //     m_begin is non-decreasing in n). Each CTA starts at its diagonal, so key block n + 1
+    //     reaches the tile one step before key block n: in lockstep nobody waits. (Session 25's
+    //     ascending order made key block n wait n steps at its first tile: 0.37-0.42 of the
+    //     atomic kernel, session 26 call 1.)
+    //   non-causal with item_rot: CTA n starts at item rot(n) = n * items / N, so at item j the
+    //     key blocks arrive in the order n_last(j) = max{n : rot(n) <= j}, n_last - 1, ..., 0,
+    //     N - 1, ...: `first` = n_last(j) and again nobody waits in lockstep. (Ascending order
+    //     without rotation: every CTA at item 0 together, 0.60-0.66 of the atomic kernel.)
+    //   non-causal without item_rot (N > SMs): first = N - 1, a chain like session 25's.
     int* sem = nullptr;
+    int turn = 0;
     if constexpr (kDet) {
-      sem = a.dq_sem +
-            ((static_cast<int64_t>(bt) * a.heads_q + x.h) * a.num_m_blocks + x.m0 / kBM) * 2 + w;
+      const int nkb = static_cast<int>(gridDim.x), mb = x.m0 / kBM;
+      int first = nkb - 1;
+      if (a.causal) {
+        const int q = (mb * kBM + kBM - 1 + a.causal_offset) / kBN;
+        first = q < first ? q : first;
+      } else if (a.item_rot) {
+        const int64_t j = static_cast<int64_t>(x.h - g * a.group) * m_count + mb;
+        first = static_cast<int>(((j + 1) * nkb - 1) / items);
+      }
+      turn = first - nblk;
+      if (turn < 0) turn += nkb;
+      sem = a.dq_sem + ((static_cast<int64_t>(bt) * a.heads_q + x.h) * a.num_m_blocks + mb) * 2 + w;
+      if (held != nullptr) {
+        // Deferred hand-over: every thread's adds into the held tile were issued an item ago (the
+        // barrier orders them before thread 0's fence, which is cumulative).
+        ptx::named_bar_sync(2 + w, 128);
+        if (tid == 0) {
+          __threadfence();
+          ptx::st_release_gpu(held, held_next);
+        }
+      }
       if (tid == 0) {
-        const int turn = static_cast<int>(blockIdx.x);
         while (ptx::ld_acquire_gpu(sem) != turn) {
         }
       }
@@ -1052,9 +1089,14 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
                     make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
     }
     if constexpr (kDet) {  // every thread's adds, then the next key block's turn
-      __threadfence();
-      ptx::named_bar_sync(2 + w, 128);
-      if (tid == 0) ptx::st_release_gpu(sem, static_cast<int>(blockIdx.x) + 1);
+      if (a.det_defer) {
+        held = sem;
+        held_next = turn + 1;
+      } else {
+        __threadfence();
+        ptx::named_bar_sync(2 + w, 128);
+        if (tid == 0) ptx::st_release_gpu(sem, turn + 1);
+      }
     }
     if constexpr (kDqFirst) {
       ptx::wgmma_wait<0>();  // dK done: Q and dO of stage s consumed
@@ -1066,6 +1108,15 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   }
   // Every reduce must have read its smem source before the CTA exits (and be complete).
   if (a.dq_bulk && tid == 0) ptx::bulk_wait<0>();
+  if constexpr (kDet) {  // the last item's deferred hand-over
+    if (held != nullptr) {
+      ptx::named_bar_sync(2 + w, 128);
+      if (tid == 0) {
+        __threadfence();
+        ptx::st_release_gpu(held, held_next);
+      }
+    }
+  }
 
   if constexpr (kTmaKV) {
     // ---- epilogue through smem + TMA stores (see the template): dK = scale * acc -> this WG's

@@ -23,6 +23,7 @@
 #include "backends/flash3/tensor_map.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_info.hpp"
 #include "cuda/ptx_sm90.hpp"
 #include "cuda/workspace.hpp"
 
@@ -76,6 +77,18 @@ inline bool mod_bm64() {
 inline bool varlen_on_mod() {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARLEN_MOD");
   return e != nullptr && e[0] == '1';
+}
+/// ATTNKIT_FLASH3_BWD_DET_ROT=0: the deterministic non-causal backward without its rotated item
+/// order (turns descending from key block N - 1, as when N > SMs; tests and A/B; read per call).
+inline bool det_rot_allowed() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_DET_ROT");
+  return e == nullptr || e[0] != '0';
+}
+/// ATTNKIT_FLASH3_BWD_DET_DEFER=0 / 1: the deterministic backward hands a dQ tile's turn on right
+/// after its adds (0) or at the next item's dQ stage (1; BwdArgs::det_defer). Read per call.
+inline bool det_defer() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_DET_DEFER");
+  return e == nullptr || e[0] != '0';
 }
 
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
@@ -213,9 +226,17 @@ void launch_backward(const Params& p, const Variant& v) {
       }
     }
 
-    if constexpr (kDet) {  // (in key-block order: each CTA walks its query blocks in order)
+    if constexpr (kDet) {
+      // bwd_kernel.cuh kDet: the rotated item order (non-causal) waits across the wrap from key
+      // block N - 1 to key block 0, so only while all N key blocks of a (kv head, batch) fit on
+      // the device at once (one CTA per SM: Tr::kSmemBytes > half an SM's shared memory).
+      static_assert(2 * Tr::kSmemBytes > 228 * 1024, "kDet's residency bound: one CTA per SM");
+      const int64_t nkb = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
       a.dq_sem = dq_sem;
-      a.item_rot = 0;
+      a.det_defer = det_defer() ? 1 : 0;
+      a.item_rot =
+          !a.causal && det_rot_allowed() && nkb <= cuda::device_info(p.device.index).sm_count ? 1
+                                                                                              : 0;
     }
 
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,

@@ -18,6 +18,7 @@
 #include "common/case_printing.hpp"
 #include "common/check_expect.hpp"
 #include "common/cuda_skip.hpp"
+#include "common/scoped_env.hpp"
 
 namespace attnkit::testing {
 namespace {
@@ -53,6 +54,9 @@ TensorView view(void* data, DType dt, int64_t b, int64_t s, int64_t h, int64_t d
 struct Shape {
   int64_t b, sq, sk, hq, hkv, d;
   Causal causal;
+  // Non-causal: the turn order without item rotation (ATTNKIT_FLASH3_BWD_DET_ROT=0), as the
+  // launcher picks by itself when a head has more key blocks than the device has SMs.
+  bool rot_off = false;
 };
 
 class Flash3Determinism : public ::testing::TestWithParam<Shape> {};
@@ -62,6 +66,7 @@ TEST_P(Flash3Determinism, BitIdenticalRunToRun) {
   const Shape c = GetParam();
   if (!flash3_runs(c.d)) GTEST_SKIP() << "flash3 D " << c.d << " not runnable here";
   const DType dt = DType::bf16;
+  ScopedEnv rot("ATTNKIT_FLASH3_BWD_DET_ROT", c.rot_off ? "0" : "1");
   const int64_t nq = c.b * c.sq * c.hq * c.d, nk = c.b * c.sk * c.hkv * c.d;
   Buf q(nq * 2), k(nk * 2), v(nk * 2), o(nq * 2), dout(nq * 2), dq(nq * 2), dk(nk * 2), dv(nk * 2),
       lse(c.b * c.hq * c.sq * 4);
@@ -141,6 +146,13 @@ TEST_P(Flash3Determinism, BitIdenticalRunToRun) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Flash3Determinism,
                          ::testing::Values(Shape{2, 300, 517, 8, 2, 64, Causal::none},
+                                           Shape{2, 300, 517, 8, 2, 64, Causal::none, true},
+                                           // 4 items (query blocks x group) for 5 key blocks:
+                                           // rotated starts coincide.
+                                           Shape{2, 60, 517, 8, 2, 128, Causal::none},
+                                           // 133 key blocks: more than an H100 / H200 has SMs,
+                                           // so no rotation.
+                                           Shape{1, 130, 16897, 2, 1, 64, Causal::none},
                                            Shape{2, 517, 300, 4, 1, 64, Causal::bottom_right},
                                            Shape{1, 1000, 1000, 4, 4, 64, Causal::top_left},
                                            Shape{2, 300, 517, 8, 2, 128, Causal::none},
@@ -153,7 +165,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Flash3Determinism,
                                   std::to_string(s.hkv) + "_d" + std::to_string(s.d) + "_" +
                                   (s.causal == Causal::none       ? "nc"
                                    : s.causal == Causal::top_left ? "tl"
-                                                                  : "br");
+                                                                  : "br") +
+                                  (s.rot_off ? "_norot" : "");
                          });
 
 /// The deterministic backward against the `math` oracle (the check harness: poisoned outputs,
