@@ -69,6 +69,14 @@ struct BwdArgs {
   // Session 26: 1 = a tile's turn is handed on at the next item's dQ stage (or after the last
   // item) instead of right after its adds, so the fence waits on adds long since complete.
   int det_defer;
+  // Session 26 (bwd_kernel.cuh kModMask): the forward's mask (fwd_args.hpp FwdArgs::mask: element
+  // (b, h, i, j) at mask + (b mask_sb + h mask_sh + i mask_si + j mask_sj) x its size; mask_kind
+  // 1 bool, 2 / 3 / 4 additive f32 / f16 / bf16, added times mask_mul = 1 / scale). Not with
+  // softcap or varlen (the backend declines those).
+  const uint8_t* mask;
+  int64_t mask_sb, mask_sh, mask_si, mask_sj;
+  int mask_kind;
+  float mask_mul;
 };
 
 }  // namespace attnkit::flash3::bwd

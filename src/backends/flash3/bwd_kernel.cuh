@@ -21,6 +21,7 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/reg_ops.cuh"
 #include "backends/flash3/seq_bounds.hpp"
 #include "core/params.hpp"
@@ -329,6 +330,10 @@ struct ItemWalk {
 inline constexpr int kModGeneral = 1;
 inline constexpr int kModWindow = 2;
 inline constexpr int kModSoftcap = 3;
+// Session 26: a bool / additive mask (BwdArgs::mask), with causal, windows and ALiBi where set;
+// no softcap (declined). Mask elements are loaded per item, 16 in flight from indices clamped into
+// the mask (the forward's apply_mask_kind), the element kind switched once per item.
+inline constexpr int kModMask = 4;
 
 /// kVarlen: the arguments of sequence b's CTAs (see bwd_kernel's kVarlen): its lengths and bounds
 /// (the forward's rule, seq_bounds.hpp), its workspace rows (varlen_ws_row0) and dK / dV rows.
@@ -492,9 +497,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
 
   // kDet launches the key blocks of a (kv head, batch) in reverse (key block N - 1 first): each
   // waits only on the next higher key block's adds (the turn order below), launched before it.
-  const int nblk =
-      kDet ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
-  const int n0 = nblk * kBN, g = blockIdx.y, b = blockIdx.z;
+  // (Unsigned, as blockIdx.x was before kDet: the other kernels' SASS stays identical.)
+  const unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int nblk = static_cast<int>(kblk);
+  const int n0 = kblk * kBN, g = blockIdx.y, b = blockIdx.z;
   const int bt = kVarlen ? 0 : b;  // TMA / workspace batch coordinate (varlen: packed, 0)
   // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
   int m_begin = 0;
@@ -522,7 +528,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // 270 non-causal at 16k despite the masking).
   const int rot =
       a.item_rot && items > 0
-          ? static_cast<int>(static_cast<int64_t>(nblk) * items / static_cast<int>(gridDim.x))
+          ? static_cast<int>(static_cast<int64_t>(kblk) * items / static_cast<int>(gridDim.x))
           : 0;
   auto item_at = [&](int it) {
     const int i2 = it + rot;
@@ -785,7 +791,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             : key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset) ||
                   (kMod && a.window_lo && x.m0 + kBM - 1 + a.lo_offset > key_base);
     // kMod: ALiBi's slope of this item's query head, in the kernel's score units (0 = none).
-    const float alibi_k = kMod == kModGeneral && a.alibi != nullptr
+    const float alibi_k = (kMod == kModGeneral || kMod == kModMask) && a.alibi != nullptr
                               ? a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul
                               : 0.f;
     // kMaskHoist (bwd_traits.hpp): one branch per item around two copies of the loop (the masked
@@ -802,12 +808,62 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // kMod (session 25: one kernel per kind): softcap, then ALiBi, then the mask with the
     // window's left edge (score_mod.cuh's order); kModSoftcap always applies softcap, kModWindow
     // nothing, kModGeneral softcap and ALiBi each where set, per element.
-    auto p_from_s = [&](auto masked, bool rt_mask) {
+    // kModMask: mk = std::integral_constant<int, mask_kind> (1 bool, 2-4 additive), the mask's
+    // values of this item's 2 key rows x kBM / 4 query columns loaded kMaskJ column groups at a
+    // time before use (see kModMask); 0 = no mask.
+    auto p_from_s = [&](auto masked, bool rt_mask, auto mk) {
       constexpr bool kMasked = decltype(masked)::value;
+      constexpr int kMk = decltype(mk)::value;
       // (q, key, |offsets| < 2^30: the sentinels make each comparison false where its edge is
       // off; non-causal: key > q + 2^30 is false)
       const int coff = a.causal ? a.causal_offset : (1 << 30);
       const int loff = a.window_lo ? a.lo_offset : -(1 << 30);
+      if constexpr (kMk != 0) {
+        using E = MaskElem<kMk>;
+        constexpr int kMaskJ = kBM == 128 ? 2 : 4;  // (BM 128: 4 spilled 360 bytes, 2 332, 1 484)
+        static_assert((kBM / 8) % kMaskJ == 0, "whole groups");
+        const int64_t bytes = sizeof(E);
+        const E* mbh = reinterpret_cast<const E*>(
+            a.mask + (static_cast<int64_t>(b) * a.mask_sb + x.h * a.mask_sh) * bytes);
+        const E* mkey[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          mkey[r] = mbh + static_cast<int64_t>(min(key_r0 + 8 * r, a.seqlen_k - 1)) * a.mask_sj;
+#pragma unroll
+        for (int j0 = 0; j0 < kBM / 8; j0 += kMaskJ) {
+          E mv[kMaskJ][2][2];
+#pragma unroll
+          for (int jj = 0; jj < kMaskJ; ++jj)
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int q = min(x.m0 + 8 * (j0 + jj) + qc + e, a.seqlen_q - 1);
+                mv[jj][r][e] = mkey[r][static_cast<int64_t>(q) * a.mask_si];
+              }
+#pragma unroll
+          for (int jj = 0; jj < kMaskJ; ++jj)
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int j = j0 + jj;
+                float xs = st[4 * j + 2 * r + e];
+                if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
+                if constexpr (kMk == 1)
+                  xs = mv[jj][r][e] != 0 ? xs : -INFINITY;
+                else
+                  xs = fmaf(mask_value<kMk>(mv[jj][r][e]), a.mask_mul, xs);
+                float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
+                if constexpr (kMasked) {
+                  const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+                  pv = (key >= a.seqlen_k || key > q + coff || key < q + loff) ? 0.f : pv;
+                }
+                st[4 * j + 2 * r + e] = pv;
+              }
+        }
+        return;
+      }
 #pragma unroll
       for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
@@ -834,13 +890,35 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
           }
       }
     };
-    if constexpr (kMod != 0 || Tr::kHoistMask) {
+    using NoMask = std::integral_constant<int, 0>;
+    if constexpr (kMod == kModMask) {
+      auto with_kind = [&](auto mk) {
+        if (need_mask)
+          p_from_s(std::true_type{}, false, mk);
+        else
+          p_from_s(std::false_type{}, false, mk);
+      };
+      switch (a.mask_kind) {
+        case 1:
+          with_kind(std::integral_constant<int, 1>{});
+          break;
+        case 2:
+          with_kind(std::integral_constant<int, 2>{});
+          break;
+        case 3:
+          with_kind(std::integral_constant<int, 3>{});
+          break;
+        default:
+          with_kind(std::integral_constant<int, 4>{});
+          break;
+      }
+    } else if constexpr (kMod != 0 || Tr::kHoistMask) {
       if (need_mask)
-        p_from_s(std::true_type{}, false);
+        p_from_s(std::true_type{}, false, NoMask{});
       else
-        p_from_s(std::false_type{}, false);
+        p_from_s(std::false_type{}, false, NoMask{});
     } else {
-      p_from_s(std::false_type{}, need_mask);
+      p_from_s(std::false_type{}, need_mask, NoMask{});
     }
     // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
     uint32_t pp[kBM / 4], pds[kBM / 4];

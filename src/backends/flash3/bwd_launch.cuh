@@ -86,9 +86,14 @@ inline bool det_rot_allowed() {
 }
 /// ATTNKIT_FLASH3_BWD_DET_DEFER=0 / 1: the deterministic backward hands a dQ tile's turn on right
 /// after its adds (0) or at the next item's dQ stage (1; BwdArgs::det_defer). Read per call.
-inline bool det_defer() {
+/// Default by D from session 26 call 2 (H200, one round each, TFLOP/s at S 1k / 4k / 16k):
+/// D 128 non-causal 259 / 302 / 317 -> 268 / 324 / 342 deferred, causal 208 / 289 / 323 -> 205 /
+/// 295 / 340; D 64 non-causal 243 / 282 / 294 -> 231 / 276 / 291, causal 191 / 270 / 300 -> 184
+/// / 270 / 315: deferred at D 128, immediate at D 64.
+inline bool det_defer(int d) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_DET_DEFER");
-  return e == nullptr || e[0] != '0';
+  if (e != nullptr && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
+  return d == 128;
 }
 
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
@@ -103,6 +108,16 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
     a.alibi_sb = p.alibi_st_b;
     a.alibi_sh = p.alibi_st_h;
     a.alibi_mul = -1.f / m.units;
+  }
+  if (p.has_mask()) {  // (kModMask; as launch.cuh's forward encodes it)
+    a.mask = static_cast<const uint8_t*>(p.mask);
+    a.mask_sb = p.mask_st.b, a.mask_sh = p.mask_st.h;
+    a.mask_si = p.mask_st.s, a.mask_sj = p.mask_st.d;
+    a.mask_kind = p.mask_kind == MaskKind::keep_bool ? 1
+                  : p.mask_dtype == DType::f32       ? 2
+                  : p.mask_dtype == DType::f16       ? 3
+                                                     : 4;
+    a.mask_mul = 1.f / m.units;
   }
 }
 
@@ -233,7 +248,7 @@ void launch_backward(const Params& p, const Variant& v) {
       static_assert(2 * Tr::kSmemBytes > 228 * 1024, "kDet's residency bound: one CTA per SM");
       const int64_t nkb = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
       a.dq_sem = dq_sem;
-      a.det_defer = det_defer() ? 1 : 0;
+      a.det_defer = det_defer(D) ? 1 : 0;
       a.item_rot =
           !a.causal && det_rot_allowed() && nkb <= cuda::device_info(p.device.index).sm_count ? 1
                                                                                               : 0;
@@ -521,35 +536,44 @@ void run_backward(const Params& p) {
                                   true>(p, m);
     }
   }
-  if (has_score_mod(p) || p.varlen) {
+  if (has_score_mod(p) || p.varlen || p.has_mask()) {
     // Session 24: softcap / ALiBi / window: the coupled dQ-first structure with lse2 / delta
     // staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics. Session 25: one kernel per kind
     // (softcap without ALiBi, masks only, the general one), dense and varlen.
     bwd::Variant m = v;
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
-    const int kind = p.alibi != nullptr ? bwd::kModGeneral
-                     : p.softcap > 0.f  ? bwd::kModSoftcap
-                                        : bwd::kModWindow;
+    // Session 26: a mask (bool / additive, with causal, windows and ALiBi; not softcap or
+    // varlen: declined) on a kind of its own, kModMask.
+    const int kind = p.has_mask()         ? bwd::kModMask
+                     : p.alibi != nullptr ? bwd::kModGeneral
+                     : p.softcap > 0.f    ? bwd::kModSoftcap
+                                          : bwd::kModWindow;
     // D = 64: 128-row query blocks (kStat 0), as the tuned D = 64 kernel; env
     // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
     const bool bm128 = D == 64 && !bwd::mod_bm64();
     if (bm128) m.block_m = 128, m.stat = 0;
     auto go = [&](auto kind_c) {
       constexpr int K = decltype(kind_c)::value;
+      constexpr bool kVl = K != bwd::kModMask;  // (masks: never varlen)
       if constexpr (D == 64) {
         if (bm128) {
-          if (p.varlen)
-            return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, K,
-                                        true>(p, m);
+          if constexpr (kVl) {
+            if (p.varlen)
+              return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false,
+                                          K, true>(p, m);
+          }
           return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, K>(
               p, m);
         }
       }
-      if (p.varlen)
-        return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K,
-                                    true>(p, m);
+      if constexpr (kVl) {
+        if (p.varlen)
+          return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K,
+                                      true>(p, m);
+      }
       return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K>(p, m);
     };
+    if (kind == bwd::kModMask) return go(std::integral_constant<int, bwd::kModMask>{});
     if (kind == bwd::kModSoftcap) return go(std::integral_constant<int, bwd::kModSoftcap>{});
     if (kind == bwd::kModWindow) return go(std::integral_constant<int, bwd::kModWindow>{});
     return go(std::integral_constant<int, bwd::kModGeneral>{});
