@@ -820,7 +820,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       const int loff = a.window_lo ? a.lo_offset : -(1 << 30);
       if constexpr (kMk != 0) {
         using E = MaskElem<kMk>;
-        constexpr int kMaskJ = kBM == 128 ? 2 : 4;  // (BM 128: 4 spilled 360 bytes, 2 332, 1 484)
+        constexpr int kMaskJ = 4;  // (BM 128, not launched: 4 spilled 360 bytes, 2 332, 1 484)
         static_assert((kBM / 8) % kMaskJ == 0, "whole groups");
         const int64_t bytes = sizeof(E);
         const E* mbh = reinterpret_cast<const E*>(

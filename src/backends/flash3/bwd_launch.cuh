@@ -550,12 +550,14 @@ void run_backward(const Params& p) {
                                           : bwd::kModWindow;
     // D = 64: 128-row query blocks (kStat 0), as the tuned D = 64 kernel; env
     // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
-    const bool bm128 = D == 64 && !bwd::mod_bm64();
+    // kModMask: 64-row blocks (session 26 call 3, H200, S 4k, TFLOP/s BM 128 -> 64: pad 235 ->
+    // 239, bool 180 -> 203, bias 200 -> 203; the 128-row mask kernel spilled 332 bytes).
+    const bool bm128 = D == 64 && !bwd::mod_bm64() && kind != bwd::kModMask;
     if (bm128) m.block_m = 128, m.stat = 0;
     auto go = [&](auto kind_c) {
       constexpr int K = decltype(kind_c)::value;
       constexpr bool kVl = K != bwd::kModMask;  // (masks: never varlen)
-      if constexpr (D == 64) {
+      if constexpr (D == 64 && K != bwd::kModMask) {
         if (bm128) {
           if constexpr (kVl) {
             if (p.varlen)
