@@ -15,8 +15,15 @@ Correctness: before timing, every output is compared with an fp32 torch referenc
 (batch 0, heads 0-1, the last 256 query rows against every key); a relative error above 2e-2
 marks the row WRONG and it is not timed.
 
+--pass bwd (session 26): the backward instead (FLOPs 2.5 x the forward's), each implementation
+from its own forward's out and lse (attnkit: lse [B, H, S]; SDPA efficient: autograd.grad of its
+own output, retain_graph, as bench/peers.py times torch's backward); dq, dk and dv compared with
+SDPA efficient's (relative error, the largest of the three, above 2e-2 = WRONG). Impls without
+sdpa_eff have no reference and are not timed.
+
   python3 bench/gpu/mask_vs_peers.py --lib build/libattnkit_c.so --d 64,128 --s 1k,4k \
       --masks pad,bool,bias [--impls flash3,cudnn,flash,sdpa_eff] [--runs 30] [--json out.json]
+      [--pass bwd]
 """
 import argparse
 import ctypes
@@ -82,6 +89,55 @@ def attnkit_fn(lib, backend, sets, mask):
     return fn, out.clone(), lib.last_backend()
 
 
+def attnkit_bwd_fn(lib, backend, sets, mask):
+    """attnkit backward from its own forward's out / lse (one per input set)."""
+    stream = torch.cuda.current_stream().cuda_stream
+    o = lib.options(backend, stream=stream)
+    tm = tensor_of(mask)
+    o.mask = ctypes.pointer(tm)
+    b, s, h, _ = sets[0]["q"].shape
+    grads = [torch.empty_like(sets[0][n]) for n in ("q", "k", "v")]
+    tg = [tensor_of(g) for g in grads]
+    keep, ts = [], []
+    for x in sets:
+        out = torch.empty_like(x["q"])
+        lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+        t = {k: tensor_of(v) for k, v in x.items()}
+        t["out"], t["lse"] = tensor_of(out), tensor_of(lse)
+        lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], o)
+        keep += [out, lse]
+        ts.append(t)
+
+    def fn(i):
+        t = ts[i % len(ts)]
+        lib.backward(t["do"], t["q"], t["k"], t["v"], t["out"], t["lse"], *tg, o)
+    fn.keep = (tm, o, keep)
+    fn(0)
+    torch.cuda.synchronize()
+    return fn, [g.clone() for g in grads], lib.last_backend()
+
+
+def sdpa_eff_bwd_fn(sets, mask):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    f = torch.nn.functional.scaled_dot_product_attention
+    saved = []
+    for x in sets:
+        ins = [x[n].detach().transpose(1, 2).requires_grad_() for n in ("q", "k", "v")]
+        with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+            out = f(*ins, attn_mask=mask)
+        saved.append((out, ins, x["do"].transpose(1, 2)))
+
+    def fn(i):
+        out, ins, do = saved[i % len(saved)]
+        torch.autograd.grad(out, ins, do, retain_graph=True)
+    out, ins, do = saved[0]
+    first = [g.transpose(1, 2).contiguous()
+             for g in torch.autograd.grad(out, ins, do, retain_graph=True)]
+    fn.keep = saved
+    torch.cuda.synchronize()
+    return fn, first, "torch SDPA efficient"
+
+
 def sdpa_eff_fn(sets, mask):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     f = torch.nn.functional.scaled_dot_product_attention
@@ -111,7 +167,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--pause", type=float, default=0.5)
     ap.add_argument("--json")
+    ap.add_argument("--pass", dest="pas", choices=("fwd", "bwd"), default="fwd")
     args = ap.parse_args()
+    bwd = args.pas == "bwd"
     lib = AttnkitC(args.lib)
     timer = Timer(torch, args.warmup, args.runs)
     doc = run_doc(torch, lib, "CUDA events, median, 2 rotated input sets")
@@ -119,25 +177,42 @@ def main():
         for d in (int(x) for x in args.d.split(",")):
             for s in parse_sizes(args.s):
                 b, h = TOKENS // s, HIDDEN // d
+                names = ("q", "k", "v", "do") if bwd else ("q", "k", "v")
                 sets = [{n: torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
-                         for n in ("q", "k", "v")} for _ in range(2)]
+                         for n in names} for _ in range(2)]
                 mask = make_mask(kind, b, s, h)
-                flops = 4.0 * b * h * d * s * s
-                want = reference_slice(sets[0], mask, d)
-                res = {"mask": kind, "d": d, "s": s, "b": b, "h": h,
+                flops = 4.0 * b * h * d * s * s * (2.5 if bwd else 1.0)
+                want = None if bwd else reference_slice(sets[0], mask, d)
+                res = {"mask": kind, "d": d, "s": s, "b": b, "h": h, "pass": args.pas,
                        "mask_shape": list(mask.shape), "mask_dtype": str(mask.dtype), "impls": {}}
                 parts = []
-                for name in args.impls.split(","):
+                impls = args.impls.split(",")
+                if bwd and "sdpa_eff" in impls:  # (the reference first)
+                    impls = ["sdpa_eff"] + [n for n in impls if n != "sdpa_eff"]
+                for name in impls:
                     try:
-                        fn, first, ran = (sdpa_eff_fn(sets, mask) if name == "sdpa_eff" else
-                                          attnkit_fn(lib, name, sets, mask))
+                        if bwd:
+                            fn, first, ran = (sdpa_eff_bwd_fn(sets, mask) if name == "sdpa_eff"
+                                              else attnkit_bwd_fn(lib, name, sets, mask))
+                        else:
+                            fn, first, ran = (sdpa_eff_fn(sets, mask) if name == "sdpa_eff" else
+                                              attnkit_fn(lib, name, sets, mask))
                     except Exception as e:  # noqa: BLE001 - a peer that cannot run is reported
                         res["impls"][name] = {"error": str(e)[:300]}
                         parts.append(f"{name} -")
                         log(f"  {kind} D={d} S={s} {name}: cannot run: {str(e)[:160]}")
                         continue
-                    e = rel(first[0, -REF_ROWS:, :2], want)
-                    entry = {"ran": ran, "rel_vs_fp32_slice": round(e, 6)}
+                    if bwd:
+                        if name == "sdpa_eff":
+                            want, e = first, 0.0
+                        elif want is None:
+                            e = float("inf")  # (no reference: not timed)
+                        else:
+                            e = max(rel(g, w) for g, w in zip(first, want))
+                        entry = {"ran": ran, "rel_vs_sdpa_eff_grads": round(e, 6)}
+                    else:
+                        e = rel(first[0, -REF_ROWS:, :2], want)
+                        entry = {"ran": ran, "rel_vs_fp32_slice": round(e, 6)}
                     if e > REL_TOL:
                         entry["wrong"] = True
                         parts.append(f"{name} WRONG")
@@ -154,7 +229,7 @@ def main():
                 ratios = [f"/{p} {f3 / res['impls'][p]['tflops']:.2f}"
                           for p in ("cudnn", "flash", "sdpa_eff")
                           if f3 and res["impls"].get(p, {}).get("tflops")]
-                log(f"{kind:4s} D={d:3d} S={s:5d} | " + " | ".join(parts) + " || " +
+                log(f"{args.pas} {kind:4s} D={d:3d} S={s:5d} | " + " | ".join(parts) + " || " +
                     " ".join(ratios))
                 del sets
                 torch.cuda.empty_cache()

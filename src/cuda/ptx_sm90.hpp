@@ -24,6 +24,21 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Global-memory flags between CTAs (the flash3 deterministic backward's turn counters)
+// ---------------------------------------------------------------------------------------------
+/// Load with acquire semantics at GPU scope: later accesses of this thread are ordered after it.
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+/// Store with release semantics at GPU scope: earlier accesses (and, through a barrier, the
+/// CTA's) are visible to whoever acquires the value.
+__device__ __forceinline__ void st_release_gpu(int* p, int v) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
 // mbarrier (64-bit barrier object in shared memory)
 // ---------------------------------------------------------------------------------------------
 /// Initialise with the number of arrivals that complete one phase.

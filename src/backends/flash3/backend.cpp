@@ -16,21 +16,25 @@
 #include "attnkit/error.hpp"
 #include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/launch.hpp"
+#include "backends/flash3/seq_bounds.hpp"
 #include "cuda/device_guard.hpp"
 #include "dispatch/backend.hpp"
 
 namespace attnkit {
 namespace {
 
+/// 96 and 192 (forward only, session 25) run on the 128 and 256 kernels (launch.cuh kNarrow).
 std::vector<int> built_head_dims() {
   std::vector<int> d;
 #if defined(ATTNKIT_FLASH3_D64)
   d.push_back(64);
 #endif
 #if defined(ATTNKIT_FLASH3_D128)
+  d.push_back(96);
   d.push_back(128);
 #endif
 #if defined(ATTNKIT_FLASH3_D256)
+  d.push_back(192);
   d.push_back(256);
 #endif
   return d;
@@ -76,15 +80,25 @@ std::vector<std::string> feature_reasons(const Params& p) {
   std::vector<std::string> r;
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) r.push_back("dtype must be bf16 or f16");
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
-  // (Masks: forward only, backward_reasons.)
+  // (Masks: not with softcap in the backward, backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
-  if (p.is_backward && p.deterministic)
-    r.push_back("deterministic backward (flash3 accumulates dQ with atomics)");
   bool dim_ok = false;
   for (int d : built_head_dims())
     dim_ok |= d == p.head_dim;
   if (!dim_ok) r.push_back("head_dim " + std::to_string(p.head_dim) + " not built");
   return r;
+}
+
+/// Combinations the capability table cannot express (one flag each is fine, together not):
+/// part of extra_reasons, so that explain() and auto's choice see them.
+void combination_reasons(const Params& p, std::vector<std::string>& r) {
+  if (p.is_backward && p.deterministic && (p.varlen || flash3::has_score_mod(p) || p.has_mask()))
+    r.push_back(
+        "deterministic backward with varlen, softcap, ALiBi, a window or a mask (flash3's ordered "
+        "dQ runs the plain kernels only)");
+  if ((p.head_dim == 96 || p.head_dim == 192) && (p.varlen || p.has_mask()))
+    r.push_back("head_dim " + std::to_string(p.head_dim) +
+                " with varlen or a mask (flash3 runs 96 / 192 on its 128 / 256 kernel without)");
 }
 
 class Flash3Backend final : public Backend {
@@ -93,8 +107,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; masks: forward only; "
-        "backward D = 64, 128)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128; "
+        "masks with softcap: forward only)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -112,14 +126,16 @@ class Flash3Backend final : public Backend {
     c.softcap = true;
     c.alibi = true;
     c.varlen = true;  // forward since session 24 (kVarVarlen), backward since session 25 (kVarlen)
-    // Forward only (backward_reasons), since session 24: score_mod.cuh apply_mask_tile.
+    // Forward since session 24 (score_mod.cuh apply_mask_tile), backward since session 26
+    // (bwd_kernel.cuh kModMask; not with softcap: backward_reasons).
     c.mask_bool = true;
     c.mask_additive = true;
     c.gqa = true;
     c.lse = true;
-    c.backward = true;  // D = 64, 128 (extra_reasons); dQ by atomics, so not deterministic
-    c.deterministic = false;
-    // Not implemented (yet): dropout, D = 256 backward, masks in the backward.
+    c.backward = true;  // D = 64, 128 (extra_reasons)
+    // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
+    c.deterministic = true;
+    // Not implemented (yet): dropout, D = 256 backward, a mask with softcap in the backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -154,6 +170,7 @@ class Flash3Backend final : public Backend {
         reasons.push_back("mask data pointer not " + std::to_string(bytes) +
                           "-byte aligned (its element size)");
     }
+    combination_reasons(p, reasons);
     if (p.is_backward) backward_reasons(p, reasons);
   }
 
@@ -163,7 +180,10 @@ class Flash3Backend final : public Backend {
   static void backward_reasons(const Params& p, std::vector<std::string>& reasons) {
     // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
     // only the tensors given are checked.
-    if (p.has_mask()) reasons.push_back("mask: the flash3 backward has none (forward only)");
+    // Masks since session 26 (bwd_kernel.cuh kModMask), without softcap: the softcapped
+    // backward recovers tanh from P, which the mask's values would have to be undone from.
+    if (p.has_mask() && p.softcap > 0.f)
+      reasons.push_back("mask with softcap in the backward (flash3: one or the other)");
     if (p.dout != nullptr)  // (varlen: one packed [total_q, Hq, D] tensor, b stride 0)
       check_tma_operand("dout", p.dout, p.dout_st, p.varlen ? 1 : p.batch,
                         p.varlen ? p.total_q : p.seqlen_q, p.heads_q, reasons);
@@ -196,10 +216,12 @@ class Flash3Backend final : public Backend {
         return bf16 ? flash3::run_forward<64, true>(p) : flash3::run_forward<64, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D128)
+      case 96:  // (on the 128 kernel: launch.cuh kNarrow)
       case 128:
         return bf16 ? flash3::run_forward<128, true>(p) : flash3::run_forward<128, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D256)
+      case 192:  // (on the 256 kernel)
       case 256:
         return bf16 ? flash3::run_forward<256, true>(p) : flash3::run_forward<256, false>(p);
 #endif

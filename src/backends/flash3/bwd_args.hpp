@@ -63,6 +63,20 @@ struct BwdArgs {
   const int* cu_k;
   int causal_kind;
   int win_left, win_right;
+  // Session 25 (bwd_kernel.cuh kDet): the deterministic backward's turn counters, one per (b, h,
+  // query block, consumer warpgroup), zeroed before the launch: int [B*Hq, num_m_blocks, 2].
+  int* dq_sem;
+  // Session 26: 1 = a tile's turn is handed on at the next item's dQ stage (or after the last
+  // item) instead of right after its adds, so the fence waits on adds long since complete.
+  int det_defer;
+  // Session 26 (bwd_kernel.cuh kModMask): the forward's mask (fwd_args.hpp FwdArgs::mask: element
+  // (b, h, i, j) at mask + (b mask_sb + h mask_sh + i mask_si + j mask_sj) x its size; mask_kind
+  // 1 bool, 2 / 3 / 4 additive f32 / f16 / bf16, added times mask_mul = 1 / scale). Not with
+  // softcap or varlen (the backend declines those).
+  const uint8_t* mask;
+  int64_t mask_sb, mask_sh, mask_si, mask_sj;
+  int mask_kind;
+  float mask_mul;
 };
 
 }  // namespace attnkit::flash3::bwd

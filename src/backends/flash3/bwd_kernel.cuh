@@ -21,6 +21,7 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/reg_ops.cuh"
 #include "backends/flash3/seq_bounds.hpp"
 #include "core/params.hpp"
@@ -329,6 +330,10 @@ struct ItemWalk {
 inline constexpr int kModGeneral = 1;
 inline constexpr int kModWindow = 2;
 inline constexpr int kModSoftcap = 3;
+// Session 26: a bool / additive mask (BwdArgs::mask), with causal, windows and ALiBi where set;
+// no softcap (declined). Mask elements are loaded per item, 16 in flight from indices clamped into
+// the mask (the forward's apply_mask_kind), the element kind switched once per item.
+inline constexpr int kModMask = 4;
 
 /// kVarlen: the arguments of sequence b's CTAs (see bwd_kernel's kVarlen): its lengths and bounds
 /// (the forward's rule, seq_bounds.hpp), its workspace rows (varlen_ws_row0) and dK / dV rows.
@@ -434,7 +439,7 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
-          int kMod = 0, bool kVarlen = false>
+          int kMod = 0, bool kVarlen = false, bool kDet = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -454,6 +459,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   }
   const BwdArgs& a = kVarlen ? va : maps;
   static_assert(!kVarlen || !kTmaKV, "varlen: dK / dV stores bounded per sequence (no TMA)");
+  static_assert(!kDet || (!kDecoupled && kDqFirst && kMod == 0 && !kVarlen),
+                "deterministic: the coupled dQ-first kernels without score mods or varlen");
   static_assert(!kDvEarly || kDqFirst, "dV-early: the dQ-first order (dK after dQ)");
   static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
@@ -488,7 +495,12 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   uint64_t* full = bars + 1;             // [kStages] Q and dO (TMA bytes)
   uint64_t* empty = bars + 1 + kStages;  // [kStages] 8 consumer warps done with the stage
 
-  const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // kDet launches the key blocks of a (kv head, batch) in reverse (key block N - 1 first): each
+  // waits only on the next higher key block's adds (the turn order below), launched before it.
+  // (Unsigned, as blockIdx.x was before kDet: the other kernels' SASS stays identical.)
+  const unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int nblk = static_cast<int>(kblk);
+  const int n0 = kblk * kBN, g = blockIdx.y, b = blockIdx.z;
   const int bt = kVarlen ? 0 : b;  // TMA / workspace batch coordinate (varlen: packed, 0)
   // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
   int m_begin = 0;
@@ -516,7 +528,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // 270 non-causal at 16k despite the masking).
   const int rot =
       a.item_rot && items > 0
-          ? static_cast<int>(static_cast<int64_t>(blockIdx.x) * items / static_cast<int>(gridDim.x))
+          ? static_cast<int>(static_cast<int64_t>(kblk) * items / static_cast<int>(gridDim.x))
           : 0;
   auto item_at = [&](int it) {
     const int i2 = it + rot;
@@ -662,6 +674,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         vf[4 * ks + i] = *reinterpret_cast<const uint32_t*>(smem + Tr::kOffV + off);
       }
   }
+  // kDet with a.det_defer: the turn counter this WG still holds (its adds issued, not yet handed
+  // on) and the value that hands it on.
+  int* held = nullptr;
+  int held_next = 0;
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
@@ -775,7 +791,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             : key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset) ||
                   (kMod && a.window_lo && x.m0 + kBM - 1 + a.lo_offset > key_base);
     // kMod: ALiBi's slope of this item's query head, in the kernel's score units (0 = none).
-    const float alibi_k = kMod == kModGeneral && a.alibi != nullptr
+    const float alibi_k = (kMod == kModGeneral || kMod == kModMask) && a.alibi != nullptr
                               ? a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul
                               : 0.f;
     // kMaskHoist (bwd_traits.hpp): one branch per item around two copies of the loop (the masked
@@ -792,12 +808,62 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // kMod (session 25: one kernel per kind): softcap, then ALiBi, then the mask with the
     // window's left edge (score_mod.cuh's order); kModSoftcap always applies softcap, kModWindow
     // nothing, kModGeneral softcap and ALiBi each where set, per element.
-    auto p_from_s = [&](auto masked, bool rt_mask) {
+    // kModMask: mk = std::integral_constant<int, mask_kind> (1 bool, 2-4 additive), the mask's
+    // values of this item's 2 key rows x kBM / 4 query columns loaded kMaskJ column groups at a
+    // time before use (see kModMask); 0 = no mask.
+    auto p_from_s = [&](auto masked, bool rt_mask, auto mk) {
       constexpr bool kMasked = decltype(masked)::value;
+      constexpr int kMk = decltype(mk)::value;
       // (q, key, |offsets| < 2^30: the sentinels make each comparison false where its edge is
       // off; non-causal: key > q + 2^30 is false)
       const int coff = a.causal ? a.causal_offset : (1 << 30);
       const int loff = a.window_lo ? a.lo_offset : -(1 << 30);
+      if constexpr (kMk != 0) {
+        using E = MaskElem<kMk>;
+        constexpr int kMaskJ = 4;  // (BM 128, not launched: 4 spilled 360 bytes, 2 332, 1 484)
+        static_assert((kBM / 8) % kMaskJ == 0, "whole groups");
+        const int64_t bytes = sizeof(E);
+        const E* mbh = reinterpret_cast<const E*>(
+            a.mask + (static_cast<int64_t>(b) * a.mask_sb + x.h * a.mask_sh) * bytes);
+        const E* mkey[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          mkey[r] = mbh + static_cast<int64_t>(min(key_r0 + 8 * r, a.seqlen_k - 1)) * a.mask_sj;
+#pragma unroll
+        for (int j0 = 0; j0 < kBM / 8; j0 += kMaskJ) {
+          E mv[kMaskJ][2][2];
+#pragma unroll
+          for (int jj = 0; jj < kMaskJ; ++jj)
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int q = min(x.m0 + 8 * (j0 + jj) + qc + e, a.seqlen_q - 1);
+                mv[jj][r][e] = mkey[r][static_cast<int64_t>(q) * a.mask_si];
+              }
+#pragma unroll
+          for (int jj = 0; jj < kMaskJ; ++jj)
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int j = j0 + jj;
+                float xs = st[4 * j + 2 * r + e];
+                if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
+                if constexpr (kMk == 1)
+                  xs = mv[jj][r][e] != 0 ? xs : -INFINITY;
+                else
+                  xs = fmaf(mask_value<kMk>(mv[jj][r][e]), a.mask_mul, xs);
+                float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
+                if constexpr (kMasked) {
+                  const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+                  pv = (key >= a.seqlen_k || key > q + coff || key < q + loff) ? 0.f : pv;
+                }
+                st[4 * j + 2 * r + e] = pv;
+              }
+        }
+        return;
+      }
 #pragma unroll
       for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
@@ -824,13 +890,35 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
           }
       }
     };
-    if constexpr (kMod != 0 || Tr::kHoistMask) {
+    using NoMask = std::integral_constant<int, 0>;
+    if constexpr (kMod == kModMask) {
+      auto with_kind = [&](auto mk) {
+        if (need_mask)
+          p_from_s(std::true_type{}, false, mk);
+        else
+          p_from_s(std::false_type{}, false, mk);
+      };
+      switch (a.mask_kind) {
+        case 1:
+          with_kind(std::integral_constant<int, 1>{});
+          break;
+        case 2:
+          with_kind(std::integral_constant<int, 2>{});
+          break;
+        case 3:
+          with_kind(std::integral_constant<int, 3>{});
+          break;
+        default:
+          with_kind(std::integral_constant<int, 4>{});
+          break;
+      }
+    } else if constexpr (kMod != 0 || Tr::kHoistMask) {
       if (need_mask)
-        p_from_s(std::true_type{}, false);
+        p_from_s(std::true_type{}, false, NoMask{});
       else
-        p_from_s(std::false_type{}, false);
+        p_from_s(std::false_type{}, false, NoMask{});
     } else {
-      p_from_s(std::false_type{}, need_mask);
+      p_from_s(std::false_type{}, need_mask, NoMask{});
     }
     // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
     uint32_t pp[kBM / 4], pds[kBM / 4];
@@ -992,6 +1080,51 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // holds dq[4 j + 2 r], dq[4 j + 2 r + 1]; 1: (j * 128 + tid) * 4 holds dq[4 j .. 4 j + 3].
     float* part = a.dq_acc + (row + (Tr::kDqSplitM ? 64 * w : 0)) * D +
                   (Tr::kDqSplitD ? w * 64 * Tr::kDqN : 0);
+    // kDet: this WG's part of tile (h, query block) takes the key blocks' sums in a fixed order,
+    // descending from the key block `first` and wrapping (turn = (first - n) mod N, N = gridDim.x);
+    // whoever is waited for is the next higher key block (launched before this one), except the
+    // wrap from key block N - 1 to 0 under item_rot, which the host allows only while every key
+    // block of a (kv head, batch) can be resident at once (N <= SMs, one CTA per SM).
+    //   causal: `first` = the highest key block that sees the tile (key blocks 0 .. first do, as
+    //     m_begin is non-decreasing in n). Each CTA starts at its diagonal, so key block n + 1
+    //     reaches the tile one step before key block n: in lockstep nobody waits. (Session 25's
+    //     ascending order made key block n wait n steps at its first tile: 0.37-0.42 of the
+    //     atomic kernel, session 26 call 1.)
+    //   non-causal with item_rot: CTA n starts at item rot(n) = n * items / N, so at item j the
+    //     key blocks arrive in the order n_last(j) = max{n : rot(n) <= j}, n_last - 1, ..., 0,
+    //     N - 1, ...: `first` = n_last(j) and again nobody waits in lockstep. (Ascending order
+    //     without rotation: every CTA at item 0 together, 0.60-0.66 of the atomic kernel.)
+    //   non-causal without item_rot (N > SMs): first = N - 1, a chain like session 25's.
+    int* sem = nullptr;
+    int turn = 0;
+    if constexpr (kDet) {
+      const int nkb = static_cast<int>(gridDim.x), mb = x.m0 / kBM;
+      int first = nkb - 1;
+      if (a.causal) {
+        const int q = (mb * kBM + kBM - 1 + a.causal_offset) / kBN;
+        first = q < first ? q : first;
+      } else if (a.item_rot) {
+        const int64_t j = static_cast<int64_t>(x.h - g * a.group) * m_count + mb;
+        first = static_cast<int>(((j + 1) * nkb - 1) / items);
+      }
+      turn = first - nblk;
+      if (turn < 0) turn += nkb;
+      sem = a.dq_sem + ((static_cast<int64_t>(bt) * a.heads_q + x.h) * a.num_m_blocks + mb) * 2 + w;
+      if (held != nullptr) {
+        // Deferred hand-over: every thread's adds into the held tile were issued an item ago (the
+        // barrier orders them before thread 0's fence, which is cumulative).
+        ptx::named_bar_sync(2 + w, 128);
+        if (tid == 0) {
+          __threadfence();
+          ptx::st_release_gpu(held, held_next);
+        }
+      }
+      if (tid == 0) {
+        while (ptx::ld_acquire_gpu(sem) != turn) {
+        }
+      }
+      ptx::named_bar_sync(2 + w, 128);
+    }
     if (a.dq_bulk) {
       float* sdq = reinterpret_cast<float*>(smem + Tr::kOffDQ + w * Tr::kDqPartBytes);
       if (a.dq_vec4) {
@@ -1033,6 +1166,16 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
           atomicAdd(reinterpret_cast<float2*>(part + ((2 * j + r) * 128 + tid) * 2),
                     make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
     }
+    if constexpr (kDet) {  // every thread's adds, then the next key block's turn
+      if (a.det_defer) {
+        held = sem;
+        held_next = turn + 1;
+      } else {
+        __threadfence();
+        ptx::named_bar_sync(2 + w, 128);
+        if (tid == 0) ptx::st_release_gpu(sem, turn + 1);
+      }
+    }
     if constexpr (kDqFirst) {
       ptx::wgmma_wait<0>();  // dK done: Q and dO of stage s consumed
       fence_regs(dk);
@@ -1043,6 +1186,15 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   }
   // Every reduce must have read its smem source before the CTA exits (and be complete).
   if (a.dq_bulk && tid == 0) ptx::bulk_wait<0>();
+  if constexpr (kDet) {  // the last item's deferred hand-over
+    if (held != nullptr) {
+      ptx::named_bar_sync(2 + w, 128);
+      if (tid == 0) {
+        __threadfence();
+        ptx::st_release_gpu(held, held_next);
+      }
+    }
+  }
 
   if constexpr (kTmaKV) {
     // ---- epilogue through smem + TMA stores (see the template): dK = scale * acc -> this WG's

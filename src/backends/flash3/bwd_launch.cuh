@@ -23,6 +23,7 @@
 #include "backends/flash3/tensor_map.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_info.hpp"
 #include "cuda/ptx_sm90.hpp"
 #include "cuda/workspace.hpp"
 
@@ -77,6 +78,23 @@ inline bool varlen_on_mod() {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARLEN_MOD");
   return e != nullptr && e[0] == '1';
 }
+/// ATTNKIT_FLASH3_BWD_DET_ROT=0: the deterministic non-causal backward without its rotated item
+/// order (turns descending from key block N - 1, as when N > SMs; tests and A/B; read per call).
+inline bool det_rot_allowed() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_DET_ROT");
+  return e == nullptr || e[0] != '0';
+}
+/// ATTNKIT_FLASH3_BWD_DET_DEFER=0 / 1: the deterministic backward hands a dQ tile's turn on right
+/// after its adds (0) or at the next item's dQ stage (1; BwdArgs::det_defer). Read per call.
+/// Default by D from session 26 call 2 (H200, one round each, TFLOP/s at S 1k / 4k / 16k):
+/// D 128 non-causal 259 / 302 / 317 -> 268 / 324 / 342 deferred, causal 208 / 289 / 323 -> 205 /
+/// 295 / 340; D 64 non-causal 243 / 282 / 294 -> 231 / 276 / 291, causal 191 / 270 / 300 -> 184
+/// / 270 / 315: deferred at D 128, immediate at D 64.
+inline bool det_defer(int d) {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_DET_DEFER");
+  if (e != nullptr && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
+  return d == 128;
+}
 
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
 /// (m = seq_bounds.hpp score_mod_of(p), launch.cuh set_score_mod); read by kMod kernels only.
@@ -91,6 +109,16 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
     a.alibi_sh = p.alibi_st_h;
     a.alibi_mul = -1.f / m.units;
   }
+  if (p.has_mask()) {  // (kModMask; as launch.cuh's forward encodes it)
+    a.mask = static_cast<const uint8_t*>(p.mask);
+    a.mask_sb = p.mask_st.b, a.mask_sh = p.mask_st.h;
+    a.mask_si = p.mask_st.s, a.mask_sj = p.mask_st.d;
+    a.mask_kind = p.mask_kind == MaskKind::keep_bool ? 1
+                  : p.mask_dtype == DType::f32       ? 2
+                  : p.mask_dtype == DType::f16       ? 3
+                                                     : 4;
+    a.mask_mul = 1.f / m.units;
+  }
 }
 
 /// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
@@ -99,7 +127,7 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
 /// (bwd_kernel.cuh kVarlen; the workspace padded per sequence, varlen_ws_row0).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
           bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, int kMod = 0,
-          bool kVarlen = false>
+          bool kVarlen = false, bool kDet = false>
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   static_assert(!kVarlen || !kTmaKV, "flash3 varlen backward: no TMA dK / dV stores");
@@ -129,14 +157,19 @@ void launch_backward(const Params& p, const Variant& v) {
   const int64_t grid_rows =
       kVarlen ? (std::max<int64_t>(p.seqlen_q, 1) + kPadV - 1) / kPadV * kPadV : sq_pad;
   const int64_t bh = kVarlen ? p.heads_q : p.batch * p.heads_q;
-  // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D].
+  // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D]; kDet
+  // also the turn counters, int [bh, m_blocks, 2] (BwdArgs::dq_sem).
   const size_t rows = static_cast<size_t>(bh) * static_cast<size_t>(sq_pad);
   const size_t shift = static_cast<size_t>(bwd_tuning().dq_ws_shift / 256 * 256) / sizeof(float);
-  float* ws = static_cast<float*>(cuda::workspace(
-      (rows * (2 + static_cast<size_t>(D)) + shift) * sizeof(float), p.device.index, stream));
+  const size_t sems = kDet ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) * 2 : 0;
+  float* ws = static_cast<float*>(
+      cuda::workspace((rows * (2 + static_cast<size_t>(D)) + shift + sems) * sizeof(float),
+                      p.device.index, stream));
   float* lse2 = ws;
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows + shift;
+  int* dq_sem = kDet ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
+  if constexpr (kDet) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
   if (v.prep_vec && prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad is a multiple of 64)
@@ -208,8 +241,21 @@ void launch_backward(const Params& p, const Variant& v) {
       }
     }
 
+    if constexpr (kDet) {
+      // bwd_kernel.cuh kDet: the rotated item order (non-causal) waits across the wrap from key
+      // block N - 1 to key block 0, so only while all N key blocks of a (kv head, batch) fit on
+      // the device at once (one CTA per SM: Tr::kSmemBytes > half an SM's shared memory).
+      static_assert(2 * Tr::kSmemBytes > 228 * 1024, "kDet's residency bound: one CTA per SM");
+      const int64_t nkb = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
+      a.dq_sem = dq_sem;
+      a.det_defer = det_defer(D) ? 1 : 0;
+      a.item_rot =
+          !a.causal && det_rot_allowed() && nkb <= cuda::device_info(p.device.index).sm_count ? 1
+                                                                                              : 0;
+    }
+
     auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,
-                                  kIdiet, kTmaKV, kMod, kVarlen>;
+                                  kIdiet, kTmaKV, kMod, kVarlen, kDet>;
     // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
     static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
     int dev = 0;
@@ -455,6 +501,23 @@ void run_backward(const Params& p) {
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
       v.idiet != kIdietDef)
     v.tmakv = false;
+  if (p.deterministic) {
+    // Session 25: the tuned structures' kDet builds (bwd_kernel.cuh kDet: dQ summed in key-block
+    // order through per-tile turn counters), atomics, no item rotation, no TMA dK / dV epilogue.
+    // The backend declines deterministic with varlen or score modifications.
+    bwd::Variant m = v;
+    m.decoupled = false, m.dq_first = true, m.dq_bulk = false, m.dv_early = false;
+    m.tmakv = false, m.kv_regs = false, m.item_rot = false;
+    if constexpr (D == 64) {
+      m.block_m = 128, m.stat = 0, m.idiet = false;
+      return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, 0,
+                                  false, true>(p, m);
+    } else {
+      m.block_m = 64, m.stat = 3, m.idiet = true;
+      return bwd::launch_backward<D, BF16, false, 64, true, 3, false, false, true, false, 0, false,
+                                  true>(p, m);
+    }
+  }
   if (p.varlen && !has_score_mod(p) && !bwd::varlen_on_mod()) {
     // Session 25: varlen without score modifications on the tuned structures (kVarlen builds):
     // D = 64 128-row blocks, kStat 0; D = 128 64-row blocks, kStat 3 with the item diet; both
@@ -473,35 +536,46 @@ void run_backward(const Params& p) {
                                   true>(p, m);
     }
   }
-  if (has_score_mod(p) || p.varlen) {
+  if (has_score_mod(p) || p.varlen || p.has_mask()) {
     // Session 24: softcap / ALiBi / window: the coupled dQ-first structure with lse2 / delta
     // staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics. Session 25: one kernel per kind
     // (softcap without ALiBi, masks only, the general one), dense and varlen.
     bwd::Variant m = v;
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
-    const int kind = p.alibi != nullptr ? bwd::kModGeneral
-                     : p.softcap > 0.f  ? bwd::kModSoftcap
-                                        : bwd::kModWindow;
+    // Session 26: a mask (bool / additive, with causal, windows and ALiBi; not softcap or
+    // varlen: declined) on a kind of its own, kModMask.
+    const int kind = p.has_mask()         ? bwd::kModMask
+                     : p.alibi != nullptr ? bwd::kModGeneral
+                     : p.softcap > 0.f    ? bwd::kModSoftcap
+                                          : bwd::kModWindow;
     // D = 64: 128-row query blocks (kStat 0), as the tuned D = 64 kernel; env
     // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
-    const bool bm128 = D == 64 && !bwd::mod_bm64();
+    // kModMask: 64-row blocks (session 26 call 3, H200, S 4k, TFLOP/s BM 128 -> 64: pad 235 ->
+    // 239, bool 180 -> 203, bias 200 -> 203; the 128-row mask kernel spilled 332 bytes).
+    const bool bm128 = D == 64 && !bwd::mod_bm64() && kind != bwd::kModMask;
     if (bm128) m.block_m = 128, m.stat = 0;
     auto go = [&](auto kind_c) {
       constexpr int K = decltype(kind_c)::value;
-      if constexpr (D == 64) {
+      constexpr bool kVl = K != bwd::kModMask;  // (masks: never varlen)
+      if constexpr (D == 64 && K != bwd::kModMask) {
         if (bm128) {
-          if (p.varlen)
-            return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, K,
-                                        true>(p, m);
+          if constexpr (kVl) {
+            if (p.varlen)
+              return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false,
+                                          K, true>(p, m);
+          }
           return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, K>(
               p, m);
         }
       }
-      if (p.varlen)
-        return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K,
-                                    true>(p, m);
+      if constexpr (kVl) {
+        if (p.varlen)
+          return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K,
+                                      true>(p, m);
+      }
       return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K>(p, m);
     };
+    if (kind == bwd::kModMask) return go(std::integral_constant<int, bwd::kModMask>{});
     if (kind == bwd::kModSoftcap) return go(std::integral_constant<int, bwd::kModSoftcap>{});
     if (kind == bwd::kModWindow) return go(std::integral_constant<int, bwd::kModWindow>{});
     return go(std::integral_constant<int, bwd::kModGeneral>{});

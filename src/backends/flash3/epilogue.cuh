@@ -39,11 +39,29 @@ __device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2
 /// SHFL.BFLY stages, 1 and 2, each lane swapping the two pairs whose index bit differs from its
 /// own lane bit) over four column groups 4g .. 4g + 3, after which lane q holds group 4g + q's
 /// 16 contiguous bytes: one 16-byte store per lane, 64 bytes per row and warp store.
-template <int kD, bool BF16>
+/// kNarrow (mainloop.cuh kVarNarrow): only columns < a.d_cols exist (a multiple of 32, checked by
+/// the launch); the plain 4-byte stores, epi_wide is 0 there.
+template <int kD, bool BF16, bool kNarrow = false>
 __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2],
                                              const float (&inv)[2], const float (&lse)[2], int b,
                                              int h, int row0, int lane) {
   uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh;
+  if constexpr (kNarrow) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = row0 + 8 * r;
+      if (i >= a.seqlen_q) continue;
+      uint16_t* row = out + static_cast<int64_t>(i) * a.out_ss + 2 * (lane & 3);
+#pragma unroll
+      for (int j = 0; j < kD / 8; ++j)
+        if (8 * j < a.d_cols)
+          *reinterpret_cast<uint32_t*>(row + 8 * j) =
+              pack2<BF16>(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
+      if (a.lse != nullptr && (lane & 3) == 0)
+        a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
+    }
+    return;
+  }
   if (a.epi_wide == 2) {
     const bool odd = (lane & 1) != 0, hi = (lane & 2) != 0;
 #pragma unroll

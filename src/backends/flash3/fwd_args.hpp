@@ -120,6 +120,8 @@ struct FwdArgs {
   int64_t mask_sb, mask_sh, mask_si, mask_sj;
   int mask_kind;
   float mask_mul;
+  // Session 25 (mainloop.cuh kVarNarrow): the call's head dim (96 / 192) on a 128 / 256 kernel.
+  int d_cols;
 };
 
 }  // namespace attnkit::flash3

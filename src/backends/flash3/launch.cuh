@@ -140,13 +140,16 @@ FwdArgs base_args(const Params& p) {
   // Varlen (session 24, kVarVarlen): maps over the packed [1, total, H, D] tensors (TMA
   // zero-fills rows past the packed end; rows of the next sequence are loaded and masked, or
   // computed and not stored).
+  // The maps' D is the call's: a 96 / 192 head dim on the 128 / 256 kernel (kVarNarrow) reads
+  // zeros past it (TMA's out-of-bounds fill).
   const int64_t mb = p.varlen ? 1 : p.batch;
   const int64_t sq = p.varlen ? p.total_q : p.seqlen_q, sk = p.varlen ? p.total_k : p.seqlen_k;
-  make_map(&a.tma_q, p.q, p.q_st, mb, sq, p.heads_q, D, Tr::kBlockM, BF16, "q");
+  const int64_t d = p.head_dim <= D ? p.head_dim : D;
+  make_map(&a.tma_q, p.q, p.q_st, mb, sq, p.heads_q, d, Tr::kBlockM, BF16, "q");
   // Sk = 0: the maps are never read (every CTA visits 0 tiles) but must still be encodable.
-  make_map(&a.tma_k, sk > 0 ? p.k : p.q, sk > 0 ? p.k_st : p.q_st, mb, sk, p.heads_kv, D,
+  make_map(&a.tma_k, sk > 0 ? p.k : p.q, sk > 0 ? p.k_st : p.q_st, mb, sk, p.heads_kv, d,
            Tr::kKBoxRows, BF16, "k");
-  make_map(&a.tma_v, sk > 0 ? p.v : p.q, sk > 0 ? p.v_st : p.q_st, mb, sk, p.heads_kv, D,
+  make_map(&a.tma_v, sk > 0 ? p.v : p.q, sk > 0 ? p.v_st : p.q_st, mb, sk, p.heads_kv, d,
            Tr::kVBoxRows, BF16, "v");
   a.out = p.out;
   a.out_sb = p.out_st.b;
@@ -545,7 +548,9 @@ inline bool varlen_static() {
 /// need the next tile's sequence).
 /// kMask (session 24): a call with a bool or additive mask runs the kernel built with kVarMask
 /// (slot kMaskSlot; score_mod.cuh apply_mask_tile), with or without the other modifications.
-template <int D, bool BF16, bool kVarlen = false, bool kMask = false>
+/// kNarrow (session 25): head dim 96 / 192 on the D = 128 / 256 kernel built with kVarNarrow
+/// (slot kNarrowSlot; without varlen or masks: the backend declines those).
+template <int D, bool BF16, bool kVarlen = false, bool kMask = false, bool kNarrow = false>
 void launch_forward_score_mod(const Params& p) {
   using Tr = FwdTraits<D, 0, 2, 2>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
@@ -556,11 +561,16 @@ void launch_forward_score_mod(const Params& p) {
     a.cu_k = p.cu_seqlens_k;
   }
   static_assert(!(kVarlen && kMask), "flash3: no mask with varlen (the resolver refuses it)");
+  static_assert(!kNarrow || (D >= 128 && !kVarlen && !kMask), "flash3 narrow: D 96 / 192 only");
+  a.d_cols = static_cast<int>(p.head_dim);
   constexpr int kVar = kVarScoreMod | (kVarlen ? kVarVarlen : 0) | (kMask ? kVarMask : 0) |
-                       (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
+                       (kNarrow ? kVarNarrow : 0) | (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
                        (D == 256 ? kVarLazyRescale : 0);
   auto kernel = fwd_kernel<D, BF16, 0, 2, 2, kVar>;
-  set_last_forward_slot(kVarlen ? kVarlenSlot : kMask ? kMaskSlot : kScoreModSlot);
+  set_last_forward_slot(kVarlen   ? kVarlenSlot
+                        : kMask   ? kMaskSlot
+                        : kNarrow ? kNarrowSlot
+                                  : kScoreModSlot);
   set_last_forward_tail_tiles(0);
   static std::atomic<bool> attr_set[kMaxDevices] = {};
   const int dev = current_device();
@@ -604,6 +614,9 @@ void launch_forward_score_mod(const Params& p) {
 /// spilled 76 B and measured no better; with the zero block it no longer fits in 227 KB.)
 template <int D, bool BF16>
 void run_forward(const Params& p) {
+  if constexpr (D >= 128) {  // (a 96 / 192 head dim: backend.cpp sends it here)
+    if (p.head_dim < D) return launch_forward_score_mod<D, BF16, false, false, true>(p);
+  }
   if (p.varlen) return launch_forward_score_mod<D, BF16, true>(p);
   if (p.has_mask()) return launch_forward_score_mod<D, BF16, false, true>(p);
   if (has_score_mod(p)) return launch_forward_score_mod<D, BF16>(p);

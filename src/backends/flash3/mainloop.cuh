@@ -459,6 +459,11 @@ inline constexpr int kVarVarlen = 4096;
 // mask read element by element. A kernel of its own, so that the score-mod kernel's code stays
 // as measured (the mask's per-element loads and dtype branches nearly doubled its SASS).
 inline constexpr int kVarMask = 8192;
+// kVarNarrow (session 25, with kVarScoreMod; D = 128 and 256 kernels): a head dim of 96 / 192 run
+// on the 128 / 256 kernel. The tensor maps' D is the call's (launch.cuh base_args), so TMA
+// zero-fills Q / K / V columns past it: S is unchanged, O's extra columns are 0; the epilogue
+// stores only FwdArgs::d_cols columns (store_output kNarrow).
+inline constexpr int kVarNarrow = 16384;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -746,6 +751,8 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kTail = (kVar & kVarTail) != 0;
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
+  constexpr bool kNarrow = (kVar & kVarNarrow) != 0;
+  static_assert(!kNarrow || (kScoreMod && !kTail), "flash3 kVarNarrow: the score-mod kernel");
   // (mainloop_turn's block of turn it is n_end - 1 - it; pc.lo / nb_lo are 0 without kVarTail /
   // kVarScoreMod.)
   const int n_end = (kTail ? pc.lo : kScoreMod ? nb_lo : 0) + n_blocks;
@@ -875,7 +882,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
 #pragma unroll
       for (int i = 0; i < Tr::kD / 2; ++i)
         z[i] = 0.f;
-      store_output<Tr::kD, BF16>(a, z, inv, lse, b, h, row0, lane);
+      store_output<Tr::kD, BF16, kNarrow>(a, z, inv, lse, b, h, row0, lane);
       return;
     }
   }
@@ -886,7 +893,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       return;
     }
   }
-  store_output<Tr::kD, BF16>(a, o, inv, lse, b, h, row0, lane);
+  store_output<Tr::kD, BF16, kNarrow>(a, o, inv, lse, b, h, row0, lane);
 }
 
 /// P (16-bit pairs) packed in place into the low half of S's registers: s[i] = pack(s[2i],

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "backends/flash3/fwd_args.hpp"
+#include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/softmax.cuh"
 #include "cuda/sfu_math.cuh"
 
@@ -104,25 +105,6 @@ __device__ __forceinline__ const uint8_t* mask_base(const FwdArgs& a, int b, int
   if (a.mask_kind == 0) return nullptr;
   const int64_t bytes = a.mask_kind == 1 ? 1 : a.mask_kind == 2 ? 4 : 2;
   return a.mask + (b * a.mask_sb + h * a.mask_sh) * bytes;
-}
-
-/// Element type of mask kind k (FwdArgs::mask_kind: 1 bool, 2 f32, 3 f16, 4 bf16).
-template <int kKind>
-using MaskElem = std::conditional_t<
-    kKind == 1, uint8_t,
-    std::conditional_t<kKind == 2, float, std::conditional_t<kKind == 3, __half, __nv_bfloat16>>>;
-
-template <int kKind>
-__device__ __forceinline__ float mask_value(MaskElem<kKind> v) {
-  if constexpr (kKind == 1) {
-    return static_cast<float>(v);
-  } else if constexpr (kKind == 2) {
-    return v;
-  } else if constexpr (kKind == 3) {
-    return __half2float(v);
-  } else {
-    return __bfloat162float(v);
-  }
 }
 
 /// apply_mask_tile for one mask kind. Session 25 (call 6 measured the per-element version at

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>  // __host__ __device__
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/params.hpp"

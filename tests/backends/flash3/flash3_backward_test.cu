@@ -737,9 +737,15 @@ TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
       EXPECT_TRUE(plain.empty()) << "D = " << d << " backward should be supported, reasons: "
                                  << (plain.empty() ? "" : plain[0]);
     }
+    // Deterministic (since session 25, bwd_kernel.cuh kDet): the plain call runs; with softcap
+    // it is declined, naming why.
     opts.deterministic = true;
     const auto det = flash3_reasons(explain(fa, opts, /*backward=*/true));
-    EXPECT_TRUE(mentions(det, "deterministic")) << "D = " << d;
+    EXPECT_EQ(mentions(det, "deterministic"), false) << "D = " << d;
+    opts.softcap = 30.0;
+    const auto det_cap = flash3_reasons(explain(fa, opts, /*backward=*/true));
+    EXPECT_TRUE(mentions(det_cap, "deterministic")) << "D = " << d;
+    opts.softcap = 0.0;
     // The forward is unaffected by the deterministic flag.
     const auto fwd = flash3_reasons(explain(fa, opts, /*backward=*/false));
     if (d != 256 && flash3_built_with(static_cast<int>(d)))

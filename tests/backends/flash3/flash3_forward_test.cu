@@ -1080,15 +1080,15 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   const auto& caps = backend_flash3().description().caps;
   EXPECT_EQ(caps.min_arch, 90);
   EXPECT_EQ(caps.max_arch, 90);
-  EXPECT_TRUE(caps.backward);  // D = 64, 128 (flash3_backward_test.cu)
-  EXPECT_FALSE(caps.deterministic);
+  EXPECT_TRUE(caps.backward);       // D = 64, 128 (flash3_backward_test.cu)
+  EXPECT_TRUE(caps.deterministic);  // backward since session 25 (flash3_determinism_test.cu)
   // Window, softcap and ALiBi: both passes since session 24 (the forward since session 23);
   // varlen: the forward since session 24, the backward since session 25 (flash3_varlen_test.cu).
   EXPECT_TRUE(caps.varlen);
   EXPECT_TRUE(caps.window);
   EXPECT_TRUE(caps.softcap);
   EXPECT_TRUE(caps.alibi);
-  EXPECT_TRUE(caps.mask_bool);  // forward only since session 24 (the backward names it, below)
+  EXPECT_TRUE(caps.mask_bool);  // forward since session 24, backward since 26 (not with softcap)
   EXPECT_TRUE(caps.mask_additive);
   EXPECT_FALSE(caps.dropout);
   EXPECT_FALSE(caps.head_dim_v_differs);
@@ -1111,7 +1111,8 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   p.q_st = p.k_st;
   p.dropout_p = 0.1f;
   EXPECT_THROW(backend_flash3().forward(p), Error);
-  // The backward names masks (forward only) and none of softcap, window, ALiBi, varlen.
+  // The backward names the mask (with softcap: declined since session 26, when masks reached
+  // the backward) and none of softcap, window, ALiBi, varlen.
   p.dropout_p = 0.f;
   p.is_backward = true;
   p.softcap = 30.f;
@@ -1131,6 +1132,12 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
       named |= s.rfind(feature, 0) == 0;
     EXPECT_EQ(named, std::string(feature) == "mask") << feature;
   }
+  p.softcap = 0.f;  // without softcap the backward takes the mask (session 26, kModMask)
+  r.clear();
+  backend_flash3().extra_reasons(p, r);
+  for (const auto& s : r)
+    EXPECT_NE(s.rfind("mask", 0), 0u) << s;
+  p.softcap = 30.f;
   p.is_backward = false;  // the same call forward: none of the five is a reason
   r.clear();
   backend_flash3().extra_reasons(p, r);

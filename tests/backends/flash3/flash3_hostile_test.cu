@@ -1,9 +1,11 @@
 // flash3 on the project's hostile shapes (check::hostile_cases) through the public API and the
 // check harness, against the `math` oracle, bf16 and f16, forward. Cases flash3 declares it
-// cannot run (dropout, Dv != D, D outside {64, 128, 256}, non-TMA strides, a non-sm90 device;
-// in the backward also masks (forward only since session 24; window, softcap and ALiBi run in
-// both passes since session 24, varlen since session 25)) are visible skips with the reasons;
-// every other case must pass. Flash3Mask adds masks on larger shapes (session 24).
+// cannot run (dropout, Dv != D, D outside {64, 96, 128, 192, 256}, non-TMA strides, a non-sm90
+// device, D 96 / 192 with varlen or masks;
+// in the backward also D 256 and a mask with softcap (masks run in the backward since session 26;
+// window, softcap and ALiBi in both passes since session 24, varlen since session 25)) are
+// visible skips with the reasons; every other case must pass. Flash3Mask adds masks on larger
+// shapes (session 24), Flash3MaskBackward the same in the backward (session 26).
 // Tolerances: check::default_tolerance (bf16 out rel 1e-2, abs 4e-2, lse 2e-3; f16 out rel 1e-2,
 // abs 1e-2, lse 2e-3). Since session 24 also check::large_cases against cuda_math (Flash3Large),
 // as flash's tests do.
@@ -75,6 +77,42 @@ TEST_P(Flash3Mask, MatchesOracle) {
 INSTANTIATE_TEST_SUITE_P(Bf16, Flash3Mask, ::testing::ValuesIn(mask_cases(DType::bf16)),
                          CaseParamName{});
 INSTANTIATE_TEST_SUITE_P(F16, Flash3Mask, ::testing::ValuesIn(mask_cases(DType::f16)),
+                         CaseParamName{});
+
+/// Masks in flash3's backward (session 26, bwd_kernel.cuh kModMask) at the backward's head dims:
+/// the forward's mask cases without softcap (declined with a mask in the backward), plus a full
+/// additive mask under a window that leaves rows 0 .. 409 without keys (Sq 700 > Sk 260, the
+/// window's bottom-right alignment).
+std::vector<check::Case> mask_bwd_cases(DType dt) {
+  std::vector<check::Case> v;
+  for (check::Case c : mask_cases(dt)) {
+    if (c.d == 256) continue;
+    c.backward = true;
+    c.softcap = 0.0;
+    v.push_back(c);
+  }
+  for (int64_t d : {64, 128}) {
+    check::Case c = check::shape_case(dt, 2, 700, 260, 4, 1, d, Causal::none, true);
+    c.mask = check::MaskCase::additive;
+    c.mask_dtype = dt;
+    c.mask_broadcast = 0;
+    c.window_left = 100;
+    c.window_right = 30;
+    v.push_back(c);
+  }
+  return v;
+}
+
+class Flash3MaskBackward : public ::testing::TestWithParam<check::Case> {};
+
+TEST_P(Flash3MaskBackward, MatchesOracle) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  ATTNKIT_EXPECT_CHECK_PASSES(check::run_case(GetParam(), "flash3", Device::cuda(0), 17));
+}
+
+INSTANTIATE_TEST_SUITE_P(Bf16, Flash3MaskBackward, ::testing::ValuesIn(mask_bwd_cases(DType::bf16)),
+                         CaseParamName{});
+INSTANTIATE_TEST_SUITE_P(F16, Flash3MaskBackward, ::testing::ValuesIn(mask_bwd_cases(DType::f16)),
                          CaseParamName{});
 
 class Flash3Large : public ::testing::TestWithParam<check::Case> {};

@@ -77,5 +77,45 @@ TEST(Sm90BwdPtx, BulkLoadAndReduceAdd) {
   EXPECT_EQ(bad, 0);
 }
 
+// ld_acquire_gpu / st_release_gpu (session 25, the deterministic backward's turn counters): CTA i
+// waits for the flag to read i, appends its index to a log through plain accesses that only the
+// acquire / release pair orders, and hands the flag to i + 1; the log must read 0, 1, 2, ...
+// (kTurnCtas CTAs of one thread all fit on the device at once, so no CTA waits for one that is
+// not resident).
+constexpr int kTurnCtas = 64;
+
+__global__ void turn_chain_kernel(int* flag, int* log, int* count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace ptx = attnkit::cuda::sm90;
+  const int me = static_cast<int>(blockIdx.x);
+  while (ptx::ld_acquire_gpu(flag) != me) {
+  }
+  const int c = *count;
+  log[c] = me;
+  *count = c + 1;
+  ptx::st_release_gpu(flag, me + 1);
+#endif
+}
+
+TEST(Sm90BwdPtx, AcquireReleaseTurns) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  if (prop.major < 9) GTEST_SKIP() << "needs sm90 (device is sm" << prop.major << prop.minor << ")";
+  int* buf = nullptr;  // flag, count, log[kTurnCtas]
+  ASSERT_EQ(cudaMalloc(&buf, (2 + kTurnCtas) * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf, 0, 2 * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf + 2, 0xff, kTurnCtas * 4), cudaSuccess);
+  turn_chain_kernel<<<kTurnCtas, 1>>>(buf, buf + 2, buf + 1);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<int> h(2 + kTurnCtas);
+  cudaMemcpy(h.data(), buf, h.size() * 4, cudaMemcpyDeviceToHost);
+  cudaFree(buf);
+  EXPECT_EQ(h[0], kTurnCtas);  // the flag after the last turn
+  EXPECT_EQ(h[1], kTurnCtas);  // appends
+  for (int i = 0; i < kTurnCtas; ++i)
+    EXPECT_EQ(h[2 + i], i) << "log position " << i;
+}
+
 }  // namespace
 }  // namespace attnkit::testing

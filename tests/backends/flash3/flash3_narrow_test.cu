@@ -1,0 +1,87 @@
+// flash3's head dims 96 and 192 (session 25, launch.cuh kNarrow: the D 128 / 256 score-mod kernel
+// with tensor maps of the call's D, so TMA zero-fills the missing columns, and an epilogue that
+// stores only D columns) through the public API and the check harness, against the `math`
+// oracle: partial tiles, Sq != Sk, GQA, both causal alignments, a window, softcap and ALiBi, BHSD
+// with padded strides, f16 and bf16; every case checks that the narrow kernel ran (kNarrowSlot)
+// and, through the harness's poisoned outputs, that nothing past D was written. Varlen and masks
+// at these head dims, and their backward, are declined with the reason named.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "attnkit/backend_info.hpp"
+#include "backends/flash3/launch.hpp"
+#include "check/check.hpp"
+#include "common/case_printing.hpp"
+#include "common/check_expect.hpp"
+#include "common/cuda_skip.hpp"
+
+namespace attnkit::testing {
+namespace {
+
+std::vector<check::Case> narrow_cases() {
+  std::vector<check::Case> v;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (int64_t d : {96, 192}) {
+      v.push_back(check::shape_case(dt, 2, 300, 517, 4, 2, d, Causal::none, false));
+      v.push_back(check::shape_case(dt, 1, 517, 300, 4, 1, d, Causal::bottom_right, false));
+      check::Case c = check::shape_case(dt, 2, 257, 257, 2, 2, d, Causal::top_left, false);
+      c.window_left = 64;
+      c.softcap = 30.0;
+      c.alibi = true;
+      v.push_back(c);
+      c = check::shape_case(dt, 1, 200, 333, 4, 2, d, Causal::none, false);
+      c.layout = check::Layout::bhsd;
+      c.noncontiguous = true;
+      v.push_back(c);
+    }
+  }
+  return v;
+}
+
+class Flash3Narrow : public ::testing::TestWithParam<check::Case> {};
+
+TEST_P(Flash3Narrow, MatchesOracle) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  flash3::set_last_forward_slot(-1);
+  const check::Report r = check::run_case(GetParam(), "flash3", Device::cuda(0), 19);
+  ATTNKIT_EXPECT_CHECK_PASSES(r);
+  if (!r.skipped) EXPECT_EQ(flash3::last_forward_slot(), flash3::kNarrowSlot);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Narrow, ::testing::ValuesIn(narrow_cases()), CaseParamName{});
+
+/// What the narrow path does not run is declined, naming why: its backward (flash3's backward
+/// has D 64 / 128 only), varlen and masks.
+TEST(Flash3NarrowReasons, DeclinedWithReason) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  struct Want {
+    check::Case c;
+    const char* reason;
+  };
+  std::vector<Want> wants;
+  check::Case c = check::shape_case(DType::bf16, 1, 64, 64, 2, 2, 96, Causal::none, true);
+  wants.push_back({c, "backward head_dim 96"});
+  c = check::shape_case(DType::bf16, 1, 64, 64, 2, 2, 96, Causal::none, false);
+  c.mask = check::MaskCase::keep_bool;
+  wants.push_back({c, "with varlen or a mask"});
+  c = check::shape_case(DType::bf16, 2, 0, 0, 2, 2, 192, Causal::none, false);
+  c.varlen = true;
+  c.seqlens_q = {40, 7};
+  c.seqlens_k = {33, 9};
+  c.sq = 40;
+  c.sk = 33;
+  wants.push_back({c, "with varlen or a mask"});
+  for (const Want& w : wants) {
+    const check::Report r = check::run_case(w.c, "flash3", Device::cuda(0), 3);
+    if (!r.skipped && !r.pass) FAIL() << r.detail;
+    ASSERT_TRUE(r.skipped) << "flash3 ran a call it should decline: " << w.reason;
+    if (r.detail.find("sm_90a only") != std::string::npos) GTEST_SKIP() << r.detail;
+    if (r.detail.find("not built") != std::string::npos) continue;  // (a reduced build)
+    EXPECT_NE(r.detail.find(w.reason), std::string::npos) << r.detail;
+  }
+}
+
+}  // namespace
+}  // namespace attnkit::testing
