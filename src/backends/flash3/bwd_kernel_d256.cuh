@@ -69,7 +69,10 @@ struct BwdTraits256 {
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
 };
 
-template <bool BF16>
+// kDqFirst (session 26, A/B): the dQ GEMM issued before dV / dK, so its atomics run under them.
+// A template parameter, not a runtime flag: with both orders behind a branch ptxas injected
+// warpgroup.arrive / wait around the GEMMs (C7517 / C7519).
+template <bool BF16, bool kDqFirst = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -236,39 +239,56 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     // column chunks 2 w, 2 w + 1 (MN-major, chunk stride kQChunkBytes).
     const uint32_t pt_u = base + Tr::kOffPT + buf * Tr::kTileBytes;
     const uint32_t ds_u = base + Tr::kOffDS + buf * Tr::kTileBytes;
-    ptx::wgmma_fence();
+    auto issue_dvdk = [&] {
 #pragma unroll
-    for (int kk = 0; kk < kBM / 16; ++kk) {
-      const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
-      WD::template ss<0, 1>(dv, ptx::Sw128Desc::make(pt_u + kk * 32, 16, 1024),
-                            ptx::Sw128Desc::make(do_s + boff, Tr::kQChunkBytes, 1024), 1);
-    }
+      for (int kk = 0; kk < kBM / 16; ++kk) {
+        const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
+        WD::template ss<0, 1>(dv, ptx::Sw128Desc::make(pt_u + kk * 32, 16, 1024),
+                              ptx::Sw128Desc::make(do_s + boff, Tr::kQChunkBytes, 1024), 1);
+      }
 #pragma unroll
-    for (int kk = 0; kk < kBM / 16; ++kk) {
-      const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
-      WD::template ss<0, 1>(dk, ptx::Sw128Desc::make(ds_u + kk * 32, 16, 1024),
-                            ptx::Sw128Desc::make(q_s + boff, Tr::kQChunkBytes, 1024), 1);
-    }
-    ptx::wgmma_commit();
+      for (int kk = 0; kk < kBM / 16; ++kk) {
+        const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
+        WD::template ss<0, 1>(dk, ptx::Sw128Desc::make(ds_u + kk * 32, 16, 1024),
+                              ptx::Sw128Desc::make(q_s + boff, Tr::kQChunkBytes, 1024), 1);
+      }
+      ptx::wgmma_commit();
+    };
     // dQ[:, cols_w] = dS K[:, cols_w]: A = the dS^T tile (MN-major: queries contiguous), B = K
     // column chunks 2 w, 2 w + 1 (MN-major), K = 64 keys.
     float dq[64];
+    auto issue_dq = [&] {
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      const uint32_t roff = kk * 16 * Tr::kRowBytes;
-      WD::template ss<1, 1>(
-          dq, ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024),
-          ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024),
-          kk > 0 ? 1 : 0);
+      for (int kk = 0; kk < kBN / 16; ++kk) {
+        const uint32_t roff = kk * 16 * Tr::kRowBytes;
+        WD::template ss<1, 1>(
+            dq, ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024),
+            ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024),
+            kk > 0 ? 1 : 0);
+      }
+      ptx::wgmma_commit();
+    };
+    auto release_stage = [&] {  // dV, dK done: Q and dO of stage s consumed
+      fence_regs(dk);
+      fence_regs(dv);
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(&empty[s]);
+    };
+    ptx::wgmma_fence();
+    if constexpr (kDqFirst) {
+      // dQ first: its atomics (below) run while dV / dK are on the tensor cores.
+      issue_dq();
+      issue_dvdk();
+      ptx::wgmma_wait<1>();
+      fence_regs(dq);
+    } else {
+      issue_dvdk();
+      issue_dq();
+      ptx::wgmma_wait<1>();
+      release_stage();
+      ptx::wgmma_wait<0>();
+      fence_regs(dq);
     }
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<1>();  // dV, dK done: Q and dO of stage s consumed
-    fence_regs(dk);
-    fence_regs(dv);
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(&empty[s]);
-    ptx::wgmma_wait<0>();
-    fence_regs(dq);
     // dQ -> the workspace tile's part w (float4 layout, kDqVec4): dq[4 j .. 4 j + 3] at
     // (j * 128 + tid) * 4.
     float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
@@ -276,6 +296,10 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     for (int j = 0; j < Tr::kDqN / 8; ++j)
       atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
                 make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
+    if constexpr (kDqFirst) {
+      ptx::wgmma_wait<0>();
+      release_stage();
+    }
   }
 
   // ---- epilogue: dK = scale * acc, dV = acc, key rows < Sk, columns 128 w .. (pairs) -----------

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
@@ -19,6 +20,12 @@
 #include "cuda/workspace.hpp"
 
 namespace attnkit::flash3::bwd {
+
+/// ATTNKIT_FLASH3_BWD_D256_DQ_FIRST=0 / 1 (read per call): bwd_kernel_d256's kDqFirst; default 0.
+inline bool d256_dq_first() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_DQ_FIRST");
+  return e != nullptr && e[0] == '1';
+}
 
 template <bool BF16>
 void launch_backward_d256(const Params& p) {
@@ -86,15 +93,17 @@ void launch_backward_d256(const Params& p) {
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
     a.dq_vec4 = 1;
 
-    auto kernel = bwd_kernel_d256<BF16>;
-    static std::atomic<bool> attr_set[kMaxDevices] = {};
+    auto kernel = d256_dq_first() ? bwd_kernel_d256<BF16, true> : bwd_kernel_d256<BF16, false>;
+    // The shared-memory opt-in per device and kernel (idempotent: a race only repeats the call).
+    static std::atomic<bool> attr_set[2][kMaxDevices] = {};
     int dev = 0;
     ATTNKIT_CUDA_CHECK(cudaGetDevice(&dev));
     if (dev < 0 || dev >= kMaxDevices) dev = 0;
-    if (!attr_set[dev].load(std::memory_order_acquire)) {
+    std::atomic<bool>& set = attr_set[d256_dq_first() ? 1 : 0][dev];
+    if (!set.load(std::memory_order_acquire)) {
       ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               Tr::kSmemBytes));
-      attr_set[dev].store(true, std::memory_order_release);
+      set.store(true, std::memory_order_release);
     }
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
