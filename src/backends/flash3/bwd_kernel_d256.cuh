@@ -16,8 +16,9 @@
 //   dV_w += P^T dO[:, cols_w], dK_w += dS^T Q[:, cols_w]     m64n128k16 SS (A K-major from the
 //       P^T / dS^T tiles, B MN-major), K = 64 queries
 //   dQ[:, cols_w] = dS K[:, cols_w]                          m64n128k16 SS (both MN-major),
-//       K = 64 keys; fp32 float4 atomics into the workspace tile's part w (kDqN = 128; the
-//       layout of bwd_traits.hpp, converted by bwd_dq_convert_kernel<256, 128>)
+//       K = 64 keys, issued first (kDqFirst); fp32 float4 atomics into the workspace tile's
+//       part w while dV / dK run (kDqN = 128; the layout of bwd_traits.hpp, converted by
+//       bwd_dq_convert_kernel<256, 128>)
 // The S^T / dP^T GEMMs are split by queries so that no GEMM is computed twice; the price is the
 // smem round trip of P^T / dS^T (FA3 makes the same trade at D 256).
 // Shared memory: K, V [64 x 256] 32 KB each; Q, dO [2 stages][64 x 256] 128 KB; P^T, dS^T
@@ -69,7 +70,8 @@ struct BwdTraits256 {
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
 };
 
-// kDqFirst (session 26, A/B): the dQ GEMM issued before dV / dK, so its atomics run under them.
+// kDqFirst (session 26, the default since call 5: +5..+10 %): the dQ GEMM issued before dV / dK,
+// so its atomics run under them (the stage is released after dV / dK).
 // A template parameter, not a runtime flag: with both orders behind a branch ptxas injected
 // warpgroup.arrive / wait around the GEMMs (C7517 / C7519).
 template <bool BF16, bool kDqFirst = false>

@@ -21,10 +21,13 @@
 
 namespace attnkit::flash3::bwd {
 
-/// ATTNKIT_FLASH3_BWD_D256_DQ_FIRST=0 / 1 (read per call): bwd_kernel_d256's kDqFirst; default 0.
+/// ATTNKIT_FLASH3_BWD_D256_DQ_FIRST=0 / 1 (read per call): bwd_kernel_d256's kDqFirst. Default 1
+/// since session 26 call 5 (H200, one process each, sandwiched 0 / 1 / 0, TFLOP/s at S 1k / 4k /
+/// 16k): non-causal 293 / 353 / 366 -> 313 / 371 / 390, causal 231 / 331 / 366 -> 245 / 363 /
+/// 391 (+5..+10 %; both runs of 0 within 2 %).
 inline bool d256_dq_first() {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_DQ_FIRST");
-  return e != nullptr && e[0] == '1';
+  return e == nullptr || e[0] != '0';
 }
 
 template <bool BF16>
