@@ -107,8 +107,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128; "
-        "masks with softcap: forward only)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128, 256 "
+        "(256: plain calls); masks with softcap: forward only)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -132,10 +132,11 @@ class Flash3Backend final : public Backend {
     c.mask_additive = true;
     c.gqa = true;
     c.lse = true;
-    c.backward = true;  // D = 64, 128 (extra_reasons)
+    c.backward = true;  // D = 64, 128, 256 (256 plain only: extra_reasons)
     // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
     c.deterministic = true;
-    // Not implemented (yet): dropout, D = 256 backward, a mask with softcap in the backward.
+    // Not implemented (yet): dropout, a mask with softcap in the backward, D = 256 backward with
+    // score modifications / masks / varlen / deterministic, D 96 / 192 backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -176,7 +177,7 @@ class Flash3Backend final : public Backend {
 
   /// Backward-only requirements: dout through TMA like q; dk/dv written as 4-byte pairs from
   /// registers (d-stride 1, even strides, 4-byte aligned); dq is written element-wise (any
-  /// strides); the backward kernels are built for D = 64 and 128 only.
+  /// strides); the backward kernels are built for D = 64, 128 and 256.
   static void backward_reasons(const Params& p, std::vector<std::string>& reasons) {
     // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
     // only the tensors given are checked.
@@ -201,9 +202,15 @@ class Flash3Backend final : public Backend {
                           " pointer/strides must be 4-byte aligned for the flash3 backward");
     }
     if (p.lse == nullptr) reasons.push_back("backward needs the forward's lse");
-    if (p.head_dim != 64 && p.head_dim != 128)
+    if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
       reasons.push_back("backward head_dim " + std::to_string(p.head_dim) +
-                        " not implemented (flash3 backward: 64, 128)");
+                        " not implemented (flash3 backward: 64, 128, 256)");
+    // D = 256 (session 26, bwd_kernel_d256.cuh): the plain kernel only.
+    if (p.head_dim == 256 &&
+        (flash3::has_score_mod(p) || p.has_mask() || p.varlen || p.deterministic))
+      reasons.push_back(
+          "backward head_dim 256 with softcap, ALiBi, a window, a mask, varlen or deterministic "
+          "(flash3's D 256 backward is the plain kernel only)");
   }
 
   void forward(const Params& p) override {
@@ -245,6 +252,10 @@ class Flash3Backend final : public Backend {
 #if defined(ATTNKIT_FLASH3_D128)
       case 128:
         return bf16 ? flash3::run_backward<128, true>(p) : flash3::run_backward<128, false>(p);
+#endif
+#if defined(ATTNKIT_FLASH3_D256)
+      case 256:
+        return bf16 ? flash3::run_backward<256, true>(p) : flash3::run_backward<256, false>(p);
 #endif
       default:
         throw Error(ErrorCode::kUnsupported,

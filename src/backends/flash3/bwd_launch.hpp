@@ -68,7 +68,7 @@ inline BwdTuning& bwd_tuning() {
   return t;
 }
 
-/// Runs the backward for head dim D (64 or 128), bf16 (BF16 = true) or f16: dq, dk, dv from
+/// Runs the backward for head dim D (64, 128 or 256), bf16 (BF16 = true) or f16: dq, dk, dv from
 /// (dout, q, k, v, out, lse). Params must satisfy backend.cpp's capability table and
 /// extra_reasons (is_backward). Uses the stream-ordered workspace (cuda/workspace.hpp):
 /// B * Hq * Sq rounded up to the query block (64, or 128 for bm128) * (D + 2) * 4 bytes.
@@ -79,5 +79,10 @@ extern template void run_backward<64, true>(const Params&);
 extern template void run_backward<64, false>(const Params&);
 extern template void run_backward<128, true>(const Params&);
 extern template void run_backward<128, false>(const Params&);
+// D = 256 (session 26): its own kernel (bwd_kernel_d256.cuh), plain calls only.
+template <>
+void run_backward<256, true>(const Params&);
+template <>
+void run_backward<256, false>(const Params&);
 
 }  // namespace attnkit::flash3

@@ -10,6 +10,8 @@ the headers are generated. The backward needs the operand transposes as paramete
   S^T = K Q^T, dP^T = V dO^T        ss<0, 0>  (A and B K-major in smem)
   dQ = dS K                         ss<1, 1>  (A = dS^T tile, B = K tile: both MN-major in smem)
   dV += P^T dO, dK += dS^T Q        rs<1>     (A from registers, B MN-major in smem)
+D = 256 (session 26, bwd_kernel_d256.cuh): S^T / dP^T per warpgroup at N = 32 (ss<0, 0>), dV / dK
+from P^T / dS^T in smem: ss<0, 1> (A K-major, B MN-major).
 """
 import sys
 
@@ -35,7 +37,7 @@ BWD_HEADER = """\
 # pass -> (header comment, namespace, struct, N values, transposes as immediates?)
 PASSES = {
     "fwd": (FWD_HEADER, "attnkit::flash3", "Wgmma", (64, 80, 128, 176, 256), False),
-    "bwd": (BWD_HEADER, "attnkit::flash3::bwd", "BwdWgmma", (64, 128), True),
+    "bwd": (BWD_HEADER, "attnkit::flash3::bwd", "BwdWgmma", (32, 64, 128), True),
 }
 
 

@@ -75,7 +75,7 @@ std::vector<check::Case> backward_cases() {
     v.push_back(bwd_case(dt, b, sq, sk, hq, hkv, d, cz, layout));
   };
   for (DType dt : {DType::bf16, DType::f16}) {
-    for (int64_t d : {64, 128}) {
+    for (int64_t d : {64, 128, 256}) {  // (256: bwd_kernel_d256.cuh, session 26)
       // Partial key and query blocks, Sq < Sk, every causal alignment, GQA 2.
       for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
         add(dt, 1, 300, 517, 4, 2, d, cz);
@@ -97,6 +97,11 @@ std::vector<check::Case> backward_cases() {
   // masked copy of the P^T loop, with no key-padding mask next to the causal one.
   add(DType::bf16, 1, 512, 512, 2, 2, 64, Causal::top_left);
   add(DType::bf16, 1, 512, 512, 2, 2, 128, Causal::top_left);
+  // D = 256 (64-key CTAs, columns split between the warpgroups): MQA causal over many key
+  // blocks, a longer non-causal GQA call, exact multiples.
+  add(DType::bf16, 1, 1000, 1000, 8, 1, 256, Causal::bottom_right);
+  add(DType::bf16, 1, 777, 1024, 4, 2, 256, Causal::none);
+  add(DType::f16, 1, 512, 512, 2, 2, 256, Causal::top_left);
   return v;
 }
 
@@ -731,24 +736,23 @@ TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
     fa.lse.stride = {h * s, s, 1};
     Options opts;
     const auto plain = flash3_reasons(explain(fa, opts, /*backward=*/true));
-    if (d == 256) {
-      EXPECT_FALSE(plain.empty()) << "flash3 has no D = 256 backward but claims it can run it";
-    } else if (flash3_built_with(static_cast<int>(d))) {
+    if (flash3_built_with(static_cast<int>(d))) {  // (D 256 since session 26)
       EXPECT_TRUE(plain.empty()) << "D = " << d << " backward should be supported, reasons: "
                                  << (plain.empty() ? "" : plain[0]);
     }
-    // Deterministic (since session 25, bwd_kernel.cuh kDet): the plain call runs; with softcap
-    // it is declined, naming why.
+    // Deterministic (since session 26, bwd_kernel.cuh kDet): the plain call runs at D 64 / 128
+    // (D 256's kernel has no ordered dQ); with softcap it is declined, naming why.
     opts.deterministic = true;
     const auto det = flash3_reasons(explain(fa, opts, /*backward=*/true));
-    EXPECT_EQ(mentions(det, "deterministic"), false) << "D = " << d;
+    const bool built = flash3_built_with(static_cast<int>(d));
+    EXPECT_EQ(mentions(det, "deterministic"), built && d == 256) << "D = " << d;
     opts.softcap = 30.0;
     const auto det_cap = flash3_reasons(explain(fa, opts, /*backward=*/true));
-    EXPECT_TRUE(mentions(det_cap, "deterministic")) << "D = " << d;
+    if (built) EXPECT_TRUE(mentions(det_cap, "deterministic")) << "D = " << d;
     opts.softcap = 0.0;
     // The forward is unaffected by the deterministic flag.
     const auto fwd = flash3_reasons(explain(fa, opts, /*backward=*/false));
-    if (d != 256 && flash3_built_with(static_cast<int>(d)))
+    if (flash3_built_with(static_cast<int>(d)))
       EXPECT_TRUE(fwd.empty()) << (fwd.empty() ? "" : fwd[0]);
   }
 }

@@ -1,0 +1,327 @@
+// flash3 backward at D = 256 (session 26): the main kernel of bwd_launch_d256.cuh's three launches
+// (the preprocess and the dQ conversion are bwd_kernel.cuh's, D-generic). Plain calls only: causal
+// (both alignments), GQA, Sq != Sk; no score modifications, masks, varlen or deterministic (the
+// backend declines those at D 256).
+//
+// Why its own kernel: bwd_kernel.cuh gives each consumer warpgroup 64 keys and all D columns of
+// dK and dV in registers, D / 2 + D / 2 fp32 a thread: 256 at D = 256, more than a thread has.
+// Here, as FlashAttention-3 does at D 256, a CTA owns 64 keys and its two consumer warpgroups
+// split dK / dV by columns: WG w keeps dK[:, 128 w .. 128 w + 127] and dV likewise (64 + 64
+// registers). Per query block of 64 rows (looping over the q heads of the GQA group):
+//   S^T_w [64 keys x 32 queries] = K Q_w^T, dP^T_w = V dO_w^T          (WG w: queries 32 w ..)
+//       wgmma m64n32k16 SS, K = 256 (16 k-steps), A and B K-major
+//   P^T_w = exp2(S^T scale_log2 - lse2), dS^T_w = P^T_w (dP^T_w - delta)          registers
+//   P^T_w, dS^T_w -> smem tiles [64 keys][64 queries] (16-bit, 128B swizzle), double-buffered
+//       by item parity; a 256-thread barrier: both halves present
+//   dV_w += P^T dO[:, cols_w], dK_w += dS^T Q[:, cols_w]     m64n128k16 SS (A K-major from the
+//       P^T / dS^T tiles, B MN-major), K = 64 queries
+//   dQ[:, cols_w] = dS K[:, cols_w]                          m64n128k16 SS (both MN-major),
+//       K = 64 keys, issued first (kDqFirst); fp32 float4 atomics into the workspace tile's
+//       part w while dV / dK run (kDqN = 128; the layout of bwd_traits.hpp, converted by
+//       bwd_dq_convert_kernel<256, 128>)
+// The S^T / dP^T GEMMs are split by queries so that no GEMM is computed twice; the price is the
+// smem round trip of P^T / dS^T (FA3 makes the same trade at D 256).
+// Shared memory: K, V [64 x 256] 32 KB each; Q, dO [2 stages][64 x 256] 128 KB; P^T, dS^T
+// [2 buffers][64 x 64] 32 KB: 224 KB + barriers + 1 KB alignment (of 227).
+// Registers per consumer thread: dK, dV 64 each, dQ 64 (live only from its issue to its atomics),
+// S^T / dP^T 16 each: at most 192 + addressing under setmaxnreg 240.
+// Double-buffered P^T / dS^T need one barrier per item: WG w rewrites buffer it % 2 at item it
+// after passing item it - 1's barrier, which the other WG reached only after waiting for all of
+// its item it - 2 GEMMs (the last readers of that buffer).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/flash3/bwd_args.hpp"
+#include "backends/flash3/bwd_kernel.cuh"
+#include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "backends/flash3/reg_ops.cuh"
+#include "cuda/ptx_sm90.hpp"
+
+namespace attnkit::flash3::bwd {
+
+struct BwdTraits256 {
+  static constexpr int kD = 256;
+  static constexpr int kBlockN = 64;  // keys per CTA
+  static constexpr int kBlockM = 64;  // query rows per item
+  static constexpr int kStages = 2;
+  static constexpr int kConsumerWGs = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumerWGs);
+  static constexpr int kChunks = kD / 64;                   // [rows][64] column chunks
+  static constexpr int kRowBytes = 128;                     // one swizzle row: 64 x 16 bit
+  static constexpr int kQChunkBytes = kBlockM * kRowBytes;  // 8 KB
+  static constexpr int kQBytes = kBlockM * kD * 2;          // 32 KB
+  static constexpr int kKChunkBytes = kBlockN * kRowBytes;  // 8 KB
+  static constexpr int kKBytes = kBlockN * kD * 2;          // 32 KB
+  static constexpr int kTileBytes = kBlockN * kBlockM * 2;  // a P^T or dS^T tile, 8 KB
+  static constexpr int kDqN = 128;                          // dQ columns per WG (workspace parts)
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  static constexpr int kOffK = 0;
+  static constexpr int kOffV = kOffK + kKBytes;
+  static constexpr int kOffQ = kOffV + kKBytes;
+  static constexpr int kOffDO = kOffQ + kStages * kQBytes;
+  static constexpr int kOffPT = kOffDO + kStages * kQBytes;  // [2 buffers] P^T tiles
+  static constexpr int kOffDS = kOffPT + 2 * kTileBytes;     // [2 buffers] dS^T tiles
+  static constexpr int kOffBars = kOffDS + 2 * kTileBytes;
+  static constexpr int kNumBars = 1 + 2 * kStages;  // full_kv, full[s], empty[s]
+  static constexpr int kSmemBytes = kOffBars + kNumBars * 8 + 1024;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+  static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
+};
+
+// kDqFirst (session 26, the default since call 5: +5..+10 %): the dQ GEMM issued before dV / dK,
+// so its atomics run under them (the stage is released after dV / dK).
+// A template parameter, not a runtime flag: with both orders behind a branch ptxas injected
+// warpgroup.arrive / wait around the GEMMs (C7517 / C7519).
+template <bool BF16, bool kDqFirst = false>
+__global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
+    bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Tr = BwdTraits256;
+  namespace ptx = attnkit::cuda::sm90;
+  constexpr int kBM = Tr::kBlockM, kBN = Tr::kBlockN, kStages = Tr::kStages, D = Tr::kD;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Tr::kOffBars);
+  uint64_t* full_kv = bars;
+  uint64_t* full = bars + 1;
+  uint64_t* empty = bars + 1 + kStages;
+
+  const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
+  int m_begin = 0;
+  if (a.causal) {
+    const int first_row = n0 - a.causal_offset;
+    m_begin = first_row <= 0 ? 0 : first_row / kBM;
+  }
+  const int m_count = a.num_m_blocks > m_begin ? a.num_m_blocks - m_begin : 0;
+  const int items = a.group * m_count;
+
+  if (threadIdx.x == 0) {
+    ptx::mbar_init(full_kv, 1);
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], Tr::kConsumerWGs * 4);
+    }
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // ---- producer: K and V once, then Q and dO of every item through the ring --------------
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    if (items == 0 || threadIdx.x != 0) return;
+    ptx::tma_prefetch_map(&a.tma_q);
+    ptx::tma_prefetch_map(&a.tma_do);
+    ptx::mbar_arrive_expect_tx(full_kv, 2 * Tr::kKBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      ptx::tma_load_4d(smem + Tr::kOffK + c * Tr::kKChunkBytes, &a.tma_k, full_kv, c * 64, n0, g,
+                       b);
+      ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &a.tma_v, full_kv, c * 64, n0, g,
+                       b);
+    }
+    for (int it = 0; it < items; ++it) {
+      const int s = it % kStages;
+      const uint32_t ph = (it / kStages) & 1;
+      const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+      ptx::mbar_wait(&empty[s], ph ^ 1);
+      ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q,
+                         &full[s], c * 64, x.m0, x.h, b);
+        ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_do,
+                         &full[s], c * 64, x.m0, x.h, b);
+      }
+    }
+    return;
+  }
+
+  // ---- consumers --------------------------------------------------------------------------------
+  ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+  using WS = BwdWgmma<32, BF16>;   // S^T_w, dP^T_w [64 keys x 32 queries]
+  using WD = BwdWgmma<128, BF16>;  // dK_w, dV_w [64 keys x 128 columns], dQ_w [64 x 128]
+  const int w = wg - 1;            // consumer index: queries 32 w .., columns 128 w ..
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+  const int kr0 = 16 * warp + lane / 4;  // key row (of the block) of accumulator row r = 0
+  const int key_r0 = n0 + kr0;
+  const int qc = 2 * (lane % 4);
+  const int qw = 32 * w;  // this WG's first query column of the block
+  const uint32_t base = ptx::smem_u32(smem);
+  const uint32_t k_s = base + Tr::kOffK, v_s = base + Tr::kOffV;
+  const float sl2 = a.scale_log2;
+
+  float dk[64], dv[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i)
+    dk[i] = dv[i] = 0.f;
+
+  if (items > 0) ptx::mbar_wait(full_kv, 0);
+  for (int it = 0; it < items; ++it) {
+    const int s = it % kStages;
+    const uint32_t ph = (it / kStages) & 1;
+    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+    const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
+    const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
+    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+    ptx::mbar_wait(&full[s], ph);
+
+    // S^T_w = K Q_w^T and dP^T_w = V dO_w^T: 16 k-steps over D (4 column chunks x 4 steps).
+    float st[16], dpt[16];
+    auto gemm_t = [&](float(&acc)[16], uint32_t w_s, uint32_t b_s) {
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+        const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
+        const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + qw * Tr::kRowBytes + (ks % 4) * 32;
+        WS::template ss<0, 0>(acc, ptx::Sw128Desc::make(w_s + off, 16, 1024),
+                              ptx::Sw128Desc::make(b_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      }
+      ptx::wgmma_commit();
+    };
+    ptx::wgmma_fence();
+    gemm_t(st, k_s, q_s);
+    gemm_t(dpt, v_s, do_s);
+
+    // lse2 / delta of this thread's 8 query columns qw + 8 j + qc + e (the padded workspace rows:
+    // in bounds, 8-byte aligned), loaded under the GEMMs.
+    float l2[8], dl[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 lv = __ldg(reinterpret_cast<const float2*>(a.lse2 + row + qw + 8 * j + qc));
+      const float2 dv2 = __ldg(reinterpret_cast<const float2*>(a.delta + row + qw + 8 * j + qc));
+      l2[2 * j] = lv.x, l2[2 * j + 1] = lv.y;
+      dl[2 * j] = dv2.x, dl[2 * j + 1] = dv2.y;
+    }
+    ptx::wgmma_wait<0>();
+    fence_regs(st);
+    fence_regs(dpt);
+
+    // P^T (0 for keys >= Sk and, causal, keys right of the row's bound; rows >= Sq have lse2 =
+    // +inf) and dS^T = P^T (dP^T - delta), packed to 16 bit: pk[2 j + r] = columns 8 j + qc, +1.
+    const int coff = a.causal ? a.causal_offset : (1 << 30);
+    uint32_t pp[8], pds[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float pv[2], dsv[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int idx = 4 * j + 2 * r + e;
+          const int key = key_r0 + 8 * r, q = x.m0 + qw + 8 * j + qc + e;
+          float p = exp2_approx(fmaf(st[idx], sl2, -l2[2 * j + e]));
+          p = (key >= a.seqlen_k || key > q + coff) ? 0.f : p;
+          pv[e] = p;
+          dsv[e] = p * (dpt[idx] - dl[2 * j + e]);
+        }
+        pp[2 * j + r] = pack2<BF16>(pv[0], pv[1]);
+        pds[2 * j + r] = pack2<BF16>(dsv[0], dsv[1]);
+      }
+    // -> the item's P^T / dS^T tiles [64 keys][64 queries] (128B swizzle: 16-byte chunk c of
+    // row R at c ^ (R % 8)); this WG's columns are chunks 4 w .. 4 w + 3.
+    const int buf = it & 1;
+    uint8_t* pt_t = smem + Tr::kOffPT + buf * Tr::kTileBytes;
+    uint8_t* ds_t = smem + Tr::kOffDS + buf * Tr::kTileBytes;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int kr = kr0 + 8 * r;
+        const int off = kr * Tr::kRowBytes + (((4 * w + j) ^ (kr & 7)) * 16) + 2 * qc;
+        *reinterpret_cast<uint32_t*>(pt_t + off) = pp[2 * j + r];
+        *reinterpret_cast<uint32_t*>(ds_t + off) = pds[2 * j + r];
+      }
+    ptx::fence_proxy_async_smem();  // generic stores -> both WGs' wgmma reads
+    ptx::named_bar_sync(1, 2 * 128);
+
+    // dV_w += P^T dO[:, cols_w], dK_w += dS^T Q[:, cols_w]: K = 64 queries (4 steps); B spans
+    // column chunks 2 w, 2 w + 1 (MN-major, chunk stride kQChunkBytes).
+    const uint32_t pt_u = base + Tr::kOffPT + buf * Tr::kTileBytes;
+    const uint32_t ds_u = base + Tr::kOffDS + buf * Tr::kTileBytes;
+    auto issue_dvdk = [&] {
+#pragma unroll
+      for (int kk = 0; kk < kBM / 16; ++kk) {
+        const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
+        WD::template ss<0, 1>(dv, ptx::Sw128Desc::make(pt_u + kk * 32, 16, 1024),
+                              ptx::Sw128Desc::make(do_s + boff, Tr::kQChunkBytes, 1024), 1);
+      }
+#pragma unroll
+      for (int kk = 0; kk < kBM / 16; ++kk) {
+        const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
+        WD::template ss<0, 1>(dk, ptx::Sw128Desc::make(ds_u + kk * 32, 16, 1024),
+                              ptx::Sw128Desc::make(q_s + boff, Tr::kQChunkBytes, 1024), 1);
+      }
+      ptx::wgmma_commit();
+    };
+    // dQ[:, cols_w] = dS K[:, cols_w]: A = the dS^T tile (MN-major: queries contiguous), B = K
+    // column chunks 2 w, 2 w + 1 (MN-major), K = 64 keys.
+    float dq[64];
+    auto issue_dq = [&] {
+#pragma unroll
+      for (int kk = 0; kk < kBN / 16; ++kk) {
+        const uint32_t roff = kk * 16 * Tr::kRowBytes;
+        WD::template ss<1, 1>(
+            dq, ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024),
+            ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024),
+            kk > 0 ? 1 : 0);
+      }
+      ptx::wgmma_commit();
+    };
+    auto release_stage = [&] {  // dV, dK done: Q and dO of stage s consumed
+      fence_regs(dk);
+      fence_regs(dv);
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(&empty[s]);
+    };
+    ptx::wgmma_fence();
+    if constexpr (kDqFirst) {
+      // dQ first: its atomics (below) run while dV / dK are on the tensor cores.
+      issue_dq();
+      issue_dvdk();
+      ptx::wgmma_wait<1>();
+      fence_regs(dq);
+    } else {
+      issue_dvdk();
+      issue_dq();
+      ptx::wgmma_wait<1>();
+      release_stage();
+      ptx::wgmma_wait<0>();
+      fence_regs(dq);
+    }
+    // dQ -> the workspace tile's part w (float4 layout, kDqVec4): dq[4 j .. 4 j + 3] at
+    // (j * 128 + tid) * 4.
+    float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
+#pragma unroll
+    for (int j = 0; j < Tr::kDqN / 8; ++j)
+      atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
+                make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
+    if constexpr (kDqFirst) {
+      ptx::wgmma_wait<0>();
+      release_stage();
+    }
+  }
+
+  // ---- epilogue: dK = scale * acc, dV = acc, key rows < Sk, columns 128 w .. (pairs) -----------
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = key_r0 + 8 * r;
+    if (key >= a.seqlen_k) continue;
+    uint16_t* dk_row =
+        static_cast<uint16_t*>(a.dk) + b * a.dk_sb + key * a.dk_ss + g * a.dk_sh + 128 * w + qc;
+    uint16_t* dv_row =
+        static_cast<uint16_t*>(a.dv) + b * a.dv_sb + key * a.dv_ss + g * a.dv_sh + 128 * w + qc;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      *reinterpret_cast<uint32_t*>(dk_row + 8 * j) =
+          pack2<BF16>(dk[4 * j + 2 * r] * a.scale, dk[4 * j + 2 * r + 1] * a.scale);
+      *reinterpret_cast<uint32_t*>(dv_row + 8 * j) =
+          pack2<BF16>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+    }
+  }
+#endif
+}
+
+}  // namespace attnkit::flash3::bwd

@@ -1,0 +1,126 @@
+// Host launcher of the flash3 backward at D = 256 (session 26, bwd_kernel_d256.cuh): the
+// preprocess and dQ conversion of bwd_kernel.cuh around the D 256 main kernel. Plain calls only
+// (the backend declines score modifications, masks, varlen and deterministic at D 256).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+
+#include "backends/flash3/bwd_args.hpp"
+#include "backends/flash3/bwd_kernel.cuh"
+#include "backends/flash3/bwd_kernel_d256.cuh"
+#include "backends/flash3/bwd_launch.cuh"
+#include "backends/flash3/tensor_map.hpp"
+#include "core/params.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/workspace.hpp"
+
+namespace attnkit::flash3::bwd {
+
+/// ATTNKIT_FLASH3_BWD_D256_DQ_FIRST=0 / 1 (read per call): bwd_kernel_d256's kDqFirst. Default 1
+/// since session 26 call 5 (H200, one process each, sandwiched 0 / 1 / 0, TFLOP/s at S 1k / 4k /
+/// 16k): non-causal 293 / 353 / 366 -> 313 / 371 / 390, causal 231 / 331 / 366 -> 245 / 363 /
+/// 391 (+5..+10 %; both runs of 0 within 2 %).
+inline bool d256_dq_first() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_DQ_FIRST");
+  return e == nullptr || e[0] != '0';
+}
+
+template <bool BF16>
+void launch_backward_d256(const Params& p) {
+  using Tr = BwdTraits256;
+  constexpr int D = Tr::kD;
+  if (p.batch == 0 || p.heads_q == 0) return;
+  auto stream = static_cast<cudaStream_t>(p.stream);
+  // Query rows padded to whole 64-row blocks (at least one): lse2 / delta / dQ workspace
+  // accesses need no bounds checks (as launch_backward's).
+  const int64_t m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM : 1;
+  const int64_t sq_pad = m_blocks * Tr::kBlockM;
+  const size_t rows = static_cast<size_t>(p.batch * p.heads_q) * static_cast<size_t>(sq_pad);
+  // Workspace (fp32): lse2 [rows] | delta [rows] | dq_acc [rows, 256].
+  float* ws = static_cast<float*>(
+      cuda::workspace(rows * (2 + static_cast<size_t>(D)) * sizeof(float), p.device.index, stream));
+  float* lse2 = ws;
+  float* delta = ws + rows;
+  float* dq_acc = ws + 2 * rows;
+
+  if (prep_vec_ok(p)) {
+    constexpr int kRows = 256 / (D / 8);
+    const dim3 grid(static_cast<unsigned>(sq_pad / kRows), static_cast<unsigned>(p.heads_q),
+                    static_cast<unsigned>(p.batch));
+    bwd_preprocess_vec_kernel<D, BF16>
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
+  } else {
+    const dim3 grid(static_cast<unsigned>(sq_pad / 8), static_cast<unsigned>(p.heads_q),
+                    static_cast<unsigned>(p.batch));
+    bwd_preprocess_kernel<BF16>
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
+  }
+  ATTNKIT_CUDA_CHECK_LAUNCH();
+
+  if (p.seqlen_k > 0) {
+    BwdArgs a{};
+    // Sq = 0: the Q / dO maps are never read (no CTA has an item) but must be encodable.
+    const bool has_q = p.seqlen_q > 0;
+    const int64_t sq = has_q ? p.seqlen_q : p.seqlen_k;
+    const int64_t hq = has_q ? p.heads_q : p.heads_kv;
+    make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, p.batch, sq, hq, D, Tr::kBlockM,
+             BF16, "q", "flash3 backward");
+    make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, p.batch, sq, hq, D,
+             Tr::kBlockM, BF16, "dout", "flash3 backward");
+    make_map(&a.tma_k, p.k, p.k_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "k",
+             "flash3 backward");
+    make_map(&a.tma_v, p.v, p.v_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "v",
+             "flash3 backward");
+    a.lse2 = lse2;
+    a.delta = delta;
+    a.dq_acc = dq_acc;
+    a.dk = p.dk;
+    a.dk_sb = p.dk_st.b, a.dk_ss = p.dk_st.s, a.dk_sh = p.dk_st.h;
+    a.dv = p.dv;
+    a.dv_sb = p.dv_st.b, a.dv_ss = p.dv_st.s, a.dv_sh = p.dv_st.h;
+    a.seqlen_q = static_cast<int>(p.seqlen_q);
+    a.seqlen_k = static_cast<int>(p.seqlen_k);
+    a.sq_pad = static_cast<int>(sq_pad);
+    a.heads_q = static_cast<int>(p.heads_q);
+    a.group = static_cast<int>(p.group);
+    a.causal = p.causal != Causal::none;
+    a.causal_offset =
+        p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
+    a.num_m_blocks = static_cast<int>(m_blocks);
+    a.scale = p.scale;
+    a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+    a.dq_vec4 = 1;
+
+    auto kernel = d256_dq_first() ? bwd_kernel_d256<BF16, true> : bwd_kernel_d256<BF16, false>;
+    // The shared-memory opt-in per device and kernel (idempotent: a race only repeats the call).
+    static std::atomic<bool> attr_set[2][kMaxDevices] = {};
+    int dev = 0;
+    ATTNKIT_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < 0 || dev >= kMaxDevices) dev = 0;
+    std::atomic<bool>& set = attr_set[d256_dq_first() ? 1 : 0][dev];
+    if (!set.load(std::memory_order_acquire)) {
+      ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              Tr::kSmemBytes));
+      set.store(true, std::memory_order_release);
+    }
+    const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
+                    static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
+    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  }
+
+  if (p.seqlen_q > 0) {
+    const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
+                    static_cast<unsigned>(p.batch));
+    bwd_dq_convert_kernel<D, Tr::kDqN, BF16>
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, /*v4=*/1);
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace attnkit::flash3::bwd
