@@ -107,8 +107,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128, 256 "
-        "(256: plain calls); masks with softcap: forward only)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128, 256; "
+        "backward without dropout, D 256 without varlen / deterministic)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -132,11 +132,11 @@ class Flash3Backend final : public Backend {
     c.mask_additive = true;
     c.gqa = true;
     c.lse = true;
-    c.backward = true;  // D = 64, 128, 256 (256 plain only: extra_reasons)
+    c.backward = true;  // D = 64, 128, 256 (256: not varlen / deterministic, extra_reasons)
     // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
     c.deterministic = true;
-    // Not implemented (yet): dropout, a mask with softcap in the backward, D = 256 backward with
-    // score modifications / masks / varlen / deterministic, D 96 / 192 backward.
+    // Not implemented (yet): dropout, a mask with softcap in the D 64 / 128 backward, D = 256
+    // backward with varlen / deterministic, D 96 / 192 backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -183,8 +183,10 @@ class Flash3Backend final : public Backend {
     // only the tensors given are checked.
     // Masks since session 26 (bwd_kernel.cuh kModMask), without softcap: the softcapped
     // backward recovers tanh from P, which the mask's values would have to be undone from.
-    if (p.has_mask() && p.softcap > 0.f)
-      reasons.push_back("mask with softcap in the backward (flash3: one or the other)");
+    if (p.has_mask() && p.softcap > 0.f && p.head_dim != 256)
+      reasons.push_back(
+          "mask with softcap in the backward (flash3: one or the other at D 64 / 128; both at "
+          "D 256)");
     if (p.dout != nullptr)  // (varlen: one packed [total_q, Hq, D] tensor, b stride 0)
       check_tma_operand("dout", p.dout, p.dout_st, p.varlen ? 1 : p.batch,
                         p.varlen ? p.total_q : p.seqlen_q, p.heads_q, reasons);
@@ -205,12 +207,12 @@ class Flash3Backend final : public Backend {
     if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
       reasons.push_back("backward head_dim " + std::to_string(p.head_dim) +
                         " not implemented (flash3 backward: 64, 128, 256)");
-    // D = 256 (session 26, bwd_kernel_d256.cuh): the plain kernel only.
-    if (p.head_dim == 256 &&
-        (flash3::has_score_mod(p) || p.has_mask() || p.varlen || p.deterministic))
+    // D = 256 (session 26, bwd_kernel_d256.cuh): score modifications and masks (with softcap
+    // too), not varlen or deterministic.
+    if (p.head_dim == 256 && (p.varlen || p.deterministic))
       reasons.push_back(
-          "backward head_dim 256 with softcap, ALiBi, a window, a mask, varlen or deterministic "
-          "(flash3's D 256 backward is the plain kernel only)");
+          "backward head_dim 256 with varlen or deterministic (flash3's D 256 backward has "
+          "neither)");
   }
 
   void forward(const Params& p) override {

@@ -1,7 +1,7 @@
 // flash3 backward at D = 256 (session 26): the main kernel of bwd_launch_d256.cuh's three launches
-// (the preprocess and the dQ conversion are bwd_kernel.cuh's, D-generic). Plain calls only: causal
-// (both alignments), GQA, Sq != Sk; no score modifications, masks, varlen or deterministic (the
-// backend declines those at D 256).
+// (the preprocess and the dQ conversion are bwd_kernel.cuh's, D-generic): causal (both
+// alignments), GQA, Sq != Sk, and (kMod) softcap, ALiBi, sliding windows and bool / additive
+// masks; not varlen or deterministic (the backend declines those at D 256).
 //
 // Why its own kernel: bwd_kernel.cuh gives each consumer warpgroup 64 keys and all D columns of
 // dK and dV in registers, D / 2 + D / 2 fp32 a thread: 256 at D = 256, more than a thread has.
@@ -35,8 +35,10 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/reg_ops.cuh"
 #include "cuda/ptx_sm90.hpp"
+#include "cuda/sfu_math.cuh"
 
 namespace attnkit::flash3::bwd {
 
@@ -74,7 +76,21 @@ struct BwdTraits256 {
 // so its atomics run under them (the stage is released after dV / dK).
 // A template parameter, not a runtime flag: with both orders behind a branch ptxas injected
 // warpgroup.arrive / wait around the GEMMs (C7517 / C7519).
-template <bool BF16, bool kDqFirst = false>
+/// kMod (session 26): softcap, ALiBi, a sliding window and a bool / additive mask, each where set
+/// (BwdArgs as bwd_kernel.cuh's kMod kinds take them), tested per element: at D 256 a thread
+/// has 16 scores per item against 4 x 64 accumulator registers of GEMM work, so one general
+/// kernel serves every combination (softcap with a mask too: t = tanh is kept in registers, not
+/// recovered from P as the D 64 / 128 kernels do).
+template <int kKind>
+__device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float mul) {
+  const MaskElem<kKind> v = reinterpret_cast<const MaskElem<kKind>*>(m)[off];
+  if constexpr (kKind == 1)
+    return v != 0 ? 0.f : -INFINITY;
+  else
+    return mask_value<kKind>(v) * mul;
+}
+
+template <bool BF16, bool kDqFirst = false, bool kMod = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -95,7 +111,17 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     const int first_row = n0 - a.causal_offset;
     m_begin = first_row <= 0 ? 0 : first_row / kBM;
   }
-  const int m_count = a.num_m_blocks > m_begin ? a.num_m_blocks - m_begin : 0;
+  int m_end = a.num_m_blocks;
+  if constexpr (kMod) {
+    // The window's left edge: row i sees key j only if j >= i + lo_offset, so no row past
+    // n0 + kBN - 1 - lo_offset sees a key of this block.
+    if (a.window_lo) {
+      const int last_row = n0 + kBN - 1 - a.lo_offset;
+      const int m_last = last_row < 0 ? 0 : last_row / kBM + 1;
+      m_end = m_last < m_end ? m_last : m_end;
+    }
+  }
+  const int m_count = m_end > m_begin ? m_end - m_begin : 0;
   const int items = a.group * m_count;
 
   if (threadIdx.x == 0) {
@@ -199,9 +225,21 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     fence_regs(st);
     fence_regs(dpt);
 
-    // P^T (0 for keys >= Sk and, causal, keys right of the row's bound; rows >= Sq have lse2 =
-    // +inf) and dS^T = P^T (dP^T - delta), packed to 16 bit: pk[2 j + r] = columns 8 j + qc, +1.
+    // P^T (0 for keys >= Sk and, causal, keys right of the row's bound, kMod: left of the
+    // window's edge; rows >= Sq have lse2 = +inf) and dS^T = P^T (dP^T - delta), packed to 16
+    // bit: pk[2 j + r] = columns 8 j + qc, +1. kMod: softcap's t = tanh(.) first (dS^T then
+    // times 1 - t^2), ALiBi, then the mask's value (score_mod.cuh's order).
     const int coff = a.causal ? a.causal_offset : (1 << 30);
+    [[maybe_unused]] const int loff = kMod && a.window_lo ? a.lo_offset : -(1 << 30);
+    [[maybe_unused]] float alibi_k = 0.f;
+    [[maybe_unused]] const uint8_t* mbh = nullptr;
+    if constexpr (kMod) {
+      if (a.alibi != nullptr) alibi_k = a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul;
+      if (a.mask_kind != 0) {
+        const int64_t bytes = a.mask_kind == 1 ? 1 : a.mask_kind == 2 ? 4 : 2;
+        mbh = a.mask + (static_cast<int64_t>(b) * a.mask_sb + x.h * a.mask_sh) * bytes;
+      }
+    }
     uint32_t pp[8], pds[8];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -212,10 +250,39 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
         for (int e = 0; e < 2; ++e) {
           const int idx = 4 * j + 2 * r + e;
           const int key = key_r0 + 8 * r, q = x.m0 + qw + 8 * j + qc + e;
-          float p = exp2_approx(fmaf(st[idx], sl2, -l2[2 * j + e]));
-          p = (key >= a.seqlen_k || key > q + coff) ? 0.f : p;
+          float xs = st[idx], f = 1.f;
+          if constexpr (kMod) {
+            if (a.softcap_k != 0.f) {
+              const float t = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
+              xs = t;
+              f = fmaf(-t, t, 1.f);
+            }
+            if (alibi_k != 0.f)
+              xs = fmaf(alibi_k, static_cast<float>(abs(q + a.diag_offset - key)), xs);
+            if (mbh != nullptr) {
+              // (indices clamped into the mask: rows >= Sq / keys >= Sk are zeroed below)
+              const int64_t off = static_cast<int64_t>(min(q, a.seqlen_q - 1)) * a.mask_si +
+                                  static_cast<int64_t>(min(key, a.seqlen_k - 1)) * a.mask_sj;
+              switch (a.mask_kind) {
+                case 1:
+                  xs += mask_add<1>(mbh, off, a.mask_mul);
+                  break;
+                case 2:
+                  xs += mask_add<2>(mbh, off, a.mask_mul);
+                  break;
+                case 3:
+                  xs += mask_add<3>(mbh, off, a.mask_mul);
+                  break;
+                default:
+                  xs += mask_add<4>(mbh, off, a.mask_mul);
+                  break;
+              }
+            }
+          }
+          float p = exp2_approx(fmaf(xs, sl2, -l2[2 * j + e]));
+          p = (key >= a.seqlen_k || key > q + coff || (kMod && key < q + loff)) ? 0.f : p;
           pv[e] = p;
-          dsv[e] = p * (dpt[idx] - dl[2 * j + e]);
+          dsv[e] = p * (dpt[idx] - dl[2 * j + e]) * f;
         }
         pp[2 * j + r] = pack2<BF16>(pv[0], pv[1]);
         pds[2 * j + r] = pack2<BF16>(dsv[0], dsv[1]);

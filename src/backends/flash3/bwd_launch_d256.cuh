@@ -1,6 +1,7 @@
 // Host launcher of the flash3 backward at D = 256 (session 26, bwd_kernel_d256.cuh): the
-// preprocess and dQ conversion of bwd_kernel.cuh around the D 256 main kernel. Plain calls only
-// (the backend declines score modifications, masks, varlen and deterministic at D 256).
+// preprocess and dQ conversion of bwd_kernel.cuh around the D 256 main kernel (the plain one, or
+// kMod with softcap / ALiBi / window / mask). The backend declines varlen and deterministic at
+// D 256.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,6 +15,7 @@
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_kernel_d256.cuh"
 #include "backends/flash3/bwd_launch.cuh"
+#include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/tensor_map.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
@@ -95,14 +97,20 @@ void launch_backward_d256(const Params& p) {
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
     a.dq_vec4 = 1;
+    // Softcap / ALiBi / window / mask (session 26): the general kMod kernel, dQ-first.
+    const bool mod = has_score_mod(p) || p.has_mask();
+    if (mod) set_bwd_score_mod(p, score_mod_of(p), a);
 
-    auto kernel = d256_dq_first() ? bwd_kernel_d256<BF16, true> : bwd_kernel_d256<BF16, false>;
+    const int which = mod ? 2 : d256_dq_first() ? 1 : 0;
+    auto kernel = which == 2   ? bwd_kernel_d256<BF16, true, true>
+                  : which == 1 ? bwd_kernel_d256<BF16, true>
+                               : bwd_kernel_d256<BF16, false>;
     // The shared-memory opt-in per device and kernel (idempotent: a race only repeats the call).
-    static std::atomic<bool> attr_set[2][kMaxDevices] = {};
+    static std::atomic<bool> attr_set[3][kMaxDevices] = {};
     int dev = 0;
     ATTNKIT_CUDA_CHECK(cudaGetDevice(&dev));
     if (dev < 0 || dev >= kMaxDevices) dev = 0;
-    std::atomic<bool>& set = attr_set[d256_dq_first() ? 1 : 0][dev];
+    std::atomic<bool>& set = attr_set[which][dev];
     if (!set.load(std::memory_order_acquire)) {
       ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               Tr::kSmemBytes));

@@ -3,8 +3,9 @@
 // and windows, Flash3BackwardScoreMod): several 128-key CTAs and 64-row
 // query blocks with partial last blocks, Sq != Sk with both causal alignments (Sq > Sk bottom-
 // right has rows with no visible key: their dq must be 0, not NaN), GQA/MQA (one CTA loops over
-// the group's q heads), BHSD layout, D = 64 and 128, bf16 and f16. The hostile cases
-// (flash3_hostile_test.cu) add lengths 0/1 and the small odd shapes.
+// the group's q heads), BHSD layout, D = 64, 128 and 256 (session 26: 64-key CTAs,
+// bwd_kernel_d256.cuh), bf16 and f16. The hostile cases (flash3_hostile_test.cu) add lengths 0/1
+// and the small odd shapes.
 //
 // On an sm90 device these cases must RUN: a skip there fails (so a capability regression cannot
 // turn the test green). Outputs are poisoned before each run by the harness; NaN never passes.
@@ -442,7 +443,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cas
 std::vector<check::Case> score_mod_backward_cases() {
   std::vector<check::Case> v;
   for (DType dt : {DType::bf16, DType::f16}) {
-    for (int64_t d : {64, 128}) {
+    for (int64_t d : {64, 128, 256}) {  // (256: bwd_kernel_d256.cuh kMod, session 26)
       check::Case c = bwd_case(dt, 1, 300, 517, 4, 2, d, Causal::none);
       c.softcap = 1.0;
       v.push_back(c);
@@ -465,7 +466,7 @@ std::vector<check::Case> score_mod_backward_cases() {
       v.push_back(c);
     }
   }
-  for (int64_t d : {64, 128}) {
+  for (int64_t d : {64, 128, 256}) {
     check::Case c = bwd_case(DType::bf16, 1, 777, 1024, 4, 1, d, Causal::bottom_right);
     c.softcap = 2.0;
     c.window_left = 128;

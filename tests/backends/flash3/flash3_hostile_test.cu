@@ -79,19 +79,18 @@ INSTANTIATE_TEST_SUITE_P(Bf16, Flash3Mask, ::testing::ValuesIn(mask_cases(DType:
 INSTANTIATE_TEST_SUITE_P(F16, Flash3Mask, ::testing::ValuesIn(mask_cases(DType::f16)),
                          CaseParamName{});
 
-/// Masks in flash3's backward (session 26, bwd_kernel.cuh kModMask) at the backward's head dims:
-/// the forward's mask cases without softcap (declined with a mask in the backward), plus a full
-/// additive mask under a window that leaves rows 0 .. 409 without keys (Sq 700 > Sk 260, the
-/// window's bottom-right alignment).
+/// Masks in flash3's backward (session 26: bwd_kernel.cuh kModMask at D 64 / 128,
+/// bwd_kernel_d256.cuh kMod at D 256): the forward's mask cases, without softcap at D 64 / 128
+/// (declined with a mask there), plus a full additive mask under a window that leaves rows
+/// 0 .. 409 without keys (Sq 700 > Sk 260, the window's bottom-right alignment).
 std::vector<check::Case> mask_bwd_cases(DType dt) {
   std::vector<check::Case> v;
   for (check::Case c : mask_cases(dt)) {
-    if (c.d == 256) continue;
     c.backward = true;
-    c.softcap = 0.0;
+    if (c.d != 256) c.softcap = 0.0;  // (D 256's kernel keeps tanh in registers: both at once)
     v.push_back(c);
   }
-  for (int64_t d : {64, 128}) {
+  for (int64_t d : {64, 128, 256}) {
     check::Case c = check::shape_case(dt, 2, 700, 260, 4, 1, d, Causal::none, true);
     c.mask = check::MaskCase::additive;
     c.mask_dtype = dt;
