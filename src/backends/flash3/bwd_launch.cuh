@@ -109,16 +109,7 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
     a.alibi_sh = p.alibi_st_h;
     a.alibi_mul = -1.f / m.units;
   }
-  if (p.has_mask()) {  // (kModMask; as launch.cuh's forward encodes it)
-    a.mask = static_cast<const uint8_t*>(p.mask);
-    a.mask_sb = p.mask_st.b, a.mask_sh = p.mask_st.h;
-    a.mask_si = p.mask_st.s, a.mask_sj = p.mask_st.d;
-    a.mask_kind = p.mask_kind == MaskKind::keep_bool ? 1
-                  : p.mask_dtype == DType::f32       ? 2
-                  : p.mask_dtype == DType::f16       ? 3
-                                                     : 4;
-    a.mask_mul = 1.f / m.units;
-  }
+  set_mask(p, m.units, a);  // (kModMask, bwd_kernel_d256 kMod; as the forward encodes it)
 }
 
 /// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend

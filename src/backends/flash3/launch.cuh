@@ -514,16 +514,7 @@ inline void set_score_mod(const Params& p, FwdArgs& a) {
     a.alibi_sh = p.alibi_st_h;
     a.alibi_mul = -1.f / m.units;
   }
-  if (p.has_mask()) {  // (additive values in the score's units, as ALiBi's)
-    a.mask = static_cast<const uint8_t*>(p.mask);
-    a.mask_sb = p.mask_st.b, a.mask_sh = p.mask_st.h;
-    a.mask_si = p.mask_st.s, a.mask_sj = p.mask_st.d;
-    a.mask_kind = p.mask_kind == MaskKind::keep_bool ? 1
-                  : p.mask_dtype == DType::f32       ? 2
-                  : p.mask_dtype == DType::f16       ? 3
-                                                     : 4;
-    a.mask_mul = 1.f / m.units;
-  }
+  set_mask(p, m.units, a);
 }
 
 /// ATTNKIT_FLASH3_VARLEN_STATIC=1: varlen launches keep the static schedule (session 24's A/B).

@@ -53,6 +53,22 @@ __host__ __device__ inline void set_bounds(Args& a, const SeqBounds& sb) {
   a.diag_offset = sb.diag_offset;
 }
 
+/// Host: the call's mask (if any) into the kernel arguments that carry it by these names (FwdArgs,
+/// BwdArgs: mask, mask_s{b,h,i,j} in elements, mask_kind 1 bool / 2-4 additive f32 / f16 / bf16,
+/// mask_mul = 1 / units: additive values join the score in the kernels' units, as ALiBi's do).
+template <class Args>
+inline void set_mask(const Params& p, float units, Args& a) {
+  if (!p.has_mask()) return;
+  a.mask = static_cast<const uint8_t*>(p.mask);
+  a.mask_sb = p.mask_st.b, a.mask_sh = p.mask_st.h;
+  a.mask_si = p.mask_st.s, a.mask_sj = p.mask_st.d;
+  a.mask_kind = p.mask_kind == MaskKind::keep_bool ? 1
+                : p.mask_dtype == DType::f32       ? 2
+                : p.mask_dtype == DType::f16       ? 3
+                                                   : 4;
+  a.mask_mul = 1.f / units;
+}
+
 /// Host: does the call modify scores (softcap, ALiBi or a window)? Both passes then run their
 /// score-mod kernels (launch.cuh run_forward, bwd_launch.cuh run_backward).
 inline bool has_score_mod(const Params& p) {
