@@ -1094,7 +1094,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     //     key blocks arrive in the order n_last(j) = max{n : rot(n) <= j}, n_last - 1, ..., 0,
     //     N - 1, ...: `first` = n_last(j) and again nobody waits in lockstep. (Ascending order
     //     without rotation: every CTA at item 0 together, 0.60-0.66 of the atomic kernel.)
-    //   non-causal without item_rot (N > SMs): first = N - 1, a chain like session 25's.
+    //   non-causal without item_rot (the default since the end of session 26, and always when
+    //     N > SMs): first = N - 1, a chain like session 25's, every wait on a CTA launched earlier.
     int* sem = nullptr;
     int turn = 0;
     if constexpr (kDet) {

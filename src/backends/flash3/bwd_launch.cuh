@@ -78,11 +78,14 @@ inline bool varlen_on_mod() {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_VARLEN_MOD");
   return e != nullptr && e[0] == '1';
 }
-/// ATTNKIT_FLASH3_BWD_DET_ROT=0: the deterministic non-causal backward without its rotated item
-/// order (turns descending from key block N - 1, as when N > SMs; tests and A/B; read per call).
+/// ATTNKIT_FLASH3_BWD_DET_ROT=1: the deterministic non-causal backward with its rotated item
+/// order (opt-in; tests and A/B; read per call). Off by default since the end of session 26: its
+/// wrap waits on a CTA launched later, which only co-residency of a head's key blocks makes safe,
+/// and another kernel sharing the SMs (a second stream, NCCL, MPS limits) can break that; it
+/// measured no faster (non-causal 0.63-0.66 of the atomic kernel with it, 0.60-0.66 without).
 inline bool det_rot_allowed() {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_DET_ROT");
-  return e == nullptr || e[0] != '0';
+  return e != nullptr && e[0] == '1';
 }
 /// ATTNKIT_FLASH3_BWD_DET_DEFER=0 / 1: the deterministic backward hands a dQ tile's turn on right
 /// after its adds (0) or at the next item's dQ stage (1; BwdArgs::det_defer). Read per call.

@@ -93,7 +93,9 @@ void launch_backward_d256(const Params& p) {
     a.causal = p.causal != Causal::none;
     a.causal_offset =
         p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
-    a.num_m_blocks = static_cast<int>(m_blocks);
+    // (Sq = 0: 0 query blocks, so no CTA has an item; m_blocks >= 1 only pads the workspace. A
+    // CTA with items would read rows -1 of a mask.)
+    a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
     a.dq_vec4 = 1;

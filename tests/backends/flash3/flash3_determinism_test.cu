@@ -54,8 +54,9 @@ TensorView view(void* data, DType dt, int64_t b, int64_t s, int64_t h, int64_t d
 struct Shape {
   int64_t b, sq, sk, hq, hkv, d;
   Causal causal;
-  // Non-causal: the turn order without item rotation (ATTNKIT_FLASH3_BWD_DET_ROT=0), as the
-  // launcher picks by itself when a head has more key blocks than the device has SMs.
+  // Non-causal: the turn order without item rotation (ATTNKIT_FLASH3_BWD_DET_ROT=0, the default)
+  // or with it (=1, opt-in; the launcher still drops it when a head has more key blocks than the
+  // device has SMs).
   bool rot_off = false;
 };
 

@@ -90,6 +90,11 @@ std::vector<check::Case> mask_bwd_cases(DType dt) {
     if (c.d != 256) c.softcap = 0.0;  // (D 256's kernel keeps tanh in registers: both at once)
     v.push_back(c);
   }
+  // Sq = 0 at D 256 with a full mask: no query block, nothing read from the (empty) mask, dK /
+  // dV zero (session 26's review: the D 256 launcher ran items on padding rows there).
+  check::Case e = check::shape_case(dt, 1, 0, 100, 2, 2, 256, Causal::none, true);
+  e.mask = check::MaskCase::keep_bool;
+  v.push_back(e);
   for (int64_t d : {64, 128, 256}) {
     check::Case c = check::shape_case(dt, 2, 700, 260, 4, 1, d, Causal::none, true);
     c.mask = check::MaskCase::additive;
