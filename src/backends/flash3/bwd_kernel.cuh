@@ -850,10 +850,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
                 const int j = j0 + jj;
                 float xs = st[4 * j + 2 * r + e];
                 if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
-                if constexpr (kMk == 1)
-                  xs = mv[jj][r][e] != 0 ? xs : -INFINITY;
-                else
-                  xs = fmaf(mask_value<kMk>(mv[jj][r][e]), a.mask_mul, xs);
+                xs = masked_score<kMk>(xs, mv[jj][r][e], a.mask_mul);
                 float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
                 if constexpr (kMasked) {
                   const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
@@ -892,26 +889,12 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     };
     using NoMask = std::integral_constant<int, 0>;
     if constexpr (kMod == kModMask) {
-      auto with_kind = [&](auto mk) {
+      with_mask_kind(a.mask_kind, [&](auto mk) {
         if (need_mask)
           p_from_s(std::true_type{}, false, mk);
         else
           p_from_s(std::false_type{}, false, mk);
-      };
-      switch (a.mask_kind) {
-        case 1:
-          with_kind(std::integral_constant<int, 1>{});
-          break;
-        case 2:
-          with_kind(std::integral_constant<int, 2>{});
-          break;
-        case 3:
-          with_kind(std::integral_constant<int, 3>{});
-          break;
-        default:
-          with_kind(std::integral_constant<int, 4>{});
-          break;
-      }
+      });
     } else if constexpr (kMod != 0 || Tr::kHoistMask) {
       if (need_mask)
         p_from_s(std::true_type{}, false, NoMask{});

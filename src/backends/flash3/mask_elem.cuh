@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -27,6 +28,37 @@ __device__ __forceinline__ float mask_value(MaskElem<kKind> v) {
     return __half2float(v);
   } else {
     return __bfloat162float(v);
+  }
+}
+
+/// Score x with mask element v applied: a bool mask's false hides it (-inf), an additive mask's
+/// value joins it times mul (the kernels' score units). The forward (score_mod.cuh
+/// apply_mask_kind) and the D 64 / 128 backward (bwd_kernel.cuh kModMask) both apply it.
+template <int kKind>
+__device__ __forceinline__ float masked_score(float x, MaskElem<kKind> v, float mul) {
+  if constexpr (kKind == 1)
+    return v != 0 ? x : -INFINITY;
+  else
+    return fmaf(mask_value<kKind>(v), mul, x);
+}
+
+/// f(std::integral_constant<int, kind>{}) for a mask kind 1..4 known only at run time (1, 2, 3;
+/// anything else as 4): the backward's kernels switch once per item (kModMask) or element (D 256).
+template <class F>
+__device__ __forceinline__ void with_mask_kind(int kind, F&& f) {
+  switch (kind) {
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      f(std::integral_constant<int, 3>{});
+      break;
+    default:
+      f(std::integral_constant<int, 4>{});
+      break;
   }
 }
 

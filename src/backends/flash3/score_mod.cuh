@@ -144,10 +144,7 @@ __device__ __forceinline__ void apply_mask_kind(float (&s)[kBlockN / 2], const F
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& x = s[4 * (j0 + g) + 2 * r + e];
-          if constexpr (kKind == 1)
-            x = v[r][g][e] != 0 ? x : -INFINITY;
-          else
-            x = fmaf(mask_value<kKind>(v[r][g][e]), a.mask_mul, x);
+          x = masked_score<kKind>(x, v[r][g][e], a.mask_mul);
         }
   }
 }
