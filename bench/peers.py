@@ -228,6 +228,38 @@ def torch_runner(torch, shp, peer, sets, pas):
                 "dk": dk.transpose(1, 2), "dv": dv.transpose(1, 2)}
 
 
+def attnkit_bwd_from_own_forward(torch, lib, opts, sets, lse_shape, dout="do", view=None):
+    """An attnkit backward timed from its own forward's out and lse, one forward per input set at
+    set-up; one dq / dk / dv set reused by every call (the bench/gpu scripts' backward rows).
+    sets: dicts of q, k, v and `dout`; lse_shape: the lse tensor's shape; view(t): the layout the
+    library sees (varlen_vs_peers' dense rows view packed tensors as [B, S, H, D]). Returns
+    (fn(i), [dq, dk, dv] of set 0 (copies), the backend that ran); fn.keep holds what the library
+    points at."""
+    from attnkit_c import tensor_of
+    view = view or (lambda t: t)
+    q0 = sets[0]["q"]
+    grads = [torch.empty_like(sets[0][n]) for n in ("q", "k", "v")]
+    tg = [tensor_of(view(g)) for g in grads]
+    keep, ts = [], []
+    for x in sets:
+        out = torch.empty_like(x["q"])
+        lse = torch.empty(*lse_shape, device=q0.device, dtype=torch.float32)
+        t = {k: tensor_of(view(v)) for k, v in x.items()}
+        t["out"], t["lse"] = tensor_of(view(out)), tensor_of(lse)
+        lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], opts)
+        keep += [out, lse]
+        ts.append(t)
+
+    def fn(i):
+        t = ts[i % len(ts)]
+        lib.backward(t[dout], t["q"], t["k"], t["v"], t["out"], t["lse"], *tg, opts)
+    fn.keep = (opts, keep)
+    fn(0)
+    if q0.is_cuda:
+        torch.cuda.synchronize()
+    return fn, [g.clone() for g in grads], lib.last_backend()
+
+
 def attnkit_runner(torch, lib, shp, backend, sets, pas, outputs_per_set=False):
     """Returns (fn(i), outputs_of_set0) for an attnkit backend.
 

@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 from peers import TOKENS, HIDDEN, Timer, log, parse_sizes, run_doc  # noqa: E402
+from peers import attnkit_bwd_from_own_forward  # noqa: E402
 from peers import rel_err as rel  # noqa: E402
 
 REL_TOL = 2e-2
@@ -96,25 +97,9 @@ def attnkit_bwd_fn(lib, backend, sets, mask):
     tm = tensor_of(mask)
     o.mask = ctypes.pointer(tm)
     b, s, h, _ = sets[0]["q"].shape
-    grads = [torch.empty_like(sets[0][n]) for n in ("q", "k", "v")]
-    tg = [tensor_of(g) for g in grads]
-    keep, ts = [], []
-    for x in sets:
-        out = torch.empty_like(x["q"])
-        lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-        t = {k: tensor_of(v) for k, v in x.items()}
-        t["out"], t["lse"] = tensor_of(out), tensor_of(lse)
-        lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], o)
-        keep += [out, lse]
-        ts.append(t)
-
-    def fn(i):
-        t = ts[i % len(ts)]
-        lib.backward(t["do"], t["q"], t["k"], t["v"], t["out"], t["lse"], *tg, o)
-    fn.keep = (tm, o, keep)
-    fn(0)
-    torch.cuda.synchronize()
-    return fn, [g.clone() for g in grads], lib.last_backend()
+    fn, grads, ran = attnkit_bwd_from_own_forward(torch, lib, o, sets, (b, h, s))
+    fn.keep = (fn.keep, tm)
+    return fn, grads, ran
 
 
 def sdpa_eff_bwd_fn(sets, mask):

@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 from peers import TOKENS, HIDDEN, Timer, ceilings, parse_sizes  # noqa: E402
+from peers import attnkit_bwd_from_own_forward  # noqa: E402
 
 CAP = 50.0
 REL_TOL = 2e-2
@@ -90,28 +91,9 @@ def attnkit_bwd_fn(lib, backend, r, sets):
     """Backward of `backend` from its own forward's out and lse (one per set); dq/dk/dv reused.
     Returns (fn, dq of set 0, backend that ran)."""
     o = attnkit_opts(lib, backend, r)
-    grads = {g: torch.empty_like(sets[0]["q"]) for g in ("dq", "dk", "dv")}
-    tg = {g: tensor_of(t) for g, t in grads.items()}
-    keep, ts = [], []
-    for x in sets:
-        out = torch.empty_like(x["q"])
-        lse = torch.empty(r.b, r.h, r.s, device="cuda", dtype=torch.float32)
-        t = {k: tensor_of(v) for k, v in x.items()}
-        t["out"], t["lse"] = tensor_of(out), tensor_of(lse)
-        lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], o)
-        keep.append((out, lse))
-        ts.append(t)
-
-    def fn(i):
-        t = ts[i % len(ts)]
-        lib.backward(t["dout"], t["q"], t["k"], t["v"], t["out"], t["lse"], tg["dq"], tg["dk"],
-                     tg["dv"], o)
-    fn(0)
-    torch.cuda.synchronize()
-    ran = lib.last_backend()
-    first = grads["dq"].clone()
-    fn.keep = keep
-    return fn, first, ran
+    fn, grads, ran = attnkit_bwd_from_own_forward(torch, lib, o, sets, (r.b, r.h, r.s),
+                                                  dout="dout")
+    return fn, grads[0], ran
 
 
 def attnkit_fn(lib, backend, r, sets):

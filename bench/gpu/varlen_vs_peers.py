@@ -43,6 +43,7 @@ import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 from peers import TOKENS, HIDDEN, Timer, log, parse_sizes, run_doc  # noqa: E402
 from peers import rel_err as rel  # noqa: E402
+from peers import attnkit_bwd_from_own_forward  # noqa: E402
 
 REL_TOL = 2e-2
 
@@ -129,30 +130,14 @@ def attnkit_varlen_bwd_fn(lib, backend, r, sets, cu, dense=False):
     o = lib.options(backend, causal="bottom_right" if r.causal else None, stream=stream)
     tcu = tensor_of(cu)
     b, s = len(r.lens), r.lens[0]
-    view = (lambda t: t.view(b, s, r.h, r.d)) if dense else (lambda t: t)  # noqa: E731
+    view = (lambda t: t.view(b, s, r.h, r.d)) if dense else None  # noqa: E731
     if not dense:
         o.cu_seqlens_q = o.cu_seqlens_k = ctypes.pointer(tcu)
         o.max_seqlen_q = o.max_seqlen_k = r.max
-    grads = [torch.empty_like(sets[0][n]) for n in ("q", "k", "v")]
-    tg = [tensor_of(view(g)) for g in grads]
-    keep, ts = [], []
-    for x in sets:
-        out = torch.empty_like(x["q"])
-        lse = torch.empty(*((b, r.h, s) if dense else (r.h, r.total)), device="cuda",
-                          dtype=torch.float32)
-        t = {k: tensor_of(view(v)) for k, v in x.items()}
-        t["out"], t["lse"] = tensor_of(view(out)), tensor_of(lse)
-        lib.forward(t["q"], t["k"], t["v"], t["out"], t["lse"], o)
-        keep += [out, lse]
-        ts.append(t)
-
-    def fn(i):
-        t = ts[i % len(ts)]
-        lib.backward(t["do"], t["q"], t["k"], t["v"], t["out"], t["lse"], *tg, o)
-    fn.keep = (tcu, o, keep)
-    fn(0)
-    torch.cuda.synchronize()
-    return fn, [g.clone() for g in grads], lib.last_backend()
+    fn, grads, ran = attnkit_bwd_from_own_forward(
+        torch, lib, o, sets, (b, r.h, s) if dense else (r.h, r.total), view=view)
+    fn.keep = (fn.keep, tcu)
+    return fn, grads, ran
 
 
 def fa2_varlen_bwd_fn(r, sets, cu):
