@@ -30,6 +30,7 @@
 #include "common/check_expect.hpp"
 #include "common/cuda_skip.hpp"
 #include "common/scoped_env.hpp"
+#include "device_views.hpp"
 
 namespace attnkit::testing {
 namespace {
@@ -688,23 +689,6 @@ TEST(Flash3BackwardLayout, DqTileOffsetMatchesRegisterStores) {
 
 // ---- explain(): backward calls flash3 must decline --------------------------------------------
 
-struct DevMem {
-  void* p = nullptr;
-  explicit DevMem(size_t bytes) { cudaMalloc(&p, bytes); }
-  ~DevMem() { cudaFree(p); }
-};
-
-TensorView bshd_view(void* data, DType dt, int64_t b, int64_t s, int64_t h, int64_t d) {
-  TensorView t;
-  t.data = data;
-  t.dtype = dt;
-  t.device = Device::cuda(0);
-  t.rank = 4;
-  t.shape = {b, s, h, d};
-  t.stride = {s * h * d, h * d, d, 1};
-  return t;
-}
-
 std::vector<std::string> flash3_reasons(const Explanation& e) {
   for (const auto& b : e.backends)
     if (b.name == "flash3") return b.reasons;
@@ -723,7 +707,7 @@ TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
   for (int64_t d : {64, 128, 256}) {
     const int64_t b = 1, s = 64, h = 2;
     const size_t elems = static_cast<size_t>(b * s * h * d);
-    DevMem q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), lse(b * h * s * 4);
+    DeviceBuffer q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), lse(b * h * s * 4);
     ForwardArgs fa{bshd_view(q.p, DType::bf16, b, s, h, d),
                    bshd_view(k.p, DType::bf16, b, s, h, d),
                    bshd_view(v.p, DType::bf16, b, s, h, d),
@@ -775,7 +759,7 @@ void check_convert_vec() {
     x = x * 1664525u + 1013904223u;
     f = static_cast<float>(x >> 8) * (1.f / 16777216.f) - 0.5f;
   }
-  DevMem d_ws(ws_n * 4), d_a(dq_n * 2), d_b(dq_n * 2);
+  DeviceBuffer d_ws(ws_n * 4), d_a(dq_n * 2), d_b(dq_n * 2);
   ASSERT_EQ(cudaMemcpy(d_ws.p, ws.data(), ws_n * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemset(d_a.p, 0x7f, dq_n * 2), cudaSuccess);
   ASSERT_EQ(cudaMemset(d_b.p, 0x7f, dq_n * 2), cudaSuccess);

@@ -19,6 +19,7 @@
 #include "common/check_expect.hpp"
 #include "common/cuda_skip.hpp"
 #include "common/scoped_env.hpp"
+#include "device_views.hpp"
 
 namespace attnkit::testing {
 namespace {
@@ -31,24 +32,6 @@ bool flash3_runs(int64_t d) {
       for (int x : b.caps.head_dims)
         if (x == d) return true;
   return false;
-}
-
-struct Buf {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit Buf(size_t n) : bytes(n) { cudaMalloc(&p, n); }
-  ~Buf() { cudaFree(p); }
-};
-
-TensorView view(void* data, DType dt, int64_t b, int64_t s, int64_t h, int64_t d) {
-  TensorView t;
-  t.data = data;
-  t.dtype = dt;
-  t.device = Device::cuda(0);
-  t.rank = 4;
-  t.shape = {b, s, h, d};
-  t.stride = {s * h * d, h * d, d, 1};
-  return t;
 }
 
 struct Shape {
@@ -69,11 +52,11 @@ TEST_P(Flash3Determinism, BitIdenticalRunToRun) {
   const DType dt = DType::bf16;
   ScopedEnv rot("ATTNKIT_FLASH3_BWD_DET_ROT", c.rot_off ? "0" : "1");
   const int64_t nq = c.b * c.sq * c.hq * c.d, nk = c.b * c.sk * c.hkv * c.d;
-  Buf q(nq * 2), k(nk * 2), v(nk * 2), o(nq * 2), dout(nq * 2), dq(nq * 2), dk(nk * 2), dv(nk * 2),
-      lse(c.b * c.hq * c.sq * 4);
+  DeviceBuffer q(nq * 2), k(nk * 2), v(nk * 2), o(nq * 2), dout(nq * 2), dq(nq * 2), dk(nk * 2),
+      dv(nk * 2), lse(c.b * c.hq * c.sq * 4);
   std::mt19937 g(11);
   std::normal_distribution<float> nd(0.f, 1.f);
-  for (Buf* x : {&q, &k, &v, &dout}) {
+  for (DeviceBuffer* x : {&q, &k, &v, &dout}) {
     std::vector<uint16_t> h(x->bytes / 2);
     for (auto& e : h) {
       const float f = nd(g);
@@ -94,26 +77,29 @@ TEST_P(Flash3Determinism, BitIdenticalRunToRun) {
   o_.backend = "flash3";
   o_.causal = c.causal;
   ASSERT_EQ(
-      forward({view(q.p, dt, c.b, c.sq, c.hq, c.d), view(k.p, dt, c.b, c.sk, c.hkv, c.d),
-               view(v.p, dt, c.b, c.sk, c.hkv, c.d), view(o.p, dt, c.b, c.sq, c.hq, c.d), lse_v},
+      forward({bshd_view(q.p, dt, c.b, c.sq, c.hq, c.d), bshd_view(k.p, dt, c.b, c.sk, c.hkv, c.d),
+               bshd_view(v.p, dt, c.b, c.sk, c.hkv, c.d), bshd_view(o.p, dt, c.b, c.sq, c.hq, c.d),
+               lse_v},
               o_),
       "flash3");
   std::vector<uint16_t> first[3], atomic_dq;
   for (bool det : {true, false}) {
     o_.deterministic = det;
     for (int rep = 0; rep < 3; ++rep) {
-      for (Buf* x : {&dq, &dk, &dv})  // poison: every element must be written
+      for (DeviceBuffer* x : {&dq, &dk, &dv})  // poison: every element must be written
         ASSERT_EQ(cudaMemset(x->p, 0xff, x->bytes), cudaSuccess);
       ASSERT_EQ(
           backward(
-              {view(dout.p, dt, c.b, c.sq, c.hq, c.d), view(q.p, dt, c.b, c.sq, c.hq, c.d),
-               view(k.p, dt, c.b, c.sk, c.hkv, c.d), view(v.p, dt, c.b, c.sk, c.hkv, c.d),
-               view(o.p, dt, c.b, c.sq, c.hq, c.d), lse_v, view(dq.p, dt, c.b, c.sq, c.hq, c.d),
-               view(dk.p, dt, c.b, c.sk, c.hkv, c.d), view(dv.p, dt, c.b, c.sk, c.hkv, c.d)},
+              {bshd_view(dout.p, dt, c.b, c.sq, c.hq, c.d),
+               bshd_view(q.p, dt, c.b, c.sq, c.hq, c.d), bshd_view(k.p, dt, c.b, c.sk, c.hkv, c.d),
+               bshd_view(v.p, dt, c.b, c.sk, c.hkv, c.d), bshd_view(o.p, dt, c.b, c.sq, c.hq, c.d),
+               lse_v, bshd_view(dq.p, dt, c.b, c.sq, c.hq, c.d),
+               bshd_view(dk.p, dt, c.b, c.sk, c.hkv, c.d),
+               bshd_view(dv.p, dt, c.b, c.sk, c.hkv, c.d)},
               o_),
           "flash3");
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      Buf* outs[3] = {&dq, &dk, &dv};
+      DeviceBuffer* outs[3] = {&dq, &dk, &dv};
       for (int i = 0; i < 3; ++i) {
         std::vector<uint16_t> got(outs[i]->bytes / 2);
         ASSERT_EQ(cudaMemcpy(got.data(), outs[i]->p, outs[i]->bytes, cudaMemcpyDeviceToHost),
