@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -20,6 +19,7 @@
 #include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/seq_bounds.hpp"
+#include "backends/flash3/smem_opt_in.hpp"
 #include "backends/flash3/tensor_map.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
@@ -28,11 +28,6 @@
 #include "cuda/workspace.hpp"
 
 namespace attnkit::flash3 {
-namespace bwd {
-
-inline constexpr int kMaxDevices = 64;
-
-}  // namespace bwd
 
 namespace bwd {
 /// One backward kernel variant (BwdTuning's knobs resolved).
@@ -248,18 +243,9 @@ void launch_backward(const Params& p, const Variant& v) {
                                                                                               : 0;
     }
 
-    auto kernel = bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly,
-                                  kIdiet, kTmaKV, kMod, kVarlen, kDet>;
-    // The shared-memory opt-in is per device (idempotent: a race only repeats the call).
-    static std::atomic<bool> attr_set[bwd::kMaxDevices] = {};
-    int dev = 0;
-    ATTNKIT_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= bwd::kMaxDevices) dev = 0;
-    if (!attr_set[dev].load(std::memory_order_acquire)) {
-      ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              Tr::kSmemBytes));
-      attr_set[dev].store(true, std::memory_order_release);
-    }
+    constexpr auto kernel = &bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs,
+                                             kDvEarly, kIdiet, kTmaKV, kMod, kVarlen, kDet>;
+    opt_in_smem<kernel>(Tr::kSmemBytes);
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
     kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);

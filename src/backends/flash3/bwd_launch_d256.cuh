@@ -7,7 +7,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 
@@ -16,6 +15,7 @@
 #include "backends/flash3/bwd_kernel_d256.cuh"
 #include "backends/flash3/bwd_launch.cuh"
 #include "backends/flash3/seq_bounds.hpp"
+#include "backends/flash3/smem_opt_in.hpp"
 #include "backends/flash3/tensor_map.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
@@ -30,6 +30,13 @@ namespace attnkit::flash3::bwd {
 inline bool d256_dq_first() {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_DQ_FIRST");
   return e == nullptr || e[0] != '0';
+}
+
+template <auto kKernel>
+void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
+  opt_in_smem<kKernel>(BwdTraits256::kSmemBytes);
+  kKernel<<<grid, BwdTraits256::kThreads, BwdTraits256::kSmemBytes, stream>>>(a);
+  ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
 template <bool BF16>
@@ -103,25 +110,14 @@ void launch_backward_d256(const Params& p) {
     const bool mod = has_score_mod(p) || p.has_mask();
     if (mod) set_bwd_score_mod(p, score_mod_of(p), a);
 
-    const int which = mod ? 2 : d256_dq_first() ? 1 : 0;
-    auto kernel = which == 2   ? bwd_kernel_d256<BF16, true, true>
-                  : which == 1 ? bwd_kernel_d256<BF16, true>
-                               : bwd_kernel_d256<BF16, false>;
-    // The shared-memory opt-in per device and kernel (idempotent: a race only repeats the call).
-    static std::atomic<bool> attr_set[3][kMaxDevices] = {};
-    int dev = 0;
-    ATTNKIT_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= kMaxDevices) dev = 0;
-    std::atomic<bool>& set = attr_set[which][dev];
-    if (!set.load(std::memory_order_acquire)) {
-      ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              Tr::kSmemBytes));
-      set.store(true, std::memory_order_release);
-    }
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
-    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
-    ATTNKIT_CUDA_CHECK_LAUNCH();
+    if (mod)
+      run_kernel_d256<&bwd_kernel_d256<BF16, true, true>>(grid, a, stream);
+    else if (d256_dq_first())
+      run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
+    else
+      run_kernel_d256<&bwd_kernel_d256<BF16, false>>(grid, a, stream);
   }
 
   if (p.seqlen_q > 0) {

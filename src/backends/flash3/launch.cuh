@@ -17,6 +17,7 @@
 #include "backends/flash3/kernel.cuh"
 #include "backends/flash3/launch.hpp"
 #include "backends/flash3/seq_bounds.hpp"
+#include "backends/flash3/smem_opt_in.hpp"
 #include "backends/flash3/tensor_map.hpp"
 #include "backends/flash3/traits.hpp"
 #include "core/params.hpp"
@@ -34,15 +35,6 @@ inline constexpr bool kClusterCapable = D >= 128 && BN == 0 && WGs == 2;
 
 /// Causal launches use persistent CTAs only up to this many m blocks (see run_forward).
 inline constexpr int kCausalPersistentMaxMBlocks = 32;
-
-inline constexpr int kMaxDevices = 64;
-
-/// The current CUDA device (the backend has switched to p.device), clamped to the cache size.
-inline int current_device() {
-  int dev = 0;
-  ATTNKIT_CUDA_CHECK(cudaGetDevice(&dev));
-  return dev >= 0 && dev < kMaxDevices ? dev : 0;
-}
 
 /// Multiprocessors of the current device (the persistent grid size), read once per device.
 inline int sm_count() {
@@ -94,14 +86,8 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   // not help.
   constexpr int kTailVar =
       D == 256 ? kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTail : kDietVar | kVarTail;
-  auto tail_kernel = fwd_kernel<D, BF16, BN, WGs, VS, kTailVar>;
-  static std::atomic<bool> attr_set[kMaxDevices] = {};
-  const int dev = current_device();
-  if (!attr_set[dev].load(std::memory_order_acquire)) {
-    ATTNKIT_CUDA_CHECK(cudaFuncSetAttribute(
-        tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    attr_set[dev].store(true, std::memory_order_release);
-  }
+  constexpr auto tail_kernel = &fwd_kernel<D, BF16, BN, WGs, VS, kTailVar>;
+  opt_in_smem<tail_kernel>(Tr::kSmemBytes);
   FwdArgs a2 = a;
   a2.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D == 256 ? 0 : 1);
   a2.tail_first = a.num_tiles - rest;
@@ -557,19 +543,13 @@ void launch_forward_score_mod(const Params& p) {
   constexpr int kVar = kVarScoreMod | (kVarlen ? kVarVarlen : 0) | (kMask ? kVarMask : 0) |
                        (kNarrow ? kVarNarrow : 0) | (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
                        (D == 256 ? kVarLazyRescale : 0);
-  auto kernel = fwd_kernel<D, BF16, 0, 2, 2, kVar>;
+  constexpr auto kernel = &fwd_kernel<D, BF16, 0, 2, 2, kVar>;
   set_last_forward_slot(kVarlen   ? kVarlenSlot
                         : kMask   ? kMaskSlot
                         : kNarrow ? kNarrowSlot
                                   : kScoreModSlot);
   set_last_forward_tail_tiles(0);
-  static std::atomic<bool> attr_set[kMaxDevices] = {};
-  const int dev = current_device();
-  if (!attr_set[dev].load(std::memory_order_acquire)) {
-    ATTNKIT_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    attr_set[dev].store(true, std::memory_order_release);
-  }
+  opt_in_smem<kernel>(Tr::kSmemBytes);
   const auto stream = static_cast<cudaStream_t>(p.stream);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (kVar & kVarOrdered) != 0 ? 0 : 1;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
