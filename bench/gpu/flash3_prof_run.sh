@@ -28,30 +28,7 @@ timeout ${F3_NCU_TIMEOUT:-200} ncu -k regex:'fwd_kernel|sdpa|fprop|fmha|attn|cud
 echo "ncu rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "^prof|==PROF==|ERR|rror" $OUT/ncu_run.log | head -30
 cd ../..
 ncu -i $OUT/prof.ncu-rep --page details --csv > $OUT/ncu_details.csv 2>&1
-python3 - $OUT/ncu_details.csv <<'PY'
-import csv, sys, collections
-rows = list(csv.reader(open(sys.argv[1])))
-if not rows or "Kernel Name" not in rows[0]:
-    print("\n".join(",".join(r) for r in rows[:5])); sys.exit()
-h = rows[0]; ki, ni, ui, vi = h.index("ID"), h.index("Kernel Name"), h.index("Metric Unit"), h.index("Metric Value")
-mi = h.index("Metric Name")
-want = ["Duration", "SM Frequency", "Compute (SM) Throughput", "Memory Throughput", "L2 Hit Rate",
-        "L1/TEX Hit Rate", "Issue Slots Busy", "Issued Warp Per Scheduler", "No Eligible", "Eligible Warps Per Scheduler",
-        "Active Warps Per Scheduler", "Warp Cycles Per Issued Instruction", "Registers Per Thread",
-        "Executed Ipc Active", "DRAM Throughput", "L2 Cache Throughput", "Shared Memory Throughput"]
-per = collections.OrderedDict()
-for r in rows[1:]:
-    per.setdefault((r[ki], r[ni][:60]), {})[r[mi]] = (r[vi], r[ui])
-for (k, n), m in per.items():
-    print(f"-- launch {k}: {n}")
-    print("   " + "; ".join(f"{w} {m[w][0]} {m[w][1]}" for w in want if w in m))
-    ex = [f"{x} {m[x][0]}" for x in m if "gmma" in x or "pipe_xu" in x or "bank_conflicts" in x or "sector_hit" in x
-          or "pipe_shared" in x]
-    if ex: print("   " + "; ".join(ex))
-    st = sorted(((float(v[0].replace(",", "")), x) for x, v in m.items() if x.startswith("Stall") or "stall" in x.lower()
-                 and v[0].replace(",", "").replace(".", "").isdigit()), reverse=True)[:8]
-    if st: print("   stalls: " + "; ".join(f"{x} {v:.2f}" for v, x in st))
-PY
+python3 bench/gpu/ncu_details_summary.py $OUT/ncu_details.csv
 n=$(grep -c "" /dev/null)
 for i in $(seq 0 $(( ${F3_NCU_COUNT:-12} - 1 ))); do
   ncu -i $OUT/prof.ncu-rep --page source --csv --print-source sass --launch-skip $i --launch-count 1 \

@@ -27,6 +27,7 @@
 //   ss128k / ss128t / rs128k / rs128t  8 x m64n128k16, A from shared memory (ss) or registers
 //            (rs), B K-major (k) or MN-major (t, as V in P V): which part costs    1 M
 //   gemm     16 x SS m64n256k16 (cuBLAS-like large tile reference) 4 M
+//   st32 / dkv / bwd256  the D 256 backward's GEMMs (probe_bwd below)  1 M / 1.5 M / 2.5 M
 // Mixed modes also as "/s" (split): the Q K^T group waited before the P V group is issued.
 // Reported per config: clock64 cycles per turn (issuer 0 of each CTA, averaged), MAC/clk/SM
 // (clock-independent), TFLOP/s (events) and the share of the `gemm` rate measured with the same
@@ -75,15 +76,20 @@ enum Mode {
   kSsT,
   kRsK,
   kRsT,  // 8 x m64n128k16: SS / RS (A from registers), B K-major / MN-major
+  kSt32,     // D 256 backward: S^T_w + dP^T_w, 2 x 16 x SS m64n32k16 (session 27)
+  kDkv,      // D 256 backward: dQ_w + dV_w + dK_w, 3 x 4 x SS m64n128k16
+  kBwd256,   // the two above in the kernel's order: one D 256 backward item of one warpgroup
   kGemm,
   kModes
 };
 constexpr const char* kModeName[kModes] = {"qk64",    "qk80",    "qk128",  "pv64",
                                            "t256_64", "t256_80", "t128",   "ss128k",
-                                           "ss128t",  "rs128k",  "rs128t", "gemm"};
+                                           "ss128t",  "rs128k",  "rs128t", "st32",
+                                           "dkv",     "bwd256",  "gemm"};
 constexpr double kMacPerTurn[kModes] = {1 << 20, 1.25 * (1 << 20), 2 << 20, 1 << 20,
                                         2 << 20, 2.5 * (1 << 20),  2 << 20, 1 << 20,
-                                        1 << 20, 1 << 20,          1 << 20, 4 << 20};
+                                        1 << 20, 1 << 20,          1 << 20, 1 << 20,
+                                        1.5 * (1 << 20), 2.5 * (1 << 20), 4 << 20};
 
 // Shared memory (1024-aligned): per issuer an A region (64 rows x 256 = 32 KB, K-major, 4 chunks
 // of [64][64] with the 128-byte swizzle), one B region shared by the issuers (256 rows x 256 =
@@ -264,6 +270,121 @@ __global__ void __launch_bounds__(128 * (1 + kMaxIssuers), 1) probe(const Args a
   }
 }
 
+// The D 256 backward's item (bwd_kernel_d256.cuh, session 26) without its softmax, barrier and
+// atomics: per warpgroup w (issuer), S^T_w = K Q_w^T and dP^T_w = V dO_w^T (16 + 16 SS m64n32k16,
+// A = K / V [64 keys][256] K-major, B = the WG's 32 query rows of Q / dO), waited; then dQ_w
+// (4 x SS m64n128k16, both MN-major: the dS^T tile and K's column chunks 2 w, 2 w + 1), dV_w and
+// dK_w (4 + 4 x SS m64n128k16, A = the P^T / dS^T tiles K-major, B = dO / Q chunks MN-major).
+// Question (session 27): m64n32k16 SS asks 3 KB of operands per 16 tensor clocks (192 B/clk):
+// does it run below the tensor rate, and how close does the whole item get to it?
+// Shared memory as the kernel's: K, V, Q, dO [64][256] (4 chunks of [64][64], 128B swizzle),
+// the P^T and dS^T tiles [64][64].
+template <int kMode>
+__global__ void __launch_bounds__(128 * (1 + kMaxIssuers), 1) probe_bwd(const Args args) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // (BwdWgmma exists in the sm_90a device pass only)
+  extern __shared__ uint8_t raw[];
+  uint8_t* base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t{1023});
+  for (int i = threadIdx.x; i < (kMaxIssuers * kARegion + kBRegion) / 4; i += blockDim.x) {
+    uint32_t x = i * 2654435761u + blockIdx.x;
+    x ^= x >> 13;
+    const uint32_t lo = 0x3f00u | (x & 0x00ffu), hi = 0xbf00u | ((x >> 8) & 0x00ffu);
+    reinterpret_cast<uint32_t*>(base)[i] = args.ones ? 0x3f803f80u : (hi << 16) | lo;
+  }
+  ptx::fence_proxy_async_smem();
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    ptx::setmaxnreg_dec<24>();
+    return;  // (no writer: the backward's loads are not modelled)
+  }
+  ptx::setmaxnreg_inc<240>();
+  const int w = wg - 1;
+  if (w >= args.issuers) return;
+  constexpr uint32_t kChunk = 64 * 128;  // one [64][64] chunk, 8 KB
+  const uint32_t k_s = ptx::smem_u32(base), v_s = k_s + 32768, q_s = k_s + 65536,
+                 do_s = k_s + 98304, pt_s = k_s + 131072, ds_s = pt_s + kChunk;
+  using WS = BwdWgmma<32, true>;
+  using WD = BwdWgmma<128, true>;
+  // dV / dK accumulate across turns; S^T / dP^T / dQ are each turn's own (declared in the loop,
+  // overwritten: scale-d 0 on their first k-step, as the kernel's) and consumed after their wait
+  // (the kernel's softmax and atomics), so the peak is the kernel's: dQ + dV + dK = 192.
+  float dv[64], dk[64];
+  for (int i = 0; i < 64; ++i)
+    dv[i] = dk[i] = 0.f;
+  constexpr bool kT = kMode != kDkv, kG = kMode != kSt32;
+  float fold = 0.f;
+  int bad = 0;  // check run (ones, one turn): S^T / dP^T = 256, dQ / dV / dK = 64
+  const unsigned long long t0 = clock64();
+  for (int it = 0; it < args.iters; ++it) {
+    if constexpr (kT) {
+      float st[16], dpt[16];
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 16; ++ks) {
+        const uint32_t off = (ks / 4) * kChunk + (ks % 4) * 32;
+        const uint32_t offq = (ks / 4) * kChunk + 32 * w * 128 + (ks % 4) * 32;
+        WS::template ss<0, 0>(st, ptx::Sw128Desc::make(k_s + off, 16, 1024),
+                              ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      }
+#pragma unroll
+      for (int ks = 0; ks < 16; ++ks) {
+        const uint32_t off = (ks / 4) * kChunk + (ks % 4) * 32;
+        const uint32_t offq = (ks / 4) * kChunk + 32 * w * 128 + (ks % 4) * 32;
+        WS::template ss<0, 0>(dpt, ptx::Sw128Desc::make(v_s + off, 16, 1024),
+                              ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+      }
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        fold += st[i] + dpt[i];
+        if (args.ones) bad += (st[i] != 256.f) + (dpt[i] != 256.f);
+      }
+    }
+    if constexpr (kG) {
+      float dq[64];
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        WD::template ss<1, 1>(dq, ptx::Sw128Desc::make(ds_s + kk * 2048, kChunk, 1024),
+                              ptx::Sw128Desc::make(k_s + 2 * w * kChunk + kk * 2048, kChunk, 1024),
+                              kk > 0 ? 1 : 0);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        WD::template ss<0, 1>(dv, ptx::Sw128Desc::make(pt_s + kk * 32, 16, 1024),
+                              ptx::Sw128Desc::make(do_s + 2 * w * kChunk + kk * 2048, kChunk, 1024),
+                              1);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        WD::template ss<0, 1>(dk, ptx::Sw128Desc::make(ds_s + kk * 32, 16, 1024),
+                              ptx::Sw128Desc::make(q_s + 2 * w * kChunk + kk * 2048, kChunk, 1024),
+                              1);
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<1>();  // (one group: waits for all; the kernel's dQ wait before atomics)
+      ptx::wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        fold += dq[i];
+        if (args.ones) bad += dq[i] != 64.f;
+      }
+    }
+  }
+  const unsigned long long t1 = clock64();
+  float acc = fold;
+  for (int i = 0; i < 64; ++i)
+    acc += dv[i] + dk[i];
+  if (acc == 1234.5f) args.sink[0] = acc;
+  if (args.ones && w == 0 && blockIdx.x == 0) {
+    if constexpr (kG)
+      for (int i = 0; i < 64; ++i)
+        bad += (dv[i] != 64.f) + (dk[i] != 64.f);
+    args.sink[threadIdx.x % 128] = static_cast<float>(bad);
+  }
+  if (w == 0 && threadIdx.x % 128 == 0) args.cycles[blockIdx.x] = t1 - t0;
+#endif
+}
+
 using Kernel = void (*)(Args);
 // [mode][split]: the mixed sequences also split; the pure ones have nothing to split.
 constexpr Kernel kKernels[kModes][2] = {{probe<kQk64, false>, nullptr},
@@ -277,6 +398,9 @@ constexpr Kernel kKernels[kModes][2] = {{probe<kQk64, false>, nullptr},
                                         {probe<kSsT, false>, nullptr},
                                         {probe<kRsK, false>, nullptr},
                                         {probe<kRsT, false>, nullptr},
+                                        {probe_bwd<kSt32>, nullptr},
+                                        {probe_bwd<kDkv>, nullptr},
+                                        {probe_bwd<kBwd256>, nullptr},
                                         {probe<kGemm, false>, nullptr}};
 
 struct Result {
@@ -354,6 +478,7 @@ int main(int argc, char** argv) {
         const int m = ms_i / 2, split = ms_i % 2;
         const Kernel kernel = kKernels[m][split];
         if (kernel == nullptr) continue;
+        if (m >= kSt32 && m <= kBwd256 && w[0] != 0) continue;  // (no writer in probe_bwd)
         if (only != nullptr && m != kGemm && std::string(only) != kModeName[m]) continue;
         Args a{iters, issuers, w[0], w[1], wsrc, cycles, wdone, sink, 0, 0.f, 0.f};
         std::vector<double> ms;
