@@ -72,10 +72,19 @@ struct BwdTraits256 {
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
 };
 
-// kDqFirst (session 26, the default since call 5: +5..+10 %): the dQ GEMM issued before dV / dK,
-// so its atomics run under them (the stage is released after dV / dK).
-// A template parameter, not a runtime flag: with both orders behind a branch ptxas injected
-// warpgroup.arrive / wait around the GEMMs (C7517 / C7519).
+// kOrder, the order of an item's GEMMs and dQ atomics (a template parameter, not a runtime flag:
+// with both orders behind a branch ptxas injected warpgroup.arrive / wait around the GEMMs, C7517 /
+// C7519):
+//   1 (session 26 call 5, +5..+10 % over dQ after dV / dK): S^T, dP^T -> wait -> softmax ->
+//     barrier -> dQ, dV, dK -> wait dQ -> 16 float4 atomics under dV / dK -> wait -> release.
+//   2 (session 27, "split atomics"): as 1, but only dQ's float4s 0 .. 7 go out under dV / dK;
+//     float4s 8 .. 15 (32 registers kept across the item boundary) go out after the next item's
+//     S^T / dP^T are issued, under those GEMMs. Why: call 1's ncu (S 4k) put 15 % of the
+//     kernel's stall samples on the REDG issue (lg throttle: a 64 KB burst per item and CTA
+//     against the 1024 tensor clocks of both WGs' dV / dK), and the item's GEMMs alone
+//     (wgmma_rate_probe bwd256) need 3400 clocks against the kernel's 5860. Peak registers stay
+//     dK + dV + 64. (Issuing the next S^T / dP^T before dV / dK retire, to drop the drain as
+//     well, made ptxas serialise every wgmma, C7512, whatever the accumulators' liveness.)
 /// kMod (session 26): softcap, ALiBi, a sliding window and a bool / additive mask, each where set
 /// (BwdArgs as bwd_kernel.cuh's kMod kinds take them), tested per element: at D 256 a thread
 /// has 16 scores per item against 4 x 64 accumulator registers of GEMM work, so one general
@@ -90,7 +99,7 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
     return mask_value<kKind>(v) * mul;
 }
 
-template <bool BF16, bool kDqFirst = false, bool kMod = false>
+template <bool BF16, int kOrder = 1, bool kMod = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -185,31 +194,60 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   for (int i = 0; i < 64; ++i)
     dk[i] = dv[i] = 0.f;
 
-  if (items > 0) ptx::mbar_wait(full_kv, 0);
-  for (int it = 0; it < items; ++it) {
+  // S^T_w = K Q_w^T and dP^T_w = V dO_w^T of item `it`: 16 k-steps over D each (4 column chunks x
+  // 4 steps), one commit group each; waits for the item's Q / dO first.
+  float st[16], dpt[16];
+  auto issue_st = [&](int it) {
     const int s = it % kStages;
-    const uint32_t ph = (it / kStages) & 1;
-    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+    ptx::mbar_wait(&full[s], (it / kStages) & 1);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
-    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
-    ptx::mbar_wait(&full[s], ph);
-
-    // S^T_w = K Q_w^T and dP^T_w = V dO_w^T: 16 k-steps over D (4 column chunks x 4 steps).
-    float st[16], dpt[16];
     auto gemm_t = [&](float(&acc)[16], uint32_t w_s, uint32_t b_s) {
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
         const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
         const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + qw * Tr::kRowBytes + (ks % 4) * 32;
-        WS::template ss<0, 0>(acc, ptx::Sw128Desc::make(w_s + off, 16, 1024),
-                              ptx::Sw128Desc::make(b_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+        const uint64_t da = ptx::Sw128Desc::make(w_s + off, 16, 1024);
+        const uint64_t db = ptx::Sw128Desc::make(b_s + offq, 16, 1024);
+        if (ks == 0)  // (write-only: acc's previous item is dead to the compiler)
+          WS::template ss_first<0, 0>(acc, da, db);
+        else
+          WS::template ss<0, 0>(acc, da, db, 1);
       }
       ptx::wgmma_commit();
     };
     ptx::wgmma_fence();
     gemm_t(st, k_s, q_s);
     gemm_t(dpt, v_s, do_s);
+  };
+  auto release_stage = [&](int s) {  // dV, dK of the stage's item done: its Q and dO consumed
+    fence_regs(dk);
+    fence_regs(dv);
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(&empty[s]);
+  };
+  // dQ -> the workspace tile's part w (float4 layout, kDqVec4): v[4 j .. 4 j + 3] of dQ's float4s
+  // j0 .. j0 + n - 1 at ((j0 + j) * 128 + tid) * 4.
+  auto dq_atomics = [&](float* part, const float* v, int j0, int n) {
+#pragma unroll
+    for (int j = 0; j < n; ++j)
+      atomicAdd(reinterpret_cast<float4*>(part + ((j0 + j) * 128 + tid) * 4),
+                make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]));
+  };
+
+  [[maybe_unused]] float dq_hi[32];              // kOrder 2: dQ float4s 8 .. 15 of the last item
+  [[maybe_unused]] float* dq_hi_part = nullptr;  // ... and their workspace part
+  if (items > 0) ptx::mbar_wait(full_kv, 0);
+  for (int it = 0; it < items; ++it) {
+    const int s = it % kStages;
+    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+    const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
+    const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
+    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+    issue_st(it);
+    if constexpr (kOrder == 2) {
+      if (it > 0) dq_atomics(dq_hi_part, dq_hi, 8, 8);  // the last item's, under S^T / dP^T
+    }
 
     // lse2 / delta of this thread's 8 query columns qw + 8 j + qc + e (the padded workspace rows:
     // in bounds, 8-byte aligned), loaded under the GEMMs.
@@ -224,7 +262,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     ptx::wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
-
     // P^T (0 for keys >= Sk and, causal, keys right of the row's bound, kMod: left of the
     // window's edge; rows >= Sq have lse2 = +inf) and dS^T = P^T (dP^T - delta), packed to 16
     // bit: pk[2 j + r] = columns 8 j + qc, +1. kMod: softcap's t = tanh(.) first (dS^T then
@@ -303,7 +340,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       }
     ptx::fence_proxy_async_smem();  // generic stores -> both WGs' wgmma reads
     ptx::named_bar_sync(1, 2 * 128);
-
     // dV_w += P^T dO[:, cols_w], dK_w += dS^T Q[:, cols_w]: K = 64 queries (4 steps); B spans
     // column chunks 2 w, 2 w + 1 (MN-major, chunk stride kQChunkBytes).
     const uint32_t pt_u = base + Tr::kOffPT + buf * Tr::kTileBytes;
@@ -330,45 +366,39 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
 #pragma unroll
       for (int kk = 0; kk < kBN / 16; ++kk) {
         const uint32_t roff = kk * 16 * Tr::kRowBytes;
-        WD::template ss<1, 1>(
-            dq, ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024),
-            ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024),
-            kk > 0 ? 1 : 0);
+        const uint64_t da = ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024);
+        const uint64_t db =
+            ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024);
+        if (kk == 0)  // (write-only: the previous item's dQ is dead to the compiler)
+          WD::template ss_first<1, 1>(dq, da, db);
+        else
+          WD::template ss<1, 1>(dq, da, db, 1);
       }
       ptx::wgmma_commit();
     };
-    auto release_stage = [&] {  // dV, dK done: Q and dO of stage s consumed
-      fence_regs(dk);
-      fence_regs(dv);
-      __syncwarp();
-      if (lane == 0) ptx::mbar_arrive(&empty[s]);
-    };
     ptx::wgmma_fence();
-    if constexpr (kDqFirst) {
-      // dQ first: its atomics (below) run while dV / dK are on the tensor cores.
-      issue_dq();
-      issue_dvdk();
-      ptx::wgmma_wait<1>();
-      fence_regs(dq);
-    } else {
-      issue_dvdk();
-      issue_dq();
-      ptx::wgmma_wait<1>();
-      release_stage();
-      ptx::wgmma_wait<0>();
-      fence_regs(dq);
-    }
-    // dQ -> the workspace tile's part w (float4 layout, kDqVec4): dq[4 j .. 4 j + 3] at
-    // (j * 128 + tid) * 4.
+    issue_dq();  // first: its atomics run while dV / dK are on the tensor cores
+    issue_dvdk();
+    ptx::wgmma_wait<1>();
+    fence_regs(dq);
     float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
+    if constexpr (kOrder == 2) {
+      dq_atomics(part, dq, 0, 8);  // under dV / dK
 #pragma unroll
-    for (int j = 0; j < Tr::kDqN / 8; ++j)
-      atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
-                make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
-    if constexpr (kDqFirst) {
-      ptx::wgmma_wait<0>();
-      release_stage();
+      for (int i = 0; i < 32; ++i)
+        dq_hi[i] = dq[32 + i];
+      // (an asm definition of the copies: else ptxas saw the dQ wgmma's registers at the next
+      // item's atomics and put a wgmma wait before them, C7517, which undid the overlap)
+      fence_regs(dq_hi);
+      dq_hi_part = part;
+    } else {
+      dq_atomics(part, dq, 0, Tr::kDqN / 8);
     }
+    ptx::wgmma_wait<0>();
+    release_stage(s);
+  }
+  if constexpr (kOrder == 2) {
+    if (items > 0) dq_atomics(dq_hi_part, dq_hi, 8, 8);
   }
 
   // ---- epilogue: dK = scale * acc, dV = acc, key rows < Sk, columns 128 w .. (pairs) -----------

@@ -11,7 +11,8 @@ the headers are generated. The backward needs the operand transposes as paramete
   dQ = dS K                         ss<1, 1>  (A = dS^T tile, B = K tile: both MN-major in smem)
   dV += P^T dO, dK += dS^T Q        rs<1>     (A from registers, B MN-major in smem)
 D = 256 (session 26, bwd_kernel_d256.cuh): S^T / dP^T per warpgroup at N = 32 (ss<0, 0>), dV / dK
-from P^T / dS^T in smem: ss<0, 1> (A K-major, B MN-major).
+from P^T / dS^T in smem: ss<0, 1> (A K-major, B MN-major). ss_first<TA, TB> (session 27): the
+first k-step, D overwritten, its old value dead to the compiler.
 """
 import sys
 
@@ -67,6 +68,17 @@ def emit_struct(w, struct, n, flag, ty, templated):
     w('        : "l"(da), "l"(db), "r"(scale_d)' + (', "n"(TA), "n"(TB));' if templated else ");"))
     w("  }")
     if templated:
+        # ss_first (session 27): the k-loop's first step with scale-d 0 and write-only ("=f")
+        # accumulators, so the compiler sees D's old value dead: bwd_kernel_d256's kOrder 2
+        # keeps S^T / dP^T declared across items, and with "+f" their previous values stayed
+        # live through the dQ GEMM (32 registers).
+        w("  template <int TA, int TB>")
+        w(f"  __device__ __forceinline__ static void ss_first(float (&d)[{na}], uint64_t da, uint64_t db) {{")
+        w("    asm volatile(")
+        w(f'        "{mma}, %{na}, %{na + 1}, 0, 1, 1, %{na + 2}, %{na + 3};\\n"')
+        w(f"        : {acc_constraints(n).replace('+f', '=f')}")
+        w('        : "l"(da), "l"(db), "n"(TA), "n"(TB));')
+        w("  }")
         w("  template <int TB>")
     w(f"  __device__ __forceinline__ static void rs(float (&d)[{na}], const uint32_t (&a)[4], uint64_t db, int scale_d) {{")
     w("    asm volatile(")
