@@ -16,7 +16,7 @@
 //   dV_w += P^T dO[:, cols_w], dK_w += dS^T Q[:, cols_w]     m64n128k16 SS (A K-major from the
 //       P^T / dS^T tiles, B MN-major), K = 64 queries
 //   dQ[:, cols_w] = dS K[:, cols_w]                          m64n128k16 SS (both MN-major),
-//       K = 64 keys, issued first (kDqFirst); fp32 float4 atomics into the workspace tile's
+//       K = 64 keys, issued first; fp32 float4 atomics into the workspace tile's
 //       part w while dV / dK run (kDqN = 128; the layout of bwd_traits.hpp, converted by
 //       bwd_dq_convert_kernel<256, 128>)
 // The S^T / dP^T GEMMs are split by queries so that no GEMM is computed twice; the price is the
@@ -72,19 +72,10 @@ struct BwdTraits256 {
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
 };
 
-// kOrder, the order of an item's GEMMs and dQ atomics (a template parameter, not a runtime flag:
-// with both orders behind a branch ptxas injected warpgroup.arrive / wait around the GEMMs, C7517 /
-// C7519):
-//   1 (session 26 call 5, +5..+10 % over dQ after dV / dK): S^T, dP^T -> wait -> softmax ->
-//     barrier -> dQ, dV, dK -> wait dQ -> 16 float4 atomics under dV / dK -> wait -> release.
-//   2 (session 27, "split atomics"): as 1, but only dQ's float4s 0 .. 7 go out under dV / dK;
-//     float4s 8 .. 15 (32 registers kept across the item boundary) go out after the next item's
-//     S^T / dP^T are issued, under those GEMMs. Why: call 1's ncu (S 4k) put 15 % of the
-//     kernel's stall samples on the REDG issue (lg throttle: a 64 KB burst per item and CTA
-//     against the 1024 tensor clocks of both WGs' dV / dK), and the item's GEMMs alone
-//     (wgmma_rate_probe bwd256) need 3400 clocks against the kernel's 5860. Peak registers stay
-//     dK + dV + 64. (Issuing the next S^T / dP^T before dV / dK retire, to drop the drain as
-//     well, made ptxas serialise every wgmma, C7512, whatever the accumulators' liveness.)
+// The GEMM order after dS^T: dQ first, its atomics under dV / dK (session 26 call 5: +5..+10 %
+// over dQ after dV / dK, whose kernel is no longer built). Session 27 call 2 measured a split of
+// the atomics (half under dV / dK, half under the next item's S^T / dP^T): -1..-4.5 %, dropped;
+// so was issuing the next S^T / dP^T before dV / dK retire (ptxas serialised every wgmma, C7512).
 /// kMod (session 26): softcap, ALiBi, a sliding window and a bool / additive mask, each where set
 /// (BwdArgs as bwd_kernel.cuh's kMod kinds take them), tested per element: at D 256 a thread
 /// has 16 scores per item against 4 x 64 accumulator registers of GEMM work, so one general
@@ -99,7 +90,7 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
     return mask_value<kKind>(v) * mul;
 }
 
-template <bool BF16, int kOrder = 1, bool kMod = false>
+template <bool BF16, bool kMod = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -235,8 +226,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
                 make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]));
   };
 
-  [[maybe_unused]] float dq_hi[32];              // kOrder 2: dQ float4s 8 .. 15 of the last item
-  [[maybe_unused]] float* dq_hi_part = nullptr;  // ... and their workspace part
   if (items > 0) ptx::mbar_wait(full_kv, 0);
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
@@ -245,9 +234,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
     issue_st(it);
-    if constexpr (kOrder == 2) {
-      if (it > 0) dq_atomics(dq_hi_part, dq_hi, 8, 8);  // the last item's, under S^T / dP^T
-    }
 
     // lse2 / delta of this thread's 8 query columns qw + 8 j + qc + e (the padded workspace rows:
     // in bounds, 8-byte aligned), loaded under the GEMMs.
@@ -382,23 +368,9 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     ptx::wgmma_wait<1>();
     fence_regs(dq);
     float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
-    if constexpr (kOrder == 2) {
-      dq_atomics(part, dq, 0, 8);  // under dV / dK
-#pragma unroll
-      for (int i = 0; i < 32; ++i)
-        dq_hi[i] = dq[32 + i];
-      // (an asm definition of the copies: else ptxas saw the dQ wgmma's registers at the next
-      // item's atomics and put a wgmma wait before them, C7517, which undid the overlap)
-      fence_regs(dq_hi);
-      dq_hi_part = part;
-    } else {
-      dq_atomics(part, dq, 0, Tr::kDqN / 8);
-    }
+    dq_atomics(part, dq, 0, Tr::kDqN / 8);
     ptx::wgmma_wait<0>();
     release_stage(s);
-  }
-  if constexpr (kOrder == 2) {
-    if (items > 0) dq_atomics(dq_hi_part, dq_hi, 8, 8);
   }
 
   // ---- epilogue: dK = scale * acc, dV = acc, key rows < Sk, columns 128 w .. (pairs) -----------

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
@@ -22,14 +21,6 @@
 #include "cuda/workspace.hpp"
 
 namespace attnkit::flash3::bwd {
-
-/// ATTNKIT_FLASH3_BWD_D256_ORDER=1 / 2 (read per call): bwd_kernel_d256's kOrder for the calls
-/// without score mods or masks. 1 = dQ first (session 26 call 5: +5..+10 % over dQ after dV / dK,
-/// whose kernel is no longer built); 2 = pipelined (session 27).
-inline int d256_order() {
-  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_ORDER");
-  return e != nullptr && e[0] == '1' ? 1 : 2;
-}
 
 template <auto kKernel>
 void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
@@ -105,18 +96,16 @@ void launch_backward_d256(const Params& p) {
     a.scale = p.scale;
     a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
     a.dq_vec4 = 1;
-    // Softcap / ALiBi / window / mask (session 26): the general kMod kernel, pipelined (kOrder 2).
+    // Softcap / ALiBi / window / mask (session 26): the general kMod kernel.
     const bool mod = has_score_mod(p) || p.has_mask();
     if (mod) set_bwd_score_mod(p, score_mod_of(p), a);
 
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
     if (mod)
-      run_kernel_d256<&bwd_kernel_d256<BF16, 2, true>>(grid, a, stream);
-    else if (d256_order() == 2)
-      run_kernel_d256<&bwd_kernel_d256<BF16, 2>>(grid, a, stream);
+      run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
     else
-      run_kernel_d256<&bwd_kernel_d256<BF16, 1>>(grid, a, stream);
+      run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
   }
 
   if (p.seqlen_q > 0) {
