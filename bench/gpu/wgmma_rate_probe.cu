@@ -75,21 +75,19 @@ enum Mode {
   kSsK,
   kSsT,
   kRsK,
-  kRsT,  // 8 x m64n128k16: SS / RS (A from registers), B K-major / MN-major
-  kSt32,     // D 256 backward: S^T_w + dP^T_w, 2 x 16 x SS m64n32k16 (session 27)
-  kDkv,      // D 256 backward: dQ_w + dV_w + dK_w, 3 x 4 x SS m64n128k16
-  kBwd256,   // the two above in the kernel's order: one D 256 backward item of one warpgroup
+  kRsT,     // 8 x m64n128k16: SS / RS (A from registers), B K-major / MN-major
+  kSt32,    // D 256 backward: S^T_w + dP^T_w, 2 x 16 x SS m64n32k16 (session 27)
+  kDkv,     // D 256 backward: dQ_w + dV_w + dK_w, 3 x 4 x SS m64n128k16
+  kBwd256,  // the two above in the kernel's order: one D 256 backward item of one warpgroup
   kGemm,
   kModes
 };
-constexpr const char* kModeName[kModes] = {"qk64",    "qk80",    "qk128",  "pv64",
-                                           "t256_64", "t256_80", "t128",   "ss128k",
-                                           "ss128t",  "rs128k",  "rs128t", "st32",
-                                           "dkv",     "bwd256",  "gemm"};
-constexpr double kMacPerTurn[kModes] = {1 << 20, 1.25 * (1 << 20), 2 << 20, 1 << 20,
-                                        2 << 20, 2.5 * (1 << 20),  2 << 20, 1 << 20,
-                                        1 << 20, 1 << 20,          1 << 20, 1 << 20,
-                                        1.5 * (1 << 20), 2.5 * (1 << 20), 4 << 20};
+constexpr const char* kModeName[kModes] = {"qk64",    "qk80", "qk128",  "pv64",   "t256_64",
+                                           "t256_80", "t128", "ss128k", "ss128t", "rs128k",
+                                           "rs128t",  "st32", "dkv",    "bwd256", "gemm"};
+constexpr double kMacPerTurn[kModes] = {
+    1 << 20, 1.25 * (1 << 20), 2 << 20, 1 << 20, 2 << 20,         2.5 * (1 << 20), 2 << 20, 1 << 20,
+    1 << 20, 1 << 20,          1 << 20, 1 << 20, 1.5 * (1 << 20), 2.5 * (1 << 20), 4 << 20};
 
 // Shared memory (1024-aligned): per issuer an A region (64 rows x 256 = 32 KB, K-major, 4 chunks
 // of [64][64] with the 128-byte swizzle), one B region shared by the issuers (256 rows x 256 =
@@ -319,21 +317,18 @@ __global__ void __launch_bounds__(128 * (1 + kMaxIssuers), 1) probe_bwd(const Ar
   for (int it = 0; it < args.iters; ++it) {
     if constexpr (kT) {
       float st[16], dpt[16];
+      auto gemm_t = [&](float(&acc)[16], uint32_t a_s, uint32_t b_s) {  // 16 k-steps over D
+#pragma unroll
+        for (int ks = 0; ks < 16; ++ks) {
+          const uint32_t off = (ks / 4) * kChunk + (ks % 4) * 32;
+          const uint32_t offq = (ks / 4) * kChunk + 32 * w * 128 + (ks % 4) * 32;
+          WS::template ss<0, 0>(acc, ptx::Sw128Desc::make(a_s + off, 16, 1024),
+                                ptx::Sw128Desc::make(b_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+        }
+      };
       ptx::wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 16; ++ks) {
-        const uint32_t off = (ks / 4) * kChunk + (ks % 4) * 32;
-        const uint32_t offq = (ks / 4) * kChunk + 32 * w * 128 + (ks % 4) * 32;
-        WS::template ss<0, 0>(st, ptx::Sw128Desc::make(k_s + off, 16, 1024),
-                              ptx::Sw128Desc::make(q_s + offq, 16, 1024), ks > 0 ? 1 : 0);
-      }
-#pragma unroll
-      for (int ks = 0; ks < 16; ++ks) {
-        const uint32_t off = (ks / 4) * kChunk + (ks % 4) * 32;
-        const uint32_t offq = (ks / 4) * kChunk + 32 * w * 128 + (ks % 4) * 32;
-        WS::template ss<0, 0>(dpt, ptx::Sw128Desc::make(v_s + off, 16, 1024),
-                              ptx::Sw128Desc::make(do_s + offq, 16, 1024), ks > 0 ? 1 : 0);
-      }
+      gemm_t(st, k_s, q_s);
+      gemm_t(dpt, v_s, do_s);
       ptx::wgmma_commit();
       ptx::wgmma_wait<0>();
 #pragma unroll
