@@ -76,13 +76,6 @@ struct BwdTraits256 {
 // over dQ after dV / dK, whose kernel is no longer built). Session 27 call 2 measured a split of
 // the atomics (half under dV / dK, half under the next item's S^T / dP^T): -1..-4.5 %, dropped;
 // so was issuing the next S^T / dP^T before dV / dK retire (ptxas serialised every wgmma, C7512).
-/// kByGemm (session 27): the S^T / dP^T GEMMs split by GEMM instead of by queries: WG 0 computes
-/// S^T [64 keys x 64 queries] = K Q^T and P^T, WG 1 dP^T = V dO^T and dS^T = P^T (dP^T - delta)
-/// with P^T read back from the P^T tile (16-bit, as the dV GEMM uses it) after a named barrier
-/// (WG 0 arrives, WG 1 waits). Why: m64n64k16 SS runs at the tensor rate with two issuers, the
-/// m64n32 halves at 0.62 (wgmma_rate_probe st32 / qk64, call 1): ~1662 -> ~1024 tensor clocks per
-/// item, against a serial softmax chain (WG 0's 32 exps, then WG 1's 32 products). Plain calls
-/// only (softcap's dS factor and the masks would need WG 0's values in WG 1).
 /// kMod (session 26): softcap, ALiBi, a sliding window and a bool / additive mask, each where set
 /// (BwdArgs as bwd_kernel.cuh's kMod kinds take them), tested per element: at D 256 a thread
 /// has 16 scores per item against 4 x 64 accumulator registers of GEMM work, so one general
@@ -97,7 +90,7 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
     return mask_value<kKind>(v) * mul;
 }
 
-template <bool BF16, bool kMod = false, bool kByGemm = false>
+template <bool BF16, bool kMod = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -177,9 +170,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
   using WS = BwdWgmma<32, BF16>;   // S^T_w, dP^T_w [64 keys x 32 queries]
   using WD = BwdWgmma<128, BF16>;  // dK_w, dV_w [64 keys x 128 columns], dQ_w [64 x 128]
-  using WG = BwdWgmma<64, BF16>;   // kByGemm: S^T (WG 0) or dP^T (WG 1) [64 keys x 64 queries]
-  static_assert(!(kByGemm && kMod), "kByGemm: plain calls only");
-  const int w = wg - 1;  // consumer index: queries 32 w .., columns 128 w ..
+  const int w = wg - 1;            // consumer index: queries 32 w .., columns 128 w ..
   const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const int kr0 = 16 * warp + lane / 4;  // key row (of the block) of accumulator row r = 0
   const int key_r0 = n0 + kr0;
@@ -220,28 +211,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     gemm_t(st, k_s, q_s);
     gemm_t(dpt, v_s, do_s);
   };
-  // kByGemm: WG 0's S^T = K Q^T or WG 1's dP^T = V dO^T, all 64 queries: the same instruction
-  // stream for both warpgroups, only the operand addresses differ.
-  [[maybe_unused]] float sg[32];
-  auto issue_g = [&](int it) {
-    const int s = it % kStages;
-    ptx::mbar_wait(&full[s], (it / kStages) & 1);
-    const uint32_t a_s = w == 0 ? k_s : v_s;
-    const uint32_t b_s = base + (w == 0 ? Tr::kOffQ : Tr::kOffDO) + s * Tr::kQBytes;
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
-      const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-      const uint64_t da = ptx::Sw128Desc::make(a_s + off, 16, 1024);
-      const uint64_t db = ptx::Sw128Desc::make(b_s + offq, 16, 1024);
-      if (ks == 0)
-        WG::template ss_first<0, 0>(sg, da, db);
-      else
-        WG::template ss<0, 0>(sg, da, db, 1);
-    }
-    ptx::wgmma_commit();
-  };
   auto release_stage = [&](int s) {  // dV, dK of the stage's item done: its Q and dO consumed
     fence_regs(dk);
     fence_regs(dv);
@@ -264,149 +233,97 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+    issue_st(it);
+
+    // lse2 / delta of this thread's 8 query columns qw + 8 j + qc + e (the padded workspace rows:
+    // in bounds, 8-byte aligned), loaded under the GEMMs.
+    float l2[8], dl[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 lv = __ldg(reinterpret_cast<const float2*>(a.lse2 + row + qw + 8 * j + qc));
+      const float2 dv2 = __ldg(reinterpret_cast<const float2*>(a.delta + row + qw + 8 * j + qc));
+      l2[2 * j] = lv.x, l2[2 * j + 1] = lv.y;
+      dl[2 * j] = dv2.x, dl[2 * j + 1] = dv2.y;
+    }
+    ptx::wgmma_wait<0>();
+    fence_regs(st);
+    fence_regs(dpt);
+    // P^T (0 for keys >= Sk and, causal, keys right of the row's bound, kMod: left of the
+    // window's edge; rows >= Sq have lse2 = +inf) and dS^T = P^T (dP^T - delta), packed to 16
+    // bit: pk[2 j + r] = columns 8 j + qc, +1. kMod: softcap's t = tanh(.) first (dS^T then
+    // times 1 - t^2), ALiBi, then the mask's value (score_mod.cuh's order).
+    const int coff = a.causal ? a.causal_offset : (1 << 30);
+    [[maybe_unused]] const int loff = kMod && a.window_lo ? a.lo_offset : -(1 << 30);
+    [[maybe_unused]] float alibi_k = 0.f;
+    [[maybe_unused]] const uint8_t* mbh = nullptr;
+    if constexpr (kMod) {
+      if (a.alibi != nullptr) alibi_k = a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul;
+      if (a.mask_kind != 0) {
+        const int64_t bytes = a.mask_kind == 1 ? 1 : a.mask_kind == 2 ? 4 : 2;
+        mbh = a.mask + (static_cast<int64_t>(b) * a.mask_sb + x.h * a.mask_sh) * bytes;
+      }
+    }
+    uint32_t pp[8], pds[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float pv[2], dsv[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int idx = 4 * j + 2 * r + e;
+          const int key = key_r0 + 8 * r, q = x.m0 + qw + 8 * j + qc + e;
+          float xs = st[idx], f = 1.f;
+          if constexpr (kMod) {
+            if (a.softcap_k != 0.f) {
+              const float t = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
+              xs = t;
+              f = fmaf(-t, t, 1.f);
+            }
+            if (alibi_k != 0.f)
+              xs = fmaf(alibi_k, static_cast<float>(abs(q + a.diag_offset - key)), xs);
+            if (mbh != nullptr) {
+              // (indices clamped into the mask: rows >= Sq / keys >= Sk are zeroed below)
+              const int64_t off = static_cast<int64_t>(min(q, a.seqlen_q - 1)) * a.mask_si +
+                                  static_cast<int64_t>(min(key, a.seqlen_k - 1)) * a.mask_sj;
+              switch (a.mask_kind) {
+                case 1:
+                  xs += mask_add<1>(mbh, off, a.mask_mul);
+                  break;
+                case 2:
+                  xs += mask_add<2>(mbh, off, a.mask_mul);
+                  break;
+                case 3:
+                  xs += mask_add<3>(mbh, off, a.mask_mul);
+                  break;
+                default:
+                  xs += mask_add<4>(mbh, off, a.mask_mul);
+                  break;
+              }
+            }
+          }
+          float p = exp2_approx(fmaf(xs, sl2, -l2[2 * j + e]));
+          p = (key >= a.seqlen_k || key > q + coff || (kMod && key < q + loff)) ? 0.f : p;
+          pv[e] = p;
+          dsv[e] = p * (dpt[idx] - dl[2 * j + e]) * f;
+        }
+        pp[2 * j + r] = pack2<BF16>(pv[0], pv[1]);
+        pds[2 * j + r] = pack2<BF16>(dsv[0], dsv[1]);
+      }
+    // -> the item's P^T / dS^T tiles [64 keys][64 queries] (128B swizzle: 16-byte chunk c of
+    // row R at c ^ (R % 8)); this WG's columns are chunks 4 w .. 4 w + 3.
     const int buf = it & 1;
     uint8_t* pt_t = smem + Tr::kOffPT + buf * Tr::kTileBytes;
     uint8_t* ds_t = smem + Tr::kOffDS + buf * Tr::kTileBytes;
-    if constexpr (kByGemm) {
-      issue_g(it);
-      // lse2 (WG 0) or delta (WG 1) of this thread's 16 query columns 8 j + qc + e.
-      const float* stat = (w == 0 ? a.lse2 : a.delta) + row;
-      float sv[16];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float2 v2 = __ldg(reinterpret_cast<const float2*>(stat + 8 * j + qc));
-        sv[2 * j] = v2.x, sv[2 * j + 1] = v2.y;
-      }
-      ptx::wgmma_wait<0>();
-      fence_regs(sg);
-      // Element (j, r, e) of both tiles: key row kr0 + 8 r, query column 8 j + qc + e, at byte
-      // kr * 128 + ((j ^ (kr % 8)) * 16) + 2 qc (128B swizzle), one 32-bit pair per (j, r).
-      auto tile_off = [&](int j, int r) {
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
         const int kr = kr0 + 8 * r;
-        return kr * Tr::kRowBytes + ((j ^ (kr & 7)) * 16) + 2 * qc;
-      };
-      if (w == 0) {
-        // P^T (0 for keys >= Sk and, causal, right of the row's bound; rows >= Sq: lse2 = +inf)
-        const int coff = a.causal ? a.causal_offset : (1 << 30);
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            float pv[2];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
-              const float p = exp2_approx(fmaf(sg[4 * j + 2 * r + e], sl2, -sv[2 * j + e]));
-              pv[e] = (key >= a.seqlen_k || key > q + coff) ? 0.f : p;
-            }
-            *reinterpret_cast<uint32_t*>(pt_t + tile_off(j, r)) = pack2<BF16>(pv[0], pv[1]);
-          }
-        ptx::named_bar_arrive(2, 2 * 128);  // P^T -> WG 1
-      } else {
-#pragma unroll
-        for (int i = 0; i < 32; ++i)
-          sg[i] -= sv[(i / 4) * 2 + i % 2];  // dP^T - delta, while WG 0 computes P^T
-        ptx::named_bar_sync(2, 2 * 128);
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const uint32_t pk = *reinterpret_cast<const uint32_t*>(pt_t + tile_off(j, r));
-            const float d0 = unpack_half<BF16>(pk, 0) * sg[4 * j + 2 * r];
-            const float d1 = unpack_half<BF16>(pk, 1) * sg[4 * j + 2 * r + 1];
-            *reinterpret_cast<uint32_t*>(ds_t + tile_off(j, r)) = pack2<BF16>(d0, d1);
-          }
+        const int off = kr * Tr::kRowBytes + (((4 * w + j) ^ (kr & 7)) * 16) + 2 * qc;
+        *reinterpret_cast<uint32_t*>(pt_t + off) = pp[2 * j + r];
+        *reinterpret_cast<uint32_t*>(ds_t + off) = pds[2 * j + r];
       }
-    } else {
-      issue_st(it);
-
-      // lse2 / delta of this thread's 8 query columns qw + 8 j + qc + e (the padded workspace rows:
-      // in bounds, 8-byte aligned), loaded under the GEMMs.
-      float l2[8], dl[8];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float2 lv = __ldg(reinterpret_cast<const float2*>(a.lse2 + row + qw + 8 * j + qc));
-        const float2 dv2 = __ldg(reinterpret_cast<const float2*>(a.delta + row + qw + 8 * j + qc));
-        l2[2 * j] = lv.x, l2[2 * j + 1] = lv.y;
-        dl[2 * j] = dv2.x, dl[2 * j + 1] = dv2.y;
-      }
-      ptx::wgmma_wait<0>();
-      fence_regs(st);
-      fence_regs(dpt);
-      // P^T (0 for keys >= Sk and, causal, keys right of the row's bound, kMod: left of the
-      // window's edge; rows >= Sq have lse2 = +inf) and dS^T = P^T (dP^T - delta), packed to 16
-      // bit: pk[2 j + r] = columns 8 j + qc, +1. kMod: softcap's t = tanh(.) first (dS^T then
-      // times 1 - t^2), ALiBi, then the mask's value (score_mod.cuh's order).
-      const int coff = a.causal ? a.causal_offset : (1 << 30);
-      [[maybe_unused]] const int loff = kMod && a.window_lo ? a.lo_offset : -(1 << 30);
-      [[maybe_unused]] float alibi_k = 0.f;
-      [[maybe_unused]] const uint8_t* mbh = nullptr;
-      if constexpr (kMod) {
-        if (a.alibi != nullptr) alibi_k = a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul;
-        if (a.mask_kind != 0) {
-          const int64_t bytes = a.mask_kind == 1 ? 1 : a.mask_kind == 2 ? 4 : 2;
-          mbh = a.mask + (static_cast<int64_t>(b) * a.mask_sb + x.h * a.mask_sh) * bytes;
-        }
-      }
-      uint32_t pp[8], pds[8];
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float pv[2], dsv[2];
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int idx = 4 * j + 2 * r + e;
-            const int key = key_r0 + 8 * r, q = x.m0 + qw + 8 * j + qc + e;
-            float xs = st[idx], f = 1.f;
-            if constexpr (kMod) {
-              if (a.softcap_k != 0.f) {
-                const float t = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
-                xs = t;
-                f = fmaf(-t, t, 1.f);
-              }
-              if (alibi_k != 0.f)
-                xs = fmaf(alibi_k, static_cast<float>(abs(q + a.diag_offset - key)), xs);
-              if (mbh != nullptr) {
-                // (indices clamped into the mask: rows >= Sq / keys >= Sk are zeroed below)
-                const int64_t off = static_cast<int64_t>(min(q, a.seqlen_q - 1)) * a.mask_si +
-                                    static_cast<int64_t>(min(key, a.seqlen_k - 1)) * a.mask_sj;
-                switch (a.mask_kind) {
-                  case 1:
-                    xs += mask_add<1>(mbh, off, a.mask_mul);
-                    break;
-                  case 2:
-                    xs += mask_add<2>(mbh, off, a.mask_mul);
-                    break;
-                  case 3:
-                    xs += mask_add<3>(mbh, off, a.mask_mul);
-                    break;
-                  default:
-                    xs += mask_add<4>(mbh, off, a.mask_mul);
-                    break;
-                }
-              }
-            }
-            float p = exp2_approx(fmaf(xs, sl2, -l2[2 * j + e]));
-            p = (key >= a.seqlen_k || key > q + coff || (kMod && key < q + loff)) ? 0.f : p;
-            pv[e] = p;
-            dsv[e] = p * (dpt[idx] - dl[2 * j + e]) * f;
-          }
-          pp[2 * j + r] = pack2<BF16>(pv[0], pv[1]);
-          pds[2 * j + r] = pack2<BF16>(dsv[0], dsv[1]);
-        }
-        // -> the item's P^T / dS^T tiles [64 keys][64 queries] (128B swizzle: 16-byte chunk c of
-        // row R at c ^ (R % 8)); this WG's columns are chunks 4 w .. 4 w + 3.
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int kr = kr0 + 8 * r;
-          const int off = kr * Tr::kRowBytes + (((4 * w + j) ^ (kr & 7)) * 16) + 2 * qc;
-          *reinterpret_cast<uint32_t*>(pt_t + off) = pp[2 * j + r];
-          *reinterpret_cast<uint32_t*>(ds_t + off) = pds[2 * j + r];
-        }
-    }
     ptx::fence_proxy_async_smem();  // generic stores -> both WGs' wgmma reads
     ptx::named_bar_sync(1, 2 * 128);
     // dV_w += P^T dO[:, cols_w], dK_w += dS^T Q[:, cols_w]: K = 64 queries (4 steps); B spans

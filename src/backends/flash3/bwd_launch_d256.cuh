@@ -8,11 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
-
 #include "backends/flash3/bwd_kernel_d256.cuh"
 #include "backends/flash3/bwd_launch.cuh"
 #include "backends/flash3/seq_bounds.hpp"
@@ -23,13 +21,6 @@
 #include "cuda/workspace.hpp"
 
 namespace attnkit::flash3::bwd {
-
-/// ATTNKIT_FLASH3_BWD_D256_SPLIT=gemm | queries (read per call): how the plain kernel's two
-/// consumer warpgroups split S^T / dP^T (bwd_kernel_d256.cuh kByGemm). Default: queries.
-inline bool d256_by_gemm() {
-  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_SPLIT");
-  return e != nullptr && e[0] == 'g';
-}
 
 template <auto kKernel>
 void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
@@ -113,8 +104,6 @@ void launch_backward_d256(const Params& p) {
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
-    else if (d256_by_gemm())
-      run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
   }
