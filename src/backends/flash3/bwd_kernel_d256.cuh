@@ -185,14 +185,17 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   for (int i = 0; i < 64; ++i)
     dk[i] = dv[i] = 0.f;
 
-  // S^T_w = K Q_w^T and dP^T_w = V dO_w^T of item `it`: 16 k-steps over D each (4 column chunks x
-  // 4 steps), one commit group each; waits for the item's Q / dO first.
-  float st[16], dpt[16];
-  auto issue_st = [&](int it) {
+  if (items > 0) ptx::mbar_wait(full_kv, 0);
+  for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
-    ptx::mbar_wait(&full[s], (it / kStages) & 1);
+    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
+    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+    ptx::mbar_wait(&full[s], (it / kStages) & 1);
+
+    // S^T_w = K Q_w^T and dP^T_w = V dO_w^T: 16 k-steps over D (4 column chunks x 4 steps).
+    float st[16], dpt[16];
     auto gemm_t = [&](float(&acc)[16], uint32_t w_s, uint32_t b_s) {
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
@@ -210,30 +213,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     ptx::wgmma_fence();
     gemm_t(st, k_s, q_s);
     gemm_t(dpt, v_s, do_s);
-  };
-  auto release_stage = [&](int s) {  // dV, dK of the stage's item done: its Q and dO consumed
-    fence_regs(dk);
-    fence_regs(dv);
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(&empty[s]);
-  };
-  // dQ -> the workspace tile's part w (float4 layout, kDqVec4): v[4 j .. 4 j + 3] of dQ's float4s
-  // j0 .. j0 + n - 1 at ((j0 + j) * 128 + tid) * 4.
-  auto dq_atomics = [&](float* part, const float* v, int j0, int n) {
-#pragma unroll
-    for (int j = 0; j < n; ++j)
-      atomicAdd(reinterpret_cast<float4*>(part + ((j0 + j) * 128 + tid) * 4),
-                make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]));
-  };
-
-  if (items > 0) ptx::mbar_wait(full_kv, 0);
-  for (int it = 0; it < items; ++it) {
-    const int s = it % kStages;
-    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
-    const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
-    const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
-    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
-    issue_st(it);
 
     // lse2 / delta of this thread's 8 query columns qw + 8 j + qc + e (the padded workspace rows:
     // in bounds, 8-byte aligned), loaded under the GEMMs.
@@ -367,10 +346,19 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     issue_dvdk();
     ptx::wgmma_wait<1>();
     fence_regs(dq);
+    // dQ -> the workspace tile's part w (float4 layout, kDqVec4): dq[4 j .. 4 j + 3] at
+    // (j * 128 + tid) * 4.
     float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
-    dq_atomics(part, dq, 0, Tr::kDqN / 8);
+#pragma unroll
+    for (int j = 0; j < Tr::kDqN / 8; ++j)
+      atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
+                make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
     ptx::wgmma_wait<0>();
-    release_stage(s);
+    // dV, dK done: the stage's Q and dO consumed.
+    fence_regs(dk);
+    fence_regs(dv);
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(&empty[s]);
   }
 
   // ---- epilogue: dK = scale * acc, dV = acc, key rows < Sk, columns 128 w .. (pairs) -----------
