@@ -77,6 +77,11 @@ struct BwdArgs {
   int64_t mask_sb, mask_sh, mask_si, mask_sj;
   int mask_kind;
   float mask_mul;
+#if defined(ATTNKIT_FLASH3_BWD_TRACE)
+  // Measurement builds only (session 27, bench/gpu/flash3_bwd_trace.py): clock64 stamps of the
+  // D 256 backward's items (bwd_kernel_d256.cuh, bwd_trace.hpp has the layout); null = off.
+  unsigned long long* trace;
+#endif
 };
 
 }  // namespace attnkit::flash3::bwd

@@ -34,6 +34,7 @@
 
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
+#include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/reg_ops.cuh"
@@ -185,8 +186,17 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   for (int i = 0; i < 64; ++i)
     dk[i] = dv[i] = 0.f;
 
+  // Measurement builds: clock64 stamps of the first kTraceItems items (bwd_trace.hpp).
+  [[maybe_unused]] auto stamp = [&](int it, int k) {
+#if defined(ATTNKIT_FLASH3_BWD_TRACE)
+    const long long cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (a.trace != nullptr && tid == 0 && cta < kTraceCtas && it < kTraceItems)
+      a.trace[((cta * kTraceItems + it) * 2 + w) * kTraceStamps + k] = clock64();
+#endif
+  };
   if (items > 0) ptx::mbar_wait(full_kv, 0);
   for (int it = 0; it < items; ++it) {
+    stamp(it, kStampTop);
     const int s = it % kStages;
     const Item x = item_of(a, g, it, m_begin, m_count, kBM);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
@@ -213,6 +223,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     ptx::wgmma_fence();
     gemm_t(st, k_s, q_s);
     gemm_t(dpt, v_s, do_s);
+    stamp(it, kStampIssued);
 
     // lse2 / delta of this thread's 8 query columns qw + 8 j + qc + e (the padded workspace rows:
     // in bounds, 8-byte aligned), loaded under the GEMMs.
@@ -227,6 +238,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     ptx::wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
+    stamp(it, kStampSdp);
     // P^T (0 for keys >= Sk and, causal, keys right of the row's bound, kMod: left of the
     // window's edge; rows >= Sq have lse2 = +inf) and dS^T = P^T (dP^T - delta), packed to 16
     // bit: pk[2 j + r] = columns 8 j + qc, +1. kMod: softcap's t = tanh(.) first (dS^T then
@@ -304,7 +316,9 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
         *reinterpret_cast<uint32_t*>(ds_t + off) = pds[2 * j + r];
       }
     ptx::fence_proxy_async_smem();  // generic stores -> both WGs' wgmma reads
+    stamp(it, kStampSoft);
     ptx::named_bar_sync(1, 2 * 128);
+    stamp(it, kStampBar);
     // dV_w += P^T dO[:, cols_w], dK_w += dS^T Q[:, cols_w]: K = 64 queries (4 steps); B spans
     // column chunks 2 w, 2 w + 1 (MN-major, chunk stride kQChunkBytes).
     const uint32_t pt_u = base + Tr::kOffPT + buf * Tr::kTileBytes;
@@ -346,6 +360,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     issue_dvdk();
     ptx::wgmma_wait<1>();
     fence_regs(dq);
+    stamp(it, kStampDq);
     // dQ -> the workspace tile's part w (float4 layout, kDqVec4): dq[4 j .. 4 j + 3] at
     // (j * 128 + tid) * 4.
     float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
@@ -353,12 +368,14 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     for (int j = 0; j < Tr::kDqN / 8; ++j)
       atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
                 make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
+    stamp(it, kStampRed);
     ptx::wgmma_wait<0>();
     // dV, dK done: the stage's Q and dO consumed.
     fence_regs(dk);
     fence_regs(dv);
     __syncwarp();
     if (lane == 0) ptx::mbar_arrive(&empty[s]);
+    stamp(it, kStampDone);
   }
 
   // ---- epilogue: dK = scale * acc, dV = acc, key rows < Sk, columns 128 w .. (pairs) -----------

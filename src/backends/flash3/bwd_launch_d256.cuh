@@ -8,11 +8,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_kernel_d256.cuh"
 #include "backends/flash3/bwd_launch.cuh"
+#include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/smem_opt_in.hpp"
 #include "backends/flash3/tensor_map.hpp"
@@ -102,10 +106,34 @@ void launch_backward_d256(const Params& p) {
 
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
+#if defined(ATTNKIT_FLASH3_BWD_TRACE)
+    // Measurement builds (bwd_trace.hpp): one device buffer per process, written to the file
+    // named by ATTNKIT_FLASH3_BWD_TRACE_OUT after each call (the last call's stamps remain).
+    static unsigned long long* trace_buf = nullptr;
+    const char* trace_out = std::getenv("ATTNKIT_FLASH3_BWD_TRACE_OUT");
+    const size_t trace_bytes = static_cast<size_t>(kTraceWords) * sizeof(unsigned long long);
+    if (trace_out != nullptr) {
+      if (trace_buf == nullptr) ATTNKIT_CUDA_CHECK(cudaMalloc(&trace_buf, trace_bytes));
+      ATTNKIT_CUDA_CHECK(cudaMemsetAsync(trace_buf, 0, trace_bytes, stream));
+    }
+    a.trace = trace_out != nullptr ? trace_buf : nullptr;
+#endif
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
+#if defined(ATTNKIT_FLASH3_BWD_TRACE)
+    if (trace_out != nullptr) {
+      std::vector<unsigned long long> host(static_cast<size_t>(kTraceWords));
+      ATTNKIT_CUDA_CHECK(
+          cudaMemcpyAsync(host.data(), trace_buf, trace_bytes, cudaMemcpyDeviceToHost, stream));
+      ATTNKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      if (std::FILE* f = std::fopen(trace_out, "wb")) {
+        std::fwrite(host.data(), sizeof(unsigned long long), host.size(), f);
+        std::fclose(f);
+      }
+    }
+#endif
   }
 
   if (p.seqlen_q > 0) {
