@@ -91,7 +91,16 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
     return mask_value<kKind>(v) * mul;
 }
 
-template <bool BF16, bool kMod = false>
+/// kDqStage (session 28): dQ leaves through the item's own Q / dO stage instead of float4
+/// atomics from registers. After its dV / dK retire, WG w owns Q(s) and dO(s) column chunks
+/// 2 w, 2 w + 1 (the other WG's last reads of them, its S^T / dP^T, finished before the item's
+/// barrier): it stores its dQ part [64 x 128] fp32 (32 KB, the workspace's float4 layout) there,
+/// 16 KB in each, and releases the stage; the producer thread, before refilling the stage, adds
+/// the item's 64 KB into the workspace with four bulk reduce-adds (cp.reduce.async.bulk) and
+/// waits for their shared-memory reads. Why: session 28's trace (call 1) had each warpgroup
+/// spend ~2080 clocks of a ~6400-clock item issuing its 16 REDs (lg throttle), of which dV / dK
+/// covered ~1000; cuDNN's D 256 kernel issues no REDG either.
+template <bool BF16, bool kMod = false, bool kDqStage = true>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -150,11 +159,32 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &a.tma_v, full_kv, c * 64, n0, g,
                        b);
     }
+    // kDqStage: item j's dQ [64 x 256] fp32 (the workspace tile at row(j) * D: part w = columns
+    // 128 w .., 32 KB, first half from Q(s) chunks 2 w, 2 w + 1, second from dO(s)'s) -> L2.
+    [[maybe_unused]] auto reduce_dq = [&](int j, int s) {
+      const Item y = item_of(a, g, j, m_begin, m_count, kBM);
+      float* tile = a.dq_acc + ((static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
+#pragma unroll
+      for (int w = 0; w < Tr::kConsumerWGs; ++w) {
+        const int cb = s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
+        ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN, smem + Tr::kOffQ + cb,
+                                 2 * Tr::kQChunkBytes);
+        ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN + 32 * Tr::kDqN, smem + Tr::kOffDO + cb,
+                                 2 * Tr::kQChunkBytes);
+      }
+      ptx::bulk_commit();
+    };
     for (int it = 0; it < items; ++it) {
       const int s = it % kStages;
       const uint32_t ph = (it / kStages) & 1;
       const Item x = item_of(a, g, it, m_begin, m_count, kBM);
       ptx::mbar_wait(&empty[s], ph ^ 1);
+      if constexpr (kDqStage) {
+        if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
+          reduce_dq(it - kStages, s);
+          ptx::bulk_wait_read<0>();
+        }
+      }
       ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
       for (int c = 0; c < Tr::kChunks; ++c) {
@@ -163,6 +193,15 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
         ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_do,
                          &full[s], c * 64, x.m0, x.h, b);
       }
+    }
+    if constexpr (kDqStage) {
+      // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
+      for (int j = items > kStages ? items - kStages : 0; j < items; ++j) {
+        const int s = j % kStages;
+        ptx::mbar_wait(&empty[s], (j / kStages) & 1);
+        reduce_dq(j, s);
+      }
+      ptx::bulk_wait<0>();  // shared memory read (and the adds done) before the CTA exits
     }
     return;
   }
@@ -356,23 +395,41 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       ptx::wgmma_commit();
     };
     ptx::wgmma_fence();
-    issue_dq();  // first: its atomics run while dV / dK are on the tensor cores
+    issue_dq();  // first: (atomics) they run while dV / dK are on the tensor cores
     issue_dvdk();
-    ptx::wgmma_wait<1>();
-    fence_regs(dq);
-    stamp(it, kStampDq);
-    // dQ -> the workspace tile's part w (float4 layout, kDqVec4): dq[4 j .. 4 j + 3] at
-    // (j * 128 + tid) * 4.
-    float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
+    if constexpr (kDqStage) {
+      ptx::wgmma_wait<0>();
+      fence_regs(dq);
+      fence_regs(dk);
+      fence_regs(dv);
+      stamp(it, kStampDq);
+      // dQ -> Q(s) / dO(s) chunks 2 w, 2 w + 1 (free: see kDqStage), the workspace part's bytes
+      // in order: float4 j of thread tid at byte (j * 128 + tid) * 16 of the part.
+      uint8_t* q_part = smem + Tr::kOffQ + s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
+      uint8_t* do_part = smem + Tr::kOffDO + s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
 #pragma unroll
-    for (int j = 0; j < Tr::kDqN / 8; ++j)
-      atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
-                make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
-    stamp(it, kStampRed);
-    ptx::wgmma_wait<0>();
-    // dV, dK done: the stage's Q and dO consumed.
-    fence_regs(dk);
-    fence_regs(dv);
+      for (int j = 0; j < Tr::kDqN / 8; ++j)
+        *reinterpret_cast<float4*>((j < 8 ? q_part : do_part) + ((j % 8) * 128 + tid) * 16) =
+            make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
+      ptx::fence_proxy_async_smem();  // generic stores -> the producer's bulk reduce
+      stamp(it, kStampRed);
+    } else {
+      ptx::wgmma_wait<1>();
+      fence_regs(dq);
+      stamp(it, kStampDq);
+      // dQ -> the workspace tile's part w (float4 layout, kDqVec4): dq[4 j .. 4 j + 3] at
+      // (j * 128 + tid) * 4.
+      float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
+#pragma unroll
+      for (int j = 0; j < Tr::kDqN / 8; ++j)
+        atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
+                  make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
+      stamp(it, kStampRed);
+      ptx::wgmma_wait<0>();
+      // dV, dK done: the stage's Q and dO consumed.
+      fence_regs(dk);
+      fence_regs(dv);
+    }
     __syncwarp();
     if (lane == 0) ptx::mbar_arrive(&empty[s]);
     stamp(it, kStampDone);

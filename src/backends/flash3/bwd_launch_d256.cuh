@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backends/flash3/bwd_args.hpp"
@@ -118,8 +119,18 @@ void launch_backward_d256(const Params& p) {
     }
     a.trace = trace_out != nullptr ? trace_buf : nullptr;
 #endif
-    if (mod)
+    // dQ out through the Q / dO stage (kDqStage, default) or by float4 atomics
+    // (ATTNKIT_FLASH3_BWD_D256_DQ=atomic, session 28's A/B).
+    static const bool dq_atomic = [] {
+      const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_DQ");
+      return e != nullptr && std::string(e) == "atomic";
+    }();
+    if (mod && dq_atomic)
+      run_kernel_d256<&bwd_kernel_d256<BF16, true, false>>(grid, a, stream);
+    else if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
+    else if (dq_atomic)
+      run_kernel_d256<&bwd_kernel_d256<BF16, false, false>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)

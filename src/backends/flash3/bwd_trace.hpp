@@ -22,8 +22,8 @@ enum TraceStamp : int {
   kStampSdp = 2,     // S^T / dP^T complete (wgmma wait)
   kStampSoft = 3,    // P^T / dS^T computed and stored, before the item's 256-thread barrier
   kStampBar = 4,     // barrier passed
-  kStampDq = 5,      // dQ / dV / dK issued and dQ complete
-  kStampRed = 6,     // dQ atomics issued
+  kStampDq = 5,      // dQ / dV / dK issued and dQ complete (kDqStage: dV / dK too)
+  kStampRed = 6,     // dQ atomics issued (kDqStage: dQ stored to the stage)
   kStampDone = 7,    // dV / dK complete, stage released
 };
 
