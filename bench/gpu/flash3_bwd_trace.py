@@ -6,13 +6,15 @@ run by bench/gpu/flash3_bwd_trace_run.sh).
 Per shape: one backward call (after two warm-up calls) with ATTNKIT_FLASH3_BWD_TRACE_OUT set; the
 library writes the call's stamps (the first 64 items of the first 264 CTAs, per consumer
 warpgroup). Printed per warpgroup: the median over items 1 .. n-2 of each phase, in SM clocks:
-  wait+issue  top -> S^T / dP^T issued (the Q / dO full-barrier wait and 32 wgmma issues)
+  wait        top -> Q / dO landed (the full-barrier wait; session 28)
+  issue       landed -> S^T / dP^T issued (32 wgmma issues: they block while the queue is full)
   sdp         issued -> S^T / dP^T complete
   softmax     complete -> P^T / dS^T stored (exp, products, packing, stores, proxy fence)
   barrier     stored -> the item's 256-thread barrier passed (the other warpgroup's lag)
   dq          barrier -> dQ complete (12 wgmma issues, the dQ GEMM)
-  red         dQ complete -> 16 float4 atomics issued
+  red         dQ complete -> 16 float4 atomics issued (kDqStage: dQ stored into the stage)
   dvdk        atomics issued -> dV / dK complete and the stage released
+  gap         stage released -> the next item's top (loop overhead)
   period      this item's top -> the next item's top
 against the GEMMs alone (wgmma_rate_probe bwd256, session 27: 3401 clocks per item).
 
@@ -28,8 +30,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 
-CTAS, ITEMS, WGS, STAMPS = 264, 64, 2, 8  # bwd_trace.hpp
-PHASES = ["wait+issue", "sdp", "softmax", "barrier", "dq", "red", "dvdk"]
+CTAS, ITEMS, WGS, STAMPS = 264, 64, 2, 9  # bwd_trace.hpp
+# Phase k runs from stamp ORDER[k] to ORDER[k + 1] (kStampLanded, index 8, sits after the top).
+ORDER = [0, 8, 1, 2, 3, 4, 5, 6, 7]
+PHASES = ["wait", "issue", "sdp", "softmax", "barrier", "dq", "red", "dvdk"]
 
 
 def parse(raw):
@@ -50,27 +54,28 @@ def summarize(stamps):
     """Median per warpgroup of each phase and of the period, over items 1 .. n-2 of every CTA."""
     res = {}
     for w in range(WGS):
-        ph = {p: [] for p in PHASES + ["period"]}
+        ph = {p: [] for p in PHASES + ["gap", "period"]}
         for items in stamps:
             n = sum(1 for it in items if all(it[w]))
             for i in range(1, n - 1):
                 s = items[i][w]
                 for k, p in enumerate(PHASES):
-                    ph[p].append(s[k + 1] - s[k])
+                    ph[p].append(s[ORDER[k + 1]] - s[ORDER[k]])
+                ph["gap"].append(items[i + 1][w][0] - s[ORDER[-1]])
                 ph["period"].append(items[i + 1][w][0] - s[0])
         res[w] = {p: (statistics.median(v) if v else float("nan")) for p, v in ph.items()}
     return res
 
 
 def selftest():
-    # Synthetic: 2 CTAs x 4 items, phases 10, 20, ..., 70 clocks, period 300.
+    # Synthetic: 2 CTAs x 4 items, phases 10, 20, ..., 80 clocks (in ORDER), gap 0, period 360.
     stamps = [[[[0] * STAMPS for _ in range(WGS)] for _ in range(ITEMS)] for _ in range(CTAS)]
     for c in range(2):
         for i in range(4):
             for w in range(WGS):
-                t = 1000 + 300 * i
+                t = 1000 + 360 * i
                 for k in range(STAMPS):
-                    stamps[c][i][w][k] = t
+                    stamps[c][i][w][ORDER[k]] = t
                     t += 10 * (k + 1)
     words = []
     for c in range(CTAS):
@@ -79,7 +84,7 @@ def selftest():
                 words += stamps[c][i][w]
     res = summarize(parse(struct.pack(f"<{len(words)}Q", *words)))
     want = {p: 10 * (k + 1) for k, p in enumerate(PHASES)}
-    want["period"] = 300
+    want["gap"], want["period"] = 0, 360
     ok = all(res[w][p] == v for w in range(WGS) for p, v in want.items())
     print("selftest", "ok" if ok else f"FAILED: {res}")
     return 0 if ok else 1
@@ -100,7 +105,8 @@ def main():
     path = os.path.join(tempfile.mkdtemp(), "bwd_trace.bin")
     os.environ["ATTNKIT_FLASH3_BWD_TRACE_OUT"] = path  # read by the library per call
     lib = AttnkitC(args.lib)
-    print(f"{'shape':38s} wg " + " ".join(f"{p:>10s}" for p in PHASES + ["period"]))
+    cols = PHASES + ["gap", "period"]
+    print(f"{'shape':38s} wg " + " ".join(f"{p:>8s}" for p in cols))
     for causal in [c == "yes" for c in args.causal.split(",")]:
         for s in parse_sizes(args.shapes):
             shp = Shape(s, 256, causal)
@@ -112,7 +118,7 @@ def main():
             with open(path, "rb") as f:
                 res = summarize(parse(f.read()))
             for w in range(WGS):
-                print(f"{str(shp):38s} {w:2d} " + " ".join(f"{res[w][p]:10.0f}" for p in PHASES + ["period"]))
+                print(f"{str(shp):38s} {w:2d} " + " ".join(f"{res[w][p]:8.0f}" for p in cols))
     return 0
 
 

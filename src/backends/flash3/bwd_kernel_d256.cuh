@@ -242,6 +242,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
     ptx::mbar_wait(&full[s], (it / kStages) & 1);
+    stamp(it, kStampLanded);
 
     // S^T_w = K Q_w^T and dP^T_w = V dO_w^T: 16 k-steps over D (4 column chunks x 4 steps).
     float st[16], dpt[16];

@@ -12,7 +12,7 @@ namespace attnkit::flash3::bwd {
 
 inline constexpr int kTraceCtas = 264;  // two waves of 132 SMs
 inline constexpr int kTraceItems = 64;
-inline constexpr int kTraceStamps = 8;
+inline constexpr int kTraceStamps = 9;
 inline constexpr long long kTraceWords =
     static_cast<long long>(kTraceCtas) * kTraceItems * 2 * kTraceStamps;
 
@@ -25,6 +25,7 @@ enum TraceStamp : int {
   kStampDq = 5,      // dQ / dV / dK issued and dQ complete (kDqStage: dV / dK too)
   kStampRed = 6,     // dQ atomics issued (kDqStage: dQ stored to the stage)
   kStampDone = 7,    // dV / dK complete, stage released
+  kStampLanded = 8,  // (session 28) Q / dO landed: the full-barrier wait passed, nothing issued
 };
 
 }  // namespace attnkit::flash3::bwd
