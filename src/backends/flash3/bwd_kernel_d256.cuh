@@ -100,7 +100,10 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
 /// waits for their shared-memory reads. Why: session 28's trace (call 1) had each warpgroup
 /// spend ~2080 clocks of a ~6400-clock item issuing its 16 REDs (lg throttle), of which dV / dK
 /// covered ~1000; cuDNN's D 256 kernel issues no REDG either.
-template <bool BF16, bool kMod = false, bool kDqStage = true>
+/// kDqStage 2 (session 28 call 4's A/B): dQ, dV, dK committed as three groups; once dQ and dV
+/// are done, dQ's second half goes into dO(s)'s chunks (dV read them last) while dK still runs,
+/// the first half into Q(s)'s after dK. 1: both halves after dK. 0: float4 atomics.
+template <bool BF16, bool kMod = false, int kDqStage = 2>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -179,7 +182,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       const uint32_t ph = (it / kStages) & 1;
       const Item x = item_of(a, g, it, m_begin, m_count, kBM);
       ptx::mbar_wait(&empty[s], ph ^ 1);
-      if constexpr (kDqStage) {
+      if constexpr (kDqStage != 0) {
         if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
           reduce_dq(it - kStages, s);
           ptx::bulk_wait_read<0>();
@@ -194,7 +197,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
                          &full[s], c * 64, x.m0, x.h, b);
       }
     }
-    if constexpr (kDqStage) {
+    if constexpr (kDqStage != 0) {
       // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
       for (int j = items > kStages ? items - kStages : 0; j < items; ++j) {
         const int s = j % kStages;
@@ -234,10 +237,13 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
 #endif
   };
   if (items > 0) ptx::mbar_wait(full_kv, 0);
+  // The item's (q head, first row): decoded one item ahead, under the S^T / dP^T wait (item_of
+  // divides by the CTA's m_count: ~50 dependent instructions that call 3's trace counted in the
+  // ~340 clocks between an item's top and its Q / dO landing).
+  Item x = item_of(a, g, 0, m_begin, m_count, kBM);
   for (int it = 0; it < items; ++it) {
     stamp(it, kStampTop);
     const int s = it % kStages;
-    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
@@ -275,6 +281,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       l2[2 * j] = lv.x, l2[2 * j + 1] = lv.y;
       dl[2 * j] = dv2.x, dl[2 * j + 1] = dv2.y;
     }
+    const Item x_next = item_of(a, g, it + 1, m_begin, m_count, kBM);  // (past the end: unused)
     ptx::wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
@@ -370,6 +377,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
         WD::template ss<0, 1>(dv, ptx::Sw128Desc::make(pt_u + kk * 32, 16, 1024),
                               ptx::Sw128Desc::make(do_s + boff, Tr::kQChunkBytes, 1024), 1);
       }
+      if constexpr (kDqStage == 2) ptx::wgmma_commit();  // dV its own group
 #pragma unroll
       for (int kk = 0; kk < kBM / 16; ++kk) {
         const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
@@ -398,20 +406,35 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     ptx::wgmma_fence();
     issue_dq();  // first: (atomics) they run while dV / dK are on the tensor cores
     issue_dvdk();
-    if constexpr (kDqStage) {
-      ptx::wgmma_wait<0>();
-      fence_regs(dq);
-      fence_regs(dk);
-      fence_regs(dv);
-      stamp(it, kStampDq);
+    if constexpr (kDqStage != 0) {
       // dQ -> Q(s) / dO(s) chunks 2 w, 2 w + 1 (free: see kDqStage), the workspace part's bytes
       // in order: float4 j of thread tid at byte (j * 128 + tid) * 16 of the part.
       uint8_t* q_part = smem + Tr::kOffQ + s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
       uint8_t* do_part = smem + Tr::kOffDO + s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
+      auto store_dq = [&](int j0, uint8_t* dst) {
 #pragma unroll
-      for (int j = 0; j < Tr::kDqN / 8; ++j)
-        *reinterpret_cast<float4*>((j < 8 ? q_part : do_part) + ((j % 8) * 128 + tid) * 16) =
-            make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
+        for (int j = j0; j < j0 + 8; ++j)
+          *reinterpret_cast<float4*>(dst + ((j % 8) * 128 + tid) * 16) =
+              make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
+      };
+      if constexpr (kDqStage == 2) {
+        ptx::wgmma_wait<1>();  // dQ and dV done: dO(s)'s chunks 2 w, 2 w + 1 are free
+        fence_regs(dq);
+        fence_regs(dv);
+        store_dq(8, do_part);
+        ptx::wgmma_wait<0>();
+        fence_regs(dk);
+        stamp(it, kStampDq);
+        store_dq(0, q_part);
+      } else {
+        ptx::wgmma_wait<0>();
+        fence_regs(dq);
+        fence_regs(dk);
+        fence_regs(dv);
+        stamp(it, kStampDq);
+        store_dq(0, q_part);
+        store_dq(8, do_part);
+      }
       ptx::fence_proxy_async_smem();  // generic stores -> the producer's bulk reduce
       stamp(it, kStampRed);
     } else {
@@ -434,6 +457,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     __syncwarp();
     if (lane == 0) ptx::mbar_arrive(&empty[s]);
     stamp(it, kStampDone);
+    x = x_next;
   }
 
   // ---- epilogue: dK = scale * acc, dV = acc, key rows < Sk, columns 128 w .. (pairs) -----------
