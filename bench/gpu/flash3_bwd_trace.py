@@ -11,9 +11,10 @@ warpgroup). Printed per warpgroup: the median over items 1 .. n-2 of each phase,
   sdp         issued -> S^T / dP^T complete
   softmax     complete -> P^T / dS^T stored (exp, products, packing, stores, proxy fence)
   barrier     stored -> the item's 256-thread barrier passed (the other warpgroup's lag)
-  dq          barrier -> dQ complete (12 wgmma issues, the dQ GEMM)
-  red         dQ complete -> 16 float4 atomics issued (kDqStage: dQ stored into the stage)
-  dvdk        atomics issued -> dV / dK complete and the stage released
+  dq          barrier -> dQ / dV / dK complete (12 wgmma issues; dQ's second half stored
+              into the stage under dK; session 27's kernel: dQ complete)
+  red         -> dQ's first half stored, proxy fence (session 27: 16 float4 atomics issued)
+  dvdk        -> the stage released (session 27: dV / dK complete)
   gap         stage released -> the next item's top (loop overhead)
   period      this item's top -> the next item's top
 against the GEMMs alone (wgmma_rate_probe bwd256, session 27: 3401 clocks per item).

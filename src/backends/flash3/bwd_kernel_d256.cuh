@@ -16,14 +16,14 @@
 //   dV_w += P^T dO[:, cols_w], dK_w += dS^T Q[:, cols_w]     m64n128k16 SS (A K-major from the
 //       P^T / dS^T tiles, B MN-major), K = 64 queries
 //   dQ[:, cols_w] = dS K[:, cols_w]                          m64n128k16 SS (both MN-major),
-//       K = 64 keys, issued first; fp32 float4 atomics into the workspace tile's
-//       part w while dV / dK run (kDqN = 128; the layout of bwd_traits.hpp, converted by
-//       bwd_dq_convert_kernel<256, 128>)
+//       K = 64 keys, issued first; fp32 stored into the item's dead Q / dO columns and added
+//       into the workspace tile's part w by the producer's bulk reduce-adds (see below;
+//       kDqN = 128, the layout of bwd_traits.hpp, converted by bwd_dq_convert_kernel<256, 128>)
 // The S^T / dP^T GEMMs are split by queries so that no GEMM is computed twice; the price is the
 // smem round trip of P^T / dS^T (FA3 makes the same trade at D 256).
 // Shared memory: K, V [64 x 256] 32 KB each; Q, dO [2 stages][64 x 256] 128 KB; P^T, dS^T
 // [2 buffers][64 x 64] 32 KB: 224 KB + barriers + 1 KB alignment (of 227).
-// Registers per consumer thread: dK, dV 64 each, dQ 64 (live only from its issue to its atomics),
+// Registers per consumer thread: dK, dV 64 each, dQ 64 (live only from its issue to its stores),
 // S^T / dP^T 16 each: at most 192 + addressing under setmaxnreg 240.
 // Double-buffered P^T / dS^T need one barrier per item: WG w rewrites buffer it % 2 at item it
 // after passing item it - 1's barrier, which the other WG reached only after waiting for all of
@@ -73,10 +73,10 @@ struct BwdTraits256 {
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
 };
 
-// The GEMM order after dS^T: dQ first, its atomics under dV / dK (session 26 call 5: +5..+10 %
-// over dQ after dV / dK, whose kernel is no longer built). Session 27 call 2 measured a split of
-// the atomics (half under dV / dK, half under the next item's S^T / dP^T): -1..-4.5 %, dropped;
-// so was issuing the next S^T / dP^T before dV / dK retire (ptxas serialised every wgmma, C7512).
+// The GEMM order after dS^T: dQ first (session 26 call 5, with atomics then: +5..+10 % over dQ
+// after dV / dK). Session 27 call 2 measured a split of the atomics (half under dV / dK, half
+// under the next item's S^T / dP^T): -1..-4.5 %, dropped; so was issuing the next S^T / dP^T
+// before dV / dK retire (ptxas serialised every wgmma, C7512).
 /// kMod (session 26): softcap, ALiBi, a sliding window and a bool / additive mask, each where set
 /// (BwdArgs as bwd_kernel.cuh's kMod kinds take them), tested per element: at D 256 a thread
 /// has 16 scores per item against 4 x 64 accumulator registers of GEMM work, so one general
@@ -91,19 +91,18 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
     return mask_value<kKind>(v) * mul;
 }
 
-/// kDqStage (session 28): dQ leaves through the item's own Q / dO stage instead of float4
-/// atomics from registers. After its dV / dK retire, WG w owns Q(s) and dO(s) column chunks
-/// 2 w, 2 w + 1 (the other WG's last reads of them, its S^T / dP^T, finished before the item's
-/// barrier): it stores its dQ part [64 x 128] fp32 (32 KB, the workspace's float4 layout) there,
-/// 16 KB in each, and releases the stage; the producer thread, before refilling the stage, adds
-/// the item's 64 KB into the workspace with four bulk reduce-adds (cp.reduce.async.bulk) and
-/// waits for their shared-memory reads. Why: session 28's trace (call 1) had each warpgroup
-/// spend ~2080 clocks of a ~6400-clock item issuing its 16 REDs (lg throttle), of which dV / dK
-/// covered ~1000; cuDNN's D 256 kernel issues no REDG either.
-/// kDqStage 2 (session 28 call 4's A/B): dQ, dV, dK committed as three groups; once dQ and dV
-/// are done, dQ's second half goes into dO(s)'s chunks (dV read them last) while dK still runs,
-/// the first half into Q(s)'s after dK. 1: both halves after dK. 0: float4 atomics.
-template <bool BF16, bool kMod = false, int kDqStage = 2>
+/// dQ (session 28) leaves through the item's own Q / dO stage, not by float4 atomics from
+/// registers. dQ, dV and dK are committed as three wgmma groups. Once dV is done, WG w's columns
+/// of dO(s) (chunks 2 w, 2 w + 1) are dead (the other WG read them last in its dP^T, before the
+/// item's barrier): the second half of its dQ part [64 x 128] fp32 goes there while dK runs; the
+/// first half goes into its Q(s) chunks after dK. The stage is then released, and the producer
+/// thread, before refilling it, adds the item's 64 KB into the workspace with four bulk
+/// reduce-adds (cp.reduce.async.bulk) and waits for their shared-memory reads. No extra shared
+/// memory. Measured (calls 2 and 4, one process per run): +2.6..+7.5 % over the atomics, whose 16
+/// REDs a thread took ~2080 of the item's ~6450 clocks to issue (lg throttle; call 1's trace);
+/// storing the second half under dK rather than after it: +0..+1.5 %. cuDNN's D 256 kernel
+/// issues no REDG either.
+template <bool BF16, bool kMod = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -162,9 +161,9 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &a.tma_v, full_kv, c * 64, n0, g,
                        b);
     }
-    // kDqStage: item j's dQ [64 x 256] fp32 (the workspace tile at row(j) * D: part w = columns
+    // Item j's dQ [64 x 256] fp32 (the workspace tile at row(j) * D: part w = columns
     // 128 w .., 32 KB, first half from Q(s) chunks 2 w, 2 w + 1, second from dO(s)'s) -> L2.
-    [[maybe_unused]] auto reduce_dq = [&](int j, int s) {
+    auto reduce_dq = [&](int j, int s) {
       const Item y = item_of(a, g, j, m_begin, m_count, kBM);
       float* tile = a.dq_acc + ((static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
 #pragma unroll
@@ -182,11 +181,9 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       const uint32_t ph = (it / kStages) & 1;
       const Item x = item_of(a, g, it, m_begin, m_count, kBM);
       ptx::mbar_wait(&empty[s], ph ^ 1);
-      if constexpr (kDqStage != 0) {
-        if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
-          reduce_dq(it - kStages, s);
-          ptx::bulk_wait_read<0>();
-        }
+      if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
+        reduce_dq(it - kStages, s);
+        ptx::bulk_wait_read<0>();
       }
       ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
@@ -197,15 +194,13 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
                          &full[s], c * 64, x.m0, x.h, b);
       }
     }
-    if constexpr (kDqStage != 0) {
-      // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
-      for (int j = items > kStages ? items - kStages : 0; j < items; ++j) {
-        const int s = j % kStages;
-        ptx::mbar_wait(&empty[s], (j / kStages) & 1);
-        reduce_dq(j, s);
-      }
-      ptx::bulk_wait<0>();  // shared memory read (and the adds done) before the CTA exits
+    // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
+    for (int j = items > kStages ? items - kStages : 0; j < items; ++j) {
+      const int s = j % kStages;
+      ptx::mbar_wait(&empty[s], (j / kStages) & 1);
+      reduce_dq(j, s);
     }
+    ptx::bulk_wait<0>();  // shared memory read (and the adds done) before the CTA exits
     return;
   }
 
@@ -237,13 +232,10 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
 #endif
   };
   if (items > 0) ptx::mbar_wait(full_kv, 0);
-  // The item's (q head, first row): decoded one item ahead, under the S^T / dP^T wait (item_of
-  // divides by the CTA's m_count: ~50 dependent instructions that call 3's trace counted in the
-  // ~340 clocks between an item's top and its Q / dO landing).
-  Item x = item_of(a, g, 0, m_begin, m_count, kBM);
   for (int it = 0; it < items; ++it) {
     stamp(it, kStampTop);
     const int s = it % kStages;
+    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
@@ -281,7 +273,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       l2[2 * j] = lv.x, l2[2 * j + 1] = lv.y;
       dl[2 * j] = dv2.x, dl[2 * j + 1] = dv2.y;
     }
-    const Item x_next = item_of(a, g, it + 1, m_begin, m_count, kBM);  // (past the end: unused)
     ptx::wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
@@ -377,7 +368,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
         WD::template ss<0, 1>(dv, ptx::Sw128Desc::make(pt_u + kk * 32, 16, 1024),
                               ptx::Sw128Desc::make(do_s + boff, Tr::kQChunkBytes, 1024), 1);
       }
-      if constexpr (kDqStage == 2) ptx::wgmma_commit();  // dV its own group
+      ptx::wgmma_commit();  // dV its own group
 #pragma unroll
       for (int kk = 0; kk < kBM / 16; ++kk) {
         const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
@@ -404,60 +395,31 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       ptx::wgmma_commit();
     };
     ptx::wgmma_fence();
-    issue_dq();  // first: (atomics) they run while dV / dK are on the tensor cores
+    issue_dq();  // first: its second half is stored while dK runs
     issue_dvdk();
-    if constexpr (kDqStage != 0) {
-      // dQ -> Q(s) / dO(s) chunks 2 w, 2 w + 1 (free: see kDqStage), the workspace part's bytes
-      // in order: float4 j of thread tid at byte (j * 128 + tid) * 16 of the part.
-      uint8_t* q_part = smem + Tr::kOffQ + s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
-      uint8_t* do_part = smem + Tr::kOffDO + s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
-      auto store_dq = [&](int j0, uint8_t* dst) {
+    // dQ -> dO(s) / Q(s) chunks 2 w, 2 w + 1 (see above), the workspace part's bytes in order:
+    // float4 j of thread tid at byte (j * 128 + tid) * 16 of the part, j < 8 in Q(s).
+    uint8_t* q_part = smem + Tr::kOffQ + s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
+    uint8_t* do_part = smem + Tr::kOffDO + s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
+    auto store_dq = [&](int j0, uint8_t* dst) {
 #pragma unroll
-        for (int j = j0; j < j0 + 8; ++j)
-          *reinterpret_cast<float4*>(dst + ((j % 8) * 128 + tid) * 16) =
-              make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
-      };
-      if constexpr (kDqStage == 2) {
-        ptx::wgmma_wait<1>();  // dQ and dV done: dO(s)'s chunks 2 w, 2 w + 1 are free
-        fence_regs(dq);
-        fence_regs(dv);
-        store_dq(8, do_part);
-        ptx::wgmma_wait<0>();
-        fence_regs(dk);
-        stamp(it, kStampDq);
-        store_dq(0, q_part);
-      } else {
-        ptx::wgmma_wait<0>();
-        fence_regs(dq);
-        fence_regs(dk);
-        fence_regs(dv);
-        stamp(it, kStampDq);
-        store_dq(0, q_part);
-        store_dq(8, do_part);
-      }
-      ptx::fence_proxy_async_smem();  // generic stores -> the producer's bulk reduce
-      stamp(it, kStampRed);
-    } else {
-      ptx::wgmma_wait<1>();
-      fence_regs(dq);
-      stamp(it, kStampDq);
-      // dQ -> the workspace tile's part w (float4 layout, kDqVec4): dq[4 j .. 4 j + 3] at
-      // (j * 128 + tid) * 4.
-      float* part = a.dq_acc + row * D + w * 64 * Tr::kDqN;
-#pragma unroll
-      for (int j = 0; j < Tr::kDqN / 8; ++j)
-        atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
-                  make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
-      stamp(it, kStampRed);
-      ptx::wgmma_wait<0>();
-      // dV, dK done: the stage's Q and dO consumed.
-      fence_regs(dk);
-      fence_regs(dv);
-    }
+      for (int j = j0; j < j0 + 8; ++j)
+        *reinterpret_cast<float4*>(dst + ((j % 8) * 128 + tid) * 16) =
+            make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
+    };
+    ptx::wgmma_wait<1>();  // dQ and dV done: dO(s)'s chunks 2 w, 2 w + 1 are free
+    fence_regs(dq);
+    fence_regs(dv);
+    store_dq(8, do_part);
+    ptx::wgmma_wait<0>();  // dK done: so are Q(s)'s
+    fence_regs(dk);
+    stamp(it, kStampDq);
+    store_dq(0, q_part);
+    ptx::fence_proxy_async_smem();  // generic stores -> the producer's bulk reduce
+    stamp(it, kStampRed);
     __syncwarp();
     if (lane == 0) ptx::mbar_arrive(&empty[s]);
     stamp(it, kStampDone);
-    x = x_next;
   }
 
   // ---- epilogue: dK = scale * acc, dV = acc, key rows < Sk, columns 128 w .. (pairs) -----------

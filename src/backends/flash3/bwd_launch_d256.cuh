@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "backends/flash3/bwd_args.hpp"
@@ -119,22 +118,10 @@ void launch_backward_d256(const Params& p) {
     }
     a.trace = trace_out != nullptr ? trace_buf : nullptr;
 #endif
-    // dQ out through the Q / dO stage (kDqStage 2, default; ATTNKIT_FLASH3_BWD_D256_DQ=stage:
-    // kDqStage 1) or by float4 atomics (=atomic): session 28's A/B.
-    static const int dq_mode = [] {
-      const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_DQ");
-      const std::string v = e != nullptr ? e : "";
-      return v == "atomic" ? 0 : v == "stage" ? 1 : 2;
-    }();
-    if (dq_mode == 0)
-      mod ? run_kernel_d256<&bwd_kernel_d256<BF16, true, 0>>(grid, a, stream)
-          : run_kernel_d256<&bwd_kernel_d256<BF16, false, 0>>(grid, a, stream);
-    else if (dq_mode == 1)
-      mod ? run_kernel_d256<&bwd_kernel_d256<BF16, true, 1>>(grid, a, stream)
-          : run_kernel_d256<&bwd_kernel_d256<BF16, false, 1>>(grid, a, stream);
+    if (mod)
+      run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
     else
-      mod ? run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream)
-          : run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
+      run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)
     if (trace_out != nullptr) {
       std::vector<unsigned long long> host(static_cast<size_t>(kTraceWords));

@@ -22,8 +22,8 @@ enum TraceStamp : int {
   kStampSdp = 2,     // S^T / dP^T complete (wgmma wait)
   kStampSoft = 3,    // P^T / dS^T computed and stored, before the item's 256-thread barrier
   kStampBar = 4,     // barrier passed
-  kStampDq = 5,      // dQ / dV / dK issued and dQ complete (kDqStage: dV / dK too)
-  kStampRed = 6,     // dQ atomics issued (kDqStage: dQ stored to the stage)
+  kStampDq = 5,      // dQ / dV / dK issued and complete, dQ's second half stored (under dK)
+  kStampRed = 6,     // dQ's first half stored and the proxy fence passed (session 27: atomics)
   kStampDone = 7,    // dV / dK complete, stage released
   kStampLanded = 8,  // (session 28) Q / dO landed: the full-barrier wait passed, nothing issued
 };
