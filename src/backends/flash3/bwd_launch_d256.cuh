@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backends/flash3/bwd_args.hpp"
@@ -118,8 +119,17 @@ void launch_backward_d256(const Params& p) {
     }
     a.trace = trace_out != nullptr ? trace_buf : nullptr;
 #endif
+    // The RS layout (bwd_d256_rs.cuh, plain calls): bwd_tuning().d256_layout, else
+    // ATTNKIT_FLASH3_BWD_D256_LAYOUT=rs (read per call), for the A/B of the session that runs it.
+    const char* layout_env = std::getenv("ATTNKIT_FLASH3_BWD_D256_LAYOUT");
+    const int layout = bwd_tuning().d256_layout >= 0 ? bwd_tuning().d256_layout
+                       : layout_env != nullptr && std::string(layout_env) == "rs" ? 1
+                                                                                  : 0;
+    const bool rs_layout = layout == 1;
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
+    else if (rs_layout)
+      run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)

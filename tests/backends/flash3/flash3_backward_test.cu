@@ -203,6 +203,17 @@ TEST_P(Flash3Backward, MatchesOracle) {
 // here overrides that field of the default variant): each dQ path, the decoupled and coupled
 // warpgroups with either GEMM order, the 128-row query blocks (D = 64 only: skipped for D = 128)
 // with each dQ path and lse2 / delta source, and the prefetched lse2 / delta.
+// The D 256 backward's RS layout (session 28, bwd_d256_rs.cuh: S^T / dP^T split by GEMM, dV /
+// dK as RS GEMMs), on the D 256 cases.
+TEST_P(Flash3Backward, MatchesOracleD256Rs) {
+  if (GetParam().d != 256) GTEST_SKIP() << "the RS layout is the D 256 kernel's";
+  struct LayoutScope {
+    int saved = flash3::bwd_tuning().d256_layout;
+    LayoutScope() { flash3::bwd_tuning().d256_layout = 1; }
+    ~LayoutScope() { flash3::bwd_tuning().d256_layout = saved; }
+  } scope;
+  expect_backward_passes(GetParam());
+}
 TEST_P(Flash3Backward, MatchesOracleDqAtomics) {
   TuningScope t(0, -1);
   expect_backward_passes(GetParam());
