@@ -263,6 +263,23 @@ __global__ void __launch_bounds__(256)
                    pack2<BF16>(v[2].z * sc, v[2].w * sc), pack2<BF16>(v[3].z * sc, v[3].w * sc));
 }
 
+/// The backward kernels' mbarrier ring, by thread 0 (the caller __syncthreads() after): full_kv
+/// (K / V landed: one producer arrival), full[s] (stage s's Q / dO landed: one), empty[s] (stage s
+/// consumed: one arrival per consumer warp).
+template <int kStages>
+__device__ __forceinline__ void init_bwd_ring(uint64_t* full_kv, uint64_t* full, uint64_t* empty,
+                                              uint32_t consumer_warps) {
+  namespace ptx = attnkit::cuda::sm90;
+  if (threadIdx.x == 0) {
+    ptx::mbar_init(full_kv, 1);
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], consumer_warps);
+    }
+    ptx::fence_mbar_init();
+  }
+}
+
 /// Work item it of a CTA -> (q head, query block): q heads of the group outermost, then the
 /// query blocks m_begin .. num_m_blocks-1 (those that can see the CTA's keys).
 struct Item {
@@ -541,14 +558,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   ItemWalk<kBM> walk;
   if constexpr (kIdiet) walk.init(a, g, bt, m_begin);
 
-  if (threadIdx.x == 0) {
-    ptx::mbar_init(full_kv, 1);
-    for (int s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], Tr::kConsumerWGs * 4);
-    }
-    ptx::fence_mbar_init();
-  }
+  init_bwd_ring<kStages>(full_kv, full, empty, Tr::kConsumerWGs * 4);
   __syncthreads();
 
   const int wg = threadIdx.x / 128;

@@ -141,14 +141,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   const int m_count = m_end > m_begin ? m_end - m_begin : 0;
   const int items = a.group * m_count;
 
-  if (threadIdx.x == 0) {
-    ptx::mbar_init(full_kv, 1);
-    for (int s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], Tr::kConsumerWGs * 4);
-    }
-    ptx::fence_mbar_init();
-  }
+  init_bwd_ring<kStages>(full_kv, full, empty, Tr::kConsumerWGs * 4);
   __syncthreads();
 
   const int wg = threadIdx.x / 128;

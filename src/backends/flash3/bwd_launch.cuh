@@ -114,6 +114,43 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
 /// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
 /// without kTmaKV runs (never a wrong store). kVarlen (session 25): a packed call
 /// (bwd_kernel.cuh kVarlen; the workspace padded per sequence, varlen_ws_row0).
+/// The BwdArgs fields both backward launchers (launch_backward, launch_backward_d256) fill alike:
+/// the Q / dO / K / V tensor maps (boxes of block_m query / block_n key rows) over mb batches of
+/// sq query and sk key rows (varlen: one batch of the packed totals; Sq = 0: K stands in for Q
+/// and dO, maps that are never read but must be encodable), the workspace pointers, dK / dV and
+/// their strides, lengths, heads, the causal bound, the query block count and the scales.
+inline void set_bwd_common(const Params& p, int d, int block_m, int block_n, bool bf16, int64_t mb,
+                           int64_t sq, int64_t sk, int64_t sq_pad, float* lse2, float* delta,
+                           float* dq_acc, BwdArgs& a) {
+  const bool has_q = sq > 0;
+  const int64_t rows_q = has_q ? sq : sk, heads_q = has_q ? p.heads_q : p.heads_kv;
+  make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, mb, rows_q, heads_q, d, block_m,
+           bf16, "q", "flash3 backward");
+  make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, mb, rows_q, heads_q, d,
+           block_m, bf16, "dout", "flash3 backward");
+  make_map(&a.tma_k, p.k, p.k_st, mb, sk, p.heads_kv, d, block_n, bf16, "k", "flash3 backward");
+  make_map(&a.tma_v, p.v, p.v_st, mb, sk, p.heads_kv, d, block_n, bf16, "v", "flash3 backward");
+  a.lse2 = lse2;
+  a.delta = delta;
+  a.dq_acc = dq_acc;
+  a.dk = p.dk;
+  a.dk_sb = p.dk_st.b, a.dk_ss = p.dk_st.s, a.dk_sh = p.dk_st.h;
+  a.dv = p.dv;
+  a.dv_sb = p.dv_st.b, a.dv_ss = p.dv_st.s, a.dv_sh = p.dv_st.h;
+  a.seqlen_q = static_cast<int>(p.seqlen_q);
+  a.seqlen_k = static_cast<int>(p.seqlen_k);
+  a.sq_pad = static_cast<int>(sq_pad);
+  a.heads_q = static_cast<int>(p.heads_q);
+  a.group = static_cast<int>(p.group);
+  a.causal = p.causal != Causal::none;
+  a.causal_offset =
+      p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
+  // (Sq = 0: no query block, so no CTA has an item.)
+  a.num_m_blocks = static_cast<int>((p.seqlen_q + block_m - 1) / block_m);
+  a.scale = p.scale;
+  a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+}
+
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
           bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, int kMod = 0,
           bool kVarlen = false, bool kDet = false>
@@ -180,38 +217,8 @@ void launch_backward(const Params& p, const Variant& v) {
     // Varlen: maps over the packed [1, total, H, D] tensors.
     const int64_t mb = kVarlen ? 1 : p.batch;
     const int64_t sq = kVarlen ? p.total_q : p.seqlen_q, sk = kVarlen ? p.total_k : p.seqlen_k;
-    // Sq = 0: the Q/dO maps are never read (no CTA has an item) but must be encodable.
-    const bool has_q = sq > 0;
-    make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, mb, has_q ? sq : sk,
-             has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16, "q", "flash3 backward");
-    make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, mb, has_q ? sq : sk,
-             has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16, "dout", "flash3 backward");
-    make_map(&a.tma_k, p.k, p.k_st, mb, sk, p.heads_kv, D, Tr::kBlockN, BF16, "k",
-             "flash3 backward");
-    make_map(&a.tma_v, p.v, p.v_st, mb, sk, p.heads_kv, D, Tr::kBlockN, BF16, "v",
-             "flash3 backward");
-    a.lse2 = lse2;
-    a.delta = delta;
-    a.dq_acc = dq_acc;
-    a.dk = p.dk;
-    a.dk_sb = p.dk_st.b;
-    a.dk_ss = p.dk_st.s;
-    a.dk_sh = p.dk_st.h;
-    a.dv = p.dv;
-    a.dv_sb = p.dv_st.b;
-    a.dv_ss = p.dv_st.s;
-    a.dv_sh = p.dv_st.h;
-    a.seqlen_q = static_cast<int>(p.seqlen_q);
-    a.seqlen_k = static_cast<int>(p.seqlen_k);
-    a.sq_pad = static_cast<int>(sq_pad);
-    a.heads_q = static_cast<int>(p.heads_q);
-    a.group = static_cast<int>(p.group);
-    a.causal = p.causal != Causal::none;
-    a.causal_offset =
-        p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
-    a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
-    a.scale = p.scale;
-    a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+    set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk, sq_pad, lse2, delta, dq_acc,
+                   a);
     a.dq_bulk = v.dq_bulk ? 1 : 0;
     a.dq_vec4 = v.dq_vec4 ? 1 : 0;
     a.item_rot = v.item_rot ? 1 : 0;
