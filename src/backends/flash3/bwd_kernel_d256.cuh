@@ -121,7 +121,14 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   uint64_t* full = bars + 1;
   uint64_t* empty = bars + 1 + kStages;
 
-  const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // a.lpt_group (session 28, bwd_order.hpp): causal launches take the heaviest key blocks first.
+  int kblk = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
+  if (a.lpt_group > 0) {
+    const BwdCta c =
+        lpt_cta(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y, gridDim.z, a.lpt_group);
+    kblk = c.kblk, g = c.g, b = c.b;
+  }
+  const int n0 = kblk * kBN;
   // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
   int m_begin = 0;
   if (a.causal) {

@@ -66,6 +66,10 @@ struct BwdTuning {
   // RS dV / dK (bwd_d256_rs.cuh; plain calls only, ignored with score mods or masks), 0 = split
   // by queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (rs: 1), else 0.
   int d256_layout = -1;
+  // Causal launch order (session 28, branch wip/f3d256rs28; bwd_order.hpp): 1 = heaviest key
+  // blocks first in L2-sized super-groups of (kv head, batch) pairs, 0 = the grid's order, -1 =
+  // ATTNKIT_FLASH3_BWD_ORDER (lpt: 1), else 0. Not with deterministic or varlen.
+  int lpt_order = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

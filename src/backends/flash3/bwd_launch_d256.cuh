@@ -71,6 +71,7 @@ void launch_backward_d256(const Params& p) {
     set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, p.batch, p.seqlen_q, p.seqlen_k, sq_pad,
                    lse2, delta, dq_acc, a);
     a.dq_vec4 = 1;
+    a.lpt_group = bwd_lpt_group(p, D);
     // Softcap / ALiBi / window / mask (session 26): the general kMod kernel.
     const bool mod = has_score_mod(p) || p.has_mask();
     if (mod) set_bwd_score_mod(p, score_mod_of(p), a);

@@ -214,6 +214,17 @@ TEST_P(Flash3Backward, MatchesOracleD256Rs) {
   } scope;
   expect_backward_passes(GetParam());
 }
+// The causal launch order (session 28, bwd_order.hpp), heaviest key blocks first: the causal
+// cases (every D) with it forced on; at these sizes one super-group holds every pair.
+TEST_P(Flash3Backward, MatchesOracleLpt) {
+  if (GetParam().causal == Causal::none) GTEST_SKIP() << "the order applies to causal launches";
+  struct OrderScope {
+    int saved = flash3::bwd_tuning().lpt_order;
+    OrderScope() { flash3::bwd_tuning().lpt_order = 1; }
+    ~OrderScope() { flash3::bwd_tuning().lpt_order = saved; }
+  } scope;
+  expect_backward_passes(GetParam());
+}
 TEST_P(Flash3Backward, MatchesOracleDqAtomics) {
   TuningScope t(0, -1);
   expect_backward_passes(GetParam());
@@ -515,6 +526,44 @@ INSTANTIATE_TEST_SUITE_P(Cases, Flash3BackwardScoreMod,
 // +tmakv on the small shapes of the hostile suite: one partial warp (Sk 1, 13, 17), a single
 // query, GQA 3 with Sk < 16 (every warp but one issues no store), against the oracle and bitwise
 // against the default.
+// lpt_cta (bwd_order.hpp; host code, no GPU): a bijection of the grid for any super-group size;
+// within a super-group the key block never decreases in launch order and the pairs are the
+// super-group's own; group 1 is the grid's order.
+TEST(Flash3BackwardOrder, LptCtaIsABijectionHeaviestFirst) {
+  for (int nx : {1, 3, 16}) {
+    for (int ny : {1, 2, 8}) {
+      for (int nz : {1, 3}) {
+        const int pairs = ny * nz;
+        for (int group : {1, 2, 5, pairs, pairs + 3}) {
+          std::vector<int> seen(static_cast<size_t>(nx) * pairs, 0);
+          int prev_kb = -1, prev_sg = -1;
+          for (int z = 0; z < nz; ++z)
+            for (int y = 0; y < ny; ++y)
+              for (int x = 0; x < nx; ++x) {
+                const flash3::bwd::BwdCta c = flash3::bwd::lpt_cta(x, y, z, nx, ny, nz, group);
+                ASSERT_TRUE(c.kblk >= 0 && c.kblk < nx && c.g >= 0 && c.g < ny && c.b >= 0 &&
+                            c.b < nz)
+                    << "nx " << nx << " ny " << ny << " nz " << nz << " group " << group;
+                ++seen[static_cast<size_t>(c.kblk) * pairs + c.g + ny * c.b];
+                const int lin = x + nx * (y + ny * z);
+                const int sg = (c.g + ny * c.b) / group;
+                EXPECT_EQ(sg, lin / (group * nx)) << "pair outside its super-group";
+                if (sg == prev_sg) EXPECT_GE(c.kblk, prev_kb) << "key block order, group " << group;
+                prev_kb = c.kblk, prev_sg = sg;
+                if (group == 1) EXPECT_TRUE(c.kblk == x && c.g == y && c.b == z);
+              }
+          for (int v : seen)
+            EXPECT_EQ(v, 1) << "nx " << nx << " ny " << ny << " group " << group;
+        }
+      }
+    }
+  }
+  // The host's super-group size: L2-bounded, at least 1, at most every pair.
+  EXPECT_EQ(flash3::bwd::lpt_group_for(1024, 128, 1, 128), 23);  // 24 MiB / (1024 x 1032 B)
+  EXPECT_EQ(flash3::bwd::lpt_group_for(1 << 20, 256, 8, 4), 1);
+  EXPECT_EQ(flash3::bwd::lpt_group_for(64, 64, 1, 5), 5);
+}
+
 TEST(Flash3BackwardTmaKV, SmallShapes) {
   for (int64_t d : {64, 128})
     for (const auto& [sq, sk, hq, hkv, cz] :
