@@ -6,13 +6,17 @@
 // are SS m64n32 halves (3 KB of operands per 32K MAC: 192 KB) and its dV / dK SS m64n128 with P^T
 // / dS^T read from smem (96 KB). Here the two warpgroups split by GEMM, not by queries:
 //   WG 0: S^T [64 keys x 64 queries] = K Q^T          SS m64n64k16 x 16   (64 KB of operands)
-//         P^T = exp2(S^T scale_log2 - lse2), 16 bit; -> the P^T tile (8 KB) for WG 1
+//         P^T = exp2(S^T scale_log2 - lse2); fp32 -> the P^T tile (16 KB) for WG 1
 //         dV [64 keys x 256] += P^T dO                  RS m64n256k16 x 4   (A = P^T registers)
 //   WG 1: dP^T = V dO^T                                  SS m64n64k16 x 16
-//         dS^T = P^T (dP^T - delta) with P^T from the tile; -> the dS^T tile (8 KB)
+//         dS^T = P^T (dP^T - delta) with P^T from the tile; -> the dS^T tile (8 KB, 16 bit)
 //         dK [64 keys x 256] += dS^T Q                  RS m64n256k16 x 4
 //   both: dQ[:, 128 w ..] = dS K[:, 128 w ..]            SS m64n128k16 x 4   (as the default)
-// ~456 KB per item (-16 %). Each warpgroup keeps dV or dK whole: 128 fp32 registers, + dQ's 64.
+// ~472 KB per item (-13 %). Each warpgroup keeps dV or dK whole: 128 fp32 registers, + dQ's 64.
+// The P^T tile is fp32 (both P^T buffers of BwdTraits256, 16 KB) so that dS^T is formed from the
+// unrounded P^T as in the default layout; it is thread-ordered, not swizzled (no wgmma reads it):
+// thread tid's pair (2 j + r) at float2 index (2 j + r) * 128 + tid, the same accumulator
+// position in both warpgroups.
 // dQ leaves through the stage as in the default layout, but whole parts: WG 0's part [64 x 128]
 // (32 KB) into dO(s) once its dV is done (WG 1 read dO(s) last in dP^T, before the dS^T hand-off
 // WG 0 waited for), WG 1's into Q(s) once its dK is done (WG 0 read Q(s) last in S^T, before the
@@ -59,12 +63,13 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
   const int qc = 2 * (lane % 4);
   const uint32_t base = ptx::smem_u32(smem);
   const uint32_t k_s = base + Tr::kOffK, v_s = base + Tr::kOffV;
-  uint8_t* pt_t = smem + Tr::kOffPT;  // single-buffered (see the header)
-  uint8_t* ds_t = smem + Tr::kOffDS;
+  float2* pt_t = reinterpret_cast<float2*>(smem + Tr::kOffPT);  // fp32, thread-ordered, 16 KB
+  uint8_t* ds_t = smem + Tr::kOffDS;                            // single-buffered (see the header)
+  static_assert(Tr::kOffDS - Tr::kOffPT >= 64 * 64 * 4, "the fp32 P^T tile fits both buffers");
   const uint32_t ds_u = base + Tr::kOffDS;
   const float sl2 = a.scale_log2;
   const int coff = a.causal ? a.causal_offset : (1 << 30);
-  // Element (j, r, e) of an [64 keys][64 queries] tile: key row kr0 + 8 r, query column
+  // Element (j, r, e) of the [64 keys][64 queries] dS^T tile: key row kr0 + 8 r, query column
   // 8 j + qc + e, at byte kr * 128 + ((j ^ (kr % 8)) * 16) + 2 qc (128B swizzle).
   auto tile_off = [&](int j, int r) {
     const int kr = kr0 + 8 * r;
@@ -134,7 +139,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
             pv[e] = (key >= a.seqlen_k || key > q + coff) ? 0.f : p;
           }
           pk[2 * j + r] = pack2<BF16>(pv[0], pv[1]);
-          *reinterpret_cast<uint32_t*>(pt_t + tile_off(j, r)) = pk[2 * j + r];
+          pt_t[(2 * j + r) * 128 + tid] = make_float2(pv[0], pv[1]);
         }
       ptx::named_bar_arrive(kBarP, 2 * 128);  // P^T -> WG 1 (generic loads: no proxy fence)
     } else {
@@ -146,9 +151,9 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
       for (int j = 0; j < 8; ++j)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const uint32_t p2 = *reinterpret_cast<const uint32_t*>(pt_t + tile_off(j, r));
-          const float d0 = unpack_half<BF16>(p2, 0) * sg[4 * j + 2 * r];
-          const float d1 = unpack_half<BF16>(p2, 1) * sg[4 * j + 2 * r + 1];
+          const float2 p2 = pt_t[(2 * j + r) * 128 + tid];
+          const float d0 = p2.x * sg[4 * j + 2 * r];
+          const float d1 = p2.y * sg[4 * j + 2 * r + 1];
           pk[2 * j + r] = pack2<BF16>(d0, d1);
           *reinterpret_cast<uint32_t*>(ds_t + tile_off(j, r)) = pk[2 * j + r];
         }

@@ -111,10 +111,6 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
   set_mask(p, m.units, a);  // (kModMask, bwd_kernel_d256 kMod; as the forward encodes it)
 }
 
-/// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
-/// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
-/// without kTmaKV runs (never a wrong store). kVarlen (session 25): a packed call
-/// (bwd_kernel.cuh kVarlen; the workspace padded per sequence, varlen_ws_row0).
 /// The BwdArgs fields both backward launchers (launch_backward, launch_backward_d256) fill alike:
 /// the Q / dO / K / V tensor maps (boxes of block_m query / block_n key rows) over mb batches of
 /// sq query and sk key rows (varlen: one batch of the packed totals; Sq = 0: K stands in for Q
@@ -161,9 +157,16 @@ inline int bwd_lpt_group(const Params& p, int d) {
                  : env != nullptr && std::string(env) == "lpt" ? 1
                                                                : 0;
   if (on != 1) return 0;
-  return bwd::lpt_group_for(p.seqlen_q, d, p.group, p.heads_kv * p.batch);
+  const int64_t pairs = p.heads_kv * p.batch;
+  const int forced = bwd_tuning().lpt_group;  // (tests: a partial last super-group)
+  if (forced > 0) return static_cast<int>(forced < pairs ? forced : pairs);
+  return bwd::lpt_group_for(p.seqlen_q, d, p.group, pairs);
 }
 
+/// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
+/// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
+/// without kTmaKV runs (never a wrong store). kVarlen (session 25): a packed call
+/// (bwd_kernel.cuh kVarlen; the workspace padded per sequence, varlen_ws_row0).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, bool kKVRegs = false,
           bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false, int kMod = 0,
           bool kVarlen = false, bool kDet = false>

@@ -70,6 +70,8 @@ struct BwdTuning {
   // blocks first in L2-sized super-groups of (kv head, batch) pairs, 0 = the grid's order, -1 =
   // ATTNKIT_FLASH3_BWD_ORDER (lpt: 1), else 0. Not with deterministic or varlen.
   int lpt_order = -1;
+  // With lpt_order on: pairs per super-group (> 0, tests), else 0 = bwd_order.hpp lpt_group_for.
+  int lpt_group = 0;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

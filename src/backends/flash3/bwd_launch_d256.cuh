@@ -68,6 +68,8 @@ void launch_backward_d256(const Params& p) {
 
   if (p.seqlen_k > 0) {
     BwdArgs a{};
+    // (Sq = 0: 0 query blocks, so no CTA has an item; m_blocks >= 1 only pads the workspace. A
+    // CTA with items would read rows -1 of a mask.)
     set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, p.batch, p.seqlen_q, p.seqlen_k, sq_pad,
                    lse2, delta, dq_acc, a);
     a.dq_vec4 = 1;

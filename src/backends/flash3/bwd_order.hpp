@@ -19,11 +19,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define ATTNKIT_HD __host__ __device__
-#else
-#define ATTNKIT_HD
-#endif
+#include "core/hd.hpp"
 
 namespace attnkit::flash3::bwd {
 
@@ -34,7 +30,7 @@ struct BwdCta {
 /// The CTA launched at linear position x + nx (y + ny z) of an (nx key blocks, ny kv heads,
 /// nz batch) grid -> the (key block, kv head, batch) it runs, with super-groups of `group` >= 1
 /// (head, batch) pairs (pair index g + ny b). A bijection of the grid; group 1 is the identity.
-ATTNKIT_HD inline BwdCta lpt_cta(int x, int y, int z, int nx, int ny, int nz, int group) {
+ATTNKIT_HD BwdCta lpt_cta(int x, int y, int z, int nx, int ny, int nz, int group) {
   const int64_t lin = x + static_cast<int64_t>(nx) * (y + static_cast<int64_t>(ny) * z);
   const int64_t pairs = static_cast<int64_t>(ny) * nz;
   const int64_t per = static_cast<int64_t>(group) * nx;  // CTAs of a full super-group
@@ -57,5 +53,3 @@ inline int lpt_group_for(int64_t sq, int d, int64_t q_heads_per_kv, int64_t pair
 }
 
 }  // namespace attnkit::flash3::bwd
-
-#undef ATTNKIT_HD
