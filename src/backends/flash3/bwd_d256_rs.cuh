@@ -32,6 +32,7 @@
 
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
+#include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/reg_ops.cuh"
 #include "backends/flash3/wgmma_ops.hpp"
@@ -81,14 +82,27 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
   for (int i = 0; i < 128; ++i)
     acc[i] = 0.f;
 
+  // Measurement builds (bwd_trace.hpp), the default layout's stamps where this layout has the
+  // same point: issued / sdp (S^T or dP^T), soft (WG 0: P^T stored; WG 1: dS^T stored), bar (WG
+  // 0: dV issued and the dS^T hand-off passed; WG 1: dK issued and its own barrier passed), dq
+  // (dV / dK and dQ done), red (dQ stored), done (stage released).
+  [[maybe_unused]] auto stamp = [&](int it, int k) {
+#if defined(ATTNKIT_FLASH3_BWD_TRACE)
+    const long long cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (a.trace != nullptr && tid == 0 && cta < kTraceCtas && it < kTraceItems)
+      a.trace[((cta * kTraceItems + it) * 2 + w) * kTraceStamps + k] = clock64();
+#endif
+  };
   if (items > 0) ptx::mbar_wait(full_kv, 0);
   for (int it = 0; it < items; ++it) {
+    stamp(it, kStampTop);
     const int s = it % kStages;
     const Item x = item_of(a, g, it, m_begin, m_count, kBM);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
     ptx::mbar_wait(&full[s], (it / kStages) & 1);
+    stamp(it, kStampLanded);
 
     // WG 0: S^T = K Q^T; WG 1: dP^T = V dO^T. 16 k-steps over D, both operands K-major.
     float sg[32];
@@ -108,6 +122,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
       }
       ptx::wgmma_commit();
     }
+    stamp(it, kStampIssued);
     // lse2 (WG 0) or delta (WG 1) of this thread's 16 query columns 8 j + qc + e (the padded
     // workspace rows: in bounds, 8-byte aligned), loaded under the GEMM.
     float sv[16];
@@ -121,6 +136,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
     }
     ptx::wgmma_wait<0>();
     fence_regs(sg);
+    stamp(it, kStampSdp);
 
     // pk[2 j + r]: columns 8 j + qc, +1 of key row kr0 + 8 r, 16 bit (P^T on WG 0, dS^T on WG 1):
     // the m64k16 A fragments of the RS GEMM, k-step kk = {pk[4 kk] .. pk[4 kk + 3]}.
@@ -141,6 +157,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
           pk[2 * j + r] = pack2<BF16>(pv[0], pv[1]);
           pt_t[(2 * j + r) * 128 + tid] = make_float2(pv[0], pv[1]);
         }
+      stamp(it, kStampSoft);
       ptx::named_bar_arrive(kBarP, 2 * 128);  // P^T -> WG 1 (generic loads: no proxy fence)
     } else {
 #pragma unroll
@@ -158,6 +175,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
           *reinterpret_cast<uint32_t*>(ds_t + tile_off(j, r)) = pk[2 * j + r];
         }
       ptx::fence_proxy_async_smem();  // generic stores -> both WGs' dQ wgmma reads
+      stamp(it, kStampSoft);
       ptx::named_bar_arrive(kBarDs, 2 * 128);
     }
 
@@ -180,6 +198,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
       ptx::named_bar_sync(kBarDs, 2 * 128);
     else
       ptx::named_bar_sync(kBarDsLocal, 128);
+    stamp(it, kStampBar);
 
     // dQ[:, cols_w] = dS K[:, cols_w]: A = the dS^T tile (MN-major), B = K column chunks 2 w,
     // 2 w + 1 (MN-major), K = 64 keys.
@@ -200,6 +219,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
     ptx::wgmma_wait<0>();  // dV / dK and dQ done: this WG's reads of the stage are over
     fence_regs(acc);
     fence_regs(dq);
+    stamp(it, kStampDq);
     // dQ part w -> dO(s) (w = 0) or Q(s) (w = 1), 32 KB in the workspace part's order: float4 j
     // of thread tid at byte (j * 128 + tid) * 16.
     uint8_t* part = smem + (w == 0 ? Tr::kOffDO : Tr::kOffQ) + s * Tr::kQBytes;
@@ -208,8 +228,10 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
       *reinterpret_cast<float4*>(part + (j * 128 + tid) * 16) =
           make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
     ptx::fence_proxy_async_smem();  // generic stores -> the producer's bulk reduce
+    stamp(it, kStampRed);
     __syncwarp();
     if (lane == 0) ptx::mbar_arrive(&empty[s]);
+    stamp(it, kStampDone);
   }
 
   // ---- epilogue: WG 0 dV = acc, WG 1 dK = scale * acc; key rows < Sk, all 256 columns --------
