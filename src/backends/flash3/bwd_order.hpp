@@ -14,7 +14,9 @@
 // cut into super-groups of `group` pairs; within a super-group, key block 0 of every pair comes
 // first, then key block 1, and so on. Super-groups follow each other, so the working set in L2
 // stays at `group` pairs' Q, dO and dQ workspace (the host picks `group` for that). Simulated:
-// 1.00-1.03 of the ideal at group >= 16.
+// 1.00-1.03 of the ideal at group >= 16 (bench/bwd_order_sim.py on main). Why bounded: the
+// forward's LPT order over all heads (tile_scheduler.cuh, run 3) lost K / V reuse in L2 and made
+// short causal launches memory-bound (D 128 S 2k 429 -> 336 TFLOP/s).
 #pragma once
 
 #include <cstdint>
