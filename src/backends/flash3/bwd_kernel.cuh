@@ -264,6 +264,31 @@ __global__ void __launch_bounds__(256)
                    pack2<BF16>(v[2].z * sc, v[2].w * sc), pack2<BF16>(v[3].z * sc, v[3].w * sc));
 }
 
+/// The query blocks [begin, begin + count) whose rows can see key block [n0, n0 + kBN) (kBM-row
+/// blocks): causal, row i sees key n0 iff i >= n0 - causal_offset, so blocks before `begin` see
+/// nothing; kWindow (the score-mod kernels), with the window's left edge (key j hidden from row i
+/// when j < i + lo_offset) no row past n0 + kBN - 1 - lo_offset sees a key of the block.
+struct MRange {
+  int begin, count;
+};
+template <bool kWindow, int kBM, int kBN>
+__device__ __forceinline__ MRange visible_m_blocks(const BwdArgs& a, int n0) {
+  int m_begin = 0;
+  if (a.causal) {
+    const int first_row = n0 - a.causal_offset;
+    m_begin = first_row <= 0 ? 0 : first_row / kBM;
+  }
+  int m_end = a.num_m_blocks;
+  if constexpr (kWindow) {
+    if (a.window_lo) {
+      const int last_row = n0 + kBN - 1 - a.lo_offset;
+      const int m_last = last_row < 0 ? 0 : last_row / kBM + 1;
+      m_end = m_last < m_end ? m_last : m_end;
+    }
+  }
+  return {m_begin, m_end > m_begin ? m_end - m_begin : 0};
+}
+
 /// The backward kernels' mbarrier ring, by thread 0 (the caller __syncthreads() after): full_kv
 /// (K / V landed: one producer arrival), full[s] (stage s's Q / dO landed: one), empty[s] (stage s
 /// consumed: one arrival per consumer warp).
@@ -529,23 +554,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   const int nblk = static_cast<int>(kblk);
   const int n0 = kblk * kBN;
   const int bt = kVarlen ? 0 : b;  // TMA / workspace batch coordinate (varlen: packed, 0)
-  // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
-  int m_begin = 0;
-  if (a.causal) {
-    const int first_row = n0 - a.causal_offset;
-    m_begin = first_row <= 0 ? 0 : first_row / kBM;
-  }
-  int m_end = a.num_m_blocks;
-  if constexpr (kMod != 0) {
-    // The window's left edge: row i sees key j only if j >= i + lo_offset, so no row past
-    // n0 + kBN - 1 - lo_offset sees a key of this block.
-    if (a.window_lo) {
-      const int last_row = n0 + kBN - 1 - a.lo_offset;
-      const int m_last = last_row < 0 ? 0 : last_row / kBM + 1;
-      m_end = m_last < m_end ? m_last : m_end;
-    }
-  }
-  const int m_count = m_end > m_begin ? m_end - m_begin : 0;
+  const MRange mr = visible_m_blocks<kMod != 0, kBM, kBN>(a, n0);
+  const int m_begin = mr.begin, m_count = mr.count;
   const int items = a.group * m_count;
   // a.item_rot (session 4): CTA x walks its items starting at x * items / gridDim.x (cyclically),
   // so the key blocks of one head work on different query blocks at any moment. Non-causal,

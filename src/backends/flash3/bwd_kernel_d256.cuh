@@ -129,23 +129,8 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     kblk = c.kblk, g = c.g, b = c.b;
   }
   const int n0 = kblk * kBN;
-  // Causal: query row i sees key n0 iff i >= n0 - offset, so blocks before m_begin see nothing.
-  int m_begin = 0;
-  if (a.causal) {
-    const int first_row = n0 - a.causal_offset;
-    m_begin = first_row <= 0 ? 0 : first_row / kBM;
-  }
-  int m_end = a.num_m_blocks;
-  if constexpr (kMod) {
-    // The window's left edge: row i sees key j only if j >= i + lo_offset, so no row past
-    // n0 + kBN - 1 - lo_offset sees a key of this block.
-    if (a.window_lo) {
-      const int last_row = n0 + kBN - 1 - a.lo_offset;
-      const int m_last = last_row < 0 ? 0 : last_row / kBM + 1;
-      m_end = m_last < m_end ? m_last : m_end;
-    }
-  }
-  const int m_count = m_end > m_begin ? m_end - m_begin : 0;
+  const MRange mr = visible_m_blocks<kMod, kBM, kBN>(a, n0);
+  const int m_begin = mr.begin, m_count = mr.count;
   const int items = a.group * m_count;
 
   init_bwd_ring<kStages>(full_kv, full, empty, Tr::kConsumerWGs * 4);
