@@ -18,6 +18,9 @@ warpgroup). Printed per warpgroup: the median over items 1 .. n-2 of each phase,
   gap         stage released -> the next item's top (loop overhead)
   period      this item's top -> the next item's top
 against the GEMMs alone (wgmma_rate_probe bwd256, session 27: 3401 clocks per item).
+With ATTNKIT_FLASH3_BWD_D256_LAYOUT=rs (branch wip/f3d256rs28) the RS layout stamps the nearest
+points (bwd_d256_rs.cuh): sdp = S^T (WG 0) or dP^T (WG 1); softmax = P^T or dS^T stored;
+barrier = dV / dK issued and the dS^T hand-off passed; dq = dV / dK and dQ done; red = dQ stored.
 
 usage: flash3_bwd_trace.py --lib build_trace/libattnkit_c.so [--shapes 1k,4k] [--causal no,yes]
        flash3_bwd_trace.py --selftest   (the arithmetic on synthetic stamps; no GPU)

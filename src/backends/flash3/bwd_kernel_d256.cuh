@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "backends/flash3/bwd_args.hpp"
+#include "backends/flash3/bwd_d256_rs.cuh"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
@@ -102,9 +103,13 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
 /// REDs a thread took ~2080 of the item's ~6450 clocks to issue (lg throttle; call 1's trace);
 /// storing the second half under dK rather than after it: +0..+1.5 %. cuDNN's D 256 kernel
 /// issues no REDG either.
-template <bool BF16, bool kMod = false>
+/// kRs (session 28, branch wip/f3d256rs28; plain calls only): the consumers run
+/// bwd_d256_rs.cuh's layout (S^T / dP^T by GEMM at m64n64, dV / dK as RS GEMMs); the producer
+/// takes dQ part 0 from dO(s) and part 1 from Q(s).
+template <bool BF16, bool kMod = false, bool kRs = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
+  static_assert(!(kRs && kMod), "the RS layout: plain calls only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
   namespace ptx = attnkit::cuda::sm90;
@@ -116,7 +121,14 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   uint64_t* full = bars + 1;
   uint64_t* empty = bars + 1 + kStages;
 
-  const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // a.lpt_group (session 28, bwd_order.hpp): causal launches take the heaviest key blocks first.
+  int kblk = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
+  if (a.lpt_group > 0) {
+    const BwdCta c =
+        lpt_cta(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y, gridDim.z, a.lpt_group);
+    kblk = c.kblk, g = c.g, b = c.b;
+  }
+  const int n0 = kblk * kBN;
   const MRange mr = visible_m_blocks<kMod, kBM, kBN>(a, n0);
   const int m_begin = mr.begin, m_count = mr.count;
   const int items = a.group * m_count;
@@ -144,13 +156,19 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     auto reduce_dq = [&](int j, int s) {
       const Item y = item_of(a, g, j, m_begin, m_count, kBM);
       float* tile = a.dq_acc + ((static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
+      if constexpr (kRs) {  // part 0 whole in dO(s), part 1 in Q(s)
+        ptx::bulk_reduce_add_f32(tile, smem + Tr::kOffDO + s * Tr::kQBytes, Tr::kQBytes);
+        ptx::bulk_reduce_add_f32(tile + 64 * Tr::kDqN, smem + Tr::kOffQ + s * Tr::kQBytes,
+                                 Tr::kQBytes);
+      } else {
 #pragma unroll
-      for (int w = 0; w < Tr::kConsumerWGs; ++w) {
-        const int cb = s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
-        ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN, smem + Tr::kOffQ + cb,
-                                 2 * Tr::kQChunkBytes);
-        ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN + 32 * Tr::kDqN, smem + Tr::kOffDO + cb,
-                                 2 * Tr::kQChunkBytes);
+        for (int w = 0; w < Tr::kConsumerWGs; ++w) {
+          const int cb = s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
+          ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN, smem + Tr::kOffQ + cb,
+                                   2 * Tr::kQChunkBytes);
+          ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN + 32 * Tr::kDqN, smem + Tr::kOffDO + cb,
+                                   2 * Tr::kQChunkBytes);
+        }
       }
       ptx::bulk_commit();
     };
@@ -184,6 +202,11 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
 
   // ---- consumers --------------------------------------------------------------------------------
   ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+  if constexpr (kRs) {
+    d256_rs_consumer<Tr, BF16>(a, smem, full, empty, full_kv, n0, g, b, m_begin, m_count, items,
+                               wg - 1);
+    return;
+  }
   using WS = BwdWgmma<32, BF16>;   // S^T_w, dP^T_w [64 keys x 32 queries]
   using WD = BwdWgmma<128, BF16>;  // dK_w, dV_w [64 keys x 128 columns], dQ_w [64 x 128]
   const int w = wg - 1;            // consumer index: queries 32 w .., columns 128 w ..

@@ -17,6 +17,7 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.hpp"
+#include "backends/flash3/bwd_order.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/smem_opt_in.hpp"
@@ -110,6 +111,58 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
   set_mask(p, m.units, a);  // (kModMask, bwd_kernel_d256 kMod; as the forward encodes it)
 }
 
+/// The BwdArgs fields both backward launchers (launch_backward, launch_backward_d256) fill alike:
+/// the Q / dO / K / V tensor maps (boxes of block_m query / block_n key rows) over mb batches of
+/// sq query and sk key rows (varlen: one batch of the packed totals; Sq = 0: K stands in for Q
+/// and dO, maps that are never read but must be encodable), the workspace pointers, dK / dV and
+/// their strides, lengths, heads, the causal bound, the query block count and the scales.
+inline void set_bwd_common(const Params& p, int d, int block_m, int block_n, bool bf16, int64_t mb,
+                           int64_t sq, int64_t sk, int64_t sq_pad, float* lse2, float* delta,
+                           float* dq_acc, BwdArgs& a) {
+  const bool has_q = sq > 0;
+  const int64_t rows_q = has_q ? sq : sk, heads_q = has_q ? p.heads_q : p.heads_kv;
+  make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, mb, rows_q, heads_q, d, block_m,
+           bf16, "q", "flash3 backward");
+  make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, mb, rows_q, heads_q, d,
+           block_m, bf16, "dout", "flash3 backward");
+  make_map(&a.tma_k, p.k, p.k_st, mb, sk, p.heads_kv, d, block_n, bf16, "k", "flash3 backward");
+  make_map(&a.tma_v, p.v, p.v_st, mb, sk, p.heads_kv, d, block_n, bf16, "v", "flash3 backward");
+  a.lse2 = lse2;
+  a.delta = delta;
+  a.dq_acc = dq_acc;
+  a.dk = p.dk;
+  a.dk_sb = p.dk_st.b, a.dk_ss = p.dk_st.s, a.dk_sh = p.dk_st.h;
+  a.dv = p.dv;
+  a.dv_sb = p.dv_st.b, a.dv_ss = p.dv_st.s, a.dv_sh = p.dv_st.h;
+  a.seqlen_q = static_cast<int>(p.seqlen_q);
+  a.seqlen_k = static_cast<int>(p.seqlen_k);
+  a.sq_pad = static_cast<int>(sq_pad);
+  a.heads_q = static_cast<int>(p.heads_q);
+  a.group = static_cast<int>(p.group);
+  a.causal = p.causal != Causal::none;
+  a.causal_offset =
+      p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
+  // (Sq = 0: no query block, so no CTA has an item.)
+  a.num_m_blocks = static_cast<int>((p.seqlen_q + block_m - 1) / block_m);
+  a.scale = p.scale;
+  a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+}
+
+/// BwdArgs::lpt_group of a causal, non-deterministic, dense backward (bwd_order.hpp): 0 unless
+/// bwd_tuning().lpt_order (else ATTNKIT_FLASH3_BWD_ORDER=lpt, read per call) turns it on.
+inline int bwd_lpt_group(const Params& p, int d) {
+  if (p.causal == Causal::none) return 0;
+  const char* env = std::getenv("ATTNKIT_FLASH3_BWD_ORDER");
+  const int on = bwd_tuning().lpt_order >= 0                   ? bwd_tuning().lpt_order
+                 : env != nullptr && std::string(env) == "lpt" ? 1
+                                                               : 0;
+  if (on != 1) return 0;
+  const int64_t pairs = p.heads_kv * p.batch;
+  const int forced = bwd_tuning().lpt_group;  // (tests: a partial last super-group)
+  if (forced > 0) return static_cast<int>(forced < pairs ? forced : pairs);
+  return bwd::lpt_group_for(p.seqlen_q, d, p.group, pairs);
+}
+
 /// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
 /// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
 /// without kTmaKV runs (never a wrong store). kVarlen (session 25): a packed call
@@ -180,38 +233,9 @@ void launch_backward(const Params& p, const Variant& v) {
     // Varlen: maps over the packed [1, total, H, D] tensors.
     const int64_t mb = kVarlen ? 1 : p.batch;
     const int64_t sq = kVarlen ? p.total_q : p.seqlen_q, sk = kVarlen ? p.total_k : p.seqlen_k;
-    // Sq = 0: the Q/dO maps are never read (no CTA has an item) but must be encodable.
-    const bool has_q = sq > 0;
-    make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, mb, has_q ? sq : sk,
-             has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16, "q", "flash3 backward");
-    make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, mb, has_q ? sq : sk,
-             has_q ? p.heads_q : p.heads_kv, D, Tr::kBlockM, BF16, "dout", "flash3 backward");
-    make_map(&a.tma_k, p.k, p.k_st, mb, sk, p.heads_kv, D, Tr::kBlockN, BF16, "k",
-             "flash3 backward");
-    make_map(&a.tma_v, p.v, p.v_st, mb, sk, p.heads_kv, D, Tr::kBlockN, BF16, "v",
-             "flash3 backward");
-    a.lse2 = lse2;
-    a.delta = delta;
-    a.dq_acc = dq_acc;
-    a.dk = p.dk;
-    a.dk_sb = p.dk_st.b;
-    a.dk_ss = p.dk_st.s;
-    a.dk_sh = p.dk_st.h;
-    a.dv = p.dv;
-    a.dv_sb = p.dv_st.b;
-    a.dv_ss = p.dv_st.s;
-    a.dv_sh = p.dv_st.h;
-    a.seqlen_q = static_cast<int>(p.seqlen_q);
-    a.seqlen_k = static_cast<int>(p.seqlen_k);
-    a.sq_pad = static_cast<int>(sq_pad);
-    a.heads_q = static_cast<int>(p.heads_q);
-    a.group = static_cast<int>(p.group);
-    a.causal = p.causal != Causal::none;
-    a.causal_offset =
-        p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
-    a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
-    a.scale = p.scale;
-    a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+    set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk, sq_pad, lse2, delta, dq_acc,
+                   a);
+    if constexpr (!kDet && !kVarlen) a.lpt_group = bwd_lpt_group(p, D);
     a.dq_bulk = v.dq_bulk ? 1 : 0;
     a.dq_vec4 = v.dq_vec4 ? 1 : 0;
     a.item_rot = v.item_rot ? 1 : 0;

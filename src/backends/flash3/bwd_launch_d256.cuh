@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backends/flash3/bwd_args.hpp"
@@ -67,39 +68,12 @@ void launch_backward_d256(const Params& p) {
 
   if (p.seqlen_k > 0) {
     BwdArgs a{};
-    // Sq = 0: the Q / dO maps are never read (no CTA has an item) but must be encodable.
-    const bool has_q = p.seqlen_q > 0;
-    const int64_t sq = has_q ? p.seqlen_q : p.seqlen_k;
-    const int64_t hq = has_q ? p.heads_q : p.heads_kv;
-    make_map(&a.tma_q, has_q ? p.q : p.k, has_q ? p.q_st : p.k_st, p.batch, sq, hq, D, Tr::kBlockM,
-             BF16, "q", "flash3 backward");
-    make_map(&a.tma_do, has_q ? p.dout : p.k, has_q ? p.dout_st : p.k_st, p.batch, sq, hq, D,
-             Tr::kBlockM, BF16, "dout", "flash3 backward");
-    make_map(&a.tma_k, p.k, p.k_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "k",
-             "flash3 backward");
-    make_map(&a.tma_v, p.v, p.v_st, p.batch, p.seqlen_k, p.heads_kv, D, Tr::kBlockN, BF16, "v",
-             "flash3 backward");
-    a.lse2 = lse2;
-    a.delta = delta;
-    a.dq_acc = dq_acc;
-    a.dk = p.dk;
-    a.dk_sb = p.dk_st.b, a.dk_ss = p.dk_st.s, a.dk_sh = p.dk_st.h;
-    a.dv = p.dv;
-    a.dv_sb = p.dv_st.b, a.dv_ss = p.dv_st.s, a.dv_sh = p.dv_st.h;
-    a.seqlen_q = static_cast<int>(p.seqlen_q);
-    a.seqlen_k = static_cast<int>(p.seqlen_k);
-    a.sq_pad = static_cast<int>(sq_pad);
-    a.heads_q = static_cast<int>(p.heads_q);
-    a.group = static_cast<int>(p.group);
-    a.causal = p.causal != Causal::none;
-    a.causal_offset =
-        p.causal == Causal::bottom_right ? static_cast<int>(p.seqlen_k - p.seqlen_q) : 0;
     // (Sq = 0: 0 query blocks, so no CTA has an item; m_blocks >= 1 only pads the workspace. A
     // CTA with items would read rows -1 of a mask.)
-    a.num_m_blocks = static_cast<int>((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
-    a.scale = p.scale;
-    a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
+    set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, p.batch, p.seqlen_q, p.seqlen_k, sq_pad,
+                   lse2, delta, dq_acc, a);
     a.dq_vec4 = 1;
+    a.lpt_group = bwd_lpt_group(p, D);
     // Softcap / ALiBi / window / mask (session 26): the general kMod kernel.
     const bool mod = has_score_mod(p) || p.has_mask();
     if (mod) set_bwd_score_mod(p, score_mod_of(p), a);
@@ -118,8 +92,17 @@ void launch_backward_d256(const Params& p) {
     }
     a.trace = trace_out != nullptr ? trace_buf : nullptr;
 #endif
+    // The RS layout (bwd_d256_rs.cuh, plain calls): bwd_tuning().d256_layout, else
+    // ATTNKIT_FLASH3_BWD_D256_LAYOUT=rs (read per call), for the A/B of the session that runs it.
+    const char* layout_env = std::getenv("ATTNKIT_FLASH3_BWD_D256_LAYOUT");
+    const int layout = bwd_tuning().d256_layout >= 0 ? bwd_tuning().d256_layout
+                       : layout_env != nullptr && std::string(layout_env) == "rs" ? 1
+                                                                                  : 0;
+    const bool rs_layout = layout == 1;
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
+    else if (rs_layout)
+      run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)
