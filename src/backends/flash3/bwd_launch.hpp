@@ -62,9 +62,9 @@ struct BwdTuning {
   // 256) after its usual place in the workspace, which grows by as much. Lets one process time
   // the same kernel on other dQ addresses (the D 128 per-process spread of session 10). 0 = off.
   int64_t dq_ws_shift = 0;
-  // The D 256 backward's consumer layout (session 28, branch wip/f3d256rs28): 1 = by GEMM with
-  // RS dV / dK (bwd_d256_rs.cuh; plain calls only, ignored with score mods or masks), 0 = split
-  // by queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (rs: 1), else 0.
+  // The D 256 backward's consumer layout (session 28): 1 = by GEMM with RS dV / dK
+  // (bwd_d256_rs.cuh; plain calls only: score mods and masks run the split kernel), 0 = split by
+  // queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (split: 0), else 1.
   int d256_layout = -1;
   // Causal launch order (session 28, branch wip/f3d256rs28; bwd_order.hpp): 1 = heaviest key
   // blocks first in L2-sized super-groups of (kv head, batch) pairs, 0 = the grid's order, -1 =

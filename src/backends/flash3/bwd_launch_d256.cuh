@@ -92,12 +92,13 @@ void launch_backward_d256(const Params& p) {
     }
     a.trace = trace_out != nullptr ? trace_buf : nullptr;
 #endif
-    // The RS layout (bwd_d256_rs.cuh, plain calls): bwd_tuning().d256_layout, else
-    // ATTNKIT_FLASH3_BWD_D256_LAYOUT=rs (read per call), for the A/B of the session that runs it.
+    // The RS layout (bwd_d256_rs.cuh) is the plain calls' default since session 29 (+5..+9 %
+    // over the split layout, bench/notes/session29.md call 1); bwd_tuning().d256_layout = 0, else
+    // ATTNKIT_FLASH3_BWD_D256_LAYOUT=split (read per call), selects the split layout for A/B.
     const char* layout_env = std::getenv("ATTNKIT_FLASH3_BWD_D256_LAYOUT");
     const int layout = bwd_tuning().d256_layout >= 0 ? bwd_tuning().d256_layout
-                       : layout_env != nullptr && std::string(layout_env) == "rs" ? 1
-                                                                                  : 0;
+                       : layout_env != nullptr && std::string(layout_env) == "split" ? 0
+                                                                                     : 1;
     const bool rs_layout = layout == 1;
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);

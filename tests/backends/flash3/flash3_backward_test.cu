@@ -216,11 +216,12 @@ TEST_P(Flash3Backward, MatchesOracle) {
   expect_backward_passes(GetParam());
 }
 
-// The D 256 backward's RS layout (session 28, bwd_d256_rs.cuh: S^T / dP^T split by GEMM, dV /
-// dK as RS GEMMs), on the D 256 cases.
-TEST_P(Flash3Backward, MatchesOracleD256Rs) {
-  if (GetParam().d != 256) GTEST_SKIP() << "the RS layout is the D 256 kernel's";
-  const Session28Scope t(1, -1, 0);
+// The D 256 backward's split layout (bwd_kernel_d256.cuh: S^T / dP^T split by queries; the
+// plain calls' default until session 29, the score mods' kernel still), on the D 256 cases. The
+// default (the RS layout, bwd_d256_rs.cuh) runs in MatchesOracle.
+TEST_P(Flash3Backward, MatchesOracleD256Split) {
+  if (GetParam().d != 256) GTEST_SKIP() << "the split layout is the D 256 kernel's";
+  const Session28Scope t(0, -1, 0);
   expect_backward_passes(GetParam());
 }
 
@@ -582,18 +583,21 @@ TEST(Flash3BackwardOrder, PartialSuperGroupMatchesOracle) {
   }
 }
 
-// The D 256 RS layout on the hostile suite's small shapes (a single query and key, Sk < 16,
-// GQA 3, Sq and Sk not multiples of 64, both causal alignments).
-TEST(Flash3BackwardD256Rs, SmallShapes) {
+// Both D 256 layouts (split, RS) on the hostile suite's small shapes (a single query and key,
+// Sk < 16, GQA 3, Sq and Sk not multiples of 64, both causal alignments).
+TEST(Flash3BackwardD256Layouts, SmallShapes) {
   for (const auto& [sq, sk, hq, hkv, cz] :
        {std::tuple<int64_t, int64_t, int64_t, int64_t, Causal>{1, 1, 2, 1, Causal::none},
         {13, 13, 2, 1, Causal::top_left},
         {40, 17, 6, 2, Causal::bottom_right},
         {5, 150, 3, 3, Causal::top_left},
         {130, 70, 3, 1, Causal::none}}) {
-    SCOPED_TRACE("sq " + std::to_string(sq) + " sk " + std::to_string(sk));
-    const Session28Scope t(1, -1, 0);
-    expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, hq, hkv, 256, cz));
+    for (int layout : {0, 1}) {
+      SCOPED_TRACE("sq " + std::to_string(sq) + " sk " + std::to_string(sk) + " layout " +
+                   std::to_string(layout));
+      const Session28Scope t(layout, -1, 0);
+      expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, hq, hkv, 256, cz));
+    }
   }
 }
 
