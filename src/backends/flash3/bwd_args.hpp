@@ -77,10 +77,6 @@ struct BwdArgs {
   int64_t mask_sb, mask_sh, mask_si, mask_sj;
   int mask_kind;
   float mask_mul;
-  // Session 28 (wip; bwd_order.hpp): > 0 = the causal launch order, super-groups of this many
-  // (kv head, batch) pairs, heaviest key blocks first (lpt_cta); 0 = the grid's own order. Not
-  // with kDet (its turn order needs the reversed launch) or varlen.
-  int lpt_group;
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)
   // Measurement builds only (session 27, bench/gpu/flash3_bwd_trace.py): clock64 stamps of the
   // D 256 backward's items (bwd_kernel_d256.cuh, bwd_trace.hpp has the layout); null = off.

@@ -19,7 +19,6 @@
 #include <type_traits>
 
 #include "backends/flash3/bwd_args.hpp"
-#include "backends/flash3/bwd_order.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/mask_elem.cuh"
@@ -541,18 +540,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // kDet launches the key blocks of a (kv head, batch) in reverse (key block N - 1 first): each
   // waits only on the next higher key block's adds (the turn order below), launched before it.
   // (Unsigned, as blockIdx.x was before kDet: the other kernels' SASS stays identical.)
-  // a.lpt_group (session 28, bwd_order.hpp): causal launches take the heaviest key blocks first.
-  unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  int g = blockIdx.y, b = blockIdx.z;
-  if constexpr (!kDet && !kVarlen) {
-    if (a.lpt_group > 0) {
-      const BwdCta c =
-          lpt_cta(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y, gridDim.z, a.lpt_group);
-      kblk = static_cast<unsigned>(c.kblk), g = c.g, b = c.b;
-    }
-  }
+  const unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int nblk = static_cast<int>(kblk);
-  const int n0 = kblk * kBN;
+  const int n0 = kblk * kBN, g = blockIdx.y, b = blockIdx.z;
   const int bt = kVarlen ? 0 : b;  // TMA / workspace batch coordinate (varlen: packed, 0)
   const MRange mr = visible_m_blocks<kMod != 0, kBM, kBN>(a, n0);
   const int m_begin = mr.begin, m_count = mr.count;

@@ -17,7 +17,6 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.hpp"
-#include "backends/flash3/bwd_order.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/smem_opt_in.hpp"
@@ -148,21 +147,6 @@ inline void set_bwd_common(const Params& p, int d, int block_m, int block_n, boo
   a.scale_log2 = p.scale * static_cast<float>(M_LOG2E);
 }
 
-/// BwdArgs::lpt_group of a causal, non-deterministic, dense backward (bwd_order.hpp): 0 unless
-/// bwd_tuning().lpt_order (else ATTNKIT_FLASH3_BWD_ORDER=lpt, read per call) turns it on.
-inline int bwd_lpt_group(const Params& p, int d) {
-  if (p.causal == Causal::none) return 0;
-  const char* env = std::getenv("ATTNKIT_FLASH3_BWD_ORDER");
-  const int on = bwd_tuning().lpt_order >= 0                   ? bwd_tuning().lpt_order
-                 : env != nullptr && std::string(env) == "lpt" ? 1
-                                                               : 0;
-  if (on != 1) return 0;
-  const int64_t pairs = p.heads_kv * p.batch;
-  const int forced = bwd_tuning().lpt_group;  // (tests: a partial last super-group)
-  if (forced > 0) return static_cast<int>(forced < pairs ? forced : pairs);
-  return bwd::lpt_group_for(p.seqlen_q, d, p.group, pairs);
-}
-
 /// kTmaKV: the dK / dV maps are encoded first; where either cannot be (store_map_ok: the backend
 /// itself asks only 4-byte alignment of dK / dV; or the driver refuses it), the same kernel
 /// without kTmaKV runs (never a wrong store). kVarlen (session 25): a packed call
@@ -235,7 +219,6 @@ void launch_backward(const Params& p, const Variant& v) {
     const int64_t sq = kVarlen ? p.total_q : p.seqlen_q, sk = kVarlen ? p.total_k : p.seqlen_k;
     set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk, sq_pad, lse2, delta, dq_acc,
                    a);
-    if constexpr (!kDet && !kVarlen) a.lpt_group = bwd_lpt_group(p, D);
     a.dq_bulk = v.dq_bulk ? 1 : 0;
     a.dq_vec4 = v.dq_vec4 ? 1 : 0;
     a.item_rot = v.item_rot ? 1 : 0;

@@ -64,14 +64,9 @@ struct BwdTuning {
   int64_t dq_ws_shift = 0;
   // The D 256 backward's consumer layout (session 28): 1 = by GEMM with RS dV / dK
   // (bwd_d256_rs.cuh; plain calls only: score mods and masks run the split kernel), 0 = split by
-  // queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (split: 0), else 1.
+  // queries (bwd_kernel_d256.cuh), 2 = RS with the next item's S^T / dP^T issued under the dQ
+  // store (session 29), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (split: 0, rspipe: 2), else 1.
   int d256_layout = -1;
-  // Causal launch order (session 28, branch wip/f3d256rs28; bwd_order.hpp): 1 = heaviest key
-  // blocks first in L2-sized super-groups of (kv head, batch) pairs, 0 = the grid's order, -1 =
-  // ATTNKIT_FLASH3_BWD_ORDER (lpt: 1), else 0. Not with deterministic or varlen.
-  int lpt_order = -1;
-  // With lpt_order on: pairs per super-group (> 0, tests), else 0 = bwd_order.hpp lpt_group_for.
-  int lpt_group = 0;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

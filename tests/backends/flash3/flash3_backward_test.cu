@@ -151,21 +151,11 @@ struct TuningScope {
   ~TuningScope() { flash3::bwd_tuning() = saved; }
 };
 
-/// Sets bwd_tuning()'s session-28 knobs (the D 256 layout; the causal order and its group) for
-/// one scope.
-struct Session28Scope {
-  int layout = flash3::bwd_tuning().d256_layout, order = flash3::bwd_tuning().lpt_order,
-      group = flash3::bwd_tuning().lpt_group;
-  Session28Scope(int d256_layout, int lpt_order, int lpt_group) {
-    flash3::bwd_tuning().d256_layout = d256_layout;
-    flash3::bwd_tuning().lpt_order = lpt_order;
-    flash3::bwd_tuning().lpt_group = lpt_group;
-  }
-  ~Session28Scope() {
-    flash3::bwd_tuning().d256_layout = layout;
-    flash3::bwd_tuning().lpt_order = order;
-    flash3::bwd_tuning().lpt_group = group;
-  }
+/// Sets bwd_tuning().d256_layout (0 split, 1 RS) for one scope.
+struct D256LayoutScope {
+  int saved = flash3::bwd_tuning().d256_layout;
+  explicit D256LayoutScope(int layout) { flash3::bwd_tuning().d256_layout = layout; }
+  ~D256LayoutScope() { flash3::bwd_tuning().d256_layout = saved; }
 };
 
 /// Case c against the oracle on the two non-default lse2 / delta sources a coupled dQ-first knob
@@ -221,15 +211,15 @@ TEST_P(Flash3Backward, MatchesOracle) {
 // default (the RS layout, bwd_d256_rs.cuh) runs in MatchesOracle.
 TEST_P(Flash3Backward, MatchesOracleD256Split) {
   if (GetParam().d != 256) GTEST_SKIP() << "the split layout is the D 256 kernel's";
-  const Session28Scope t(0, -1, 0);
+  const D256LayoutScope t(0);
   expect_backward_passes(GetParam());
 }
 
-// The causal launch order (session 28, bwd_order.hpp), heaviest key blocks first: the causal
-// cases (every D) with it forced on; at these sizes one super-group holds every pair.
-TEST_P(Flash3Backward, MatchesOracleLpt) {
-  if (GetParam().causal == Causal::none) GTEST_SKIP() << "the order applies to causal launches";
-  const Session28Scope t(-1, 1, 0);
+// The RS layout with dQ half 1 stored under the next item's S^T / dP^T (session 29,
+// bwd_d256_rs.cuh kPipe: the stage released one item later), on the D 256 cases.
+TEST_P(Flash3Backward, MatchesOracleD256RsPipe) {
+  if (GetParam().d != 256) GTEST_SKIP() << "the pipelined RS layout is the D 256 kernel's";
+  const D256LayoutScope t(2);
   expect_backward_passes(GetParam());
 }
 
@@ -535,56 +525,9 @@ TEST_P(Flash3BackwardScoreMod, MatchesOracleBm64) {
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3BackwardScoreMod,
                          ::testing::ValuesIn(score_mod_backward_cases()), CaseParamName{});
 
-// lpt_cta (bwd_order.hpp; host code, no GPU): a bijection of the grid for any super-group size;
-// within a super-group the key block never decreases in launch order and the pairs are the
-// super-group's own; group 1 is the grid's order.
-TEST(Flash3BackwardOrder, LptCtaIsABijectionHeaviestFirst) {
-  for (int nx : {1, 3, 16}) {
-    for (int ny : {1, 2, 8}) {
-      for (int nz : {1, 3}) {
-        const int pairs = ny * nz;
-        for (int group : {1, 2, 5, pairs, pairs + 3}) {
-          std::vector<int> seen(static_cast<size_t>(nx) * pairs, 0);
-          int prev_kb = -1, prev_sg = -1;
-          for (int z = 0; z < nz; ++z)
-            for (int y = 0; y < ny; ++y)
-              for (int x = 0; x < nx; ++x) {
-                const flash3::bwd::BwdCta c = flash3::bwd::lpt_cta(x, y, z, nx, ny, nz, group);
-                ASSERT_TRUE(c.kblk >= 0 && c.kblk < nx && c.g >= 0 && c.g < ny && c.b >= 0 &&
-                            c.b < nz)
-                    << "nx " << nx << " ny " << ny << " nz " << nz << " group " << group;
-                ++seen[static_cast<size_t>(c.kblk) * pairs + c.g + ny * c.b];
-                const int lin = x + nx * (y + ny * z);
-                const int sg = (c.g + ny * c.b) / group;
-                EXPECT_EQ(sg, lin / (group * nx)) << "pair outside its super-group";
-                if (sg == prev_sg) EXPECT_GE(c.kblk, prev_kb) << "key block order, group " << group;
-                prev_kb = c.kblk, prev_sg = sg;
-                if (group == 1) EXPECT_TRUE(c.kblk == x && c.g == y && c.b == z);
-              }
-          for (int v : seen)
-            EXPECT_EQ(v, 1) << "nx " << nx << " ny " << ny << " group " << group;
-        }
-      }
-    }
-  }
-  // The host's super-group size: L2-bounded, at least 1, at most every pair.
-  EXPECT_EQ(flash3::bwd::lpt_group_for(1024, 128, 1, 128), 23);  // 24 MiB / (1024 x 1032 B)
-  EXPECT_EQ(flash3::bwd::lpt_group_for(1 << 20, 256, 8, 4), 1);
-  EXPECT_EQ(flash3::bwd::lpt_group_for(64, 64, 1, 5), 5);
-}
-
-// The causal order with a partial last super-group: 2 batches x 2 kv heads = 4 pairs in groups of
-// 3 (3 + 1), every D, against the oracle.
-TEST(Flash3BackwardOrder, PartialSuperGroupMatchesOracle) {
-  for (int64_t d : {64, 128, 256}) {
-    SCOPED_TRACE("d " + std::to_string(d));
-    const Session28Scope t(-1, 1, 3);
-    expect_backward_passes(bwd_case(DType::bf16, 2, 300, 300, 4, 2, d, Causal::top_left));
-  }
-}
-
-// Both D 256 layouts (split, RS) on the hostile suite's small shapes (a single query and key,
-// Sk < 16, GQA 3, Sq and Sk not multiples of 64, both causal alignments).
+// Every D 256 layout (split, RS, RS pipelined) on the hostile suite's small shapes (a single
+// query and key, Sk < 16, GQA 3, Sq and Sk not multiples of 64, both causal alignments; Sq 5 /
+// Sk 150 top-left gives key blocks without an item).
 TEST(Flash3BackwardD256Layouts, SmallShapes) {
   for (const auto& [sq, sk, hq, hkv, cz] :
        {std::tuple<int64_t, int64_t, int64_t, int64_t, Causal>{1, 1, 2, 1, Causal::none},
@@ -592,10 +535,10 @@ TEST(Flash3BackwardD256Layouts, SmallShapes) {
         {40, 17, 6, 2, Causal::bottom_right},
         {5, 150, 3, 3, Causal::top_left},
         {130, 70, 3, 1, Causal::none}}) {
-    for (int layout : {0, 1}) {
+    for (int layout : {0, 1, 2}) {
       SCOPED_TRACE("sq " + std::to_string(sq) + " sk " + std::to_string(sk) + " layout " +
                    std::to_string(layout));
-      const Session28Scope t(layout, -1, 0);
+      const D256LayoutScope t(layout);
       expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, hq, hkv, 256, cz));
     }
   }
