@@ -26,14 +26,6 @@
 // passing kBarDs(it), which WG 1 reached after its last read of P^T(it); WG 1 rewrites the dS^T
 // tile at item it + 1 only after passing kBarP(it + 1), which WG 0 reached after waiting for its
 // dQ(it) (the tile's other reader; WG 1 waited for its own).
-// kPipe (session 29): dQ leaves in two m64n64 halves (one commit group each). Half 0 is stored
-// while half 1's GEMM runs; half 1 is held in registers and stored, and the stage released, only
-// after the next item's S^T / dP^T is issued, so the tensor pipe runs that GEMM under the store
-// (call 3's trace: the dQ stores took ~550 of the item's ~5550 clocks with the pipe idle, and the
-// stage hand-over ~400 more). Registers: acc 128 + the held half 32 + S^T / dP^T 32. Issuing
-// S^T / dP^T one item ahead instead (its result carried across the loop's back edge) made ptxas
-// spill 384-512 bytes and serialise the wgmmas. The hand-off argument below holds as is; the
-// stage release moves later, which the kStages = 2 ring absorbs (~5000 clocks to refill).
 #pragma once
 
 #include <cstdint>
@@ -55,7 +47,7 @@ inline constexpr int kBarDsLocal = 4;  // the same, among WG 1's own four warps
 /// One consumer warpgroup (w = 0: S^T / P^T / dV, w = 1: dP^T / dS^T / dK) of the RS layout, all
 /// its items and its epilogue. Tr = BwdTraits256 (the shared-memory map of bwd_kernel_d256.cuh;
 /// the second P^T / dS^T buffers stay unused).
-template <typename Tr, bool BF16, bool kPipe = false>
+template <typename Tr, bool BF16>
 __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem, uint64_t* full,
                                                  uint64_t* empty, uint64_t* full_kv, int n0, int g,
                                                  int b, int m_begin, int m_count, int items,
@@ -122,37 +114,8 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
   auto stage_q = [&](int s) { return base + Tr::kOffQ + s * Tr::kQBytes; };
   auto stage_do = [&](int s) { return base + Tr::kOffDO + s * Tr::kQBytes; };
 
-  // kPipe: dQ half 1 [64 x 64] of the previous item, stored under this item's S^T / dP^T; then
-  // that item's stage is released. (A wgmma target carried across the back edge only after its
-  // wait: with S^T / dP^T issued one item ahead instead, ptxas spilled it and serialised.)
-  // (Zeroed, and moved into by a real mov below: else ptxas cannot see that no in-flight wgmma
-  // defines it at the store, and waits for S^T / dP^T there.)
-  [[maybe_unused]] float dq_held[32];
-  if constexpr (kPipe) {
-#pragma unroll
-    for (int i = 0; i < 32; ++i)
-      dq_held[i] = 0.f;
-  }
-  [[maybe_unused]] auto store_held = [&](int j) {
-    const int sj = j % kStages;
-    uint8_t* part = smem + (w == 0 ? Tr::kOffDO : Tr::kOffQ) + sj * Tr::kQBytes;
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      *reinterpret_cast<float4*>(part + ((8 + i) * 128 + tid) * 16) =
-          make_float4(dq_held[4 * i], dq_held[4 * i + 1], dq_held[4 * i + 2], dq_held[4 * i + 3]);
-    ptx::fence_proxy_async_smem();  // generic stores -> the producer's bulk reduce
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(&empty[sj]);
-  };
-
   if (items > 0) ptx::mbar_wait(full_kv, 0);
-  for (int it = 0; it < items + (kPipe && items > 0 ? 1 : 0); ++it) {
-    if constexpr (kPipe) {
-      if (it == items) {  // the last item's half 1
-        store_held(it - 1);
-        break;
-      }
-    }
+  for (int it = 0; it < items; ++it) {
     stamp(it, kStampTop);
     const int s = it % kStages;
     const Item x = item_of(a, g, it, m_begin, m_count, kBM);
@@ -164,9 +127,6 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
     float sg[32];  // S^T (WG 0) or dP^T (WG 1) [64 keys x 64 queries]
     issue_first(sg, q_s, do_s);
     stamp(it, kStampIssued);
-    if constexpr (kPipe) {
-      if (it > 0) store_held(it - 1);  // under S^T / dP^T(it)
-    }
     // lse2 (WG 0) or delta (WG 1) of this thread's 16 query columns 8 j + qc + e (the padded
     // workspace rows: in bounds, 8-byte aligned), loaded under the GEMM.
     float sv[16];
@@ -248,68 +208,28 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
     // 2 w + 1 (MN-major), K = 64 keys. Then dQ part w -> dO(s) (w = 0) or Q(s) (w = 1), 32 KB in
     // the workspace part's order: float4 j of thread tid at byte (j * 128 + tid) * 16.
     uint8_t* part = smem + (w == 0 ? Tr::kOffDO : Tr::kOffQ) + s * Tr::kQBytes;
-    if constexpr (!kPipe) {
-      float dq[64];
-      ptx::wgmma_fence();
+    float dq[64];
+    ptx::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk) {
-        const uint32_t roff = kk * 16 * Tr::kRowBytes;
-        const uint64_t da = ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024);
-        const uint64_t db =
-            ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024);
-        if (kk == 0)
-          WD::template ss_first<1, 1>(dq, da, db);
-        else
-          WD::template ss<1, 1>(dq, da, db, 1);
-      }
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<0>();  // dV / dK and dQ done: this WG's reads of the stage are over
-      fence_regs(acc);
-      fence_regs(dq);
-      stamp(it, kStampDq);
-#pragma unroll
-      for (int j = 0; j < Tr::kDqN / 8; ++j)
-        *reinterpret_cast<float4*>(part + (j * 128 + tid) * 16) =
-            make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
-    } else {
-      // Two m64n64 halves (K column chunk 2 w + h each), one commit group each: the m64n128
-      // accumulator's registers 32 h .. 32 h + 31 are half h's 0 .. 31 (same rows and columns),
-      // so float4 j of the part is half j / 8's registers 4 (j % 8) ...
-      float dq0[32], dq1[32];
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int kk = 0; kk < kBN / 16; ++kk) {
-          const uint32_t roff = kk * 16 * Tr::kRowBytes;
-          const uint64_t da = ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024);
-          const uint64_t db = ptx::Sw128Desc::make(k_s + (2 * w + h) * Tr::kKChunkBytes + roff,
-                                                   Tr::kKChunkBytes, 1024);
-          float(&d)[32] = h == 0 ? dq0 : dq1;
-          if (kk == 0)
-            WG64::template ss_first<1, 1>(d, da, db);
-          else
-            WG64::template ss<1, 1>(d, da, db, 1);
-        }
-        ptx::wgmma_commit();
-      }
-      ptx::wgmma_wait<2>();  // dV / dK done: pk (its A fragments) dead, acc final for this item
-      fence_regs(acc);
-      ptx::wgmma_wait<1>();  // dQ half 0 done; half 1 runs on under its store
-      fence_regs(dq0);
-      stamp(it, kStampDq);
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        *reinterpret_cast<float4*>(part + (j * 128 + tid) * 16) =
-            make_float4(dq0[4 * j], dq0[4 * j + 1], dq0[4 * j + 2], dq0[4 * j + 3]);
-      ptx::wgmma_wait<0>();
-      fence_regs(dq1);
-#pragma unroll
-      for (int i = 0; i < 32; ++i)  // a real move (ptxas: no GMMA-defined value crosses the edge)
-        asm volatile("mov.b32 %0, %1;" : "=f"(dq_held[i]) : "f"(dq1[i]));
-      stamp(it, kStampRed);
-      continue;  // half 1 and the stage's release: under the next item's S^T / dP^T
+    for (int kk = 0; kk < kBN / 16; ++kk) {
+      const uint32_t roff = kk * 16 * Tr::kRowBytes;
+      const uint64_t da = ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024);
+      const uint64_t db =
+          ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024);
+      if (kk == 0)
+        WD::template ss_first<1, 1>(dq, da, db);
+      else
+        WD::template ss<1, 1>(dq, da, db, 1);
     }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();  // dV / dK and dQ done: this WG's reads of the stage are over
+    fence_regs(acc);
+    fence_regs(dq);
+    stamp(it, kStampDq);
+#pragma unroll
+    for (int j = 0; j < Tr::kDqN / 8; ++j)
+      *reinterpret_cast<float4*>(part + (j * 128 + tid) * 16) =
+          make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
     ptx::fence_proxy_async_smem();  // generic stores -> the producer's bulk reduce
     stamp(it, kStampRed);
     __syncwarp();

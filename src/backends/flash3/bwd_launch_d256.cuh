@@ -93,18 +93,14 @@ void launch_backward_d256(const Params& p) {
 #endif
     // The RS layout (bwd_d256_rs.cuh) is the plain calls' default since session 29 (+5..+9 %
     // over the split layout, bench/notes/session29.md call 1); bwd_tuning().d256_layout = 0, else
-    // ATTNKIT_FLASH3_BWD_D256_LAYOUT=split (read per call), selects the split layout for A/B;
-    // 2 / rspipe: the RS layout with the next item's S^T / dP^T under the dQ store (session 29).
+    // ATTNKIT_FLASH3_BWD_D256_LAYOUT=split (read per call), selects the split layout for A/B.
     const char* layout_env = std::getenv("ATTNKIT_FLASH3_BWD_D256_LAYOUT");
     const std::string env = layout_env != nullptr ? layout_env : "";
     const int layout = bwd_tuning().d256_layout >= 0 ? bwd_tuning().d256_layout
                        : env == "split"              ? 0
-                       : env == "rspipe"             ? 2
                                                      : 1;
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
-    else if (layout == 2)
-      run_kernel_d256<&bwd_kernel_d256<BF16, false, true, true>>(grid, a, stream);
     else if (layout == 1)
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
