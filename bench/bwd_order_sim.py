@@ -9,6 +9,12 @@ cost (K / V load, pipeline fill, epilogue). Two orders are compared:
            `--group` (head, batch) pairs (0: one group of all pairs).
 Prints each order's makespan over the ideal (total work / SMs).
 
+Outcome (session 29, bench/notes/session29.md call 4): the model was wrong about the hardware.
+It predicted 1.13 -> 1.01 at S 1k / 4k (D 64 / 128); the measured lpt order lost 3-5 % at 1k
+and gained <= 2 % at 4k, so bwd_order.hpp was removed (branch wip/f3d256rs28). What the model
+leaves out: mixing (head, batch) pairs costs L2 reuse, and the default order already starts
+each pair at its heaviest key block. Kept as a record; do not tune orders on it alone.
+
 usage: bwd_order_sim.py [--shapes 16x8x1024,4x8x4096,1x8x16384] [--bn 64,128] [--bm 64]
                         [--group 0,16] [--c0 1.5] [--sms 132]
 """
