@@ -47,12 +47,7 @@ inline constexpr int kBarDsLocal = 4;  // the same, among WG 1's own four warps
 /// One consumer warpgroup (w = 0: S^T / P^T / dV, w = 1: dP^T / dS^T / dK) of the RS layout, all
 /// its items and its epilogue. Tr = BwdTraits256 (the shared-memory map of bwd_kernel_d256.cuh;
 /// the second P^T / dS^T buffers stay unused).
-/// kHandOff (session 29): how WG 1 reads P^T. 0: one float2 load per pair, each right before its
-/// dS^T store (the compiler cannot move a load above the previous store: the two tiles may alias
-/// for all it knows, so the 16 loads run one latency each); 1: all 16 loads first, then the
-/// stores; 2: as 1, with the tile in fp16 (8 KB; P in [0, 1], so fp16's 11-bit significand and
-/// subnormals down to 6e-8 add at most 1/8 of the bf16 rounding dS^T gets anyway).
-template <typename Tr, bool BF16, int kHandOff = 0>
+template <typename Tr, bool BF16>
 __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem, uint64_t* full,
                                                  uint64_t* empty, uint64_t* full_kv, int n0, int g,
                                                  int b, int m_begin, int m_count, int items,
@@ -69,9 +64,8 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
   const int qc = 2 * (lane % 4);
   const uint32_t base = ptx::smem_u32(smem);
   const uint32_t k_s = base + Tr::kOffK, v_s = base + Tr::kOffV;
-  float2* pt_t = reinterpret_cast<float2*>(smem + Tr::kOffPT);    // fp32, thread-ordered, 16 KB
-  __half2* pt_h = reinterpret_cast<__half2*>(smem + Tr::kOffPT);  // kHandOff 2: fp16, 8 KB
-  uint8_t* ds_t = smem + Tr::kOffDS;  // single-buffered (see the header)
+  float2* pt_t = reinterpret_cast<float2*>(smem + Tr::kOffPT);  // fp32, thread-ordered, 16 KB
+  uint8_t* ds_t = smem + Tr::kOffDS;                            // single-buffered (see the header)
   static_assert(Tr::kOffDS - Tr::kOffPT >= 64 * 64 * 4, "the fp32 P^T tile fits both buffers");
   const uint32_t ds_u = base + Tr::kOffDS;
   const float sl2 = a.scale_log2;
@@ -165,10 +159,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
             pv[e] = (key >= a.seqlen_k || key > q + coff) ? 0.f : p;
           }
           pk[2 * j + r] = pack2<BF16>(pv[0], pv[1]);
-          if constexpr (kHandOff == 2)
-            pt_h[(2 * j + r) * 128 + tid] = __floats2half2_rn(pv[0], pv[1]);
-          else
-            pt_t[(2 * j + r) * 128 + tid] = make_float2(pv[0], pv[1]);
+          pt_t[(2 * j + r) * 128 + tid] = make_float2(pv[0], pv[1]);
         }
       stamp(it, kStampSoft);
       ptx::named_bar_arrive(kBarP, 2 * 128);  // P^T -> WG 1 (generic loads: no proxy fence)
@@ -177,17 +168,18 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
       for (int i = 0; i < 32; ++i)
         sg[i] -= sv[(i / 4) * 2 + i % 2];  // dP^T - delta, while WG 0 computes P^T
       ptx::named_bar_sync(kBarP, 2 * 128);
-      [[maybe_unused]] float2 pt[16];  // kHandOff >= 1: P^T pairs, all loaded before any store
-      if constexpr (kHandOff >= 1) {
+      // All 16 P^T loads before the first dS^T store (session 29, call 7: +1..+3 %). Interleaved,
+      // each load waited for the store before it (the compiler cannot prove the two tiles
+      // disjoint), 16 shared-memory latencies in a row on the item's critical chain.
+      float2 pt[16];
 #pragma unroll
-        for (int i = 0; i < 16; ++i)
-          pt[i] = kHandOff == 2 ? __half22float2(pt_h[i * 128 + tid]) : pt_t[i * 128 + tid];
-      }
+      for (int i = 0; i < 16; ++i)
+        pt[i] = pt_t[i * 128 + tid];
 #pragma unroll
       for (int j = 0; j < 8; ++j)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const float2 p2 = kHandOff >= 1 ? pt[2 * j + r] : pt_t[(2 * j + r) * 128 + tid];
+          const float2 p2 = pt[2 * j + r];
           const float d0 = p2.x * sg[4 * j + 2 * r];
           const float d1 = p2.y * sg[4 * j + 2 * r + 1];
           pk[2 * j + r] = pack2<BF16>(d0, d1);

@@ -105,9 +105,8 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
 /// issues no REDG either.
 /// kRs (session 28, branch wip/f3d256rs28; plain calls only): the consumers run
 /// bwd_d256_rs.cuh's layout (S^T / dP^T by GEMM at m64n64, dV / dK as RS GEMMs); the producer
-/// takes dQ part 0 from dO(s) and part 1 from Q(s). kHandOff (session 29): the RS layout's P^T
-/// hand-off variant (bwd_d256_rs.cuh).
-template <bool BF16, bool kMod = false, bool kRs = false, int kHandOff = 0>
+/// takes dQ part 0 from dO(s) and part 1 from Q(s).
+template <bool BF16, bool kMod = false, bool kRs = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
@@ -197,8 +196,8 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   // ---- consumers --------------------------------------------------------------------------------
   ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
   if constexpr (kRs) {
-    d256_rs_consumer<Tr, BF16, kHandOff>(a, smem, full, empty, full_kv, n0, g, b, m_begin, m_count,
-                                         items, wg - 1);
+    d256_rs_consumer<Tr, BF16>(a, smem, full, empty, full_kv, n0, g, b, m_begin, m_count, items,
+                               wg - 1);
     return;
   }
   using WS = BwdWgmma<32, BF16>;   // S^T_w, dP^T_w [64 keys x 32 queries]

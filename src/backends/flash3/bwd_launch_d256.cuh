@@ -91,25 +91,18 @@ void launch_backward_d256(const Params& p) {
     }
     a.trace = trace_out != nullptr ? trace_buf : nullptr;
 #endif
-    // The RS layout (bwd_d256_rs.cuh) is the plain calls' default since session 29 (+5..+9 %
-    // over the split layout, bench/notes/session29.md call 1); bwd_tuning().d256_layout = 0, else
-    // ATTNKIT_FLASH3_BWD_D256_LAYOUT=split (read per call), selects the split layout for A/B;
-    // rsb / rsb16 (2 / 3): the RS layout with P^T's loads batched, in fp32 / fp16 (session 29).
+    // The RS layout (bwd_d256_rs.cuh) is the plain calls' default since session 29 (+6..+12 %
+    // over the split layout, bench/notes/session29.md calls 1 and 7); bwd_tuning().d256_layout = 0,
+    // else ATTNKIT_FLASH3_BWD_D256_LAYOUT=split (read per call), selects the split layout for A/B.
     const char* layout_env = std::getenv("ATTNKIT_FLASH3_BWD_D256_LAYOUT");
     const std::string env = layout_env != nullptr ? layout_env : "";
     const int layout = bwd_tuning().d256_layout >= 0 ? bwd_tuning().d256_layout
                        : env == "split"              ? 0
-                       : env == "rsb"                ? 2
-                       : env == "rsb16"              ? 3
                                                      : 1;
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
     else if (layout == 1)
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
-    else if (layout == 2)
-      run_kernel_d256<&bwd_kernel_d256<BF16, false, true, 1>>(grid, a, stream);
-    else if (layout == 3)
-      run_kernel_d256<&bwd_kernel_d256<BF16, false, true, 2>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)
