@@ -86,13 +86,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
   // same point: issued / sdp (S^T or dP^T), soft (WG 0: P^T stored; WG 1: dS^T stored), bar (WG
   // 0: dV issued and the dS^T hand-off passed; WG 1: dK issued and its own barrier passed), dq
   // (dV / dK and dQ done), red (dQ stored), done (stage released).
-  [[maybe_unused]] auto stamp = [&](int it, int k) {
-#if defined(ATTNKIT_FLASH3_BWD_TRACE)
-    const long long cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (a.trace != nullptr && tid == 0 && cta < kTraceCtas && it < kTraceItems)
-      a.trace[((cta * kTraceItems + it) * 2 + w) * kTraceStamps + k] = clock64();
-#endif
-  };
+  auto stamp = [&](int it, int k) { trace_stamp(a, tid, w, it, k); };
   // WG 0: S^T = K Q^T; WG 1: dP^T = V dO^T [64 keys x 64 queries] of the item whose Q / dO
   // stage is at q_s / do_s. 16 k-steps over D, both operands K-major; one commit group.
   auto issue_first = [&](float(&sg)[32], uint32_t q_s, uint32_t do_s) {

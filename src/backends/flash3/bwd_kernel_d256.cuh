@@ -218,13 +218,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     dk[i] = dv[i] = 0.f;
 
   // Measurement builds: clock64 stamps of the first kTraceItems items (bwd_trace.hpp).
-  [[maybe_unused]] auto stamp = [&](int it, int k) {
-#if defined(ATTNKIT_FLASH3_BWD_TRACE)
-    const long long cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (a.trace != nullptr && tid == 0 && cta < kTraceCtas && it < kTraceItems)
-      a.trace[((cta * kTraceItems + it) * 2 + w) * kTraceStamps + k] = clock64();
-#endif
-  };
+  auto stamp = [&](int it, int k) { trace_stamp(a, tid, w, it, k); };
   if (items > 0) ptx::mbar_wait(full_kv, 0);
   for (int it = 0; it < items; ++it) {
     stamp(it, kStampTop);

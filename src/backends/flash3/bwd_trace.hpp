@@ -28,4 +28,20 @@ enum TraceStamp : int {
   kStampLanded = 8,  // (session 28) Q / dO landed: the full-barrier wait passed, nothing issued
 };
 
+#if defined(__CUDACC__)
+/// Stamp k of item `it` by consumer warpgroup w (its thread tid 0 writes; the first kTraceCtas
+/// CTAs and kTraceItems items only). Measurement builds only: otherwise nothing, and Args (the
+/// kernels' BwdArgs) has no trace pointer.
+template <typename Args>
+__device__ __forceinline__ void trace_stamp([[maybe_unused]] const Args& a,
+                                            [[maybe_unused]] int tid, [[maybe_unused]] int w,
+                                            [[maybe_unused]] int it, [[maybe_unused]] int k) {
+#if defined(ATTNKIT_FLASH3_BWD_TRACE)
+  const long long cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (a.trace != nullptr && tid == 0 && cta < kTraceCtas && it < kTraceItems)
+    a.trace[((cta * kTraceItems + it) * 2 + w) * kTraceStamps + k] = clock64();
+#endif
+}
+#endif
+
 }  // namespace attnkit::flash3::bwd
