@@ -211,17 +211,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
     uint8_t* part = smem + (w == 0 ? Tr::kOffDO : Tr::kOffQ) + s * Tr::kQBytes;
     float dq[64];
     ptx::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      const uint32_t roff = kk * 16 * Tr::kRowBytes;
-      const uint64_t da = ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024);
-      const uint64_t db =
-          ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024);
-      if (kk == 0)
-        WD::template ss_first<1, 1>(dq, da, db);
-      else
-        WD::template ss<1, 1>(dq, da, db, 1);
-    }
+    issue_dq_d256<WD, kBN>(dq, ds_u, k_s, w, Tr::kRowBytes, Tr::kTileBytes, Tr::kKChunkBytes);
     ptx::wgmma_commit();
     ptx::wgmma_wait<0>();  // dV / dK and dQ done: this WG's reads of the stage are over
     fence_regs(acc);

@@ -305,6 +305,26 @@ __device__ __forceinline__ void init_bwd_ring(uint64_t* full_kv, uint64_t* full,
   }
 }
 
+/// The D 256 backward's dQ part w (both layouts, bwd_kernel_d256.cuh / bwd_d256_rs.cuh): issues
+/// dq [64 queries x 128 columns] = dS K[:, 128 w ..] as kBN / 16 SS wgmmas (no fence, no commit).
+/// A = the dS^T tile [kBN keys][64 queries] at ds_u (MN-major, 128B swizzle, tile_bytes), B = K's
+/// column chunks 2 w, 2 w + 1 at k_u (MN-major, chunk stride chunk_bytes); row_bytes per key row.
+template <typename WD, int kBN>
+__device__ __forceinline__ void issue_dq_d256(float (&dq)[64], uint32_t ds_u, uint32_t k_u, int w,
+                                              int row_bytes, int tile_bytes, int chunk_bytes) {
+  namespace ptx = attnkit::cuda::sm90;
+#pragma unroll
+  for (int kk = 0; kk < kBN / 16; ++kk) {
+    const uint32_t roff = kk * 16 * row_bytes;
+    const uint64_t da = ptx::Sw128Desc::make(ds_u + roff, tile_bytes, 1024);
+    const uint64_t db = ptx::Sw128Desc::make(k_u + 2 * w * chunk_bytes + roff, chunk_bytes, 1024);
+    if (kk == 0)  // (write-only: the previous item's dQ is dead to the compiler)
+      WD::template ss_first<1, 1>(dq, da, db);
+    else
+      WD::template ss<1, 1>(dq, da, db, 1);
+  }
+}
+
 /// Work item it of a CTA -> (q head, query block): q heads of the group outermost, then the
 /// query blocks m_begin .. num_m_blocks-1 (those that can see the CTA's keys).
 struct Item {

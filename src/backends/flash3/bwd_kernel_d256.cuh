@@ -369,17 +369,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     // column chunks 2 w, 2 w + 1 (MN-major), K = 64 keys.
     float dq[64];
     auto issue_dq = [&] {
-#pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk) {
-        const uint32_t roff = kk * 16 * Tr::kRowBytes;
-        const uint64_t da = ptx::Sw128Desc::make(ds_u + roff, Tr::kTileBytes, 1024);
-        const uint64_t db =
-            ptx::Sw128Desc::make(k_s + 2 * w * Tr::kKChunkBytes + roff, Tr::kKChunkBytes, 1024);
-        if (kk == 0)  // (write-only: the previous item's dQ is dead to the compiler)
-          WD::template ss_first<1, 1>(dq, da, db);
-        else
-          WD::template ss<1, 1>(dq, da, db, 1);
-      }
+      issue_dq_d256<WD, kBN>(dq, ds_u, k_s, w, Tr::kRowBytes, Tr::kTileBytes, Tr::kKChunkBytes);
       ptx::wgmma_commit();
     };
     ptx::wgmma_fence();
