@@ -1,7 +1,8 @@
-// flash3 D 256 backward, consumer side of the RS layout (session 28, branch wip/f3d256rs28; plain
-// calls only: no softcap / ALiBi / window / mask). Selected by bwd_kernel_d256<BF16, false, true>.
+// flash3 D 256 backward, consumer side of the RS layout (written in session 28, the plain calls'
+// default since session 29: +6..+12 % over the split layout, bench/notes/session29.md; no
+// softcap / ALiBi / window / mask, which run the split layout). bwd_kernel_d256<BF16, false, true>.
 //
-// Why: session 28's shared-memory budget of the default layout (bench/notes/session28.md, call 3)
+// Why: session 28's shared-memory budget of the split layout (bench/notes/session28.md, call 3)
 // is ~544 KB per item and CTA (~4250 clocks at 128 B/clk of a ~5660-clock item). Its S^T / dP^T
 // are SS m64n32 halves (3 KB of operands per 32K MAC: 192 KB) and its dV / dK SS m64n128 with P^T
 // / dS^T read from smem (96 KB). Here the two warpgroups split by GEMM, not by queries:
@@ -11,13 +12,13 @@
 //   WG 1: dP^T = V dO^T                                  SS m64n64k16 x 16
 //         dS^T = P^T (dP^T - delta) with P^T from the tile; -> the dS^T tile (8 KB, 16 bit)
 //         dK [64 keys x 256] += dS^T Q                  RS m64n256k16 x 4
-//   both: dQ[:, 128 w ..] = dS K[:, 128 w ..]            SS m64n128k16 x 4   (as the default)
+//   both: dQ[:, 128 w ..] = dS K[:, 128 w ..]            SS m64n128k16 x 4   (as the split)
 // ~472 KB per item (-13 %). Each warpgroup keeps dV or dK whole: 128 fp32 registers, + dQ's 64.
 // The P^T tile is fp32 (both P^T buffers of BwdTraits256, 16 KB) so that dS^T is formed from the
-// unrounded P^T as in the default layout; it is thread-ordered, not swizzled (no wgmma reads it):
+// unrounded P^T as in the split layout; it is thread-ordered, not swizzled (no wgmma reads it):
 // thread tid's pair (2 j + r) at float2 index (2 j + r) * 128 + tid, the same accumulator
 // position in both warpgroups.
-// dQ leaves through the stage as in the default layout, but whole parts: WG 0's part [64 x 128]
+// dQ leaves through the stage as in the split layout, but whole parts: WG 0's part [64 x 128]
 // (32 KB) into dO(s) once its dV is done (WG 1 read dO(s) last in dP^T, before the dS^T hand-off
 // WG 0 waited for), WG 1's into Q(s) once its dK is done (WG 0 read Q(s) last in S^T, before the
 // P^T hand-off). The producer's bulk reduce-adds take part 0 from dO(s), part 1 from Q(s).
@@ -46,7 +47,7 @@ inline constexpr int kBarDsLocal = 4;  // the same, among WG 1's own four warps
 
 /// One consumer warpgroup (w = 0: S^T / P^T / dV, w = 1: dP^T / dS^T / dK) of the RS layout, all
 /// its items and its epilogue. Tr = BwdTraits256 (the shared-memory map of bwd_kernel_d256.cuh;
-/// the second P^T / dS^T buffers stay unused).
+/// the fp32 P^T tile spans both of its P^T buffers, the second dS^T buffer stays unused).
 template <typename Tr, bool BF16>
 __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem, uint64_t* full,
                                                  uint64_t* empty, uint64_t* full_kv, int n0, int g,
@@ -82,7 +83,7 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
   for (int i = 0; i < 128; ++i)
     acc[i] = 0.f;
 
-  // Measurement builds (bwd_trace.hpp), the default layout's stamps where this layout has the
+  // Measurement builds (bwd_trace.hpp), the split layout's stamps where this layout has the
   // same point: issued / sdp (S^T or dP^T), soft (WG 0: P^T stored; WG 1: dS^T stored), bar (WG
   // 0: dV issued and the dS^T hand-off passed; WG 1: dK issued and its own barrier passed), dq
   // (dV / dK and dQ done), red (dQ stored), done (stage released).

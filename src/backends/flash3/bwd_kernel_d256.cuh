@@ -2,6 +2,9 @@
 // (the preprocess and the dQ conversion are bwd_kernel.cuh's, D-generic): causal (both
 // alignments), GQA, Sq != Sk, and (kMod) softcap, ALiBi, sliding windows and bool / additive
 // masks; not varlen or deterministic (the backend declines those at D 256).
+// Two consumer layouts share this kernel's producer and shared-memory map: the split layout
+// described below (kMod calls; plain calls with ATTNKIT_FLASH3_BWD_D256_LAYOUT=split), and since
+// session 29 for plain calls the RS layout (kRs: bwd_d256_rs.cuh, its own header).
 //
 // Why its own kernel: bwd_kernel.cuh gives each consumer warpgroup 64 keys and all D columns of
 // dK and dV in registers, D / 2 + D / 2 fp32 a thread: 256 at D = 256, more than a thread has.
@@ -103,7 +106,7 @@ __device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float m
 /// REDs a thread took ~2080 of the item's ~6450 clocks to issue (lg throttle; call 1's trace);
 /// storing the second half under dK rather than after it: +0..+1.5 %. cuDNN's D 256 kernel
 /// issues no REDG either.
-/// kRs (session 28, branch wip/f3d256rs28; plain calls only): the consumers run
+/// kRs (session 28; plain calls only, their default since session 29): the consumers run
 /// bwd_d256_rs.cuh's layout (S^T / dP^T by GEMM at m64n64, dV / dK as RS GEMMs); the producer
 /// takes dQ part 0 from dO(s) and part 1 from Q(s).
 template <bool BF16, bool kMod = false, bool kRs = false>

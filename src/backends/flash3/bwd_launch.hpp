@@ -64,7 +64,8 @@ struct BwdTuning {
   int64_t dq_ws_shift = 0;
   // The D 256 backward's consumer layout (session 28): 1 = by GEMM with RS dV / dK
   // (bwd_d256_rs.cuh; plain calls only: score mods and masks run the split kernel), 0 = split by
-  // queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (split: 0), else 1.
+  // queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (split or 0: 0), else 1.
+  // Any value other than 0 selects the RS layout.
   int d256_layout = -1;
 };
 inline BwdTuning& bwd_tuning() {

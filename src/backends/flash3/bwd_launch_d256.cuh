@@ -1,7 +1,7 @@
 // Host launcher of the flash3 backward at D = 256 (session 26, bwd_kernel_d256.cuh): the
-// preprocess and dQ conversion of bwd_kernel.cuh around the D 256 main kernel (the plain one, or
-// kMod with softcap / ALiBi / window / mask). The backend declines varlen and deterministic at
-// D 256.
+// preprocess and dQ conversion of bwd_kernel.cuh around the D 256 main kernel: for plain calls
+// the RS layout (kRs) or, on request, the split layout; kMod (split layout) with softcap / ALiBi /
+// window / mask. The backend declines varlen and deterministic at D 256.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -96,12 +96,12 @@ void launch_backward_d256(const Params& p) {
     // else ATTNKIT_FLASH3_BWD_D256_LAYOUT=split (read per call), selects the split layout for A/B.
     const char* layout_env = std::getenv("ATTNKIT_FLASH3_BWD_D256_LAYOUT");
     const std::string env = layout_env != nullptr ? layout_env : "";
-    const int layout = bwd_tuning().d256_layout >= 0 ? bwd_tuning().d256_layout
-                       : env == "split"              ? 0
-                                                     : 1;
+    const int layout = bwd_tuning().d256_layout >= 0  ? bwd_tuning().d256_layout
+                       : env == "split" || env == "0" ? 0
+                                                      : 1;
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
-    else if (layout == 1)
+    else if (layout != 0)
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);

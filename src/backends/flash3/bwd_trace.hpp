@@ -16,6 +16,8 @@ inline constexpr int kTraceStamps = 9;
 inline constexpr long long kTraceWords =
     static_cast<long long>(kTraceCtas) * kTraceItems * 2 * kTraceStamps;
 
+// The descriptions are the split layout's; the RS layout (bwd_d256_rs.cuh) stamps the points it
+// shares with them and says which in its own comment.
 enum TraceStamp : int {
   kStampTop = 0,     // item start
   kStampIssued = 1,  // Q / dO landed (full wait) and S^T / dP^T issued

@@ -99,8 +99,8 @@ std::vector<check::Case> backward_cases() {
   // masked copy of the P^T loop, with no key-padding mask next to the causal one.
   add(DType::bf16, 1, 512, 512, 2, 2, 64, Causal::top_left);
   add(DType::bf16, 1, 512, 512, 2, 2, 128, Causal::top_left);
-  // D = 256 (64-key CTAs, columns split between the warpgroups): MQA causal over many key
-  // blocks, a longer non-causal GQA call, exact multiples.
+  // D = 256 (64-key CTAs; MatchesOracle runs the RS layout, MatchesOracleD256Split the split
+  // one): MQA causal over many key blocks, a longer non-causal GQA call, exact multiples.
   add(DType::bf16, 1, 1000, 1000, 8, 1, 256, Causal::bottom_right);
   add(DType::bf16, 1, 777, 1024, 4, 2, 256, Causal::none);
   add(DType::f16, 1, 512, 512, 2, 2, 256, Causal::top_left);
@@ -215,6 +215,10 @@ TEST_P(Flash3Backward, MatchesOracleD256Split) {
   expect_backward_passes(GetParam());
 }
 
+// The alternatives kept for A/B measurements and as fallbacks, on the same cases (a knob set
+// here overrides that field of the default variant): each dQ path, the decoupled and coupled
+// warpgroups with either GEMM order, the 128-row query blocks (D = 64 only: skipped for D = 128)
+// with each dQ path and lse2 / delta source, and the prefetched lse2 / delta.
 TEST_P(Flash3Backward, MatchesOracleDqAtomics) {
   TuningScope t(0, -1);
   expect_backward_passes(GetParam());
@@ -513,8 +517,8 @@ TEST_P(Flash3BackwardScoreMod, MatchesOracleBm64) {
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3BackwardScoreMod,
                          ::testing::ValuesIn(score_mod_backward_cases()), CaseParamName{});
 
-// Both D 256 layouts (split, RS) on the hostile suite's small shapes (a single query and key,
-// Sk < 16, GQA 3, Sq and Sk not multiples of 64, both causal alignments; Sq 5 / Sk 150
+// Both D 256 layouts (split, RS), bf16 and f16, on the hostile suite's small shapes (a single query
+// and key, Sk < 16, GQA 3, Sq and Sk not multiples of 64, both causal alignments; Sq 5 / Sk 150
 // top-left gives key blocks without an item).
 TEST(Flash3BackwardD256Layouts, SmallShapes) {
   for (const auto& [sq, sk, hq, hkv, cz] :
@@ -523,12 +527,13 @@ TEST(Flash3BackwardD256Layouts, SmallShapes) {
         {40, 17, 6, 2, Causal::bottom_right},
         {5, 150, 3, 3, Causal::top_left},
         {130, 70, 3, 1, Causal::none}}) {
-    for (int layout : {0, 1}) {
-      SCOPED_TRACE("sq " + std::to_string(sq) + " sk " + std::to_string(sk) + " layout " +
-                   std::to_string(layout));
-      const D256LayoutScope t(layout);
-      expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, hq, hkv, 256, cz));
-    }
+    for (int layout : {0, 1})
+      for (DType dt : {DType::bf16, DType::f16}) {
+        SCOPED_TRACE("sq " + std::to_string(sq) + " sk " + std::to_string(sk) + " layout " +
+                     std::to_string(layout) + (dt == DType::f16 ? " f16" : " bf16"));
+        const D256LayoutScope t(layout);
+        expect_backward_passes(bwd_case(dt, 2, sq, sk, hq, hkv, 256, cz));
+      }
   }
 }
 
