@@ -88,39 +88,36 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
   // 0: dV issued and the dS^T hand-off passed; WG 1: dK issued and its own barrier passed), dq
   // (dV / dK and dQ done), red (dQ stored), done (stage released).
   auto stamp = [&](int it, int k) { trace_stamp(a, tid, w, it, k); };
-  // WG 0: S^T = K Q^T; WG 1: dP^T = V dO^T [64 keys x 64 queries] of the item whose Q / dO
-  // stage is at q_s / do_s. 16 k-steps over D, both operands K-major; one commit group.
-  auto issue_first = [&](float(&sg)[32], uint32_t q_s, uint32_t do_s) {
-    const uint32_t a_s = w == 0 ? k_s : v_s, b_s = w == 0 ? q_s : do_s;
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
-      const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-      const uint64_t da = ptx::Sw128Desc::make(a_s + off, 16, 1024);
-      const uint64_t db = ptx::Sw128Desc::make(b_s + offq, 16, 1024);
-      if (ks == 0)
-        WG64::template ss_first<0, 0>(sg, da, db);
-      else
-        WG64::template ss<0, 0>(sg, da, db, 1);
-    }
-    ptx::wgmma_commit();
-  };
-  auto stage_q = [&](int s) { return base + Tr::kOffQ + s * Tr::kQBytes; };
-  auto stage_do = [&](int s) { return base + Tr::kOffDO + s * Tr::kQBytes; };
-
   if (items > 0) ptx::mbar_wait(full_kv, 0);
   for (int it = 0; it < items; ++it) {
     stamp(it, kStampTop);
     const int s = it % kStages;
     const Item x = item_of(a, g, it, m_begin, m_count, kBM);
-    const uint32_t q_s = stage_q(s), do_s = stage_do(s);
+    const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
+    const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
     const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
     ptx::mbar_wait(&full[s], (it / kStages) & 1);
     stamp(it, kStampLanded);
 
-    float sg[32];  // S^T (WG 0) or dP^T (WG 1) [64 keys x 64 queries]
-    issue_first(sg, q_s, do_s);
+    // WG 0: S^T = K Q^T; WG 1: dP^T = V dO^T [64 keys x 64 queries]. 16 k-steps over D, both
+    // operands K-major.
+    float sg[32];
+    {
+      const uint32_t a_s = w == 0 ? k_s : v_s, b_s = w == 0 ? q_s : do_s;
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+        const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
+        const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
+        const uint64_t da = ptx::Sw128Desc::make(a_s + off, 16, 1024);
+        const uint64_t db = ptx::Sw128Desc::make(b_s + offq, 16, 1024);
+        if (ks == 0)
+          WG64::template ss_first<0, 0>(sg, da, db);
+        else
+          WG64::template ss<0, 0>(sg, da, db, 1);
+      }
+      ptx::wgmma_commit();
+    }
     stamp(it, kStampIssued);
     // lse2 (WG 0) or delta (WG 1) of this thread's 16 query columns 8 j + qc + e (the padded
     // workspace rows: in bounds, 8-byte aligned), loaded under the GEMM.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -92,6 +93,15 @@ inline bool det_defer(int d) {
   const char* e = std::getenv("ATTNKIT_FLASH3_BWD_DET_DEFER");
   if (e != nullptr && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
   return d == 128;
+}
+
+/// ATTNKIT_FLASH3_BWD_D256_LAYOUT=split (or 0): the D 256 backward's plain calls on the split
+/// layout instead of the RS layout (session 29's A/B; read per call); bwd_tuning().d256_layout
+/// (>= 0) overrides it.
+inline bool d256_split_layout() {
+  if (bwd_tuning().d256_layout >= 0) return bwd_tuning().d256_layout == 0;
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_LAYOUT");
+  return e != nullptr && (std::strcmp(e, "split") == 0 || std::strcmp(e, "0") == 0);
 }
 
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them

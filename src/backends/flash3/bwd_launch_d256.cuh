@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "backends/flash3/bwd_args.hpp"
@@ -91,17 +90,11 @@ void launch_backward_d256(const Params& p) {
     }
     a.trace = trace_out != nullptr ? trace_buf : nullptr;
 #endif
-    // The RS layout (bwd_d256_rs.cuh) is the plain calls' default since session 29 (+6..+12 %
-    // over the split layout, bench/notes/session29.md calls 1 and 7); bwd_tuning().d256_layout = 0,
-    // else ATTNKIT_FLASH3_BWD_D256_LAYOUT=split (read per call), selects the split layout for A/B.
-    const char* layout_env = std::getenv("ATTNKIT_FLASH3_BWD_D256_LAYOUT");
-    const std::string env = layout_env != nullptr ? layout_env : "";
-    const int layout = bwd_tuning().d256_layout >= 0  ? bwd_tuning().d256_layout
-                       : env == "split" || env == "0" ? 0
-                                                      : 1;
+    // Plain calls: the RS layout (bwd_d256_rs.cuh), the default since session 29 (+6..+12 % over
+    // the split layout, bench/notes/session29.md calls 1 and 7), unless d256_split_layout().
     if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
-    else if (layout != 0)
+    else if (!d256_split_layout())
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);
