@@ -37,6 +37,7 @@
 
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_d256_rs.cuh"
+#include "backends/flash3/bwd_d256_score_mod.cuh"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
@@ -86,15 +87,6 @@ struct BwdTraits256 {
 /// has 16 scores per item against 4 x 64 accumulator registers of GEMM work, so one general
 /// kernel serves every combination (softcap with a mask too: t = tanh is kept in registers, not
 /// recovered from P as the D 64 / 128 kernels do).
-template <int kKind>
-__device__ __forceinline__ float mask_add(const uint8_t* m, int64_t off, float mul) {
-  const MaskElem<kKind> v = reinterpret_cast<const MaskElem<kKind>*>(m)[off];
-  if constexpr (kKind == 1)
-    return v != 0 ? 0.f : -INFINITY;
-  else
-    return mask_value<kKind>(v) * mul;
-}
-
 /// dQ (session 28) leaves through the item's own Q / dO stage, not by float4 atomics from
 /// registers. dQ, dV and dK are committed as three wgmma groups. Once dV is done, WG w's columns
 /// of dO(s) (chunks 2 w, 2 w + 1) are dead (the other WG read them last in its dP^T, before the
@@ -273,16 +265,9 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     // bit: pk[2 j + r] = columns 8 j + qc, +1. kMod: softcap's t = tanh(.) first (dS^T then
     // times 1 - t^2), ALiBi, then the mask's value (score_mod.cuh's order).
     const int coff = a.causal ? a.causal_offset : (1 << 30);
-    [[maybe_unused]] const int loff = kMod && a.window_lo ? a.lo_offset : -(1 << 30);
-    [[maybe_unused]] float alibi_k = 0.f;
-    [[maybe_unused]] const uint8_t* mbh = nullptr;
-    if constexpr (kMod) {
-      if (a.alibi != nullptr) alibi_k = a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul;
-      if (a.mask_kind != 0) {
-        const int64_t bytes = a.mask_kind == 1 ? 1 : a.mask_kind == 2 ? 4 : 2;
-        mbh = a.mask + (static_cast<int64_t>(b) * a.mask_sb + x.h * a.mask_sh) * bytes;
-      }
-    }
+    [[maybe_unused]] ModItem mi{};
+    if constexpr (kMod) mi = mod_item(a, b, x.h);
+    [[maybe_unused]] const int loff = kMod ? mi.lo : -(1 << 30);
     uint32_t pp[8], pds[8];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -294,34 +279,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
           const int idx = 4 * j + 2 * r + e;
           const int key = key_r0 + 8 * r, q = x.m0 + qw + 8 * j + qc + e;
           float xs = st[idx], f = 1.f;
-          if constexpr (kMod) {
-            if (a.softcap_k != 0.f) {
-              const float t = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
-              xs = t;
-              f = fmaf(-t, t, 1.f);
-            }
-            if (alibi_k != 0.f)
-              xs = fmaf(alibi_k, static_cast<float>(abs(q + a.diag_offset - key)), xs);
-            if (mbh != nullptr) {
-              // (indices clamped into the mask: rows >= Sq / keys >= Sk are zeroed below)
-              const int64_t off = static_cast<int64_t>(min(q, a.seqlen_q - 1)) * a.mask_si +
-                                  static_cast<int64_t>(min(key, a.seqlen_k - 1)) * a.mask_sj;
-              switch (a.mask_kind) {
-                case 1:
-                  xs += mask_add<1>(mbh, off, a.mask_mul);
-                  break;
-                case 2:
-                  xs += mask_add<2>(mbh, off, a.mask_mul);
-                  break;
-                case 3:
-                  xs += mask_add<3>(mbh, off, a.mask_mul);
-                  break;
-                default:
-                  xs += mask_add<4>(mbh, off, a.mask_mul);
-                  break;
-              }
-            }
-          }
+          if constexpr (kMod) xs = score_mod_elem(a, mi, xs, q, key, f);
           float p = exp2_approx(fmaf(xs, sl2, -l2[2 * j + e]));
           p = (key >= a.seqlen_k || key > q + coff || (kMod && key < q + loff)) ? 0.f : p;
           pv[e] = p;
