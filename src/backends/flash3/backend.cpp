@@ -108,7 +108,7 @@ class Flash3Backend final : public Backend {
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
         "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128, 256; "
-        "backward without dropout, D 256 without varlen / deterministic)";
+        "backward without dropout, D 256 not deterministic)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -125,18 +125,19 @@ class Flash3Backend final : public Backend {
     c.window = true;
     c.softcap = true;
     c.alibi = true;
-    c.varlen = true;  // forward since session 24 (kVarVarlen), backward since session 25 (kVarlen)
+    c.varlen = true;  // forward since session 24 (kVarVarlen), backward since session 25 (kVarlen;
+                      // D 256 since session 30)
     // Forward since session 24 (score_mod.cuh apply_mask_tile), backward since session 26
     // (bwd_kernel.cuh kModMask; not with softcap: backward_reasons).
     c.mask_bool = true;
     c.mask_additive = true;
     c.gqa = true;
     c.lse = true;
-    c.backward = true;  // D = 64, 128, 256 (256: not varlen / deterministic, extra_reasons)
+    c.backward = true;  // D = 64, 128, 256 (256: not deterministic, backward_reasons)
     // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
     c.deterministic = true;
     // Not implemented (yet): dropout, a mask with softcap in the D 64 / 128 backward, D = 256
-    // backward with varlen / deterministic, D 96 / 192 backward.
+    // deterministic backward, D 96 / 192 backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -208,11 +209,11 @@ class Flash3Backend final : public Backend {
       reasons.push_back("backward head_dim " + std::to_string(p.head_dim) +
                         " not implemented (flash3 backward: 64, 128, 256)");
     // D = 256 (session 26, bwd_kernel_d256.cuh): score modifications and masks (with softcap
-    // too), not varlen or deterministic.
-    if (p.head_dim == 256 && (p.varlen || p.deterministic))
+    // too), varlen since session 30; not deterministic.
+    if (p.head_dim == 256 && p.deterministic)
       reasons.push_back(
-          "backward head_dim 256 with varlen or deterministic (flash3's D 256 backward has "
-          "neither)");
+          "deterministic backward at head_dim 256 (flash3's D 256 backward adds dQ in no fixed "
+          "order)");
   }
 
   void forward(const Params& p) override {

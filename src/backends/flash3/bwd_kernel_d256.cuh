@@ -1,7 +1,7 @@
 // flash3 backward at D = 256 (session 26): the main kernel of bwd_launch_d256.cuh's three launches
 // (the preprocess and the dQ conversion are bwd_kernel.cuh's, D-generic): causal (both
 // alignments), GQA, Sq != Sk, and (kMod) softcap, ALiBi, sliding windows and bool / additive
-// masks; not varlen or deterministic (the backend declines those at D 256).
+// masks; varlen (kVarlen, session 30); not deterministic (the backend declines it at D 256).
 // Two consumer layouts share this kernel's producer and shared-memory map: the split layout
 // described below (kMod calls; plain calls with ATTNKIT_FLASH3_BWD_D256_LAYOUT=split), and since
 // session 29 for plain calls the RS layout (kRs: bwd_d256_rs.cuh, its own header).
@@ -101,9 +101,15 @@ struct BwdTraits256 {
 /// kRs (session 28; plain calls only, their default since session 29): the consumers run
 /// bwd_d256_rs.cuh's layout (S^T / dP^T by GEMM at m64n64, dV / dK as RS GEMMs); the producer
 /// takes dQ part 0 from dO(s) and part 1 from Q(s).
-template <bool BF16, bool kMod = false, bool kRs = false>
+/// kVarlen (session 30): packed sequences, as bwd_kernel.cuh's kVarlen: blockIdx.z is the
+/// sequence, whose lengths, causal / window bounds, workspace rows and dK / dV rows come from
+/// varlen_bwd_args; the tensor maps are over the packed [1, total, H, D] tensors (batch
+/// coordinate 0, rows from the sequence's first). Rows past the sequence in a block (the next
+/// sequence's, or TMA's zero fill past the total) are masked as keys past Sk and query rows with
+/// lse2 = +inf, as in the dense kernel.
+template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
-    bwd_kernel_d256(const __grid_constant__ BwdArgs a) {
+    bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
@@ -117,6 +123,20 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   uint64_t* empty = bars + 1 + kStages;
 
   const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // `a`: the launch's arguments, or (kVarlen) sequence b's; the tensor maps always from `maps`
+  // (TMA reads them from the kernel parameter). q0 / k0: the sequence's first rows in the maps;
+  // bt: the maps' and the workspace's batch coordinate (varlen: 0, packed).
+  [[maybe_unused]] BwdArgs va;
+  int q0 = 0, k0 = 0;
+  if constexpr (kVarlen) {
+    q0 = maps.cu_q[b];
+    k0 = maps.cu_k[b];
+    // Key blocks past this sequence's keys: nothing to write (the grid covers the longest).
+    if (n0 >= maps.cu_k[b + 1] - k0) return;
+    va = varlen_bwd_args<D, kBM>(maps, b, q0, k0);
+  }
+  const BwdArgs& a = kVarlen ? va : maps;
+  const int bt = kVarlen ? 0 : b;
   const MRange mr = visible_m_blocks<kMod, kBM, kBN>(a, n0);
   const int m_begin = mr.begin, m_count = mr.count;
   const int items = a.group * m_count;
@@ -129,21 +149,21 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     // ---- producer: K and V once, then Q and dO of every item through the ring --------------
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     if (items == 0 || threadIdx.x != 0) return;
-    ptx::tma_prefetch_map(&a.tma_q);
-    ptx::tma_prefetch_map(&a.tma_do);
+    ptx::tma_prefetch_map(&maps.tma_q);
+    ptx::tma_prefetch_map(&maps.tma_do);
     ptx::mbar_arrive_expect_tx(full_kv, 2 * Tr::kKBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c) {
-      ptx::tma_load_4d(smem + Tr::kOffK + c * Tr::kKChunkBytes, &a.tma_k, full_kv, c * 64, n0, g,
-                       b);
-      ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &a.tma_v, full_kv, c * 64, n0, g,
-                       b);
+      ptx::tma_load_4d(smem + Tr::kOffK + c * Tr::kKChunkBytes, &maps.tma_k, full_kv, c * 64,
+                       k0 + n0, g, bt);
+      ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &maps.tma_v, full_kv, c * 64,
+                       k0 + n0, g, bt);
     }
     // Item j's dQ [64 x 256] fp32 (the workspace tile at row(j) * D: part w = columns
     // 128 w .., 32 KB, first half from Q(s) chunks 2 w, 2 w + 1, second from dO(s)'s) -> L2.
     auto reduce_dq = [&](int j, int s) {
       const Item y = item_of(a, g, j, m_begin, m_count, kBM);
-      float* tile = a.dq_acc + ((static_cast<int64_t>(b) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
+      float* tile = a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
       if constexpr (kRs) {  // part 0 whole in dO(s), part 1 in Q(s)
         ptx::bulk_reduce_add_f32(tile, smem + Tr::kOffDO + s * Tr::kQBytes, Tr::kQBytes);
         ptx::bulk_reduce_add_f32(tile + 64 * Tr::kDqN, smem + Tr::kOffQ + s * Tr::kQBytes,
@@ -172,10 +192,10 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
       for (int c = 0; c < Tr::kChunks; ++c) {
-        ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_q,
-                         &full[s], c * 64, x.m0, x.h, b);
-        ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &a.tma_do,
-                         &full[s], c * 64, x.m0, x.h, b);
+        ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_q,
+                         &full[s], c * 64, q0 + x.m0, x.h, bt);
+        ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
+                         &full[s], c * 64, q0 + x.m0, x.h, bt);
       }
     }
     // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
@@ -191,7 +211,8 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   // ---- consumers --------------------------------------------------------------------------------
   ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
   if constexpr (kRs) {
-    d256_rs_consumer<Tr, BF16>(a, smem, full, empty, full_kv, n0, g, b, m_begin, m_count, items,
+    // (bt: the workspace rows' batch; dK / dV: varlen's batch stride is 0)
+    d256_rs_consumer<Tr, BF16>(a, smem, full, empty, full_kv, n0, g, bt, m_begin, m_count, items,
                                wg - 1);
     return;
   }
@@ -221,7 +242,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     const Item x = item_of(a, g, it, m_begin, m_count, kBM);
     const uint32_t q_s = base + Tr::kOffQ + s * Tr::kQBytes;
     const uint32_t do_s = base + Tr::kOffDO + s * Tr::kQBytes;
-    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + x.h) * a.sq_pad + x.m0;
+    const int64_t row = (static_cast<int64_t>(bt) * a.heads_q + x.h) * a.sq_pad + x.m0;
     ptx::mbar_wait(&full[s], (it / kStages) & 1);
     stamp(it, kStampLanded);
 

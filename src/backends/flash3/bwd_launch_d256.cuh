@@ -1,7 +1,9 @@
 // Host launcher of the flash3 backward at D = 256 (session 26, bwd_kernel_d256.cuh): the
 // preprocess and dQ conversion of bwd_kernel.cuh around the D 256 main kernel: for plain calls
 // the RS layout (kRs) or, on request, the split layout; kMod (split layout) with softcap / ALiBi /
-// window / mask. The backend declines varlen and deterministic at D 256.
+// window / mask. Varlen since session 30 (kVarlen: the RS layout for plain calls, kMod with score
+// mods; its instantiations in bwd_d256_varlen_{bf16,f16}.cu). The backend declines deterministic
+// at D 256.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,17 +35,28 @@ void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
-template <bool BF16>
+/// kVarlen = true: a packed call (Params::varlen), each sequence's rows in its own padded run of
+/// the workspace (varlen_ws_row0), as launch_backward's kVarlen. Defined in
+/// instantiations/bwd_d256_varlen_{bf16,f16}.cu, so that its kernels compile beside the dense ones.
+template <bool BF16, bool kVarlen = false>
 void launch_backward_d256(const Params& p) {
   using Tr = BwdTraits256;
   constexpr int D = Tr::kD;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
   // Query rows padded to whole 64-row blocks (at least one): lse2 / delta / dQ workspace
-  // accesses need no bounds checks (as launch_backward's).
+  // accesses need no bounds checks (as launch_backward's). Varlen: each sequence padded to
+  // kVarlenPadRows inside each q head's sq_pad rows; `grid_rows`: the rows the preprocess visits
+  // per sequence (the longest one's, padded; Params::seqlen_q / seqlen_k are the maxima).
   const int64_t m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM : 1;
-  const int64_t sq_pad = m_blocks * Tr::kBlockM;
-  const size_t rows = static_cast<size_t>(p.batch * p.heads_q) * static_cast<size_t>(sq_pad);
+  constexpr int64_t kPadV = kVarlenPadRows;
+  static_assert(kVarlenPadRows % Tr::kBlockM == 0, "varlen: a query block inside one padded run");
+  const int64_t sq_pad =
+      kVarlen ? (p.total_q + kPadV * p.batch + kPadV - 1) / kPadV * kPadV : m_blocks * Tr::kBlockM;
+  const int64_t grid_rows =
+      kVarlen ? (std::max<int64_t>(p.seqlen_q, 1) + kPadV - 1) / kPadV * kPadV : sq_pad;
+  const int64_t bh = kVarlen ? p.heads_q : p.batch * p.heads_q;
+  const size_t rows = static_cast<size_t>(bh) * static_cast<size_t>(sq_pad);
   // Workspace (fp32): lse2 [rows] | delta [rows] | dq_acc [rows, 256].
   float* ws = static_cast<float*>(
       cuda::workspace(rows * (2 + static_cast<size_t>(D)) * sizeof(float), p.device.index, stream));
@@ -53,14 +66,14 @@ void launch_backward_d256(const Params& p) {
 
   if (prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);
-    const dim3 grid(static_cast<unsigned>(sq_pad / kRows), static_cast<unsigned>(p.heads_q),
+    const dim3 grid(static_cast<unsigned>(grid_rows / kRows), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd_preprocess_vec_kernel<D, BF16>
+    bwd_preprocess_vec_kernel<D, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
   } else {
-    const dim3 grid(static_cast<unsigned>(sq_pad / 8), static_cast<unsigned>(p.heads_q),
+    const dim3 grid(static_cast<unsigned>(grid_rows / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd_preprocess_kernel<BF16>
+    bwd_preprocess_kernel<BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
   }
   ATTNKIT_CUDA_CHECK_LAUNCH();
@@ -69,12 +82,23 @@ void launch_backward_d256(const Params& p) {
     BwdArgs a{};
     // (Sq = 0: 0 query blocks, so no CTA has an item; m_blocks >= 1 only pads the workspace. A
     // CTA with items would read rows -1 of a mask.)
-    set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, p.batch, p.seqlen_q, p.seqlen_k, sq_pad,
-                   lse2, delta, dq_acc, a);
+    // Varlen: maps over the packed [1, total, H, D] tensors.
+    const int64_t mb = kVarlen ? 1 : p.batch;
+    const int64_t sq = kVarlen ? p.total_q : p.seqlen_q, sk = kVarlen ? p.total_k : p.seqlen_k;
+    set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk, sq_pad, lse2, delta, dq_acc,
+                   a);
     a.dq_vec4 = 1;
     // Softcap / ALiBi / window / mask (session 26): the general kMod kernel.
     const bool mod = has_score_mod(p) || p.has_mask();
-    if (mod) set_bwd_score_mod(p, score_mod_of(p), a);
+    const ScoreMod m = score_mod_of(p);
+    if (mod) set_bwd_score_mod(p, m, a);
+    if constexpr (kVarlen) {  // (each sequence's bounds from causal_kind / win_*, in the kernel)
+      a.cu_q = p.cu_seqlens_q;
+      a.cu_k = p.cu_seqlens_k;
+      a.causal_kind = m.causal_kind;
+      a.win_left = m.win_left;
+      a.win_right = m.win_right;
+    }
 
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
@@ -92,8 +116,11 @@ void launch_backward_d256(const Params& p) {
 #endif
     // Plain calls: the RS layout (bwd_d256_rs.cuh), the default since session 29 (+6..+12 % over
     // the split layout, bench/notes/session29.md calls 1 and 7), unless d256_split_layout().
+    // Varlen plain calls: the RS layout always (the split layout has no varlen build).
     if (mod)
-      run_kernel_d256<&bwd_kernel_d256<BF16, true>>(grid, a, stream);
+      run_kernel_d256<&bwd_kernel_d256<BF16, true, false, kVarlen>>(grid, a, stream);
+    else if constexpr (kVarlen)
+      run_kernel_d256<&bwd_kernel_d256<BF16, false, true, true>>(grid, a, stream);
     else if (!d256_split_layout())
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
@@ -115,10 +142,14 @@ void launch_backward_d256(const Params& p) {
   if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd_dq_convert_kernel<D, Tr::kDqN, BF16>
+    bwd_dq_convert_kernel<D, Tr::kDqN, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, /*v4=*/1);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 }
+
+/// The varlen launcher's two instantiations (instantiations/bwd_d256_varlen_{bf16,f16}.cu).
+extern template void launch_backward_d256<true, true>(const Params& p);
+extern template void launch_backward_d256<false, true>(const Params& p);
 
 }  // namespace attnkit::flash3::bwd

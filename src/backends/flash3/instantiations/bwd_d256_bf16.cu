@@ -6,6 +6,9 @@
 namespace attnkit::flash3 {
 template <>
 void run_backward<256, true>(const Params& p) {
-  bwd::launch_backward_d256<true>(p);
+  if (p.varlen)
+    bwd::launch_backward_d256<true, true>(p);  // (bwd_d256_varlen_bf16.cu)
+  else
+    bwd::launch_backward_d256<true>(p);
 }
 }  // namespace attnkit::flash3

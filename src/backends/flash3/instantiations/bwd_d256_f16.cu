@@ -6,6 +6,9 @@
 namespace attnkit::flash3 {
 template <>
 void run_backward<256, false>(const Params& p) {
-  bwd::launch_backward_d256<false>(p);
+  if (p.varlen)
+    bwd::launch_backward_d256<false, true>(p);  // (bwd_d256_varlen_f16.cu)
+  else
+    bwd::launch_backward_d256<false>(p);
 }
 }  // namespace attnkit::flash3
