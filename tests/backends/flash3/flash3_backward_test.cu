@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "attnkit/attention.hpp"
@@ -732,6 +733,13 @@ std::vector<std::string> flash3_reasons(const Explanation& e) {
   return {};
 }
 
+/// cuDNN is built and explain() gives it no reason to decline the call.
+bool cudnn_can_run(const Explanation& e) {
+  for (const auto& b : e.backends)
+    if (b.name == "cudnn") return b.built && b.ok;
+  return false;
+}
+
 bool mentions(const std::vector<std::string>& reasons, const std::string& what) {
   return std::any_of(reasons.begin(), reasons.end(),
                      [&](const std::string& r) { return r.find(what) != std::string::npos; });
@@ -775,6 +783,53 @@ TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
     const auto fwd = flash3_reasons(explain(fa, opts, /*backward=*/false));
     if (flash3_built_with(static_cast<int>(d)))
       EXPECT_TRUE(fwd.empty()) << (fwd.empty() ? "" : fwd[0]);
+  }
+}
+
+// ---- auto: the dense backwards where flash3 leads cuDNN (session 30, dispatch/api.cpp) ----------
+
+// Plain D 256 (both causal modes) and causal D 64 backwards go to flash3 under auto, even with
+// cuDNN built; a D 256 window keeps the table's order (flash3 is then picked only if nothing
+// before it can run the call), and a deterministic D 256 backward, which flash3 declines, never
+// goes to it.
+TEST(Flash3AutoBackward, PrefersFlash3WhereFaster) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90";
+  for (const auto& [d, cz] : {std::pair<int64_t, Causal>{256, Causal::none},
+                              {256, Causal::bottom_right},
+                              {64, Causal::top_left}}) {
+    if (!flash3_built_with(static_cast<int>(d))) continue;
+    const int64_t b = 1, s = 256, h = 2;
+    const size_t elems = static_cast<size_t>(b * s * h * d);
+    DeviceBuffer q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), lse(b * h * s * 4);
+    ForwardArgs fa{bshd_view(q.p, DType::bf16, b, s, h, d),
+                   bshd_view(k.p, DType::bf16, b, s, h, d),
+                   bshd_view(v.p, DType::bf16, b, s, h, d),
+                   bshd_view(o.p, DType::bf16, b, s, h, d),
+                   {}};
+    fa.lse.data = lse.p;
+    fa.lse.dtype = DType::f32;
+    fa.lse.device = Device::cuda(0);
+    fa.lse.rank = 3;
+    fa.lse.shape = {b, h, s};
+    fa.lse.stride = {h * s, s, 1};
+    Options opts;
+    opts.causal = cz;
+    const Explanation e = explain(fa, opts, /*backward=*/true);
+    EXPECT_EQ(e.selected, "flash3") << "D = " << d << "\n" << e.str();
+    EXPECT_EQ(e.rule, "auto");
+    // The forward keeps the table's order: cuDNN first wherever it can run the call.
+    const Explanation f = explain(fa, opts, /*backward=*/false);
+    if (cudnn_can_run(f)) EXPECT_EQ(f.selected, "cudnn") << f.str();
+    if (d == 256) {
+      opts.deterministic = true;  // flash3 declines it at D 256
+      const Explanation det = explain(fa, opts, /*backward=*/true);
+      EXPECT_NE(det.selected, "flash3") << det.str();
+      opts.deterministic = false;
+      opts.window_left = 100;  // not a plain call: the table's order
+      const Explanation w = explain(fa, opts, /*backward=*/true);
+      if (cudnn_can_run(w)) EXPECT_EQ(w.selected, "cudnn") << w.str();
+    }
   }
 }
 
