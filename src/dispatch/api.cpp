@@ -84,9 +84,9 @@ SelectionRequest request_for(const Options& o, const Params& p) {
   // ran at half its dense speed at 1k-long sequences). The varlen forward keeps the table's order
   // (flash3 / cuDNN 0.97-1.15, 2026-11-28-h200-flash3-varlen.md).
   if (p.varlen && p.is_backward) r.prefer = {"flash3"};
-  // Dense backwards where flash3 beat cuDNN at every S >= 1k in the same process (session 30;
-  // H200, bench/results/2026-11-29-h200-flash3-s29.md and -s28.md): D 256 (1.03-1.26x, both causal
-  // modes; cuDNN ran at 0.8-0.9 of flash3 at 4k / 16k) and causal D 64 (1.06-1.11x). Plain calls
+  // Dense backwards where flash3 beat cuDNN at every S >= 1k in the same process (H200; sessions
+  // 28-30, bench/results/2026-11-29-h200-flash3-s30.md): D 256 (1.04-1.28x in session 30, both
+  // causal modes) and causal D 64 (1.06-1.11x). Plain calls
   // only: masks and windows keep the table's order (not compared with cuDNN's); softcap / ALiBi
   // reach flash3 anyway (cuDNN declines them). Where flash3 declines (deterministic at D 256,
   // dropout), the table's order follows.
