@@ -154,9 +154,11 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
       reduce_dq(it - kStages, s);
       ptx::bulk_wait_read<0>();
       if constexpr (kCl) {  // both producers' dQ reads of stage s, before either multicasts
-        cl::mbar_arrive_remote(&refill[s], 0);
-        cl::mbar_arrive_remote(&refill[s], 1);
-        ptx::mbar_wait(&refill[s], ((it / kStages) - 1) & 1);
+        // (cluster-scope release / acquire: one thread, twice per item; the review's point that
+        // CTA scope does not formally order two CTAs)
+        cl::mbar_arrive_remote_cluster(&refill[s], 0);
+        cl::mbar_arrive_remote_cluster(&refill[s], 1);
+        cl::mbar_wait_cluster(&refill[s], ((it / kStages) - 1) & 1);
       }
     }
     ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);  // (kCl: both halves land here)
