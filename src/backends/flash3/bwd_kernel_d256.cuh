@@ -41,6 +41,7 @@
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "backends/flash3/cluster.cuh"
 #include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/reg_ops.cuh"
 #include "cuda/ptx_sm90.hpp"
@@ -72,7 +73,7 @@ struct BwdTraits256 {
   static constexpr int kOffPT = kOffDO + kStages * kQBytes;  // [2 buffers] P^T tiles
   static constexpr int kOffDS = kOffPT + 2 * kTileBytes;     // [2 buffers] dS^T tiles
   static constexpr int kOffBars = kOffDS + 2 * kTileBytes;
-  static constexpr int kNumBars = 1 + 2 * kStages;  // full_kv, full[s], empty[s]
+  static constexpr int kNumBars = 1 + 3 * kStages;  // full_kv, full[s], empty[s], (kCl) refill[s]
   static constexpr int kSmemBytes = kOffBars + kNumBars * 8 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
@@ -101,16 +102,115 @@ struct BwdTraits256 {
 /// kRs (session 28; plain calls only, their default since session 29): the consumers run
 /// bwd_d256_rs.cuh's layout (S^T / dP^T by GEMM at m64n64, dV / dK as RS GEMMs); the producer
 /// takes dQ part 0 from dO(s) and part 1 from Q(s).
+/// The producer thread of bwd_kernel_d256 (its thread 0): K and V once, then Q and dO of every item
+/// through the ring, and each item's dQ out of its stage by bulk reduce-adds before the refill.
+/// kCl: the cluster's half of each Q / dO block, multicast (see the kernel's comment).
+template <bool kRs, bool kCl, typename Tr = BwdTraits256>
+__device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs& a, uint8_t* smem,
+                                             uint64_t* full_kv, uint64_t* full, uint64_t* empty,
+                                             [[maybe_unused]] uint64_t* refill, int n0, int g,
+                                             int bt, int k0, int q0, int m_begin, int m_count,
+                                             int items, [[maybe_unused]] int crank) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  namespace ptx = attnkit::cuda::sm90;
+  constexpr int kBM = Tr::kBlockM, kStages = Tr::kStages, D = Tr::kD;
+  ptx::tma_prefetch_map(&maps.tma_q);
+  ptx::tma_prefetch_map(&maps.tma_do);
+  ptx::mbar_arrive_expect_tx(full_kv, 2 * Tr::kKBytes);
+#pragma unroll
+  for (int c = 0; c < Tr::kChunks; ++c) {
+    ptx::tma_load_4d(smem + Tr::kOffK + c * Tr::kKChunkBytes, &maps.tma_k, full_kv, c * 64, k0 + n0,
+                     g, bt);
+    ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &maps.tma_v, full_kv, c * 64, k0 + n0,
+                     g, bt);
+  }
+  // Item j's dQ [64 x 256] fp32 (the workspace tile at row(j) * D: part w = columns
+  // 128 w .., 32 KB, first half from Q(s) chunks 2 w, 2 w + 1, second from dO(s)'s) -> L2.
+  auto reduce_dq = [&](int j, int s) {
+    const Item y = item_of(a, g, j, m_begin, m_count, kBM);
+    float* tile = a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
+    if constexpr (kRs) {  // part 0 whole in dO(s), part 1 in Q(s)
+      ptx::bulk_reduce_add_f32(tile, smem + Tr::kOffDO + s * Tr::kQBytes, Tr::kQBytes);
+      ptx::bulk_reduce_add_f32(tile + 64 * Tr::kDqN, smem + Tr::kOffQ + s * Tr::kQBytes,
+                               Tr::kQBytes);
+    } else {
+#pragma unroll
+      for (int w = 0; w < Tr::kConsumerWGs; ++w) {
+        const int cb = s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
+        ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN, smem + Tr::kOffQ + cb,
+                                 2 * Tr::kQChunkBytes);
+        ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN + 32 * Tr::kDqN, smem + Tr::kOffDO + cb,
+                                 2 * Tr::kQChunkBytes);
+      }
+    }
+    ptx::bulk_commit();
+  };
+  for (int it = 0; it < items; ++it) {
+    const int s = it % kStages;
+    const uint32_t ph = (it / kStages) & 1;
+    const Item x = item_of(a, g, it, m_begin, m_count, kBM);
+    ptx::mbar_wait(&empty[s], ph ^ 1);
+    if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
+      reduce_dq(it - kStages, s);
+      ptx::bulk_wait_read<0>();
+      if constexpr (kCl) {  // both producers' dQ reads of stage s, before either multicasts
+        // (cluster-scope release / acquire: one thread, twice per item; the review's point that
+        // CTA scope does not formally order two CTAs)
+        cl::mbar_arrive_remote_cluster(&refill[s], 0);
+        cl::mbar_arrive_remote_cluster(&refill[s], 1);
+        cl::mbar_wait_cluster(&refill[s], ((it / kStages) - 1) & 1);
+      }
+    }
+    ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);  // (kCl: both halves land here)
+    if constexpr (kCl) {
+#pragma unroll
+      for (int c = 2 * crank; c < 2 * crank + 2; ++c) {
+        cl::tma_load_4d_multicast(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes,
+                                  &maps.tma_q, &full[s], c * 64, q0 + x.m0, x.h, bt, 3);
+        cl::tma_load_4d_multicast(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes,
+                                  &maps.tma_do, &full[s], c * 64, q0 + x.m0, x.h, bt, 3);
+      }
+    } else {
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_q,
+                         &full[s], c * 64, q0 + x.m0, x.h, bt);
+        ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
+                         &full[s], c * 64, q0 + x.m0, x.h, bt);
+      }
+    }
+  }
+  // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
+  for (int j = items > kStages ? items - kStages : 0; j < items; ++j) {
+    const int s = j % kStages;
+    ptx::mbar_wait(&empty[s], (j / kStages) & 1);
+    reduce_dq(j, s);
+  }
+  ptx::bulk_wait<0>();  // shared memory read (and the adds done) before the CTA exits
+#endif
+}
+
 /// kVarlen (session 30): packed sequences, as bwd_kernel.cuh's kVarlen: blockIdx.z is the
 /// sequence, whose lengths, causal / window bounds, workspace rows and dK / dV rows come from
 /// varlen_bwd_args; the tensor maps are over the packed [1, total, H, D] tensors (batch
 /// coordinate 0, rows from the sequence's first). Rows past the sequence in a block (the next
 /// sequence's, or TMA's zero fill past the total) are masked as keys past Sk and query rows with
 /// lse2 = +inf, as in the dense kernel.
-template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false>
+/// kCl (session 30, written, not yet run: branch wip/f3cl30; ATTNKIT_FLASH3_BWD_D256_CLUSTER=1):
+/// a cluster of two CTAs on adjacent key blocks (2 c, 2 c + 1; the grid's x padded to even) runs
+/// the same items in lockstep, and each producer loads only half of every Q / dO block (column
+/// chunks 2 r, 2 r + 1 for rank r), multicast into both CTAs' stage: Q / dO's L2 -> SM traffic
+/// halves (session 30 call 6: the kernel sits at 74 % of L2 throughput, cuDNN's at 34 %). Both
+/// CTAs take rank 0's item range (under causal masks the lower key block sees the most query
+/// blocks; rank 1's extra first item is fully masked, so it adds zeros). A stage is refilled
+/// only when both producers have read their dQ out of it (barrier refill[s], one arrival from
+/// each producer on both CTAs); each CTA's consumers still release it to their own producer
+/// (empty[s]). The cluster synchronises after the barrier inits and before exit.
+template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kCl = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
+  static_assert(!kCl || (kRs && !kVarlen), "the cluster: plain dense calls on the RS layout");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
   namespace ptx = attnkit::cuda::sm90;
@@ -121,6 +221,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   uint64_t* full_kv = bars;
   uint64_t* full = bars + 1;
   uint64_t* empty = bars + 1 + kStages;
+  [[maybe_unused]] uint64_t* refill = bars + 1 + 2 * kStages;  // kCl
 
   const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
   // `a`: the launch's arguments, or (kVarlen) sequence b's; the tensor maps always from `maps`
@@ -137,74 +238,39 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   }
   const BwdArgs& a = kVarlen ? va : maps;
   const int bt = kVarlen ? 0 : b;
-  const MRange mr = visible_m_blocks<kMod, kBM, kBN>(a, n0);
+  // kCl: rank 0's key block decides both CTAs' items (see the template's comment).
+  [[maybe_unused]] const int crank = kCl ? static_cast<int>(cl::ctarank()) : 0;
+  const MRange mr = visible_m_blocks<kMod, kBM, kBN>(a, kCl ? n0 - crank * kBN : n0);
   const int m_begin = mr.begin, m_count = mr.count;
   const int items = a.group * m_count;
 
   init_bwd_ring<kStages>(full_kv, full, empty, Tr::kConsumerWGs * 4);
-  __syncthreads();
+  if constexpr (kCl) {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kStages; ++s)
+        ptx::mbar_init(&refill[s], 2);  // both producers
+      ptx::fence_mbar_init();
+    }
+    cl::sync();  // every barrier of both CTAs initialised before any remote arrival or multicast
+  } else {
+    __syncthreads();
+  }
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // ---- producer: K and V once, then Q and dO of every item through the ring --------------
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (items == 0 || threadIdx.x != 0) return;
-    ptx::tma_prefetch_map(&maps.tma_q);
-    ptx::tma_prefetch_map(&maps.tma_do);
-    ptx::mbar_arrive_expect_tx(full_kv, 2 * Tr::kKBytes);
-#pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c) {
-      ptx::tma_load_4d(smem + Tr::kOffK + c * Tr::kKChunkBytes, &maps.tma_k, full_kv, c * 64,
-                       k0 + n0, g, bt);
-      ptx::tma_load_4d(smem + Tr::kOffV + c * Tr::kKChunkBytes, &maps.tma_v, full_kv, c * 64,
-                       k0 + n0, g, bt);
+    if constexpr (kCl) {
+      if (items > 0 && threadIdx.x == 0)
+        d256_produce<kRs, kCl>(maps, a, smem, full_kv, full, empty, refill, n0, g, bt, k0, q0,
+                               m_begin, m_count, items, crank);
+      __syncwarp();
+      cl::sync();  // no CTA exits while its peer may still multicast into it or arrive on it
+    } else {
+      if (items == 0 || threadIdx.x != 0) return;
+      d256_produce<kRs, kCl>(maps, a, smem, full_kv, full, empty, refill, n0, g, bt, k0, q0,
+                             m_begin, m_count, items, crank);
     }
-    // Item j's dQ [64 x 256] fp32 (the workspace tile at row(j) * D: part w = columns
-    // 128 w .., 32 KB, first half from Q(s) chunks 2 w, 2 w + 1, second from dO(s)'s) -> L2.
-    auto reduce_dq = [&](int j, int s) {
-      const Item y = item_of(a, g, j, m_begin, m_count, kBM);
-      float* tile = a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
-      if constexpr (kRs) {  // part 0 whole in dO(s), part 1 in Q(s)
-        ptx::bulk_reduce_add_f32(tile, smem + Tr::kOffDO + s * Tr::kQBytes, Tr::kQBytes);
-        ptx::bulk_reduce_add_f32(tile + 64 * Tr::kDqN, smem + Tr::kOffQ + s * Tr::kQBytes,
-                                 Tr::kQBytes);
-      } else {
-#pragma unroll
-        for (int w = 0; w < Tr::kConsumerWGs; ++w) {
-          const int cb = s * Tr::kQBytes + 2 * w * Tr::kQChunkBytes;
-          ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN, smem + Tr::kOffQ + cb,
-                                   2 * Tr::kQChunkBytes);
-          ptx::bulk_reduce_add_f32(tile + w * 64 * Tr::kDqN + 32 * Tr::kDqN, smem + Tr::kOffDO + cb,
-                                   2 * Tr::kQChunkBytes);
-        }
-      }
-      ptx::bulk_commit();
-    };
-    for (int it = 0; it < items; ++it) {
-      const int s = it % kStages;
-      const uint32_t ph = (it / kStages) & 1;
-      const Item x = item_of(a, g, it, m_begin, m_count, kBM);
-      ptx::mbar_wait(&empty[s], ph ^ 1);
-      if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
-        reduce_dq(it - kStages, s);
-        ptx::bulk_wait_read<0>();
-      }
-      ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
-#pragma unroll
-      for (int c = 0; c < Tr::kChunks; ++c) {
-        ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_q,
-                         &full[s], c * 64, q0 + x.m0, x.h, bt);
-        ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
-                         &full[s], c * 64, q0 + x.m0, x.h, bt);
-      }
-    }
-    // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
-    for (int j = items > kStages ? items - kStages : 0; j < items; ++j) {
-      const int s = j % kStages;
-      ptx::mbar_wait(&empty[s], (j / kStages) & 1);
-      reduce_dq(j, s);
-    }
-    ptx::bulk_wait<0>();  // shared memory read (and the adds done) before the CTA exits
     return;
   }
 
@@ -214,6 +280,7 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     // (bt: the workspace rows' batch; dK / dV: varlen's batch stride is 0)
     d256_rs_consumer<Tr, BF16>(a, smem, full, empty, full_kv, n0, g, bt, m_begin, m_count, items,
                                wg - 1);
+    if constexpr (kCl) cl::sync();  // (the producer warpgroup's exit barrier's other half)
     return;
   }
   using WS = BwdWgmma<32, BF16>;   // S^T_w, dP^T_w [64 keys x 32 queries]

@@ -104,6 +104,14 @@ inline bool d256_split_layout() {
   return e != nullptr && (std::strcmp(e, "split") == 0 || std::strcmp(e, "0") == 0);
 }
 
+/// ATTNKIT_FLASH3_BWD_D256_CLUSTER=1 (session 30, written, not yet run: branch wip/f3cl30; read
+/// per call): the D 256 RS kernel as 2-CTA clusters with Q / dO multicast (bwd_kernel_d256 kCl),
+/// bf16 plain dense calls only.
+inline bool d256_cluster() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_CLUSTER");
+  return e != nullptr && e[0] == '1';
+}
+
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
 /// (m = seq_bounds.hpp score_mod_of(p), launch.cuh set_score_mod); read by kMod kernels only.
 inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {

@@ -38,6 +38,10 @@ void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
 /// kVarlen = true: a packed call (Params::varlen), each sequence's rows in its own padded run of
 /// the workspace (varlen_ws_row0), as launch_backward's kVarlen. Defined in
 /// instantiations/bwd_d256_varlen_{bf16,f16}.cu, so that its kernels compile beside the dense ones.
+/// bwd_kernel_d256's kCl build (bf16, RS; instantiations/bwd_d256_cluster.cu): grid's x padded to
+/// even, launched as clusters of 2 along x.
+void run_d256_cluster(const dim3& grid, const BwdArgs& a, cudaStream_t stream);
+
 template <bool BF16, bool kVarlen = false>
 void launch_backward_d256(const Params& p) {
   using Tr = BwdTraits256;
@@ -121,6 +125,8 @@ void launch_backward_d256(const Params& p) {
       run_kernel_d256<&bwd_kernel_d256<BF16, true, false, kVarlen>>(grid, a, stream);
     else if constexpr (kVarlen)
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true, true>>(grid, a, stream);
+    else if (BF16 && !d256_split_layout() && d256_cluster())
+      run_d256_cluster(grid, a, stream);  // (bwd_d256_cluster.cu)
     else if (!d256_split_layout())
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
