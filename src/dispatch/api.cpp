@@ -88,8 +88,8 @@ SelectionRequest request_for(const Options& o, const Params& p) {
   // H200, bench/results/2026-11-29-h200-flash3-s29.md and -s28.md): D 256 (1.03-1.26x, both causal
   // modes; cuDNN ran at 0.8-0.9 of flash3 at 4k / 16k) and causal D 64 (1.06-1.11x). Plain calls
   // only: masks and windows keep the table's order (not compared with cuDNN's); softcap / ALiBi
-  // reach flash3 anyway (cuDNN declines them). Where flash3 declines (deterministic at D 256,
-  // dropout), the table's order follows.
+  // reach flash3 anyway (cuDNN declines them). Where flash3 declines (dropout), the table's
+  // order follows.
   const bool plain = !p.has_mask() && p.window_left < 0 && p.window_right < 0;
   if (p.is_backward && !p.varlen && plain &&
       (p.head_dim == 256 || (p.head_dim == 64 && p.causal != Causal::none)))

@@ -107,10 +107,18 @@ struct BwdTraits256 {
 /// coordinate 0, rows from the sequence's first). Rows past the sequence in a block (the next
 /// sequence's, or TMA's zero fill past the total) are masked as keys past Sk and query rows with
 /// lse2 = +inf, as in the dense kernel.
-template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false>
+/// kDet (session 30, written, not yet run: branch wip/f3det30): the deterministic backward. Each
+/// (q head, query block) dQ tile takes the key blocks' partial sums in one fixed order, key block
+/// `first` (the highest that sees the tile) down to 0, through a turn counter per tile
+/// (BwdArgs::dq_sem, int [bh, m_blocks], zeroed by the launcher): the producer waits for its turn
+/// before the tile's bulk reduce-adds, waits for them to complete (not just to read), then hands
+/// the turn on. Key blocks are launched in reverse (block x runs key block N - 1 - x), so every
+/// wait is on a CTA launched earlier. Plain dense calls on the RS layout; no item rotation.
+template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
+  static_assert(!kDet || (kRs && !kVarlen), "deterministic: plain dense calls on the RS layout");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
   namespace ptx = attnkit::cuda::sm90;
@@ -122,7 +130,10 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   uint64_t* full = bars + 1;
   uint64_t* empty = bars + 1 + kStages;
 
-  const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // (kDet: key blocks launched in reverse, see the template's comment)
+  const int kblk =
+      kDet ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int n0 = kblk * kBN, g = blockIdx.y, b = blockIdx.z;
   // `a`: the launch's arguments, or (kVarlen) sequence b's; the tensor maps always from `maps`
   // (TMA reads them from the kernel parameter). q0 / k0: the sequence's first rows in the maps;
   // bt: the maps' and the workspace's batch coordinate (varlen: 0, packed).
@@ -164,6 +175,21 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     auto reduce_dq = [&](int j, int s) {
       const Item y = item_of(a, g, j, m_begin, m_count, kBM);
       float* tile = a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
+      [[maybe_unused]] int* sem = nullptr;
+      [[maybe_unused]] int turn = 0;
+      if constexpr (kDet) {  // wait for this key block's turn on the tile
+        const int nkb = static_cast<int>(gridDim.x), mb = y.m0 / kBM;
+        int first = nkb - 1;
+        if (a.causal) {
+          const int qb = (mb * kBM + kBM - 1 + a.causal_offset) / kBN;
+          first = qb < first ? qb : first;
+        }
+        turn = first - kblk;  // >= 0: a key block visits a tile only if some row sees it
+        sem = a.dq_sem + (static_cast<int64_t>(bt) * a.heads_q + y.h) * a.num_m_blocks + mb;
+        while (ptx::ld_acquire_gpu(sem) != turn) {
+        }
+        ptx::fence_proxy_async_global();  // the earlier key blocks' adds before ours
+      }
       if constexpr (kRs) {  // part 0 whole in dO(s), part 1 in Q(s)
         ptx::bulk_reduce_add_f32(tile, smem + Tr::kOffDO + s * Tr::kQBytes, Tr::kQBytes);
         ptx::bulk_reduce_add_f32(tile + 64 * Tr::kDqN, smem + Tr::kOffQ + s * Tr::kQBytes,
@@ -179,6 +205,11 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
         }
       }
       ptx::bulk_commit();
+      if constexpr (kDet) {  // our adds complete in L2, then the next key block's turn
+        ptx::bulk_wait<0>();
+        ptx::fence_proxy_async_global();
+        ptx::st_release_gpu(sem, turn + 1);
+      }
     };
     for (int it = 0; it < items; ++it) {
       const int s = it % kStages;
