@@ -1,7 +1,7 @@
 // flash3 backward at D = 256 (session 26): the main kernel of bwd_launch_d256.cuh's three launches
 // (the preprocess and the dQ conversion are bwd_kernel.cuh's, D-generic): causal (both
 // alignments), GQA, Sq != Sk, and (kMod) softcap, ALiBi, sliding windows and bool / additive
-// masks; varlen (kVarlen, session 30); not deterministic (the backend declines it at D 256).
+// masks; varlen (kVarlen, session 30) and, for plain calls, deterministic (kDet, session 30).
 // Two consumer layouts share this kernel's producer and shared-memory map: the split layout
 // described below (kMod calls; plain calls with ATTNKIT_FLASH3_BWD_D256_LAYOUT=split), and since
 // session 29 for plain calls the RS layout (kRs: bwd_d256_rs.cuh, its own header).
@@ -113,7 +113,9 @@ struct BwdTraits256 {
 /// (BwdArgs::dq_sem, int [bh, m_blocks], zeroed by the launcher): the producer waits for its turn
 /// before the tile's bulk reduce-adds, waits for them to complete (not just to read), then hands
 /// the turn on. Key blocks are launched in reverse (block x runs key block N - 1 - x), so every
-/// wait is on a CTA launched earlier. Plain dense calls on the RS layout; no item rotation.
+/// wait is on a CTA launched earlier (as the D 64 / 128 kDet and FA3 assume: blocks start in
+/// index order, which CUDA does not promise formally). Plain dense calls on the RS layout; no
+/// item rotation.
 template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {

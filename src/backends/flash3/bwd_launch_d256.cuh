@@ -2,8 +2,8 @@
 // preprocess and dQ conversion of bwd_kernel.cuh around the D 256 main kernel: for plain calls
 // the RS layout (kRs) or, on request, the split layout; kMod (split layout) with softcap / ALiBi /
 // window / mask. Varlen since session 30 (kVarlen: the RS layout for plain calls, kMod with score
-// mods; its instantiations in bwd_d256_varlen_{bf16,f16}.cu). The backend declines deterministic
-// at D 256.
+// mods; its instantiations in bwd_d256_varlen_{bf16,f16}.cu). Deterministic plain dense calls
+// since session 30 (kDet, bwd_d256_det.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "attnkit/error.hpp"
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_kernel_d256.cuh"
@@ -35,13 +36,13 @@ void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
-/// kVarlen = true: a packed call (Params::varlen), each sequence's rows in its own padded run of
-/// the workspace (varlen_ws_row0), as launch_backward's kVarlen. Defined in
-/// instantiations/bwd_d256_varlen_{bf16,f16}.cu, so that its kernels compile beside the dense ones.
 /// bwd_kernel_d256's kDet build (RS layout; instantiations/bwd_d256_det.cu, bf16 and f16).
 template <bool BF16>
 void run_d256_det(const dim3& grid, const BwdArgs& a, cudaStream_t stream);
 
+/// kVarlen = true: a packed call (Params::varlen), each sequence's rows in its own padded run of
+/// the workspace (varlen_ws_row0), as launch_backward's kVarlen. Defined in
+/// instantiations/bwd_d256_varlen_{bf16,f16}.cu, so that its kernels compile beside the dense ones.
 template <bool BF16, bool kVarlen = false>
 void launch_backward_d256(const Params& p) {
   using Tr = BwdTraits256;
@@ -64,6 +65,10 @@ void launch_backward_d256(const Params& p) {
   // Workspace (fp32): lse2 [rows] | delta [rows] | dq_acc [rows, 256]; deterministic (session 30)
   // also the turn counters, int [bh, m_blocks] (BwdArgs::dq_sem, one per dQ tile).
   const bool det = !kVarlen && p.deterministic;
+  if (p.deterministic && (kVarlen || has_score_mod(p) || p.has_mask()))  // (the backend declines)
+    throw Error(ErrorCode::kUnsupported,
+                "flash3 D 256 deterministic backward: plain dense calls only (no varlen, score "
+                "modification or mask)");
   const size_t sems = det ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) : 0;
   float* ws = static_cast<float*>(cuda::workspace(
       (rows * (2 + static_cast<size_t>(D)) + sems) * sizeof(float), p.device.index, stream));

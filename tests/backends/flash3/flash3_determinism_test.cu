@@ -147,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Flash3Determinism,
                                            Shape{2, 517, 300, 4, 1, 128, Causal::bottom_right},
                                            Shape{1, 1000, 1000, 4, 4, 128, Causal::top_left},
                                            // D 256 (session 30, bwd_kernel_d256.cuh kDet): 64-key
-                                           // CTAs, so 9 / 263 key blocks; both causal alignments.
+                                           // CTAs, so 9 / 264 key blocks; both causal alignments.
                                            Shape{2, 300, 517, 4, 2, 256, Causal::none},
                                            Shape{1, 130, 16833, 2, 1, 256, Causal::none},
                                            Shape{2, 517, 300, 4, 1, 256, Causal::bottom_right},
