@@ -161,6 +161,11 @@ __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+/// Orders this thread's async-proxy global accesses (completed bulk reduce-adds) with its
+/// generic-proxy ones (a release store after them; or, after an acquire, later bulk operations).
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
 
 // ---------------------------------------------------------------------------------------------
 // wgmma: fences and groups (the instructions themselves live with their users; see

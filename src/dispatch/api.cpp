@@ -88,8 +88,8 @@ SelectionRequest request_for(const Options& o, const Params& p) {
   // 28-30, bench/results/2026-11-29-h200-flash3-s30.md): D 256 (1.04-1.28x in session 30, both
   // causal modes) and causal D 64 (1.06-1.11x). Plain calls
   // only: masks and windows keep the table's order (not compared with cuDNN's); softcap / ALiBi
-  // reach flash3 anyway (cuDNN declines them). Where flash3 declines (deterministic at D 256,
-  // dropout), the table's order follows.
+  // reach flash3 anyway (cuDNN declines them). Where flash3 declines (dropout), the table's
+  // order follows.
   const bool plain = !p.has_mask() && p.window_left < 0 && p.window_right < 0;
   if (p.is_backward && !p.varlen && plain &&
       (p.head_dim == 256 || (p.head_dim == 64 && p.causal != Causal::none)))

@@ -108,7 +108,7 @@ class Flash3Backend final : public Backend {
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
         "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128, 256; "
-        "backward without dropout, D 256 not deterministic)";
+        "backward without dropout)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -133,11 +133,11 @@ class Flash3Backend final : public Backend {
     c.mask_additive = true;
     c.gqa = true;
     c.lse = true;
-    c.backward = true;  // D = 64, 128, 256 (256: not deterministic, backward_reasons)
+    c.backward = true;  // D = 64, 128, 256
     // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
     c.deterministic = true;
-    // Not implemented (yet): dropout, a mask with softcap in the D 64 / 128 backward, D = 256
-    // deterministic backward, D 96 / 192 backward.
+    // Not implemented (yet): dropout, a mask with softcap in the D 64 / 128 backward, D 96 / 192
+    // backward.
     c.tier = AccuracyTier::exact;
   }
 
@@ -209,11 +209,7 @@ class Flash3Backend final : public Backend {
       reasons.push_back("backward head_dim " + std::to_string(p.head_dim) +
                         " not implemented (flash3 backward: 64, 128, 256)");
     // D = 256 (session 26, bwd_kernel_d256.cuh): score modifications and masks (with softcap
-    // too), varlen since session 30; not deterministic.
-    if (p.head_dim == 256 && p.deterministic)
-      reasons.push_back(
-          "deterministic backward at head_dim 256 (flash3's D 256 backward adds dQ in no fixed "
-          "order)");
+    // too), varlen and (plain calls) deterministic since session 30.
   }
 
   void forward(const Params& p) override {

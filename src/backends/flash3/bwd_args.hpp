@@ -64,7 +64,8 @@ struct BwdArgs {
   int causal_kind;
   int win_left, win_right;
   // Session 25 (bwd_kernel.cuh kDet): the deterministic backward's turn counters, one per (b, h,
-  // query block, consumer warpgroup), zeroed before the launch: int [B*Hq, num_m_blocks, 2].
+  // query block, consumer warpgroup), zeroed before the launch: int [B*Hq, num_m_blocks, 2]; the
+  // D 256 kernel's kDet (session 30) one per (b, h, query block): int [B*Hq, num_m_blocks].
   int* dq_sem;
   // Session 26: 1 = a tile's turn is handed on at the next item's dQ stage (or after the last
   // item) instead of right after its adds, so the fence waits on adds long since complete.

@@ -1,7 +1,7 @@
 // flash3 backward at D = 256 (session 26): the main kernel of bwd_launch_d256.cuh's three launches
 // (the preprocess and the dQ conversion are bwd_kernel.cuh's, D-generic): causal (both
 // alignments), GQA, Sq != Sk, and (kMod) softcap, ALiBi, sliding windows and bool / additive
-// masks; varlen (kVarlen, session 30); not deterministic (the backend declines it at D 256).
+// masks; varlen (kVarlen, session 30) and, for plain calls, deterministic (kDet, session 30).
 // Two consumer layouts share this kernel's producer and shared-memory map: the split layout
 // described below (kMod calls; plain calls with ATTNKIT_FLASH3_BWD_D256_LAYOUT=split), and since
 // session 29 for plain calls the RS layout (kRs: bwd_d256_rs.cuh, its own header).
@@ -105,12 +105,13 @@ struct BwdTraits256 {
 /// The producer thread of bwd_kernel_d256 (its thread 0): K and V once, then Q and dO of every item
 /// through the ring, and each item's dQ out of its stage by bulk reduce-adds before the refill.
 /// kCl: the cluster's half of each Q / dO block, multicast (see the kernel's comment).
-template <bool kRs, bool kCl, typename Tr = BwdTraits256>
+template <bool kRs, bool kCl, bool kDet = false, typename Tr = BwdTraits256>
 __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs& a, uint8_t* smem,
                                              uint64_t* full_kv, uint64_t* full, uint64_t* empty,
                                              [[maybe_unused]] uint64_t* refill, int n0, int g,
                                              int bt, int k0, int q0, int m_begin, int m_count,
-                                             int items, [[maybe_unused]] int crank) {
+                                             int items, [[maybe_unused]] int crank,
+                                             [[maybe_unused]] int kblk) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBM = Tr::kBlockM, kStages = Tr::kStages, D = Tr::kD;
@@ -129,6 +130,21 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
   auto reduce_dq = [&](int j, int s) {
     const Item y = item_of(a, g, j, m_begin, m_count, kBM);
     float* tile = a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + y.h) * a.sq_pad + y.m0) * D;
+    [[maybe_unused]] int* sem = nullptr;
+    [[maybe_unused]] int turn = 0;
+    if constexpr (kDet) {  // wait for this key block's turn on the tile
+      const int nkb = static_cast<int>(gridDim.x), mb = y.m0 / kBM;
+      int first = nkb - 1;
+      if (a.causal) {
+        const int qb = (mb * kBM + kBM - 1 + a.causal_offset) / Tr::kBlockN;
+        first = qb < first ? qb : first;
+      }
+      turn = first - kblk;  // >= 0: a key block visits a tile only if some row sees it
+      sem = a.dq_sem + (static_cast<int64_t>(bt) * a.heads_q + y.h) * a.num_m_blocks + mb;
+      while (ptx::ld_acquire_gpu(sem) != turn) {
+      }
+      ptx::fence_proxy_async_global();  // the earlier key blocks' adds before ours
+    }
     if constexpr (kRs) {  // part 0 whole in dO(s), part 1 in Q(s)
       ptx::bulk_reduce_add_f32(tile, smem + Tr::kOffDO + s * Tr::kQBytes, Tr::kQBytes);
       ptx::bulk_reduce_add_f32(tile + 64 * Tr::kDqN, smem + Tr::kOffQ + s * Tr::kQBytes,
@@ -144,6 +160,11 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
       }
     }
     ptx::bulk_commit();
+    if constexpr (kDet) {  // our adds complete in L2, then the next key block's turn
+      ptx::bulk_wait<0>();
+      ptx::fence_proxy_async_global();
+      ptx::st_release_gpu(sem, turn + 1);
+    }
   };
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
@@ -206,11 +227,23 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
 /// only when both producers have read their dQ out of it (barrier refill[s], one arrival from
 /// each producer on both CTAs); each CTA's consumers still release it to their own producer
 /// (empty[s]). The cluster synchronises after the barrier inits and before exit.
-template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kCl = false>
+/// kDet (session 30, written, not yet run: branch wip/f3det30): the deterministic backward. Each
+/// (q head, query block) dQ tile takes the key blocks' partial sums in one fixed order, key block
+/// `first` (the highest that sees the tile) down to 0, through a turn counter per tile
+/// (BwdArgs::dq_sem, int [bh, m_blocks], zeroed by the launcher): the producer waits for its turn
+/// before the tile's bulk reduce-adds, waits for them to complete (not just to read), then hands
+/// the turn on. Key blocks are launched in reverse (block x runs key block N - 1 - x), so every
+/// wait is on a CTA launched earlier (as the D 64 / 128 kDet and FA3 assume: blocks start in
+/// index order, which CUDA does not promise formally). Plain dense calls on the RS layout; no
+/// item rotation.
+template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kCl = false,
+          bool kDet = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
   static_assert(!kCl || (kRs && !kVarlen), "the cluster: plain dense calls on the RS layout");
+  static_assert(!kDet || (kRs && !kVarlen), "deterministic: plain dense calls on the RS layout");
+  static_assert(!(kCl && kDet), "the cluster and deterministic builds are separate");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
   namespace ptx = attnkit::cuda::sm90;
@@ -223,7 +256,10 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   uint64_t* empty = bars + 1 + kStages;
   [[maybe_unused]] uint64_t* refill = bars + 1 + 2 * kStages;  // kCl
 
-  const int n0 = blockIdx.x * kBN, g = blockIdx.y, b = blockIdx.z;
+  // (kDet: key blocks launched in reverse, see the template's comment)
+  const int kblk =
+      kDet ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int n0 = kblk * kBN, g = blockIdx.y, b = blockIdx.z;
   // `a`: the launch's arguments, or (kVarlen) sequence b's; the tensor maps always from `maps`
   // (TMA reads them from the kernel parameter). q0 / k0: the sequence's first rows in the maps;
   // bt: the maps' and the workspace's batch coordinate (varlen: 0, packed).
@@ -262,14 +298,14 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     if constexpr (kCl) {
       if (items > 0 && threadIdx.x == 0)
-        d256_produce<kRs, kCl>(maps, a, smem, full_kv, full, empty, refill, n0, g, bt, k0, q0,
-                               m_begin, m_count, items, crank);
+        d256_produce<kRs, kCl, kDet>(maps, a, smem, full_kv, full, empty, refill, n0, g, bt, k0,
+                                     q0, m_begin, m_count, items, crank, kblk);
       __syncwarp();
       cl::sync();  // no CTA exits while its peer may still multicast into it or arrive on it
     } else {
       if (items == 0 || threadIdx.x != 0) return;
-      d256_produce<kRs, kCl>(maps, a, smem, full_kv, full, empty, refill, n0, g, bt, k0, q0,
-                             m_begin, m_count, items, crank);
+      d256_produce<kRs, kCl, kDet>(maps, a, smem, full_kv, full, empty, refill, n0, g, bt, k0, q0,
+                                   m_begin, m_count, items, crank, kblk);
     }
     return;
   }

@@ -2,8 +2,8 @@
 // preprocess and dQ conversion of bwd_kernel.cuh around the D 256 main kernel: for plain calls
 // the RS layout (kRs) or, on request, the split layout; kMod (split layout) with softcap / ALiBi /
 // window / mask. Varlen since session 30 (kVarlen: the RS layout for plain calls, kMod with score
-// mods; its instantiations in bwd_d256_varlen_{bf16,f16}.cu). The backend declines deterministic
-// at D 256.
+// mods; its instantiations in bwd_d256_varlen_{bf16,f16}.cu). Deterministic plain dense calls
+// since session 30 (kDet, bwd_d256_det.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "attnkit/error.hpp"
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_kernel_d256.cuh"
@@ -34,6 +35,10 @@ void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
   kKernel<<<grid, BwdTraits256::kThreads, BwdTraits256::kSmemBytes, stream>>>(a);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
+
+/// bwd_kernel_d256's kDet build (RS layout; instantiations/bwd_d256_det.cu, bf16 and f16).
+template <bool BF16>
+void run_d256_det(const dim3& grid, const BwdArgs& a, cudaStream_t stream);
 
 /// kVarlen = true: a packed call (Params::varlen), each sequence's rows in its own padded run of
 /// the workspace (varlen_ws_row0), as launch_backward's kVarlen. Defined in
@@ -61,12 +66,21 @@ void launch_backward_d256(const Params& p) {
       kVarlen ? (std::max<int64_t>(p.seqlen_q, 1) + kPadV - 1) / kPadV * kPadV : sq_pad;
   const int64_t bh = kVarlen ? p.heads_q : p.batch * p.heads_q;
   const size_t rows = static_cast<size_t>(bh) * static_cast<size_t>(sq_pad);
-  // Workspace (fp32): lse2 [rows] | delta [rows] | dq_acc [rows, 256].
-  float* ws = static_cast<float*>(
-      cuda::workspace(rows * (2 + static_cast<size_t>(D)) * sizeof(float), p.device.index, stream));
+  // Workspace (fp32): lse2 [rows] | delta [rows] | dq_acc [rows, 256]; deterministic (session 30)
+  // also the turn counters, int [bh, m_blocks] (BwdArgs::dq_sem, one per dQ tile).
+  const bool det = !kVarlen && p.deterministic;
+  if (p.deterministic && (kVarlen || has_score_mod(p) || p.has_mask()))  // (the backend declines)
+    throw Error(ErrorCode::kUnsupported,
+                "flash3 D 256 deterministic backward: plain dense calls only (no varlen, score "
+                "modification or mask)");
+  const size_t sems = det ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) : 0;
+  float* ws = static_cast<float*>(cuda::workspace(
+      (rows * (2 + static_cast<size_t>(D)) + sems) * sizeof(float), p.device.index, stream));
   float* lse2 = ws;
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows;
+  int* dq_sem = det ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
+  if (det) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
   if (prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);
@@ -125,7 +139,13 @@ void launch_backward_d256(const Params& p) {
       run_kernel_d256<&bwd_kernel_d256<BF16, true, false, kVarlen>>(grid, a, stream);
     else if constexpr (kVarlen)
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true, true>>(grid, a, stream);
-    else if (BF16 && !d256_split_layout() && d256_cluster())
+    else if (det) {
+      // Session 30 (written, not yet run: wip/f3det30): the RS layout's kDet build
+      // (instantiations/bwd_d256_det.cu); the backend declines deterministic with score mods,
+      // masks or varlen.
+      a.dq_sem = dq_sem;
+      run_d256_det<BF16>(grid, a, stream);
+    } else if (BF16 && !d256_split_layout() && d256_cluster())
       run_d256_cluster(grid, a, stream);  // (bwd_d256_cluster.cu)
     else if (!d256_split_layout())
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);

@@ -800,12 +800,12 @@ TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
       EXPECT_TRUE(plain.empty()) << "D = " << d << " backward should be supported, reasons: "
                                  << (plain.empty() ? "" : plain[0]);
     }
-    // Deterministic (since session 26, bwd_kernel.cuh kDet): the plain call runs at D 64 / 128
-    // (D 256's kernel has no ordered dQ); with softcap it is declined, naming why.
+    // Deterministic (since session 26, bwd_kernel.cuh kDet; D 256 since session 30,
+    // bwd_kernel_d256.cuh kDet): the plain call runs; with softcap it is declined, naming why.
     opts.deterministic = true;
     const auto det = flash3_reasons(explain(fa, opts, /*backward=*/true));
     const bool built = flash3_built_with(static_cast<int>(d));
-    EXPECT_EQ(mentions(det, "deterministic"), built && d == 256) << "D = " << d;
+    EXPECT_FALSE(mentions(det, "deterministic")) << "D = " << d;
     opts.softcap = 30.0;
     const auto det_cap = flash3_reasons(explain(fa, opts, /*backward=*/true));
     if (built) EXPECT_TRUE(mentions(det_cap, "deterministic")) << "D = " << d;
@@ -820,9 +820,8 @@ TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
 // ---- auto: the dense backwards where flash3 leads cuDNN (session 30, dispatch/api.cpp) ----------
 
 // Plain D 256 (both causal modes) and causal D 64 backwards go to flash3 under auto, even with
-// cuDNN built; a D 256 window keeps the table's order (flash3 is then picked only if nothing
-// before it can run the call), and a deterministic D 256 backward, which flash3 declines, never
-// goes to it.
+// cuDNN built, deterministic ones too (flash3's D 256 kDet since session 30); a D 256 window keeps
+// the table's order (cuDNN first wherever it can run the call).
 TEST(Flash3AutoBackward, PrefersFlash3WhereFaster) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90";
@@ -853,9 +852,9 @@ TEST(Flash3AutoBackward, PrefersFlash3WhereFaster) {
     const Explanation f = explain(fa, opts, /*backward=*/false);
     if (cudnn_can_run(f)) EXPECT_EQ(f.selected, "cudnn") << f.str();
     if (d == 256) {
-      opts.deterministic = true;  // flash3 declines it at D 256
+      opts.deterministic = true;  // a plain call too (flash3's kDet since session 30)
       const Explanation det = explain(fa, opts, /*backward=*/true);
-      EXPECT_NE(det.selected, "flash3") << det.str();
+      EXPECT_EQ(det.selected, "flash3") << det.str();
       opts.deterministic = false;
       opts.window_left = 100;  // not a plain call: the table's order
       const Explanation w = explain(fa, opts, /*backward=*/true);

@@ -1,6 +1,7 @@
 // flash3's deterministic backward (session 25, bwd_kernel.cuh kDet: dQ summed in key-block order
 // through per-tile turn counters): with `deterministic` set, repeated runs on the same inputs give
-// bit-identical dq / dk / dv (outputs poisoned before each run), at D 64 and 128, causal and not,
+// bit-identical dq / dk / dv (outputs poisoned before each run), at D 64, 128 and (session 30,
+// bwd_kernel_d256.cuh kDet) 256, causal and not,
 // with GQA, Sq != Sk and partial blocks; the same calls against the `math` oracle through the
 // check harness; and the atomic default stays within rounding of the deterministic dQ.
 #include <cuda_runtime.h>
@@ -144,7 +145,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Flash3Determinism,
                                            Shape{1, 1000, 1000, 4, 4, 64, Causal::top_left},
                                            Shape{2, 300, 517, 8, 2, 128, Causal::none},
                                            Shape{2, 517, 300, 4, 1, 128, Causal::bottom_right},
-                                           Shape{1, 1000, 1000, 4, 4, 128, Causal::top_left}),
+                                           Shape{1, 1000, 1000, 4, 4, 128, Causal::top_left},
+                                           // D 256 (session 30, bwd_kernel_d256.cuh kDet): 64-key
+                                           // CTAs, so 9 / 264 key blocks; both causal alignments.
+                                           Shape{2, 300, 517, 4, 2, 256, Causal::none},
+                                           Shape{1, 130, 16833, 2, 1, 256, Causal::none},
+                                           Shape{2, 517, 300, 4, 1, 256, Causal::bottom_right},
+                                           Shape{1, 1000, 1000, 4, 4, 256, Causal::top_left}),
                          [](const ::testing::TestParamInfo<Shape>& i) {
                            const Shape& s = i.param;
                            return "b" + std::to_string(s.b) + "_sq" + std::to_string(s.sq) + "_sk" +
@@ -168,7 +175,7 @@ TEST_P(Flash3DeterminismOracle, MatchesOracle) {
 std::vector<check::Case> det_cases() {
   std::vector<check::Case> v;
   for (DType dt : {DType::bf16, DType::f16})
-    for (int64_t d : {64, 128})
+    for (int64_t d : {64, 128, 256})
       for (Causal cz : {Causal::none, Causal::bottom_right}) {
         check::Case c = check::shape_case(dt, 2, 200, 333, 4, 2, d, cz, /*backward=*/true);
         c.deterministic = true;
