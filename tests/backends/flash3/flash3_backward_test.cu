@@ -776,24 +776,38 @@ bool mentions(const std::vector<std::string>& reasons, const std::string& what) 
                      [&](const std::string& r) { return r.find(what) != std::string::npos; });
 }
 
-TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
-  ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90";
-  for (int64_t d : {64, 128, 256}) {
-    const int64_t b = 1, s = 64, h = 2;
-    const size_t elems = static_cast<size_t>(b * s * h * d);
-    DeviceBuffer q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), lse(b * h * s * 4);
-    ForwardArgs fa{bshd_view(q.p, DType::bf16, b, s, h, d),
-                   bshd_view(k.p, DType::bf16, b, s, h, d),
-                   bshd_view(v.p, DType::bf16, b, s, h, d),
-                   bshd_view(o.p, DType::bf16, b, s, h, d),
-                   {}};
-    fa.lse.data = lse.p;  // fp32 [B, H, S]: the backward's required input
+/// A bf16 BSHD call of B = 1, H = 2, S rows at head dim d on device buffers (contents unset: for
+/// explain() only), with the fp32 lse [B, H, S] the backward requires.
+struct ExplainCall {
+  DeviceBuffer q, k, v, o, lse;
+  ForwardArgs fa;
+  ExplainCall(int64_t s, int64_t d)
+      : q(static_cast<size_t>(2 * s * d) * 2),
+        k(q.bytes),
+        v(q.bytes),
+        o(q.bytes),
+        lse(static_cast<size_t>(2 * s) * 4) {
+    const int64_t b = 1, h = 2;
+    fa = ForwardArgs{bshd_view(q.p, DType::bf16, b, s, h, d),
+                     bshd_view(k.p, DType::bf16, b, s, h, d),
+                     bshd_view(v.p, DType::bf16, b, s, h, d),
+                     bshd_view(o.p, DType::bf16, b, s, h, d),
+                     {}};
+    fa.lse.data = lse.p;
     fa.lse.dtype = DType::f32;
     fa.lse.device = Device::cuda(0);
     fa.lse.rank = 3;
     fa.lse.shape = {b, h, s};
     fa.lse.stride = {h * s, s, 1};
+  }
+};
+
+TEST(Flash3BackwardReasons, DeterministicAndHeadDims) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90";
+  for (int64_t d : {64, 128, 256}) {
+    const ExplainCall call(64, d);
+    const ForwardArgs& fa = call.fa;
     Options opts;
     const auto plain = flash3_reasons(explain(fa, opts, /*backward=*/true));
     if (flash3_built_with(static_cast<int>(d))) {  // (D 256 since session 26)
@@ -829,20 +843,8 @@ TEST(Flash3AutoBackward, PrefersFlash3WhereFaster) {
                               {256, Causal::bottom_right},
                               {64, Causal::top_left}}) {
     if (!flash3_built_with(static_cast<int>(d))) continue;
-    const int64_t b = 1, s = 256, h = 2;
-    const size_t elems = static_cast<size_t>(b * s * h * d);
-    DeviceBuffer q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), lse(b * h * s * 4);
-    ForwardArgs fa{bshd_view(q.p, DType::bf16, b, s, h, d),
-                   bshd_view(k.p, DType::bf16, b, s, h, d),
-                   bshd_view(v.p, DType::bf16, b, s, h, d),
-                   bshd_view(o.p, DType::bf16, b, s, h, d),
-                   {}};
-    fa.lse.data = lse.p;
-    fa.lse.dtype = DType::f32;
-    fa.lse.device = Device::cuda(0);
-    fa.lse.rank = 3;
-    fa.lse.shape = {b, h, s};
-    fa.lse.stride = {h * s, s, 1};
+    const ExplainCall call(256, d);
+    const ForwardArgs& fa = call.fa;
     Options opts;
     opts.causal = cz;
     const Explanation e = explain(fa, opts, /*backward=*/true);
