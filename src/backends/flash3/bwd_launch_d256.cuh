@@ -40,13 +40,13 @@ void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
 template <bool BF16>
 void run_d256_det(const dim3& grid, const BwdArgs& a, cudaStream_t stream);
 
-/// kVarlen = true: a packed call (Params::varlen), each sequence's rows in its own padded run of
-/// the workspace (varlen_ws_row0), as launch_backward's kVarlen. Defined in
-/// instantiations/bwd_d256_varlen_{bf16,f16}.cu, so that its kernels compile beside the dense ones.
 /// bwd_kernel_d256's kCl build (bf16, RS; instantiations/bwd_d256_cluster.cu): grid's x padded to
 /// even, launched as clusters of 2 along x.
 void run_d256_cluster(const dim3& grid, const BwdArgs& a, cudaStream_t stream);
 
+/// kVarlen = true: a packed call (Params::varlen), each sequence's rows in its own padded run of
+/// the workspace (varlen_ws_row0), as launch_backward's kVarlen. Defined in
+/// instantiations/bwd_d256_varlen_{bf16,f16}.cu, so that its kernels compile beside the dense ones.
 template <bool BF16, bool kVarlen = false>
 void launch_backward_d256(const Params& p) {
   using Tr = BwdTraits256;
