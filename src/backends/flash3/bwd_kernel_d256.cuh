@@ -41,7 +41,6 @@
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
-#include "backends/flash3/cluster.cuh"
 #include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/reg_ops.cuh"
 #include "cuda/ptx_sm90.hpp"
@@ -73,7 +72,7 @@ struct BwdTraits256 {
   static constexpr int kOffPT = kOffDO + kStages * kQBytes;  // [2 buffers] P^T tiles
   static constexpr int kOffDS = kOffPT + 2 * kTileBytes;     // [2 buffers] dS^T tiles
   static constexpr int kOffBars = kOffDS + 2 * kTileBytes;
-  static constexpr int kNumBars = 1 + 3 * kStages;  // full_kv, full[s], empty[s], (kCl) refill[s]
+  static constexpr int kNumBars = 1 + 2 * kStages;  // full_kv, full[s], empty[s]
   static constexpr int kSmemBytes = kOffBars + kNumBars * 8 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
@@ -104,14 +103,12 @@ struct BwdTraits256 {
 /// takes dQ part 0 from dO(s) and part 1 from Q(s).
 /// The producer thread of bwd_kernel_d256 (its thread 0): K and V once, then Q and dO of every item
 /// through the ring, and each item's dQ out of its stage by bulk reduce-adds before the refill.
-/// kCl: the cluster's half of each Q / dO block, multicast (see the kernel's comment).
-template <bool kRs, bool kCl, bool kDet = false, typename Tr = BwdTraits256>
+/// kDet: the deterministic turn around each tile's adds (see the kernel's comment).
+template <bool kRs, bool kDet = false, typename Tr = BwdTraits256>
 __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs& a, uint8_t* smem,
                                              uint64_t* full_kv, uint64_t* full, uint64_t* empty,
-                                             [[maybe_unused]] uint64_t* refill, int n0, int g,
-                                             int bt, int k0, int q0, int m_begin, int m_count,
-                                             int items, [[maybe_unused]] int crank,
-                                             [[maybe_unused]] int kblk) {
+                                             int n0, int g, int bt, int k0, int q0, int m_begin,
+                                             int m_count, int items, [[maybe_unused]] int kblk) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBM = Tr::kBlockM, kStages = Tr::kStages, D = Tr::kD;
@@ -174,31 +171,14 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
     if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
       reduce_dq(it - kStages, s);
       ptx::bulk_wait_read<0>();
-      if constexpr (kCl) {  // both producers' dQ reads of stage s, before either multicasts
-        // (cluster-scope release / acquire: one thread, twice per item; the review's point that
-        // CTA scope does not formally order two CTAs)
-        cl::mbar_arrive_remote_cluster(&refill[s], 0);
-        cl::mbar_arrive_remote_cluster(&refill[s], 1);
-        cl::mbar_wait_cluster(&refill[s], ((it / kStages) - 1) & 1);
-      }
     }
-    ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);  // (kCl: both halves land here)
-    if constexpr (kCl) {
+    ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
-      for (int c = 2 * crank; c < 2 * crank + 2; ++c) {
-        cl::tma_load_4d_multicast(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes,
-                                  &maps.tma_q, &full[s], c * 64, q0 + x.m0, x.h, bt, 3);
-        cl::tma_load_4d_multicast(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes,
-                                  &maps.tma_do, &full[s], c * 64, q0 + x.m0, x.h, bt, 3);
-      }
-    } else {
-#pragma unroll
-      for (int c = 0; c < Tr::kChunks; ++c) {
-        ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_q,
-                         &full[s], c * 64, q0 + x.m0, x.h, bt);
-        ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
-                         &full[s], c * 64, q0 + x.m0, x.h, bt);
-      }
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      ptx::tma_load_4d(smem + Tr::kOffQ + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_q,
+                       &full[s], c * 64, q0 + x.m0, x.h, bt);
+      ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
+                       &full[s], c * 64, q0 + x.m0, x.h, bt);
     }
   }
   // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
@@ -217,17 +197,7 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
 /// coordinate 0, rows from the sequence's first). Rows past the sequence in a block (the next
 /// sequence's, or TMA's zero fill past the total) are masked as keys past Sk and query rows with
 /// lse2 = +inf, as in the dense kernel.
-/// kCl (session 30, written, not yet run: branch wip/f3cl30; ATTNKIT_FLASH3_BWD_D256_CLUSTER=1):
-/// a cluster of two CTAs on adjacent key blocks (2 c, 2 c + 1; the grid's x padded to even) runs
-/// the same items in lockstep, and each producer loads only half of every Q / dO block (column
-/// chunks 2 r, 2 r + 1 for rank r), multicast into both CTAs' stage: Q / dO's L2 -> SM traffic
-/// halves (session 30 call 6: the kernel sits at 74 % of L2 throughput, cuDNN's at 34 %). Both
-/// CTAs take rank 0's item range (under causal masks the lower key block sees the most query
-/// blocks; rank 1's extra first item is fully masked, so it adds zeros). A stage is refilled
-/// only when both producers have read their dQ out of it (barrier refill[s], one arrival from
-/// each producer on both CTAs); each CTA's consumers still release it to their own producer
-/// (empty[s]). The cluster synchronises after the barrier inits and before exit.
-/// kDet (session 30, written, not yet run: branch wip/f3det30): the deterministic backward. Each
+/// kDet (session 30, run in session 31): the deterministic backward. Each
 /// (q head, query block) dQ tile takes the key blocks' partial sums in one fixed order, key block
 /// `first` (the highest that sees the tile) down to 0, through a turn counter per tile
 /// (BwdArgs::dq_sem, int [bh, m_blocks], zeroed by the launcher): the producer waits for its turn
@@ -236,14 +206,11 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
 /// wait is on a CTA launched earlier (as the D 64 / 128 kDet and FA3 assume: blocks start in
 /// index order, which CUDA does not promise formally). Plain dense calls on the RS layout; no
 /// item rotation.
-template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kCl = false,
-          bool kDet = false>
+template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
-  static_assert(!kCl || (kRs && !kVarlen), "the cluster: plain dense calls on the RS layout");
   static_assert(!kDet || (kRs && !kVarlen), "deterministic: plain dense calls on the RS layout");
-  static_assert(!(kCl && kDet), "the cluster and deterministic builds are separate");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
   namespace ptx = attnkit::cuda::sm90;
@@ -254,7 +221,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   uint64_t* full_kv = bars;
   uint64_t* full = bars + 1;
   uint64_t* empty = bars + 1 + kStages;
-  [[maybe_unused]] uint64_t* refill = bars + 1 + 2 * kStages;  // kCl
 
   // (kDet: key blocks launched in reverse, see the template's comment)
   const int kblk =
@@ -274,39 +240,20 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   }
   const BwdArgs& a = kVarlen ? va : maps;
   const int bt = kVarlen ? 0 : b;
-  // kCl: rank 0's key block decides both CTAs' items (see the template's comment).
-  [[maybe_unused]] const int crank = kCl ? static_cast<int>(cl::ctarank()) : 0;
-  const MRange mr = visible_m_blocks<kMod, kBM, kBN>(a, kCl ? n0 - crank * kBN : n0);
+  const MRange mr = visible_m_blocks<kMod, kBM, kBN>(a, n0);
   const int m_begin = mr.begin, m_count = mr.count;
   const int items = a.group * m_count;
 
   init_bwd_ring<kStages>(full_kv, full, empty, Tr::kConsumerWGs * 4);
-  if constexpr (kCl) {
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < kStages; ++s)
-        ptx::mbar_init(&refill[s], 2);  // both producers
-      ptx::fence_mbar_init();
-    }
-    cl::sync();  // every barrier of both CTAs initialised before any remote arrival or multicast
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // ---- producer: K and V once, then Q and dO of every item through the ring --------------
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if constexpr (kCl) {
-      if (items > 0 && threadIdx.x == 0)
-        d256_produce<kRs, kCl, kDet>(maps, a, smem, full_kv, full, empty, refill, n0, g, bt, k0,
-                                     q0, m_begin, m_count, items, crank, kblk);
-      __syncwarp();
-      cl::sync();  // no CTA exits while its peer may still multicast into it or arrive on it
-    } else {
-      if (items == 0 || threadIdx.x != 0) return;
-      d256_produce<kRs, kCl, kDet>(maps, a, smem, full_kv, full, empty, refill, n0, g, bt, k0, q0,
-                                   m_begin, m_count, items, crank, kblk);
-    }
+    if (items == 0 || threadIdx.x != 0) return;
+    d256_produce<kRs, kDet>(maps, a, smem, full_kv, full, empty, n0, g, bt, k0, q0, m_begin,
+                            m_count, items, kblk);
     return;
   }
 
@@ -316,7 +263,6 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     // (bt: the workspace rows' batch; dK / dV: varlen's batch stride is 0)
     d256_rs_consumer<Tr, BF16>(a, smem, full, empty, full_kv, n0, g, bt, m_begin, m_count, items,
                                wg - 1);
-    if constexpr (kCl) cl::sync();  // (the producer warpgroup's exit barrier's other half)
     return;
   }
   using WS = BwdWgmma<32, BF16>;   // S^T_w, dP^T_w [64 keys x 32 queries]

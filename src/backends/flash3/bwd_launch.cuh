@@ -104,14 +104,6 @@ inline bool d256_split_layout() {
   return e != nullptr && (std::strcmp(e, "split") == 0 || std::strcmp(e, "0") == 0);
 }
 
-/// ATTNKIT_FLASH3_BWD_D256_CLUSTER=1 (session 30, written, not yet run: branch wip/f3cl30; read
-/// per call): the D 256 RS kernel as 2-CTA clusters with Q / dO multicast (bwd_kernel_d256 kCl),
-/// bf16 plain dense calls only.
-inline bool d256_cluster() {
-  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_CLUSTER");
-  return e != nullptr && e[0] == '1';
-}
-
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
 /// (m = seq_bounds.hpp score_mod_of(p), launch.cuh set_score_mod); read by kMod kernels only.
 inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
@@ -126,6 +118,31 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
     a.alibi_mul = -1.f / m.units;
   }
   set_mask(p, m.units, a);  // (kModMask, bwd_kernel_d256 kMod; as the forward encodes it)
+}
+
+/// The backward workspace's row geometry, alike in both launchers (launch_backward,
+/// launch_backward_d256). Query rows are padded to whole block_m-row blocks (at least one), so the
+/// kernels' lse2 / delta / dQ-workspace accesses need no bounds checks. Varlen: each sequence is
+/// padded to kVarlenPadRows inside each q head's sq_pad rows (varlen_ws_row0).
+struct BwdRows {
+  int64_t m_blocks;   // query blocks of Params::seqlen_q (varlen: the longest sequence's)
+  int64_t sq_pad;     // workspace rows per (batch, q head); varlen: per q head, all sequences
+  int64_t grid_rows;  // rows the preprocess visits per sequence (the longest one's, padded)
+  int64_t bh;         // (batch, q head) pairs; varlen: q heads (the batch is packed)
+  size_t rows;        // bh * sq_pad: the lse2 / delta length, and dq_acc's rows
+};
+template <int64_t block_m, bool kVarlen>
+inline BwdRows bwd_rows(const Params& p) {
+  static_assert(kVarlenPadRows % block_m == 0, "varlen: a query block inside one padded run");
+  BwdRows r;
+  r.m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + block_m - 1) / block_m : 1;
+  constexpr int64_t kPadV = kVarlenPadRows;
+  r.sq_pad =
+      kVarlen ? (p.total_q + kPadV * p.batch + kPadV - 1) / kPadV * kPadV : r.m_blocks * block_m;
+  r.grid_rows = kVarlen ? (std::max<int64_t>(p.seqlen_q, 1) + kPadV - 1) / kPadV * kPadV : r.sq_pad;
+  r.bh = kVarlen ? p.heads_q : p.batch * p.heads_q;
+  r.rows = static_cast<size_t>(r.bh) * static_cast<size_t>(r.sq_pad);
+  return r;
 }
 
 /// The BwdArgs fields both backward launchers (launch_backward, launch_backward_d256) fill alike:
@@ -190,20 +207,13 @@ void launch_backward(const Params& p, const Variant& v) {
                              false>(p, v);
   }
   auto stream = static_cast<cudaStream_t>(p.stream);
-  // Query rows padded to whole kBlockM-row blocks (at least one), so the kernel's lse2 / delta /
-  // dQ-workspace accesses need no bounds checks. Varlen: per sequence to kVarlenPadRows, inside
-  // each q head's sq_pad rows (varlen_ws_row0); `grid_rows`: the rows the preprocess visits per
-  // sequence (the longest one's, padded).
-  const int64_t m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM : 1;
-  constexpr int64_t kPadV = bwd::kVarlenPadRows;
-  const int64_t sq_pad =
-      kVarlen ? (p.total_q + kPadV * p.batch + kPadV - 1) / kPadV * kPadV : m_blocks * Tr::kBlockM;
-  const int64_t grid_rows =
-      kVarlen ? (std::max<int64_t>(p.seqlen_q, 1) + kPadV - 1) / kPadV * kPadV : sq_pad;
-  const int64_t bh = kVarlen ? p.heads_q : p.batch * p.heads_q;
+  // (bwd_rows: the padded query rows and the preprocess grid, as launch_backward_d256's)
+  const bwd::BwdRows geo = bwd::bwd_rows<Tr::kBlockM, kVarlen>(p);
+  const int64_t m_blocks = geo.m_blocks, sq_pad = geo.sq_pad, grid_rows = geo.grid_rows,
+                bh = geo.bh;
   // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D]; kDet
   // also the turn counters, int [bh, m_blocks, 2] (BwdArgs::dq_sem).
-  const size_t rows = static_cast<size_t>(bh) * static_cast<size_t>(sq_pad);
+  const size_t rows = geo.rows;
   const size_t shift = static_cast<size_t>(bwd_tuning().dq_ws_shift / 256 * 256) / sizeof(float);
   const size_t sems = kDet ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) * 2 : 0;
   float* ws = static_cast<float*>(

@@ -40,10 +40,6 @@ void run_kernel_d256(const dim3& grid, const BwdArgs& a, cudaStream_t stream) {
 template <bool BF16>
 void run_d256_det(const dim3& grid, const BwdArgs& a, cudaStream_t stream);
 
-/// bwd_kernel_d256's kCl build (bf16, RS; instantiations/bwd_d256_cluster.cu): grid's x padded to
-/// even, launched as clusters of 2 along x.
-void run_d256_cluster(const dim3& grid, const BwdArgs& a, cudaStream_t stream);
-
 /// kVarlen = true: a packed call (Params::varlen), each sequence's rows in its own padded run of
 /// the workspace (varlen_ws_row0), as launch_backward's kVarlen. Defined in
 /// instantiations/bwd_d256_varlen_{bf16,f16}.cu, so that its kernels compile beside the dense ones.
@@ -53,19 +49,11 @@ void launch_backward_d256(const Params& p) {
   constexpr int D = Tr::kD;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
-  // Query rows padded to whole 64-row blocks (at least one): lse2 / delta / dQ workspace
-  // accesses need no bounds checks (as launch_backward's). Varlen: each sequence padded to
-  // kVarlenPadRows inside each q head's sq_pad rows; `grid_rows`: the rows the preprocess visits
-  // per sequence (the longest one's, padded; Params::seqlen_q / seqlen_k are the maxima).
-  const int64_t m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM : 1;
-  constexpr int64_t kPadV = kVarlenPadRows;
-  static_assert(kVarlenPadRows % Tr::kBlockM == 0, "varlen: a query block inside one padded run");
-  const int64_t sq_pad =
-      kVarlen ? (p.total_q + kPadV * p.batch + kPadV - 1) / kPadV * kPadV : m_blocks * Tr::kBlockM;
-  const int64_t grid_rows =
-      kVarlen ? (std::max<int64_t>(p.seqlen_q, 1) + kPadV - 1) / kPadV * kPadV : sq_pad;
-  const int64_t bh = kVarlen ? p.heads_q : p.batch * p.heads_q;
-  const size_t rows = static_cast<size_t>(bh) * static_cast<size_t>(sq_pad);
+  // (bwd_rows: the padded query rows and the preprocess grid, as launch_backward's)
+  const BwdRows geo = bwd_rows<Tr::kBlockM, kVarlen>(p);
+  const int64_t m_blocks = geo.m_blocks, sq_pad = geo.sq_pad, grid_rows = geo.grid_rows,
+                bh = geo.bh;
+  const size_t rows = geo.rows;
   // Workspace (fp32): lse2 [rows] | delta [rows] | dq_acc [rows, 256]; deterministic (session 30)
   // also the turn counters, int [bh, m_blocks] (BwdArgs::dq_sem, one per dQ tile).
   const bool det = !kVarlen && p.deterministic;
@@ -140,14 +128,12 @@ void launch_backward_d256(const Params& p) {
     else if constexpr (kVarlen)
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true, true>>(grid, a, stream);
     else if (det) {
-      // Session 30 (written, not yet run: wip/f3det30): the RS layout's kDet build
+      // Session 30 (run in session 31): the RS layout's kDet build
       // (instantiations/bwd_d256_det.cu); the backend declines deterministic with score mods,
       // masks or varlen.
       a.dq_sem = dq_sem;
       run_d256_det<BF16>(grid, a, stream);
-    } else if (BF16 && !d256_split_layout() && d256_cluster())
-      run_d256_cluster(grid, a, stream);  // (bwd_d256_cluster.cu)
-    else if (!d256_split_layout())
+    } else if (!d256_split_layout())
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
       run_kernel_d256<&bwd_kernel_d256<BF16>>(grid, a, stream);

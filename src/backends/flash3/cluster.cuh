@@ -1,7 +1,6 @@
 // Thread-block-cluster helpers of the flash3 forward (sm_90): cluster barrier, rank, remote
-// mbarrier arrival and the multicast TMA load. Used by kernels with FwdTraits::kCluster = 2
-// (launch.cuh: D >= 128 non-causal, an even number of m blocks) and (session 30, not yet run) the
-// D 256 backward's kCl (bwd_kernel_d256.cuh).
+// mbarrier arrival and the multicast TMA load. Used only by kernels with FwdTraits::kCluster = 2
+// (launch.cuh: D >= 128 non-causal, an even number of m blocks).
 //
 // Protocol (mainloop.cuh): both CTAs of a cluster run tiles (m, h, b) and (m + 1, h, b) in
 // lockstep over the same K/V blocks. For each K (or V) block, CTA r issues the 64-column chunks
@@ -45,29 +44,6 @@ __device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, uint32_t cta) 
                : "=r"(remote)
                : "r"(attnkit::cuda::sm90::smem_u32(bar)), "r"(cta));
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-/// mbar_arrive_remote at cluster scope (.release.cluster): for a single thread's hand-off that
-/// orders its completed reads before another CTA's writes (the D 256 backward's refill[s]); a
-/// fence on the arriving thread, so not for per-warp releases (see above).
-__device__ __forceinline__ void mbar_arrive_remote_cluster(uint64_t* bar, uint32_t cta) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-               : "=r"(remote)
-               : "r"(attnkit::cuda::sm90::smem_u32(bar)), "r"(cta));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
-               : "memory");
-}
-/// mbar_wait with cluster-scope acquire: the matching wait for mbar_arrive_remote_cluster.
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(attnkit::cuda::sm90::smem_u32(bar)),
-      "r"(parity)
-      : "memory");
 }
 /// 4-D tile load multicast to the CTAs in `mask` (same dst / mbarrier offsets in each).
 __device__ __forceinline__ void tma_load_4d_multicast(void* dst, const CUtensorMap* map,

@@ -216,19 +216,6 @@ TEST_P(Flash3Backward, MatchesOracleD256Split) {
   expect_backward_passes(GetParam());
 }
 
-// Session 30 (written, not yet run: branch wip/f3cl30): the D 256 RS kernel as 2-CTA clusters
-// with Q / dO multicast (bwd_kernel_d256.cuh kCl, ATTNKIT_FLASH3_BWD_D256_CLUSTER=1; bf16 only).
-TEST_P(Flash3Backward, MatchesOracleD256Cluster) {
-  const check::Case& c = GetParam();
-  if (c.d != 256 || c.dtype != DType::bf16)
-    GTEST_SKIP() << "the cluster build is the bf16 D 256 RS kernel's";
-  if (c.softcap > 0 || c.alibi || c.window_left >= 0 || c.window_right >= 0 ||
-      c.mask != check::MaskCase::none || c.varlen || c.deterministic)
-    GTEST_SKIP() << "not a plain dense call: the cluster build does not run it";
-  const ScopedEnv e("ATTNKIT_FLASH3_BWD_D256_CLUSTER", "1");
-  expect_backward_passes(GetParam());
-}
-
 // The alternatives kept for A/B measurements and as fallbacks, on the same cases (a knob set
 // here overrides that field of the default variant): each dQ path, the decoupled and coupled
 // warpgroups with either GEMM order, the 128-row query blocks (D = 64 only: skipped for D = 128)
@@ -548,24 +535,6 @@ TEST(Flash3BackwardD256Layouts, SmallShapes) {
         const D256LayoutScope t(layout);
         expect_backward_passes(bwd_case(dt, 2, sq, sk, hq, hkv, 256, cz));
       }
-  }
-}
-
-// The 2-CTA cluster (kCl; branch wip/f3cl30) on the small shapes: odd key-block counts (Sk 1, 13,
-// 17, 70: the padded partner CTA has no keys), Sk 150 / Sq 5 top-left (rank 1's first items fully
-// masked: it takes rank 0's range), GQA 3, both causal alignments.
-TEST(Flash3BackwardD256Cluster, SmallShapes) {
-  const ScopedEnv e("ATTNKIT_FLASH3_BWD_D256_CLUSTER", "1");
-  for (const auto& [sq, sk, hq, hkv, cz] :
-       {std::tuple<int64_t, int64_t, int64_t, int64_t, Causal>{1, 1, 2, 1, Causal::none},
-        {13, 13, 2, 1, Causal::top_left},
-        {40, 17, 6, 2, Causal::bottom_right},
-        {5, 150, 3, 3, Causal::top_left},
-        {130, 70, 3, 1, Causal::none},
-        {300, 517, 2, 2, Causal::top_left},
-        {517, 300, 2, 1, Causal::bottom_right}}) {
-    SCOPED_TRACE("sq " + std::to_string(sq) + " sk " + std::to_string(sk));
-    expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, hq, hkv, 256, cz));
   }
 }
 

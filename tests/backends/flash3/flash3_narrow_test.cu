@@ -78,7 +78,11 @@ TEST(Flash3NarrowReasons, DeclinedWithReason) {
     if (!r.skipped && !r.pass) FAIL() << r.detail;
     ASSERT_TRUE(r.skipped) << "flash3 ran a call it should decline: " << w.reason;
     if (r.detail.find("sm_90a only") != std::string::npos) GTEST_SKIP() << r.detail;
-    if (r.detail.find("not built") != std::string::npos) continue;  // (a reduced build)
+    // (a reduced build: "... not built", or "head_dim = 96 not in built head dims {192, 256}" when
+    // ATTNKIT_HEAD_DIMS leaves 96 out; session 31 call 1 failed here on a D 256-only build)
+    if (r.detail.find("not built") != std::string::npos ||
+        r.detail.find("not in built") != std::string::npos)
+      continue;
     EXPECT_NE(r.detail.find(w.reason), std::string::npos) << r.detail;
   }
 }
