@@ -51,8 +51,8 @@ def parse_cases(text):
             raise ValueError(f"case {tok!r}: expected D:S:CAUSAL")
         d, s, c = parts
         s = int(float(s[:-1]) * 1024) if s.lower().endswith("k") else int(s)
-        if int(d) not in (64, 128) or s <= 0 or 16384 % s or c not in ("0", "1"):
-            raise ValueError(f"case {tok!r}: D in 64/128, S dividing 16384, CAUSAL 0/1")
+        if int(d) not in (64, 128, 256) or s <= 0 or 16384 % s or c not in ("0", "1"):
+            raise ValueError(f"case {tok!r}: D in 64/128/256, S dividing 16384, CAUSAL 0/1")
         out.append((int(d), s, c == "1"))
     return out
 
