@@ -73,7 +73,13 @@ struct BwdTraits256 {
   static constexpr int kOffDS = kOffPT + 2 * kTileBytes;     // [2 buffers] dS^T tiles
   static constexpr int kOffBars = kOffDS + 2 * kTileBytes;
   static constexpr int kNumBars = 1 + 2 * kStages;  // full_kv, full[s], empty[s]
-  static constexpr int kSmemBytes = kOffBars + kNumBars * 8 + 1024;
+  // kConv (session 31): the hand-over ring to the converter warps, conv_full[kConvSlots],
+  // conv_empty[kConvSlots] (mbarriers), then job[kConvSlots] (int).
+  static constexpr int kConvSlots = 4;
+  static constexpr int kConvWarps = 3;  // warps 1-3 of the producer warpgroup
+  static constexpr int kConvRegs = 32;  // their setmaxnreg (128 x 32 + 256 x 240 = 64 K)
+  static constexpr int kOffConv = kOffBars + 64;
+  static constexpr int kSmemBytes = kOffConv + kConvSlots * (2 * 8 + 4) + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
 };
@@ -101,14 +107,82 @@ struct BwdTraits256 {
 /// kRs (session 28; plain calls only, their default since session 29): the consumers run
 /// bwd_d256_rs.cuh's layout (S^T / dP^T by GEMM at m64n64, dV / dK as RS GEMMs); the producer
 /// takes dQ part 0 from dO(s) and part 1 from Q(s).
+/// kConv (session 31): the producer thread's hand-over ring to the converter warps. job =
+/// q head * num_m_blocks + query block (a dQ workspace tile whose adds are all complete), -1 = no
+/// more jobs.
+struct ConvRing {
+  uint64_t* full;   // [kConvSlots], one arrival (the producer thread's)
+  uint64_t* empty;  // [kConvSlots], one arrival per converter warp
+  int* job;         // [kConvSlots]
+};
+
+/// kConv: dq rows of one workspace tile (batch bt, q head h, query block mb) = scale x the tile,
+/// by one of the kConvWarps converter warps (cw). The tile is two parts of 64 x kDqN fp32 in the
+/// float4 layout (bwd_kernel.cuh dq_tile_offset, v4): for rows R (R % 16 < 8) and R + 8, the 8
+/// columns 8 j .. 8 j + 7 of a part are 4 consecutive float4 (.x .y row R, .z .w row R + 8).
+/// A warp pass covers rows 16 rb + (0..7) (+ 8) and 4 column groups: lane = 8 jj + rr; its loads
+/// are 64 contiguous bytes (8 lanes: 512), its stores 16 bytes into each of two rows (4 lanes: 64
+/// contiguous bytes of a row). L2 loads (ld.global.cg): the other CTAs' bulk adds went to L2.
+template <bool BF16, typename Tr = BwdTraits256>
+__device__ __forceinline__ void d256_convert_tile(const BwdArgs& a, int bt, int h, int mb, int cw) {
+  constexpr int D = Tr::kD, kN = Tr::kDqN, kBM = Tr::kBlockM;
+  static_assert(kBM == 64 && D == 2 * kN, "two 64 x kN parts per tile");
+  const int lane = threadIdx.x % 32, rr = lane % 8, jj = lane / 8;
+  const float4* tile = reinterpret_cast<const float4*>(
+      a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + h) * a.sq_pad + mb * kBM) * D);
+  uint16_t* dq = static_cast<uint16_t*>(a.dq) + bt * a.dq_sb + h * a.dq_sh;
+  const float sc = a.scale;
+  constexpr int kPasses = (kBM / 16) * (D / 8 / 4);  // 4 row blocks x 8 groups of 4 j = 32
+  for (int q = cw; q < kPasses; q += Tr::kConvWarps) {
+    const int rb = q % 4, jq = q / 4;
+    const int part = jq / (kN / 32), j = (jq % (kN / 32)) * 4 + jj;  // j: 8-column group in part
+    const float4* src = tile + part * (64 * kN / 4) + j * 128 + 32 * rb + 4 * rr;
+    float4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      v[k] = __ldcg(src + k);
+    const int i = mb * kBM + 16 * rb + rr, col = part * kN + 8 * j;
+    if (i < a.seqlen_q)
+      *reinterpret_cast<uint4*>(dq + i * a.dq_ss + col) =
+          make_uint4(pack2<BF16>(v[0].x * sc, v[0].y * sc), pack2<BF16>(v[1].x * sc, v[1].y * sc),
+                     pack2<BF16>(v[2].x * sc, v[2].y * sc), pack2<BF16>(v[3].x * sc, v[3].y * sc));
+    if (i + 8 < a.seqlen_q)
+      *reinterpret_cast<uint4*>(dq + (i + 8) * a.dq_ss + col) =
+          make_uint4(pack2<BF16>(v[0].z * sc, v[0].w * sc), pack2<BF16>(v[1].z * sc, v[1].w * sc),
+                     pack2<BF16>(v[2].z * sc, v[2].w * sc), pack2<BF16>(v[3].z * sc, v[3].w * sc));
+  }
+}
+
+/// kConv: the converter warps' loop (warps 1-3 of the producer warpgroup): take each job off the
+/// ring, release its slot, convert its tile.
+template <bool BF16, typename Tr = BwdTraits256>
+__device__ __forceinline__ void d256_convert_loop(const BwdArgs& a, const ConvRing& ring, int bt) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  namespace ptx = attnkit::cuda::sm90;
+  const int cw = static_cast<int>(threadIdx.x / 32) - 1;
+  for (int n = 0;; ++n) {
+    const int k = n % Tr::kConvSlots;
+    ptx::mbar_wait(&ring.full[k], (n / Tr::kConvSlots) & 1);
+    const int job = ring.job[k];
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) ptx::mbar_arrive(&ring.empty[k]);
+    if (job < 0) return;
+    d256_convert_tile<BF16, Tr>(a, bt, job / a.num_m_blocks, job % a.num_m_blocks, cw);
+  }
+#endif
+}
+
 /// The producer thread of bwd_kernel_d256 (its thread 0): K and V once, then Q and dO of every item
 /// through the ring, and each item's dQ out of its stage by bulk reduce-adds before the refill.
 /// kDet: the deterministic turn around each tile's adds (see the kernel's comment).
-template <bool kRs, bool kDet = false, typename Tr = BwdTraits256>
+/// kConv: each item's adds, once complete, counted on its tile; the last key block to count a
+/// tile hands it to the converter warps (`ring`; see the kernel's comment).
+template <bool kRs, bool kDet = false, bool kConv = false, typename Tr = BwdTraits256>
 __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs& a, uint8_t* smem,
                                              uint64_t* full_kv, uint64_t* full, uint64_t* empty,
                                              int n0, int g, int bt, int k0, int q0, int m_begin,
-                                             int m_count, int items, [[maybe_unused]] int kblk) {
+                                             int m_count, int items, [[maybe_unused]] int kblk,
+                                             [[maybe_unused]] const ConvRing& ring) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBM = Tr::kBlockM, kStages = Tr::kStages, D = Tr::kD;
@@ -163,6 +237,31 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
       ptx::st_release_gpu(sem, turn + 1);
     }
   };
+  // kConv: item j's adds are complete (the caller waited on its bulk group): count them on the
+  // tile; the key block that brings the count to the tile's contributors (the key blocks whose
+  // visible_m_blocks hold it: all, or under causal masks those at or below the query block's
+  // last row + causal_offset, as kDet's `first`) hands the tile over.
+  [[maybe_unused]] int pushed = 0;
+  [[maybe_unused]] auto push = [&](int job) {
+    const int k = pushed % Tr::kConvSlots;
+    ptx::mbar_wait(&ring.empty[k], ((pushed / Tr::kConvSlots) & 1) ^ 1);
+    ring.job[k] = job;
+    ptx::mbar_arrive(&ring.full[k]);  // (release at CTA scope: the job, and what we acquired)
+    ++pushed;
+  };
+  [[maybe_unused]] auto count_item = [&](int j) {
+    const Item y = item_of(a, g, j, m_begin, m_count, kBM);
+    const int mb = y.m0 / kBM;
+    int need = static_cast<int>(gridDim.x);
+    if (a.causal) {
+      const int last = mb * kBM + kBM - 1 + a.causal_offset;  // the block's last row's last key
+      const int upto = last < 0 ? 0 : last / Tr::kBlockN + 1;
+      need = upto < need ? upto : need;
+    }
+    ptx::fence_proxy_async_global();  // our completed bulk adds before the counter's release
+    int* cnt = a.dq_cnt + (static_cast<int64_t>(bt) * a.heads_q + y.h) * a.num_m_blocks + mb;
+    if (ptx::atom_add_acq_rel_gpu(cnt, 1) == need - 1) push(y.h * a.num_m_blocks + mb);
+  };
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
@@ -171,6 +270,12 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
     if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
       reduce_dq(it - kStages, s);
       ptx::bulk_wait_read<0>();
+      if constexpr (kConv) {  // the item before it: its adds have had an item's time
+        if (it - kStages >= 1) {
+          ptx::bulk_wait<1>();
+          count_item(it - kStages - 1);
+        }
+      }
     }
     ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
@@ -186,8 +291,18 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
     const int s = j % kStages;
     ptx::mbar_wait(&empty[s], (j / kStages) & 1);
     reduce_dq(j, s);
+    if constexpr (kConv) {
+      if (j >= 1) {
+        ptx::bulk_wait<1>();
+        count_item(j - 1);
+      }
+    }
   }
   ptx::bulk_wait<0>();  // shared memory read (and the adds done) before the CTA exits
+  if constexpr (kConv) {
+    count_item(items - 1);
+    push(-1);
+  }
 #endif
 }
 
@@ -206,11 +321,23 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
 /// wait is on a CTA launched earlier (as the D 64 / 128 kDet and FA3 assume: blocks start in
 /// index order, which CUDA does not promise formally). Plain dense calls on the RS layout; no
 /// item rotation.
-template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false>
+/// kConv (session 31): the dQ conversion inside this kernel instead of bwd_dq_convert_kernel
+/// after it. At BENCHMARKS.md's shapes the conversion reads 134 MB and writes 67 MB whatever S
+/// is: ~70 us, 7-11 % of a D 256 call at S 1k (session 31 call 3, flash3_bwd_breakdown.py). The
+/// producer thread counts each item's completed adds on its tile (BwdArgs::dq_cnt, one
+/// acquire-release atomic per item, an item after the adds were issued, so the wait is for adds
+/// long done); the key block that completes a tile's count hands the tile to warps 1-3 of the
+/// producer warpgroup (ConvRing), which read it from L2 and write its dq rows while the consumers
+/// go on. Plain dense calls on the RS layout; the launcher keeps the separate conversion where a
+/// tile could have no contributor (a causal bound that hides a whole query block) and for dq
+/// without d-stride 1 / 16-byte rows.
+template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false,
+          bool kConv = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
   static_assert(!kDet || (kRs && !kVarlen), "deterministic: plain dense calls on the RS layout");
+  static_assert(!kConv || (kRs && !kVarlen && !kDet), "kConv: plain dense calls on the RS layout");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
   namespace ptx = attnkit::cuda::sm90;
@@ -245,15 +372,35 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   const int items = a.group * m_count;
 
   init_bwd_ring<kStages>(full_kv, full, empty, Tr::kConsumerWGs * 4);
+  [[maybe_unused]] ConvRing ring{};
+  if constexpr (kConv) {
+    ring.full = reinterpret_cast<uint64_t*>(smem + Tr::kOffConv);
+    ring.empty = ring.full + Tr::kConvSlots;
+    ring.job = reinterpret_cast<int*>(ring.empty + Tr::kConvSlots);
+    if (threadIdx.x == 0) {
+      for (int k = 0; k < Tr::kConvSlots; ++k) {
+        ptx::mbar_init(&ring.full[k], 1);
+        ptx::mbar_init(&ring.empty[k], Tr::kConvWarps);
+      }
+      ptx::fence_mbar_init();
+    }
+  }
   __syncthreads();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // ---- producer: K and V once, then Q and dO of every item through the ring --------------
-    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (items == 0 || threadIdx.x != 0) return;
-    d256_produce<kRs, kDet>(maps, a, smem, full_kv, full, empty, n0, g, bt, k0, q0, m_begin,
-                            m_count, items, kblk);
+    // (kConv: warps 1-3 convert the tiles the producer hands over)
+    ptx::setmaxnreg_dec<kConv ? Tr::kConvRegs : Tr::kProducerRegs>();
+    if constexpr (kConv) {
+      if (items == 0) return;
+      if (threadIdx.x >= 32) d256_convert_loop<BF16, Tr>(a, ring, bt);
+      if (threadIdx.x != 0) return;
+    } else {
+      if (items == 0 || threadIdx.x != 0) return;
+    }
+    d256_produce<kRs, kDet, kConv>(maps, a, smem, full_kv, full, empty, n0, g, bt, k0, q0, m_begin,
+                                   m_count, items, kblk, ring);
     return;
   }
 

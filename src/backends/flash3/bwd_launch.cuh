@@ -104,6 +104,14 @@ inline bool d256_split_layout() {
   return e != nullptr && (std::strcmp(e, "split") == 0 || std::strcmp(e, "0") == 0);
 }
 
+/// ATTNKIT_FLASH3_BWD_D256_CONV=0 (session 31; read per call): the D 256 plain dense backward
+/// with the separate dQ conversion kernel instead of the conversion inside the main kernel
+/// (bwd_kernel_d256.cuh kConv), for A/B measurements.
+inline bool d256_conv_enabled() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_CONV");
+  return e == nullptr || e[0] != '0';
+}
+
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
 /// (m = seq_bounds.hpp score_mod_of(p), launch.cuh set_score_mod); read by kMod kernels only.
 inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {

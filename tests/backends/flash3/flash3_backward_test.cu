@@ -538,6 +538,37 @@ TEST(Flash3BackwardD256Layouts, SmallShapes) {
   }
 }
 
+// The D 256 plain dense backward with its dQ conversion inside the main kernel (session 31,
+// bwd_kernel_d256.cuh kConv, the default) and with the separate conversion kernel
+// (ATTNKIT_FLASH3_BWD_D256_CONV=0), bf16 and f16: a single query and key; Sq / Sk not multiples
+// of 64; GQA 3 (three q heads count on each key block's items); bottom-right with Sq - Sk = 40
+// (kConv: rows 0-39 see no key, their dQ is 0) and 217 (> 63: a query block without any key,
+// so the launcher keeps the separate kernel); key blocks without an item (Sq 5 / Sk 150
+// top-left); several key and query blocks per head in both layouts (BHSD: dq rows are strided).
+TEST(Flash3BackwardD256Conv, BothPaths) {
+  struct Shape {
+    int64_t b, sq, sk, hq, hkv;
+    Causal cz;
+    check::Layout layout;
+  };
+  const check::Layout bshd = check::Layout::bshd, bhsd = check::Layout::bhsd;
+  for (const Shape& s :
+       {Shape{2, 1, 1, 2, 1, Causal::none, bshd}, Shape{2, 13, 13, 2, 1, Causal::top_left, bshd},
+        Shape{2, 100, 60, 6, 2, Causal::bottom_right, bshd},
+        Shape{2, 517, 300, 2, 1, Causal::bottom_right, bshd},
+        Shape{2, 5, 150, 3, 3, Causal::top_left, bshd},
+        Shape{1, 300, 517, 4, 2, Causal::none, bshd},
+        Shape{2, 300, 517, 3, 1, Causal::bottom_right, bhsd},
+        Shape{1, 1000, 1000, 2, 2, Causal::top_left, bshd}})
+    for (const char* conv : {"1", "0"})
+      for (DType dt : {DType::bf16, DType::f16}) {
+        SCOPED_TRACE("sq " + std::to_string(s.sq) + " sk " + std::to_string(s.sk) + " conv " +
+                     conv + (dt == DType::f16 ? " f16" : " bf16"));
+        const ScopedEnv e("ATTNKIT_FLASH3_BWD_D256_CONV", conv);
+        expect_backward_passes(bwd_case(dt, s.b, s.sq, s.sk, s.hq, s.hkv, 256, s.cz, s.layout));
+      }
+}
+
 // +tmakv on the small shapes of the hostile suite: one partial warp (Sk 1, 13, 17), a single
 // query, GQA 3 with Sk < 16 (every warp but one issues no store), against the oracle and bitwise
 // against the default.
