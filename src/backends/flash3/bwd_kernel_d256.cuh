@@ -117,40 +117,18 @@ struct ConvRing {
 };
 
 /// kConv: dq rows of one workspace tile (batch bt, q head h, query block mb) = scale x the tile,
-/// by one of the kConvWarps converter warps (cw). The tile is two parts of 64 x kDqN fp32 in the
-/// float4 layout (bwd_kernel.cuh dq_tile_offset, v4): for rows R (R % 16 < 8) and R + 8, the 8
-/// columns 8 j .. 8 j + 7 of a part are 4 consecutive float4 (.x .y row R, .z .w row R + 8).
-/// A warp pass covers rows 16 rb + (0..7) (+ 8) and 4 column groups: lane = 8 jj + rr; its loads
-/// are 64 contiguous bytes (8 lanes: 512), its stores 16 bytes into each of two rows (4 lanes: 64
-/// contiguous bytes of a row). L2 loads (ld.global.cg): the other CTAs' bulk adds went to L2.
+/// by converter warp cw of kConvWarps: passes cw, cw + kConvWarps, ... of bwd_kernel.cuh
+/// convert_dq_pass (the 3w conversion's warp pass: coalesced 64-byte loads, 16-byte row stores).
 template <bool BF16, typename Tr = BwdTraits256>
 __device__ __forceinline__ void d256_convert_tile(const BwdArgs& a, int bt, int h, int mb, int cw) {
-  constexpr int D = Tr::kD, kN = Tr::kDqN, kBM = Tr::kBlockM;
-  static_assert(kBM == 64 && D == 2 * kN, "two 64 x kN parts per tile");
-  const int lane = threadIdx.x % 32, rr = lane % 8, jj = lane / 8;
-  const float4* tile = reinterpret_cast<const float4*>(
-      a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + h) * a.sq_pad + mb * kBM) * D);
-  uint16_t* dq = static_cast<uint16_t*>(a.dq) + bt * a.dq_sb + h * a.dq_sh;
-  const float sc = a.scale;
-  constexpr int kPasses = (kBM / 16) * (D / 8 / 4);  // 4 row blocks x 8 groups of 4 j = 32
-  for (int q = cw; q < kPasses; q += Tr::kConvWarps) {
-    const int rb = q % 4, jq = q / 4;
-    const int part = jq / (kN / 32), j = (jq % (kN / 32)) * 4 + jj;  // j: 8-column group in part
-    const float4* src = tile + part * (64 * kN / 4) + j * 128 + 32 * rb + 4 * rr;
-    float4 v[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-      v[k] = __ldcg(src + k);
-    const int i = mb * kBM + 16 * rb + rr, col = part * kN + 8 * j;
-    if (i < a.seqlen_q)
-      *reinterpret_cast<uint4*>(dq + i * a.dq_ss + col) =
-          make_uint4(pack2<BF16>(v[0].x * sc, v[0].y * sc), pack2<BF16>(v[1].x * sc, v[1].y * sc),
-                     pack2<BF16>(v[2].x * sc, v[2].y * sc), pack2<BF16>(v[3].x * sc, v[3].y * sc));
-    if (i + 8 < a.seqlen_q)
-      *reinterpret_cast<uint4*>(dq + (i + 8) * a.dq_ss + col) =
-          make_uint4(pack2<BF16>(v[0].z * sc, v[0].w * sc), pack2<BF16>(v[1].z * sc, v[1].w * sc),
-                     pack2<BF16>(v[2].z * sc, v[2].w * sc), pack2<BF16>(v[3].z * sc, v[3].w * sc));
-  }
+  constexpr int D = Tr::kD, kBM = Tr::kBlockM;
+  static_assert(kBM == 64, "64-row workspace tiles");
+  const float* tile =
+      a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + h) * a.sq_pad + mb * kBM) * D;
+  uint16_t* dq = static_cast<uint16_t*>(a.dq) + bt * a.dq_sb + h * a.dq_sh + mb * kBM * a.dq_ss;
+  const int rows = a.seqlen_q - mb * kBM;
+  for (int q = cw; q < kConvPasses<D>; q += Tr::kConvWarps)
+    convert_dq_pass<BF16, D, Tr::kDqN>(tile, dq, a.dq_ss, rows, q, a.scale);
 }
 
 /// kConv: the converter warps' loop (warps 1-3 of the producer warpgroup): take each job off the

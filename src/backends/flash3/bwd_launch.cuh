@@ -112,6 +112,14 @@ inline bool d256_conv_enabled() {
   return e == nullptr || e[0] != '0';
 }
 
+/// ATTNKIT_FLASH3_BWD_CONV_ROWS=0 (session 31; read per call): the dQ conversion by kernel 3
+/// (bwd_dq_convert_kernel) where the coalesced 3w (bwd_dq_convert_rows_kernel) is eligible, for
+/// A/B measurements.
+inline bool conv_rows_enabled() {
+  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_CONV_ROWS");
+  return e == nullptr || e[0] != '0';
+}
+
 /// Session 24: softcap, ALiBi and the sliding window into BwdArgs, as the forward encodes them
 /// (m = seq_bounds.hpp score_mod_of(p), launch.cuh set_score_mod); read by kMod kernels only.
 inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
@@ -126,6 +134,17 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
     a.alibi_mul = -1.f / m.units;
   }
   set_mask(p, m.units, a);  // (kModMask, bwd_kernel_d256 kMod; as the forward encodes it)
+}
+
+/// 3w (bwd_dq_convert_rows_kernel): the dQ conversion of both launchers where convert_vec_ok.
+template <int D, int kDqN, bool BF16, bool kVarlen>
+inline void launch_convert_rows(const Params& p, int64_t sq_pad, const float* dq_acc,
+                                cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((p.seqlen_q + 63) / 64 * (D / 64)),
+                  static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+  bwd_dq_convert_rows_kernel<D, kDqN, BF16, kVarlen>
+      <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
+  ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
 /// The backward workspace's row geometry, alike in both launchers (launch_backward,
@@ -301,6 +320,8 @@ void launch_backward(const Params& p, const Variant& v) {
     bwd::bwd_dq_convert_vec_kernel<D, Tr::kDqN, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
+  } else if (p.seqlen_q > 0 && conv_rows_enabled() && convert_vec_ok(p, v.dq_vec4)) {
+    launch_convert_rows<D, Tr::kDqN, BF16, kVarlen>(p, sq_pad, dq_acc, stream);  // (3w)
   } else if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));

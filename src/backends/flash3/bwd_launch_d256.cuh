@@ -166,7 +166,9 @@ void launch_backward_d256(const Params& p) {
 #endif
   }
 
-  if (p.seqlen_q > 0 && !conv) {
+  if (p.seqlen_q > 0 && !conv && conv_rows_enabled() && rows16(p.dq, p.dq_st)) {
+    launch_convert_rows<D, Tr::kDqN, BF16, kVarlen>(p, sq_pad, dq_acc, stream);  // (3w, v4)
+  } else if (p.seqlen_q > 0 && !conv) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd_dq_convert_kernel<D, Tr::kDqN, BF16, kVarlen>

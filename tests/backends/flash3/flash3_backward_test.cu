@@ -569,6 +569,22 @@ TEST(Flash3BackwardD256Conv, BothPaths) {
       }
 }
 
+// The dQ conversion kernels: 3w (bwd_dq_convert_rows_kernel, session 31, the default where dq has
+// 16-byte rows) is what every other test runs; here kernel 3 (ATTNKIT_FLASH3_BWD_CONV_ROWS=0), at
+// each head dim (D 256 with its in-kernel conversion off), on a partial last tile, GQA and BHSD.
+TEST(Flash3BackwardConvRows, OldKernelStillRight) {
+  const ScopedEnv rows("ATTNKIT_FLASH3_BWD_CONV_ROWS", "0");
+  const ScopedEnv conv("ATTNKIT_FLASH3_BWD_D256_CONV", "0");
+  for (int64_t d : {64, 128, 256})
+    for (const auto& [sq, sk, cz, layout] :
+         {std::tuple<int64_t, int64_t, Causal, check::Layout>{300, 517, Causal::none,
+                                                              check::Layout::bshd},
+          {517, 300, Causal::bottom_right, check::Layout::bhsd}}) {
+      SCOPED_TRACE("d " + std::to_string(d) + " sq " + std::to_string(sq));
+      expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, 4, 2, d, cz, layout));
+    }
+}
+
 // +tmakv on the small shapes of the hostile suite: one partial warp (Sk 1, 13, 17), a single
 // query, GQA 3 with Sk < 16 (every warp but one issues no store), against the oracle and bitwise
 // against the default.
