@@ -77,7 +77,10 @@ struct BwdTraits256 {
   // conv_empty[kConvSlots] (mbarriers), then job[kConvSlots] (int).
   static constexpr int kConvSlots = 4;
   static constexpr int kConvWarps = 3;  // warps 1-3 of the producer warpgroup
-  static constexpr int kConvRegs = 32;  // their setmaxnreg (128 x 32 + 256 x 240 = 64 K)
+  // Their setmaxnreg: as the producer's. The CTA's pool is 384 x 168 (ptxas' launch-bounds
+  // allocation) = 64512 = 128 x 24 + 256 x 240; 32 left the consumers' setmaxnreg.inc 240 waiting
+  // forever (helper review, session 31, with a minimal kernel on the H200).
+  static constexpr int kConvRegs = 24;
   static constexpr int kOffConv = kOffBars + 64;
   static constexpr int kSmemBytes = kOffConv + kConvSlots * (2 * 8 + 4) + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
@@ -248,12 +251,6 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
     if (it >= kStages) {  // the stage holds item it - kStages's dQ: add it, then refill
       reduce_dq(it - kStages, s);
       ptx::bulk_wait_read<0>();
-      if constexpr (kConv) {  // the item before it: its adds have had an item's time
-        if (it - kStages >= 1) {
-          ptx::bulk_wait<1>();
-          count_item(it - kStages - 1);
-        }
-      }
     }
     ptx::mbar_arrive_expect_tx(&full[s], 2 * Tr::kQBytes);
 #pragma unroll
@@ -262,6 +259,14 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
                        &full[s], c * 64, q0 + x.m0, x.h, bt);
       ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
                        &full[s], c * 64, q0 + x.m0, x.h, bt);
+    }
+    // kConv: the item before the one just reduced; its adds have had an item's time. After the
+    // refill's issue, so the count's wait and atomic stay off the refill's latency (review).
+    if constexpr (kConv) {
+      if (it - kStages >= 1) {
+        ptx::bulk_wait<1>();
+        count_item(it - kStages - 1);
+      }
     }
   }
   // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
