@@ -77,6 +77,7 @@ struct BwdTraits256 {
   // conv_empty[kConvSlots] (mbarriers), then job[kConvSlots] (int).
   static constexpr int kConvSlots = 4;
   static constexpr int kConvWarps = 3;  // warps 1-3 of the producer warpgroup
+  static constexpr int kConvLag = 2;    // items between a reduce's issue and its count
   // Their setmaxnreg: as the producer's. The CTA's pool is 384 x 168 (ptxas' launch-bounds
   // allocation) = 64512 = 128 x 24 + 256 x 240; 32 left the consumers' setmaxnreg.inc 240 waiting
   // forever (helper review, session 31, with a minimal kernel on the H200).
@@ -143,8 +144,12 @@ __device__ __forceinline__ void d256_convert_loop(const BwdArgs& a, const ConvRi
   const int cw = static_cast<int>(threadIdx.x / 32) - 1;
   for (int n = 0;; ++n) {
     const int k = n % Tr::kConvSlots;
-    ptx::mbar_wait(&ring.full[k], (n / Tr::kConvSlots) & 1);
-    const int job = ring.job[k];
+    // Suspended until the phase completes (hint 1 ms): a plain try_wait loop re-polls every ~11
+    // cycles (ptx_sm90.hpp mbar_wait_hint), and three warps polling for the whole kernel took
+    // issue slots from the consumers: -29..-33 % (session 31 call 4).
+    ptx::mbar_wait_hint(ptx::smem_u32(&ring.full[k]), (n / Tr::kConvSlots) & 1, 1000000u);
+    // (job slots by shared atomics: racecheck does not order plain accesses by mbarriers)
+    const int job = atomicAdd(&ring.job[k], 0);
     __syncwarp();
     if (threadIdx.x % 32 == 0) ptx::mbar_arrive(&ring.empty[k]);
     if (job < 0) return;
@@ -226,7 +231,7 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
   [[maybe_unused]] auto push = [&](int job) {
     const int k = pushed % Tr::kConvSlots;
     ptx::mbar_wait(&ring.empty[k], ((pushed / Tr::kConvSlots) & 1) ^ 1);
-    ring.job[k] = job;
+    atomicExch(&ring.job[k], job);
     ptx::mbar_arrive(&ring.full[k]);  // (release at CTA scope: the job, and what we acquired)
     ++pushed;
   };
@@ -260,12 +265,14 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
       ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
                        &full[s], c * 64, q0 + x.m0, x.h, bt);
     }
-    // kConv: the item before the one just reduced; its adds have had an item's time. After the
-    // refill's issue, so the count's wait and atomic stay off the refill's latency (review).
+    // kConv: the item kConvLag before the one just reduced, whose adds have had kConvLag items'
+    // time (the reduce-adds' L2 writes complete slowly: kDet, which waits for its own, runs at
+    // 0.72-0.86 of the default). After the refill's issue, so the count stays off the refill's
+    // latency (review).
     if constexpr (kConv) {
-      if (it - kStages >= 1) {
-        ptx::bulk_wait<1>();
-        count_item(it - kStages - 1);
+      if (it - kStages >= Tr::kConvLag) {
+        ptx::bulk_wait<Tr::kConvLag>();
+        count_item(it - kStages - Tr::kConvLag);
       }
     }
   }
@@ -275,15 +282,16 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
     ptx::mbar_wait(&empty[s], (j / kStages) & 1);
     reduce_dq(j, s);
     if constexpr (kConv) {
-      if (j >= 1) {
-        ptx::bulk_wait<1>();
-        count_item(j - 1);
+      if (j >= Tr::kConvLag) {
+        ptx::bulk_wait<Tr::kConvLag>();
+        count_item(j - Tr::kConvLag);
       }
     }
   }
-  ptx::bulk_wait<0>();  // shared memory read (and the adds done) before the CTA exits
-  if constexpr (kConv) {
-    count_item(items - 1);
+  ptx::bulk_wait<0>();    // shared memory read (and the adds done) before the CTA exits
+  if constexpr (kConv) {  // the items not counted yet
+    for (int j = items > Tr::kConvLag ? items - Tr::kConvLag : 0; j < items; ++j)
+      count_item(j);
     push(-1);
   }
 #endif
