@@ -32,20 +32,6 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-/// atomicAdd with release semantics at GPU scope; returns the old value (the adder that sees the
-/// last count pairs it with fence_acq_rel_gpu to acquire the others' releases).
-__device__ __forceinline__ int atom_add_release_gpu(int* p, int v) {
-  int old;
-  asm volatile("atom.release.gpu.global.add.s32 %0, [%1], %2;"
-               : "=r"(old)
-               : "l"(p), "r"(v)
-               : "memory");
-  return old;
-}
-/// fence.acq_rel.gpu: with an earlier relaxed / release read, acquires what it read from.
-__device__ __forceinline__ void fence_acq_rel_gpu() {
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
 /// Store with release semantics at GPU scope: earlier accesses (and, through a barrier, the
 /// CTA's) are visible to whoever acquires the value.
 __device__ __forceinline__ void st_release_gpu(int* p, int v) {

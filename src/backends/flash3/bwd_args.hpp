@@ -78,13 +78,6 @@ struct BwdArgs {
   int64_t mask_sb, mask_sh, mask_si, mask_sj;
   int mask_kind;
   float mask_mul;
-  // Session 31 (bwd_kernel_d256.cuh kConv): the dQ conversion inside the main kernel. dq [B, Sq,
-  // Hq, D] (d-stride 1, rows 16-byte aligned; strides in elements) and one counter per workspace
-  // tile, int [B*Hq, num_m_blocks], zeroed before the launch: the key block whose adds complete
-  // a tile converts it (scale * tile -> dq), so the separate conversion kernel does not run.
-  void* dq;
-  int64_t dq_sb, dq_ss, dq_sh;
-  int* dq_cnt;
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)
   // Measurement builds only (session 27, bench/gpu/flash3_bwd_trace.py): clock64 stamps of the
   // D 256 backward's items (bwd_kernel_d256.cuh, bwd_trace.hpp has the layout); null = off.

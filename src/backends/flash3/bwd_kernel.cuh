@@ -164,7 +164,7 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
 /// 16 rb + rr (+ 8) and j = 4 jq + jj: 64 contiguous bytes in (8 lanes: 512), 16 bytes out into
 /// each of two rows (4 lanes: 64 contiguous bytes of a row). tile: the 64 x D fp32 tile; dq: its
 /// row 0 in the output (16-bit, d-stride 1); rows: valid rows from row 0. Loads are ld.global.cg
-/// (the adds went to L2; the in-kernel converter reads tiles other CTAs completed).
+/// (read once; the adds went to L2).
 template <bool BF16, int kN>
 __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq, int64_t row_st,
                                                 int rows, int part, int rb, int jq, float sc) {

@@ -73,19 +73,7 @@ struct BwdTraits256 {
   static constexpr int kOffDS = kOffPT + 2 * kTileBytes;     // [2 buffers] dS^T tiles
   static constexpr int kOffBars = kOffDS + 2 * kTileBytes;
   static constexpr int kNumBars = 1 + 2 * kStages;  // full_kv, full[s], empty[s]
-  // kConv (session 31): two hand-over rings (ConvRing), producer -> counter (warp 1, lane 0) and
-  // counter -> converters (warps 2, 3), each full[kConvSlots], empty[kConvSlots] (mbarriers),
-  // then job[kConvSlots] (int).
-  static constexpr int kConvSlots = 4;
-  static constexpr int kConvWarps = 2;  // warps 2-3 of the producer warpgroup
-  static constexpr int kConvLag = 2;    // items between a reduce's issue and its count
-  // Their setmaxnreg: as the producer's. The CTA's pool is 384 x 168 (ptxas' launch-bounds
-  // allocation) = 64512 = 128 x 24 + 256 x 240; 32 left the consumers' setmaxnreg.inc 240 waiting
-  // forever (helper review, session 31, with a minimal kernel on the H200).
-  static constexpr int kConvRegs = 24;
-  static constexpr int kOffConv = kOffBars + 64;
-  static constexpr int kConvRingBytes = kConvSlots * (2 * 8 + 4);
-  static constexpr int kSmemBytes = kOffConv + 2 * kConvRingBytes + 1024;
+  static constexpr int kSmemBytes = kOffBars + kNumBars * 8 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kOffPT % 1024 == 0 && kOffDS % 1024 == 0, "swizzle atoms 1024-aligned");
 };
@@ -113,132 +101,14 @@ struct BwdTraits256 {
 /// kRs (session 28; plain calls only, their default since session 29): the consumers run
 /// bwd_d256_rs.cuh's layout (S^T / dP^T by GEMM at m64n64, dV / dK as RS GEMMs); the producer
 /// takes dQ part 0 from dO(s) and part 1 from Q(s).
-/// kConv (session 31): a hand-over ring of tile jobs (job = q head * num_m_blocks + query block;
-/// -1 = no more) from one thread to `takers` warps (or threads): the producer's to the counter
-/// (a tile with one more key block's adds complete), the counter's to the converters (a tile
-/// whose adds are all complete). Job slots by shared atomics: racecheck does not order plain
-/// accesses by mbarriers (session 31 call 4: 8 false hazards).
-struct ConvRing {
-  uint64_t* full;   // [kConvSlots], one arrival (the giver's)
-  uint64_t* empty;  // [kConvSlots], one arrival per taker
-  int* job;         // [kConvSlots]
-  int n = 0;        // jobs given / taken by this thread
-
-  template <int kSlots>
-  __device__ __forceinline__ void init(uint8_t* at, int takers) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    full = reinterpret_cast<uint64_t*>(at);
-    empty = full + kSlots;
-    job = reinterpret_cast<int*>(empty + kSlots);
-    if (threadIdx.x == 0) {
-      for (int k = 0; k < kSlots; ++k) {
-        attnkit::cuda::sm90::mbar_init(&full[k], 1);
-        attnkit::cuda::sm90::mbar_init(&empty[k], takers);
-      }
-    }
-#endif
-  }
-  /// The giver: wait for slot n's previous job to be taken, post `j` (release at CTA scope).
-  template <int kSlots>
-  __device__ __forceinline__ void give(int j) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    const int k = n % kSlots;
-    attnkit::cuda::sm90::mbar_wait(&empty[k], ((n / kSlots) & 1) ^ 1);
-    atomicExch(&job[k], j);
-    attnkit::cuda::sm90::mbar_arrive(&full[k]);
-    ++n;
-#endif
-  }
-  /// A taker (one thread, or a warp with its lane 0 releasing the slot): the next job. Suspended
-  /// until it is posted (hint 1 ms): a plain try_wait loop re-polls every ~11 cycles
-  /// (ptx_sm90.hpp mbar_wait_hint).
-  template <int kSlots>
-  __device__ __forceinline__ int take(bool warp) {
-    int j = -1;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    namespace ptx = attnkit::cuda::sm90;
-    const int k = n % kSlots;
-    ptx::mbar_wait_hint(ptx::smem_u32(&full[k]), (n / kSlots) & 1, 1000000u);
-    j = atomicAdd(&job[k], 0);
-    if (warp) __syncwarp();
-    if (!warp || threadIdx.x % 32 == 0) ptx::mbar_arrive(&empty[k]);
-    ++n;
-#endif
-    return j;
-  }
-};
-
-/// kConv: dq rows of one workspace tile (batch bt, q head h, query block mb) = scale x the tile,
-/// by converter warp cw of kConvWarps: passes cw, cw + kConvWarps, ... of bwd_kernel.cuh
-/// convert_dq_pass (the 3w conversion's warp pass: coalesced 64-byte loads, 16-byte row stores).
-template <bool BF16, typename Tr = BwdTraits256>
-__device__ __forceinline__ void d256_convert_tile(const BwdArgs& a, int bt, int h, int mb, int cw) {
-  constexpr int D = Tr::kD, kBM = Tr::kBlockM;
-  static_assert(kBM == 64, "64-row workspace tiles");
-  const float* tile =
-      a.dq_acc + ((static_cast<int64_t>(bt) * a.heads_q + h) * a.sq_pad + mb * kBM) * D;
-  uint16_t* dq = static_cast<uint16_t*>(a.dq) + bt * a.dq_sb + h * a.dq_sh + mb * kBM * a.dq_ss;
-  const int rows = a.seqlen_q - mb * kBM;
-  for (int q = cw; q < kConvPasses<D>; q += Tr::kConvWarps)
-    convert_dq_pass<BF16, D, Tr::kDqN>(tile, dq, a.dq_ss, rows, q, a.scale);
-}
-
-/// kConv: the counter (warp 1's lane 0). For each tile the producer posts (one key block's adds
-/// complete: the producer waited on them and fenced the async proxy), one release-add on the
-/// tile's counter; the key block whose add brings it to the tile's contributors (the key blocks
-/// whose visible_m_blocks hold it: all, or under causal masks those at or below the query
-/// block's last row + causal_offset, as kDet's `first`) acquires the others' adds and posts the
-/// tile to the converters. The GPU-scope atomics live here, not on the producer thread: there
-/// atom.acq_rel.gpu (MEMBAR.ALL.GPU) waited for the producer's own TMA loads and bulk adds in
-/// flight every item (call 5: -29..-38 %, as kDet's release store on its producer costs it).
-template <typename Tr = BwdTraits256>
-__device__ __forceinline__ void d256_count_loop(const BwdArgs& a, ConvRing& from_producer,
-                                                ConvRing& to_converters, int bt) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  namespace ptx = attnkit::cuda::sm90;
-  for (;;) {
-    const int job = from_producer.take<Tr::kConvSlots>(false);
-    if (job < 0) break;
-    const int h = job / a.num_m_blocks, mb = job % a.num_m_blocks;
-    int need = static_cast<int>(gridDim.x);
-    if (a.causal) {
-      const int last = mb * Tr::kBlockM + Tr::kBlockM - 1 + a.causal_offset;
-      const int upto = last < 0 ? 0 : last / Tr::kBlockN + 1;
-      need = upto < need ? upto : need;
-    }
-    int* cnt = a.dq_cnt + (static_cast<int64_t>(bt) * a.heads_q + h) * a.num_m_blocks + mb;
-    if (ptx::atom_add_release_gpu(cnt, 1) == need - 1) {
-      ptx::fence_acq_rel_gpu();  // the other key blocks' released adds, before the conversion
-      to_converters.give<Tr::kConvSlots>(job);
-    }
-  }
-  to_converters.give<Tr::kConvSlots>(-1);
-#endif
-}
-
-/// kConv: the converter warps' loop (warps 2-3 of the producer warpgroup): take each tile off
-/// the counter's ring, convert it.
-template <bool BF16, typename Tr = BwdTraits256>
-__device__ __forceinline__ void d256_convert_loop(const BwdArgs& a, ConvRing& ring, int bt) {
-  const int cw = static_cast<int>(threadIdx.x / 32) - 2;
-  for (;;) {
-    const int job = ring.take<Tr::kConvSlots>(true);
-    if (job < 0) return;
-    d256_convert_tile<BF16, Tr>(a, bt, job / a.num_m_blocks, job % a.num_m_blocks, cw);
-  }
-}
-
 /// The producer thread of bwd_kernel_d256 (its thread 0): K and V once, then Q and dO of every item
 /// through the ring, and each item's dQ out of its stage by bulk reduce-adds before the refill.
 /// kDet: the deterministic turn around each tile's adds (see the kernel's comment).
-/// kConv: each item's adds, once complete, counted on its tile; the last key block to count a
-/// tile hands it to the converter warps (`ring`; see the kernel's comment).
-template <bool kRs, bool kDet = false, bool kConv = false, typename Tr = BwdTraits256>
+template <bool kRs, bool kDet = false, typename Tr = BwdTraits256>
 __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs& a, uint8_t* smem,
                                              uint64_t* full_kv, uint64_t* full, uint64_t* empty,
                                              int n0, int g, int bt, int k0, int q0, int m_begin,
-                                             int m_count, int items, [[maybe_unused]] int kblk,
-                                             [[maybe_unused]] ConvRing& ring) {
+                                             int m_count, int items, [[maybe_unused]] int kblk) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBM = Tr::kBlockM, kStages = Tr::kStages, D = Tr::kD;
@@ -293,14 +163,6 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
       ptx::st_release_gpu(sem, turn + 1);
     }
   };
-  // kConv: item j's adds are complete (the caller waited on its bulk group): post its tile to
-  // the counter (d256_count_loop), after a proxy fence that orders the completed async adds
-  // before the generic-proxy synchronisation that follows.
-  [[maybe_unused]] auto count_item = [&](int j) {
-    const Item y = item_of(a, g, j, m_begin, m_count, kBM);
-    ptx::fence_proxy_async_global();
-    ring.give<Tr::kConvSlots>(y.h * a.num_m_blocks + y.m0 / kBM);
-  };
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
@@ -318,35 +180,14 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
       ptx::tma_load_4d(smem + Tr::kOffDO + s * Tr::kQBytes + c * Tr::kQChunkBytes, &maps.tma_do,
                        &full[s], c * 64, q0 + x.m0, x.h, bt);
     }
-    // kConv: the item kConvLag before the one just reduced, whose adds have had kConvLag items'
-    // time (the reduce-adds' L2 writes complete slowly: kDet, which waits for its own, runs at
-    // 0.72-0.86 of the default). After the refill's issue, so the count stays off the refill's
-    // latency (review).
-    if constexpr (kConv) {
-      if (it - kStages >= Tr::kConvLag) {
-        ptx::bulk_wait<Tr::kConvLag>();
-        count_item(it - kStages - Tr::kConvLag);
-      }
-    }
   }
   // The last kStages items' dQ (their stages' release: phase (j / kStages) of empty[s]).
   for (int j = items > kStages ? items - kStages : 0; j < items; ++j) {
     const int s = j % kStages;
     ptx::mbar_wait(&empty[s], (j / kStages) & 1);
     reduce_dq(j, s);
-    if constexpr (kConv) {
-      if (j >= Tr::kConvLag) {
-        ptx::bulk_wait<Tr::kConvLag>();
-        count_item(j - Tr::kConvLag);
-      }
-    }
   }
-  ptx::bulk_wait<0>();    // shared memory read (and the adds done) before the CTA exits
-  if constexpr (kConv) {  // the items not counted yet
-    for (int j = items > Tr::kConvLag ? items - Tr::kConvLag : 0; j < items; ++j)
-      count_item(j);
-    ring.give<Tr::kConvSlots>(-1);
-  }
+  ptx::bulk_wait<0>();  // shared memory read (and the adds done) before the CTA exits
 #endif
 }
 
@@ -365,23 +206,11 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
 /// wait is on a CTA launched earlier (as the D 64 / 128 kDet and FA3 assume: blocks start in
 /// index order, which CUDA does not promise formally). Plain dense calls on the RS layout; no
 /// item rotation.
-/// kConv (session 31; opt-in, ATTNKIT_FLASH3_BWD_D256_CONV=1): the dQ conversion inside this
-/// kernel instead of a conversion kernel after it. At BENCHMARKS.md's shapes the conversion
-/// reads 134 MB and writes 67 MB whatever S is (~56 us with 3w, 5-8 % of a D 256 call at S 1k).
-/// The producer thread posts each item's tile once its adds are complete (kConvLag items after
-/// their issue) to the counter (warp 1, lane 0; d256_count_loop), which release-adds the tile's
-/// counter (BwdArgs::dq_cnt); the key block that completes a tile acquires and posts it to warps
-/// 2-3 (d256_convert_loop), which read it from L2 and write its dq rows while the consumers go
-/// on. Plain dense calls on the RS layout; the launcher keeps the conversion kernel where a
-/// tile could have no contributor (a causal bound that hides a whole query block) and for dq
-/// without d-stride 1 / 16-byte rows.
-template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false,
-          bool kConv = false>
+template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
   static_assert(!kDet || (kRs && !kVarlen), "deterministic: plain dense calls on the RS layout");
-  static_assert(!kConv || (kRs && !kVarlen && !kDet), "kConv: plain dense calls on the RS layout");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
   namespace ptx = attnkit::cuda::sm90;
@@ -416,30 +245,15 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   const int items = a.group * m_count;
 
   init_bwd_ring<kStages>(full_kv, full, empty, Tr::kConsumerWGs * 4);
-  // kConv: ring 0 producer -> counter (one taker), ring 1 counter -> converters (kConvWarps).
-  [[maybe_unused]] ConvRing rings[2];
-  if constexpr (kConv) {
-    rings[0].init<Tr::kConvSlots>(smem + Tr::kOffConv, 1);
-    rings[1].init<Tr::kConvSlots>(smem + Tr::kOffConv + Tr::kConvRingBytes, Tr::kConvWarps);
-    if (threadIdx.x == 0) ptx::fence_mbar_init();
-  }
   __syncthreads();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // ---- producer: K and V once, then Q and dO of every item through the ring --------------
-    // (kConv: warp 1's lane 0 counts the tiles the producer posts, warps 2-3 convert)
-    ptx::setmaxnreg_dec<kConv ? Tr::kConvRegs : Tr::kProducerRegs>();
-    if constexpr (kConv) {
-      if (items == 0) return;
-      if (threadIdx.x == 32) d256_count_loop<Tr>(a, rings[0], rings[1], bt);
-      if (threadIdx.x >= 64) d256_convert_loop<BF16, Tr>(a, rings[1], bt);
-      if (threadIdx.x != 0) return;
-    } else {
-      if (items == 0 || threadIdx.x != 0) return;
-    }
-    d256_produce<kRs, kDet, kConv>(maps, a, smem, full_kv, full, empty, n0, g, bt, k0, q0, m_begin,
-                                   m_count, items, kblk, rings[0]);
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    if (items == 0 || threadIdx.x != 0) return;
+    d256_produce<kRs, kDet>(maps, a, smem, full_kv, full, empty, n0, g, bt, k0, q0, m_begin,
+                            m_count, items, kblk);
     return;
   }
 

@@ -104,14 +104,6 @@ inline bool d256_split_layout() {
   return e != nullptr && (std::strcmp(e, "split") == 0 || std::strcmp(e, "0") == 0);
 }
 
-/// ATTNKIT_FLASH3_BWD_D256_CONV=1 (session 31; read per call): the D 256 plain dense backward
-/// converts dQ inside the main kernel (bwd_kernel_d256.cuh kConv) instead of in 3w after it.
-/// Opt-in: its first two builds measured -29..-38 % (bench/notes/session31.md calls 4-5).
-inline bool d256_conv_enabled() {
-  const char* e = std::getenv("ATTNKIT_FLASH3_BWD_D256_CONV");
-  return e != nullptr && e[0] == '1';
-}
-
 /// ATTNKIT_FLASH3_BWD_CONV_ROWS=0 (session 31; read per call): the dQ conversion by kernel 3
 /// (bwd_dq_convert_kernel) where the coalesced 3w (bwd_dq_convert_rows_kernel) is eligible, for
 /// A/B measurements.

@@ -61,23 +61,14 @@ void launch_backward_d256(const Params& p) {
     throw Error(ErrorCode::kUnsupported,
                 "flash3 D 256 deterministic backward: plain dense calls only (no varlen, score "
                 "modification or mask)");
-  // kConv (session 31): plain dense RS calls convert dQ inside the main kernel, with one counter
-  // per tile, int [bh, m_blocks] (BwdArgs::dq_cnt), where every tile has a contributor (causal:
-  // query block 0's last row sees key 0, i.e. causal_offset >= -63) and dq takes 16-byte rows.
-  const bool mod = has_score_mod(p) || p.has_mask();
-  const int64_t causal_offset = p.causal == Causal::bottom_right ? p.seqlen_k - p.seqlen_q : 0;
-  const bool conv = !kVarlen && !det && !mod && !d256_split_layout() && d256_conv_enabled() &&
-                    p.seqlen_q > 0 && p.seqlen_k > 0 &&
-                    (p.causal == Causal::none || causal_offset >= -(Tr::kBlockM - 1)) &&
-                    rows16(p.dq, p.dq_st);
-  const size_t sems = det || conv ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) : 0;
+  const size_t sems = det ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) : 0;
   float* ws = static_cast<float*>(cuda::workspace(
       (rows * (2 + static_cast<size_t>(D)) + sems) * sizeof(float), p.device.index, stream));
   float* lse2 = ws;
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows;
-  int* dq_sem = det || conv ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
-  if (det || conv) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
+  int* dq_sem = det ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
+  if (det) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
   if (prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);
@@ -104,6 +95,7 @@ void launch_backward_d256(const Params& p) {
                    a);
     a.dq_vec4 = 1;
     // Softcap / ALiBi / window / mask (session 26): the general kMod kernel.
+    const bool mod = has_score_mod(p) || p.has_mask();
     const ScoreMod m = score_mod_of(p);
     if (mod) set_bwd_score_mod(p, m, a);
     if constexpr (kVarlen) {  // (each sequence's bounds from causal_kind / win_*, in the kernel)
@@ -141,13 +133,6 @@ void launch_backward_d256(const Params& p) {
       // masks or varlen.
       a.dq_sem = dq_sem;
       run_d256_det<BF16>(grid, a, stream);
-    } else if (conv) {
-      a.dq = p.dq;
-      a.dq_sb = p.dq_st.b;
-      a.dq_ss = p.dq_st.s;
-      a.dq_sh = p.dq_st.h;
-      a.dq_cnt = dq_sem;
-      run_kernel_d256<&bwd_kernel_d256<BF16, false, true, false, false, true>>(grid, a, stream);
     } else if (!d256_split_layout())
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true>>(grid, a, stream);
     else
@@ -166,9 +151,9 @@ void launch_backward_d256(const Params& p) {
 #endif
   }
 
-  if (p.seqlen_q > 0 && !conv && conv_rows_enabled() && rows16(p.dq, p.dq_st)) {
+  if (p.seqlen_q > 0 && conv_rows_enabled() && rows16(p.dq, p.dq_st)) {
     launch_convert_rows<D, Tr::kDqN, BF16, kVarlen>(p, sq_pad, dq_acc, stream);  // (3w, v4)
-  } else if (p.seqlen_q > 0 && !conv) {
+  } else if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd_dq_convert_kernel<D, Tr::kDqN, BF16, kVarlen>

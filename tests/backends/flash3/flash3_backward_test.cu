@@ -538,14 +538,13 @@ TEST(Flash3BackwardD256Layouts, SmallShapes) {
   }
 }
 
-// The D 256 plain dense backward with its dQ conversion inside the main kernel (session 31,
-// bwd_kernel_d256.cuh kConv, the default) and with the separate conversion kernel
-// (ATTNKIT_FLASH3_BWD_D256_CONV=0), bf16 and f16: a single query and key; Sq / Sk not multiples
-// of 64; GQA 3 (three q heads count on each key block's items); bottom-right with Sq - Sk = 40
-// (kConv: rows 0-39 see no key, their dQ is 0) and 217 (> 63: a query block without any key,
-// so the launcher keeps the separate kernel); key blocks without an item (Sq 5 / Sk 150
-// top-left); several key and query blocks per head in both layouts (BHSD: dq rows are strided).
-TEST(Flash3BackwardD256Conv, BothPaths) {
+// The D 256 plain dense backward's dQ conversion (3w, bwd_dq_convert_rows_kernel, session 31),
+// bf16 and f16: a single query and key; Sq / Sk not multiples of 64; GQA 3; bottom-right with
+// Sq - Sk = 40 (rows 0-39 see no key, their dQ is 0) and 217 (a query block without any key);
+// key blocks without an item (Sq 5 / Sk 150 top-left); several key and query blocks per head in
+// both layouts (BHSD: dq rows strided). (Session 31 ran these shapes with dQ converted inside
+// the main kernel too, kConv, measured slower and kept on branch wip/f3conv31.)
+TEST(Flash3BackwardD256Conversion, Shapes) {
   struct Shape {
     int64_t b, sq, sk, hq, hkv;
     Causal cz;
@@ -560,21 +559,18 @@ TEST(Flash3BackwardD256Conv, BothPaths) {
         Shape{1, 300, 517, 4, 2, Causal::none, bshd},
         Shape{2, 300, 517, 3, 1, Causal::bottom_right, bhsd},
         Shape{1, 1000, 1000, 2, 2, Causal::top_left, bshd}})
-    for (const char* conv : {"1", "0"})
-      for (DType dt : {DType::bf16, DType::f16}) {
-        SCOPED_TRACE("sq " + std::to_string(s.sq) + " sk " + std::to_string(s.sk) + " conv " +
-                     conv + (dt == DType::f16 ? " f16" : " bf16"));
-        const ScopedEnv e("ATTNKIT_FLASH3_BWD_D256_CONV", conv);
-        expect_backward_passes(bwd_case(dt, s.b, s.sq, s.sk, s.hq, s.hkv, 256, s.cz, s.layout));
-      }
+    for (DType dt : {DType::bf16, DType::f16}) {
+      SCOPED_TRACE("sq " + std::to_string(s.sq) + " sk " + std::to_string(s.sk) +
+                   (dt == DType::f16 ? " f16" : " bf16"));
+      expect_backward_passes(bwd_case(dt, s.b, s.sq, s.sk, s.hq, s.hkv, 256, s.cz, s.layout));
+    }
 }
 
 // The dQ conversion kernels: 3w (bwd_dq_convert_rows_kernel, session 31, the default where dq has
 // 16-byte rows) is what every other test runs; here kernel 3 (ATTNKIT_FLASH3_BWD_CONV_ROWS=0), at
-// each head dim (D 256 with its in-kernel conversion off), on a partial last tile, GQA and BHSD.
+// each head dim, on a partial last tile, GQA and BHSD.
 TEST(Flash3BackwardConvRows, OldKernelStillRight) {
   const ScopedEnv rows("ATTNKIT_FLASH3_BWD_CONV_ROWS", "0");
-  const ScopedEnv conv("ATTNKIT_FLASH3_BWD_D256_CONV", "0");
   for (int64_t d : {64, 128, 256})
     for (const auto& [sq, sk, cz, layout] :
          {std::tuple<int64_t, int64_t, Causal, check::Layout>{300, 517, Causal::none,
