@@ -139,6 +139,16 @@ inline void launch_convert_rows(const Params& p, int64_t sq_pad, const float* dq
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 
+/// Varlen (both launchers): the packed sequences' offsets and each sequence's causal / window
+/// encoding (m = score_mod_of(p)), from which the kernels derive every sequence's bounds.
+inline void set_bwd_varlen(const Params& p, const ScoreMod& m, BwdArgs& a) {
+  a.cu_q = p.cu_seqlens_q;
+  a.cu_k = p.cu_seqlens_k;
+  a.causal_kind = m.causal_kind;
+  a.win_left = m.win_left;
+  a.win_right = m.win_right;
+}
+
 /// The backward workspace's row geometry, alike in both launchers (launch_backward,
 /// launch_backward_d256). Query rows are padded to whole block_m-row blocks (at least one), so the
 /// kernels' lse2 / delta / dQ-workspace accesses need no bounds checks. Varlen: each sequence is
@@ -275,13 +285,7 @@ void launch_backward(const Params& p, const Variant& v) {
     if constexpr (kMod != 0 || kVarlen) {
       const ScoreMod m = score_mod_of(p);
       if constexpr (kMod != 0) set_bwd_score_mod(p, m, a);
-      if constexpr (kVarlen) {  // (each sequence's bounds from causal_kind / win_*, in the kernel)
-        a.cu_q = p.cu_seqlens_q;
-        a.cu_k = p.cu_seqlens_k;
-        a.causal_kind = m.causal_kind;
-        a.win_left = m.win_left;
-        a.win_right = m.win_right;
-      }
+      if constexpr (kVarlen) set_bwd_varlen(p, m, a);
     }
 
     if constexpr (kDet) {

@@ -98,13 +98,7 @@ void launch_backward_d256(const Params& p) {
     const bool mod = has_score_mod(p) || p.has_mask();
     const ScoreMod m = score_mod_of(p);
     if (mod) set_bwd_score_mod(p, m, a);
-    if constexpr (kVarlen) {  // (each sequence's bounds from causal_kind / win_*, in the kernel)
-      a.cu_q = p.cu_seqlens_q;
-      a.cu_k = p.cu_seqlens_k;
-      a.causal_kind = m.causal_kind;
-      a.win_left = m.win_left;
-      a.win_right = m.win_right;
-    }
+    if constexpr (kVarlen) set_bwd_varlen(p, m, a);
 
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
