@@ -163,8 +163,13 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
 /// are 4 consecutive float4 (.x .y row R, .z .w row R + 8); lane = 8 jj + rr takes rows
 /// 16 rb + rr (+ 8) and j = 4 jq + jj: 64 contiguous bytes in (8 lanes: 512), 16 bytes out into
 /// each of two rows (4 lanes: 64 contiguous bytes of a row). tile: the 64 x D fp32 tile; dq: its
-/// row 0 in the output (16-bit, d-stride 1); rows: valid rows from row 0. Loads are ld.global.cg
-/// (read once; the adds went to L2).
+/// row 0 in the output (16-bit, d-stride 1); rows: valid rows from row 0.
+/// Loads are ld.global.nc (session 32): the 4 float4 loads of a lane are 64 B apart across the
+/// lanes, so each 32-byte sector is asked for by two of them; through L1 the second finds the
+/// first's sector, while ld.global.cg (LDG.STRONG.GPU, session 31) sent both to L2. Session 32
+/// call 6 (H200, flash3_bwd_breakdown.py, S 1k non-causal, 16k tokens, hidden 2048): 55.5-56.4 ->
+/// 48.7-50.5 us per call at D 64 / 128 / 256, i.e. 201 MB at 4.0-4.1 TB/s (the device copy
+/// ceiling: 4.22); cuDNN's conversion 56-58. The workspace is read-only while this kernel runs.
 template <bool BF16, int kN>
 __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq, int64_t row_st,
                                                 int rows, int part, int rb, int jq, float sc) {
@@ -175,7 +180,7 @@ __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq,
   float4 v[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k)
-    v[k] = __ldcg(src + k);
+    v[k] = __ldg(src + k);
   const int i = 16 * rb + rr, col = part * kN + 8 * j;
   if (i < rows)
     *reinterpret_cast<uint4*>(dq + i * row_st + col) =
