@@ -7,6 +7,8 @@
 #      every test; SM_TESTS=0: skip);
 #   3. compute-sanitizer memcheck + racecheck on a few score-mod cases (SM_SANITIZE=0: skip);
 #   4. the benchmark (bench/gpu/scoremod_vs_peers.py "$@"; SM_BENCH=0: skip).
+# After the build, one summary line counts the flash3 backward's ATOMG dQ adds
+# (tools/sass_atomics.sh; session 32).
 # Session 24 (bench/gpu/varlen_run.sh sets them): SM_BACKENDS (default "math;flash;flash3"),
 # SM_DIMS (ATTNKIT_HEAD_DIMS, default "64;128;256"),
 # SM_BENCH_PY (default bench/gpu/scoremod_vs_peers.py), SM_SAN_FILTER (the sanitizer's gtest
@@ -32,6 +34,18 @@ else
   say "build: FAILED ($(($(date +%s) - t0)) s)"
   grep -E "error|FAILED" "$OUT/build.log" | head -30
   exit 1
+fi
+
+# Session 32: how the flash3 backward's dQ adds compiled (tools/sass_atomics.sh): ATOMG outside the
+# deterministic kernels means a GPU-scope fence crept in and costs 10-17 % at D 64 / 128.
+objs=$(find $B -name 'bwd_d*.cu.o' -path '*flash3*' 2>/dev/null)
+if [ -n "$objs" ]; then
+  if bash tools/sass_atomics.sh $objs > "$OUT/sass_atomics.txt" 2>&1; then
+    say "dQ adds: $(tail -1 "$OUT/sass_atomics.txt")"
+  else
+    say "dQ adds: WARNING $(tail -1 "$OUT/sass_atomics.txt")"
+  fi
+  rm -f "$OUT/sass_atomics.txt"
 fi
 
 T=$B/tests/test_flash3
