@@ -1203,12 +1203,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       sem = a.dq_sem + ((static_cast<int64_t>(bt) * a.heads_q + x.h) * a.num_m_blocks + mb) * 2 + w;
       if (held != nullptr) {
         // Deferred hand-over: every thread's adds into the held tile were issued an item ago (the
-        // barrier orders them before thread 0's fence, which is cumulative).
+        // barrier orders them before thread 0's release store, which is cumulative).
         ptx::named_bar_sync(2 + w, 128);
-        if (tid == 0) {
-          __threadfence();
-          ptx::st_release_gpu(held, held_next);
-        }
+        if (tid == 0) ptx::st_release_gpu(held, held_next);
       }
       if (tid == 0) {
         while (ptx::ld_acquire_gpu(sem) != turn) {
@@ -1257,12 +1254,18 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
           atomicAdd(reinterpret_cast<float2*>(part + ((2 * j + r) * 128 + tid) * 2),
                     make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
     }
-    if constexpr (kDet) {  // every thread's adds, then the next key block's turn
+    // kDet: every thread's adds, then the next key block's turn. The hand-over is a CTA barrier
+    // and thread 0's st.release.gpu, which is cumulative over the adds the barrier ordered before
+    // it (CUTLASS's split-K semaphore has the same shape). There is no __threadfence: session 32
+    // found that any fence.sc / membar.gl / fence.acq_rel.gpu after the adds makes ptxas issue all
+    // 24 of an item's dQ adds as ATOMG (with a return) instead of REDG. The next item's first GEMM
+    // then waits for their replies from L2 (dependency barrier SB5 at the loop head); a release
+    // store or atom.release leaves them REDG.
+    if constexpr (kDet) {
       if (a.det_defer) {
         held = sem;
         held_next = turn + 1;
       } else {
-        __threadfence();
         ptx::named_bar_sync(2 + w, 128);
         if (tid == 0) ptx::st_release_gpu(sem, turn + 1);
       }
@@ -1280,10 +1283,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   if constexpr (kDet) {  // the last item's deferred hand-over
     if (held != nullptr) {
       ptx::named_bar_sync(2 + w, 128);
-      if (tid == 0) {
-        __threadfence();
-        ptx::st_release_gpu(held, held_next);
-      }
+      if (tid == 0) ptx::st_release_gpu(held, held_next);
     }
   }
 
