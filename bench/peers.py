@@ -12,8 +12,11 @@ the cuda_math reference — down to 10, or 3 above 500 ms; the count is recorded
 inputs rotated over >= 3 x L2 (at least two input sets, so no two consecutive calls see the same
 data; outputs written to one reused buffer per implementation, which is what torch's caching
 allocator gives the peers; the timed attnkit forward asks for no lse, like torch's inference
-call); random normal inputs; a pause (--pause, 1 s)
-between implementations. With --rounds R every implementation is timed R times per shape in
+call); random normal inputs; a pause (--pause, 1 s) between implementations. --preheat S adds S
+seconds of back-to-back calls before each timed block, so every implementation is timed at the
+clock the board holds under sustained load (the H200 drops from 1980 MHz to 1500-1750 MHz at its
+700 W cap within ~0.1 s); --clocks records each row's SM clock, power and power-cap share from
+nvidia-smi (bench/smi_clocks.py). With --rounds R every implementation is timed R times per shape in
 alternating order (ABBA...) and the row reports the median of the R medians: use it when two
 implementations are expected to be equal (attnkit:cudnn vs torch:cudnn), since the lent machines
 drift by about +-5% between minutes. FLOPs: forward 4 B H S^2 D (halved when causal), backward
@@ -36,6 +39,7 @@ Also measures the two ceilings once: bf16 GEMM 8192^3 (torch.matmul) and device 
   python3 bench/peers.py --summarize FILE.json
 """
 import argparse
+import atexit
 import datetime
 import json
 import math
@@ -129,6 +133,17 @@ class Timer:
 
 
 # ---------------------------------------------------------------------------------------------
+def preheat(torch, fn, seconds):
+    """Calls fn back to back for about `seconds` (batches of 8, then a sync), so the timed block
+    after it runs at the clock the board holds under sustained load (--preheat)."""
+    t0, i = time.time(), 0
+    while time.time() - t0 < seconds:
+        for _ in range(8):
+            fn(i)
+            i += 1
+        torch.cuda.synchronize()
+
+
 def ceilings(torch):
     """bf16 GEMM 8192^3 TFLOP/s and device copy bandwidth TB/s (read + write bytes)."""
     n = 8192
@@ -407,6 +422,16 @@ def summarize(doc, out=print):
             best = max((cell[p] for p in ps if p in cell), default=None)
             rs.append(f"{cell[o] / best:15.2f}" if o in cell and best else f"{'-':>15}")
         out(line + (" | " + " ".join(rs) if rs else ""))
+    clocked = [r for r in rows if r.get("clock")]
+    if clocked:
+        out("SM clock, MHz (median of the nvidia-smi samples in the row's timed blocks; "
+            "* = the SW power cap was active in at least half of them)")
+        out(hdr)
+        for k in keys:
+            cell = {r["impl"]: r["clock"] for r in clocked if keyf(r) == k}
+            out(f"{k[0]:4} {k[1]:>3} {int(k[2]):1} {k[3]:>5} | " + " ".join(
+                f"{cell[i]['sm_mhz']:8d}{'*' if cell[i]['power_capped'] >= 0.5 else ' '}"
+                if i in cell else f"{'-':>9}" for i in impls))
     bad = [r for r in doc["rows"] if r.get("status") not in (None, "ok")]
     for r in bad:
         where = (f"{r['pass']} D={r['d']} S={r['s']} causal={int(r['causal'])}"
@@ -433,6 +458,13 @@ def main():
                     help="time every implementation this many times per shape, alternating the "
                          "order (ABBA...); rows report the median of the rounds' medians")
     ap.add_argument("--pause", type=float, default=1.0, help="seconds between implementations")
+    ap.add_argument("--preheat", type=float, default=0.0,
+                    help="seconds of back-to-back calls of an implementation right before each of "
+                         "its timed blocks, so the block sees the clock the board holds under "
+                         "sustained load (H200: the 700 W cap) instead of the boost after --pause")
+    ap.add_argument("--clocks", action="store_true",
+                    help="sample SM clock / power / throttle reasons with nvidia-smi during the run "
+                         "and record them per row (bench/smi_clocks.py; JSON \"clock\")")
     ap.add_argument("--quick", action="store_true", help="S 1k,4k,16k; D 128; fewer peers' flex")
     ap.add_argument("--json", default=None)
     ap.add_argument("--md", default=None, help="also write the summary table (markdown) here")
@@ -487,6 +519,7 @@ def main():
            "commit": commit or "unknown", "torch": torch.__version__.split("+")[0],
            "cudnn": torch.backends.cudnn.version(), "l2_bytes": l2,
            "method": {"runs": args.runs, "warmup": args.warmup, "pause_s": args.pause,
+                      "preheat_s": args.preheat, "clocks": bool(args.clocks),
                       "rotation": ">= 3 x L2, >= 2 sets", "stat": "median"},
            "ceilings": None, "rows": []}
 
@@ -511,6 +544,14 @@ def main():
     save()
 
     timer = Timer(torch, args.warmup, args.runs)
+    timed_rows = []  # (row, [(start, end) datetimes of its timed blocks])
+    sampler = None
+    if args.clocks:
+        from smi_clocks import ClockSampler
+        sampler = ClockSampler()
+        atexit.register(sampler.close)  # (an exception must not leave nvidia-smi running)
+        if not sampler.available:
+            log("[warn] --clocks: nvidia-smi not found; rows carry no clock")
     impls = [("attnkit", b) for b in backends] + [("torch", p) for p in peers]
     for pas in passes:
         for d in d_list:
@@ -566,11 +607,16 @@ def main():
                             log(f"[skip] {impl} {pas} {shp}: {row['error'][:200]}")
                             doc["rows"].append(row)
                     results = {id(row): [] for row, _ in ready}
+                    windows = {id(row): [] for row, _ in ready}  # (start, end) of timed blocks
                     for r in range(args.rounds):
                         order = ready if r % 2 == 0 else ready[::-1]
                         for row, fn in order:
                             try:
+                                if args.preheat > 0:
+                                    preheat(torch, fn, args.preheat)
+                                t0 = datetime.datetime.now()
                                 results[id(row)].append(timer(fn))
+                                windows[id(row)].append((t0, datetime.datetime.now()))
                             except Exception as e:  # noqa: BLE001 - a failure while timing
                                 row["status"] = "error"
                                 row["error"] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
@@ -593,14 +639,39 @@ def main():
                         if args.rounds > 1:
                             row["rounds"] = args.rounds
                             row["round_ms"] = [round(g[0], 4) for g in got]
+                        clk = ""
+                        row["timed_at"] = [[a.isoformat(timespec="milliseconds"),
+                                            b.isoformat(timespec="milliseconds")]
+                                           for a, b in windows[id(row)]]
+                        timed_rows.append((row, windows[id(row)]))
+                        if sampler is not None and sampler.available:
+                            from smi_clocks import in_window, summarize as clock_summary
+                            all_s = sampler.samples()
+                            row["clock"] = clock_summary(
+                                [x for w in windows[id(row)] for x in in_window(all_s, *w)])
+                            if row["clock"]:
+                                c = row["clock"]
+                                clk = (f" [SM {c['sm_mhz']} MHz (min {c['sm_mhz_min']}), "
+                                       f"{c['power_w']} W, power-capped {c['power_capped']:.0%} of "
+                                       f"{c['samples']} samples]")
                         log(f"[time] {row['impl']:18} {pas} {shp}: {ms:8.3f} ms {row['tflops']:7.1f} "
                             f"TFLOP/s (median of {runs}" + (f", {args.rounds} rounds: " + " ".join(
-                                f"{g[0]:.3f}" for g in got) if args.rounds > 1 else "") + ")")
+                                f"{g[0]:.3f}" for g in got) if args.rounds > 1 else "") + ")" + clk)
                         doc["rows"].append(row)
                     save()
                     del sets, ref
                     torch.cuda.empty_cache()
+    if sampler is not None and sampler.available:
+        # Every row's clock again from the complete file (the live numbers in the [time] lines
+        # read what nvidia-smi had written by then).
+        sampler.stop()
+        from smi_clocks import in_window, summarize as clock_summary
+        all_s = sampler.samples()
+        for row, wins in timed_rows:
+            row["clock"] = clock_summary([x for w in wins for x in in_window(all_s, *w)])
     save()
+    if sampler is not None:
+        sampler.close()
     log("")
     summarize(doc, log)
     return 0
