@@ -13,6 +13,8 @@
 # SM_DIMS (ATTNKIT_HEAD_DIMS, default "64;128;256"),
 # SM_BENCH_PY (default bench/gpu/scoremod_vs_peers.py), SM_SAN_FILTER (the sanitizer's gtest
 # filter; default: the four score-mod cases below).
+# Session 33: SM_CUDA_FLAGS (CMAKE_CUDA_FLAGS of the tree, e.g. an A/B build switch
+# "-DATTNKIT_FLASH3_FWD_RCP_APPROX=1", so the tests run on the switched kernels).
 # Writes at most 8 files to $OUT: build.log, test.log, sanitizer_{memcheck,racecheck}.log,
 # bench.log, bench.json, summary.txt.
 #   OUT=... bash bench/gpu/scoremod_run.sh [--d 128,256 --s 1k,4k,16k --mods cap,win ...]
@@ -27,7 +29,8 @@ t0=$(date +%s)
   nvcc --version | tail -1
   git rev-parse --short HEAD
 } > "$OUT/build.log" 2>&1
-cmake_tree $B "${SM_BACKENDS:-math;flash;flash3}" "${SM_DIMS:-64;128;256}" >> "$OUT/build.log" 2>&1
+cmake_tree $B "${SM_BACKENDS:-math;flash;flash3}" "${SM_DIMS:-64;128;256}" "${SM_CUDA_FLAGS:-}" \
+  >> "$OUT/build.log" 2>&1
 if ninja -C $B -j"$(nproc)" test_flash3 attnkit_c >> "$OUT/build.log" 2>&1; then
   say "build: ok ($(($(date +%s) - t0)) s)"
 else
