@@ -13,18 +13,10 @@
 
 #include <cstdint>
 
+#include "backends/flash3/fwd_ab_switches.hpp"
 #include "cuda/sfu_math.cuh"
 
 namespace attnkit::flash3 {
-
-// Session 33 A/B switch (off: the IEEE 1 / l, as before): 1 / l by rcp.approx.ftz (1 ulp) in
-// finalize. A non-empty row's l is >= 1 (the reference max's own p is 2^0; the lazy reference only
-// lags the true max, so that p is >= 1), so ftz and range never matter; the IEEE division's
-// FCHK / slow-path call sit in every tile's epilogue (session 32 audit, "turn 0").
-#ifndef ATTNKIT_FLASH3_FWD_RCP_APPROX
-#define ATTNKIT_FLASH3_FWD_RCP_APPROX 0
-#endif
-inline constexpr bool kFwdRcpApprox = ATTNKIT_FLASH3_FWD_RCP_APPROX != 0;
 
 __device__ __forceinline__ float fast_exp2(float x) {
   return attnkit::cuda::ex2_approx(x);
@@ -137,8 +129,14 @@ struct OnlineSoftmax {
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const bool empty = !(l > 0.f);
-      inv[r] = empty ? 0.f : kFwdRcpApprox ? attnkit::cuda::rcp_approx(l) : 1.f / l;
-      lse[r] = empty ? -INFINITY : row_max[r] * scale + __logf(l);
+      if constexpr (kFwdFastFinalize) {  // (fwd_ab_switches.hpp; l >= 1 when not empty)
+        constexpr float kLn2 = 0.693147180559945f;
+        inv[r] = empty ? 0.f : attnkit::cuda::rcp_approx(l);
+        lse[r] = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l), kLn2, row_max[r] * scale);
+      } else {
+        inv[r] = empty ? 0.f : 1.f / l;
+        lse[r] = empty ? -INFINITY : row_max[r] * scale + __logf(l);
+      }
     }
   }
 };

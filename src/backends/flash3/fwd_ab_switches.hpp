@@ -1,0 +1,33 @@
+// Forward A/B build switches (session 33; each off by default, so a default build is
+// SASS-identical to the one measured before; bench/gpu/flash3_defs_ab.sh builds a shim with one on
+// and times it against the default build in the same process). Sources: the static SASS analysis
+// of the tile boundary ("turn 0") in bench/notes/fwd-boundary-s33.md: it costs ~1010 instructions
+// / ~2440 stall cycles per consumer warp at D 64 against ~473 / ~1046 for a loop turn, ~23 % of a
+// tile at S 1k causal, and the other warpgroup cannot hide it (strict ping-pong).
+#pragma once
+
+// ATTNKIT_FLASH3_FWD_FAST_FINALIZE=1 (softmax.cuh OnlineSoftmax::finalize): 1 / l by rcp.approx
+// and the lse's log by lg2.approx instead of the IEEE reciprocal (its slow-path CALL and four
+// BSSY / BSYNC per tile) and __logf. A non-empty row's l is >= 1 (the reference max's own p is
+// 2^0; the lazy reference only lags the true max), so ftz and range never apply; 1 / l moves by
+// at most 1 ulp before the bf16 rounding. Static estimate: -172 stall cycles per tile at D 64,
+// -190 at D 128.
+#ifndef ATTNKIT_FLASH3_FWD_FAST_FINALIZE
+#define ATTNKIT_FLASH3_FWD_FAST_FINALIZE 0
+#endif
+
+// ATTNKIT_FLASH3_FWD_EPI_DIET=1 (D 64 only; the D 128 build moved descriptor constants out of
+// uniform registers with it):
+// - mainloop.cuh Consumer: the pending tile's O / lse row pointers and store flags are computed
+//   once when the tile's last P V is queued, and its 4-byte-store epilogue is branch-free
+//   (epilogue.cuh store_output_rows); static estimate -109 stall cycles per tile;
+// - kernel.cuh: the static schedule without branches from values hoisted out of the tile loop
+//   (tile_scheduler.cuh HoistedSchedule); -88.
+#ifndef ATTNKIT_FLASH3_FWD_EPI_DIET
+#define ATTNKIT_FLASH3_FWD_EPI_DIET 0
+#endif
+
+namespace attnkit::flash3 {
+inline constexpr bool kFwdFastFinalize = ATTNKIT_FLASH3_FWD_FAST_FINALIZE != 0;
+inline constexpr bool kFwdEpiDiet = ATTNKIT_FLASH3_FWD_EPI_DIET != 0;
+}  // namespace attnkit::flash3
