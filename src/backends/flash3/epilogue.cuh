@@ -132,7 +132,7 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
 }
 
 /// fwd_ab_switches.hpp ATTNKIT_FLASH3_FWD_EPI_DIET: store_output's 4-byte path from pointers the
-/// consumer computed when the tile's last P V was queued (mainloop.cuh Consumer::set_rows):
+/// consumer computed when the tile's last P V was queued (mainloop.cuh Consumer::tile, its end):
 /// row = this thread's O row (r = 0; r = 1 is row + row8), lse_row likewise; ok: bit r = row r is
 /// < seqlen_q, bit 2 = this lane writes lse (lane 0 of a quad, lse not null). Predicated stores,
 /// no per-row address chains or branches on lse / the lane.

@@ -20,9 +20,12 @@
 // uniform registers with it):
 // - mainloop.cuh Consumer: the pending tile's O / lse row pointers and store flags are computed
 //   once when the tile's last P V is queued, and its 4-byte-store epilogue is branch-free
-//   (epilogue.cuh store_output_rows); static estimate -109 stall cycles per tile;
+//   (epilogue.cuh store_output_rows);
 // - kernel.cuh: the static schedule without branches from values hoisted out of the tile loop
-//   (tile_scheduler.cuh HoistedSchedule); -88.
+//   (tile_scheduler.cuh HoistedSchedule).
+// Static walk of the production build (bench/notes/fwd-boundary-s33-check.md, D 64 slot 14): the
+// boundary -38 instructions / -163 stall cycles per consumer warp (~-188 with the lse select now
+// in mainloop.cuh), -67 / -355 with FAST_FINALIZE too; no instruction added to the loop turn.
 #ifndef ATTNKIT_FLASH3_FWD_EPI_DIET
 #define ATTNKIT_FLASH3_FWD_EPI_DIET 0
 #endif

@@ -183,8 +183,9 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
 
 /// fwd_ab_switches.hpp ATTNKIT_FLASH3_FWD_EPI_DIET (D 64): the static schedule of the overlapped
 /// consumers (static_tile, tile_of_round without a.rotate) and num_n_blocks, branch-free from
-/// values read once before the tile loop. The empty asm keeps ptxas from re-reading them from the
-/// parameter bank at every tile (the helper's measured build; bench/notes/fwd-boundary-s33.md).
+/// values read once before the tile loop. The empty asm was meant to keep them in registers; ptxas
+/// still re-reads five of them from the parameter bank (helper-12, fwd-boundary-s33-check.md): the
+/// saving is the per-tile branches and the CTA-index S2R. Kept as the helpers measured it.
 /// `simple` is false for the dynamic and the rotated schedules, which keep their own code.
 template <class Tr>
 struct HoistedSchedule {
