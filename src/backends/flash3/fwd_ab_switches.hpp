@@ -30,7 +30,17 @@
 #define ATTNKIT_FLASH3_FWD_EPI_DIET 0
 #endif
 
+// ATTNKIT_FLASH3_FWD_MASK_REL=1 (softmax.cuh mask_tile, every D): a row's limit taken relative to
+// the lane's first column once (rel = limit - col0), then compared with each column's immediate
+// offset 8 j + e, instead of adding that offset to col0 per column (helper-11's item 6: the D 64
+// causal diagonal block costs 193 instructions / 384 stall cycles against 21 / 88 for a loop
+// turn's mask test, 30 of them VIADD; estimate 50-100 cycles per causal tile).
+#ifndef ATTNKIT_FLASH3_FWD_MASK_REL
+#define ATTNKIT_FLASH3_FWD_MASK_REL 0
+#endif
+
 namespace attnkit::flash3 {
 inline constexpr bool kFwdFastFinalize = ATTNKIT_FLASH3_FWD_FAST_FINALIZE != 0;
 inline constexpr bool kFwdEpiDiet = ATTNKIT_FLASH3_FWD_EPI_DIET != 0;
+inline constexpr bool kFwdMaskRel = ATTNKIT_FLASH3_FWD_MASK_REL != 0;
 }  // namespace attnkit::flash3

@@ -153,11 +153,21 @@ __device__ __forceinline__ void mask_tile(float (&s)[kBlockN / 2], int n0, int r
     const int i = row0 + 8 * r;
     int limit = seqlen_k;  // first invisible key
     if (causal && i + offset + 1 < limit) limit = i + offset + 1;
+    if constexpr (kFwdMaskRel) {  // (fwd_ab_switches.hpp) column offsets against immediates
+      const int rel = limit - col0;
 #pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j) {
+      for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
-      for (int e = 0; e < 2; ++e)
-        if (col0 + 8 * j + e >= limit) s[4 * j + 2 * r + e] = -INFINITY;
+        for (int e = 0; e < 2; ++e)
+          if (8 * j + e >= rel) s[4 * j + 2 * r + e] = -INFINITY;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (col0 + 8 * j + e >= limit) s[4 * j + 2 * r + e] = -INFINITY;
+      }
     }
   }
 }
