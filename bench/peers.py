@@ -639,31 +639,20 @@ def main():
                         if args.rounds > 1:
                             row["rounds"] = args.rounds
                             row["round_ms"] = [round(g[0], 4) for g in got]
-                        clk = ""
                         row["timed_at"] = [[a.isoformat(timespec="milliseconds"),
                                             b.isoformat(timespec="milliseconds")]
                                            for a, b in windows[id(row)]]
                         timed_rows.append((row, windows[id(row)]))
-                        if sampler is not None and sampler.available:
-                            from smi_clocks import in_window, summarize as clock_summary
-                            all_s = sampler.samples()
-                            row["clock"] = clock_summary(
-                                [x for w in windows[id(row)] for x in in_window(all_s, *w)])
-                            if row["clock"]:
-                                c = row["clock"]
-                                clk = (f" [SM {c['sm_mhz']} MHz (min {c['sm_mhz_min']}), "
-                                       f"{c['power_w']} W, power-capped {c['power_capped']:.0%} of "
-                                       f"{c['samples']} samples]")
                         log(f"[time] {row['impl']:18} {pas} {shp}: {ms:8.3f} ms {row['tflops']:7.1f} "
                             f"TFLOP/s (median of {runs}" + (f", {args.rounds} rounds: " + " ".join(
-                                f"{g[0]:.3f}" for g in got) if args.rounds > 1 else "") + ")" + clk)
+                                f"{g[0]:.3f}" for g in got) if args.rounds > 1 else "") + ")")
                         doc["rows"].append(row)
                     save()
                     del sets, ref
                     torch.cuda.empty_cache()
     if sampler is not None and sampler.available:
-        # Every row's clock again from the complete file (the live numbers in the [time] lines
-        # read what nvidia-smi had written by then).
+        # Each row's clock from the complete file, read once (nvidia-smi may hold samples back
+        # until it stops, so a row's clock is only known here; the summary prints them).
         sampler.stop()
         from smi_clocks import in_window, summarize as clock_summary
         all_s = sampler.samples()
