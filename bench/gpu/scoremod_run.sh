@@ -39,8 +39,8 @@ else
   exit 1
 fi
 
-# Session 32: how the flash3 backward's dQ adds compiled (tools/sass_atomics.sh): ATOMG outside the
-# deterministic kernels means a GPU-scope fence crept in and costs 10-17 % at D 64 / 128.
+# Session 32: how the flash3 backward's dQ adds compiled (tools/sass_atomics.sh): ATOMG in any
+# flash3 bwd_kernel means a GPU-scope fence crept in and costs 6-20 % at D 64 / 128.
 objs=$(find $B -name 'bwd_d*.cu.o' -path '*flash3*' 2>/dev/null)
 if [ -n "$objs" ]; then
   if bash tools/sass_atomics.sh $objs > "$OUT/sass_atomics.txt" 2>&1; then
