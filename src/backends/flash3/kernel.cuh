@@ -231,17 +231,17 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       [[maybe_unused]] const Hoist hs(args, dynamic);
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
-        int t, n_blocks;
-        Tile tile;
-        if constexpr (kSchedDiet) {
+        int t;
+        if constexpr (kSchedDiet)
           t = hs.simple ? hs.tile(k) : dynamic ? slot.get(k) : static_tile(args, k);
-          tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
-          n_blocks = t < 0 ? 0 : hs.blocks(tile.m_block);
-        } else {
+        else
           t = dynamic ? slot.get(k) : static_tile(args, k);
-          tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
+        const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
+        int n_blocks;
+        if constexpr (kSchedDiet)
+          n_blocks = t < 0 ? 0 : hs.blocks(tile.m_block);
+        else
           n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
-        }
         // (trace builds: word 0 = the tile starts, 3 = its m block and K/V block count, 1 = after
         // the flush turn, 2 = the tile call returns)
         if (t >= 0) {
