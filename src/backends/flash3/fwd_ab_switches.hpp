@@ -4,6 +4,9 @@
 // of the tile boundary ("turn 0") in bench/notes/fwd-boundary-s33.md: it costs ~1010 instructions
 // / ~2440 stall cycles per consumer warp at D 64 against ~473 / ~1046 for a loop turn, ~23 % of a
 // tile at S 1k causal, and the other warpgroup cannot hide it (strict ping-pong).
+// EPI_DIET and MASK_REL keep the old code beside the new (store_output's 4-byte path and
+// store_output_rows, tile_of_round / num_n_blocks and HoistedSchedule, mask_tile's two loops)
+// only for the A/B: a switch that wins replaces the old path rather than becoming a third one.
 #pragma once
 
 // ATTNKIT_FLASH3_FWD_FAST_FINALIZE=1 (softmax.cuh OnlineSoftmax::finalize): 1 / l by rcp.approx
