@@ -14,7 +14,7 @@
 # SM_BENCH_PY (default bench/gpu/scoremod_vs_peers.py), SM_SAN_FILTER (the sanitizer's gtest
 # filter; default: the four score-mod cases below).
 # Session 33: SM_CUDA_FLAGS (CMAKE_CUDA_FLAGS of the tree, e.g. an A/B build switch
-# "-DATTNKIT_FLASH3_FWD_FAST_FINALIZE=1", so the tests run on the switched kernels).
+# "-DATTNKIT_FLASH3_FWD_<NAME>=1", so the tests run on the switched kernels).
 # Writes at most 8 files to $OUT: build.log, test.log, sanitizer_{memcheck,racecheck}.log,
 # bench.log, bench.json, summary.txt.
 #   OUT=... bash bench/gpu/scoremod_run.sh [--d 128,256 --s 1k,4k,16k --mods cap,win ...]

@@ -131,32 +131,6 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
   }
 }
 
-/// fwd_ab_switches.hpp ATTNKIT_FLASH3_FWD_EPI_DIET: store_output's 4-byte path from pointers the
-/// consumer computed when the tile's last P V was queued (mainloop.cuh Consumer::tile, its end):
-/// row = this thread's O row (r = 0; r = 1 is row + row8), lse_row likewise; ok: bit r = row r is
-/// < seqlen_q, bit 2 = this lane writes lse (lane 0 of a quad, lse not null). Predicated stores,
-/// no per-row address chains or branches on lse / the lane.
-template <int kD, bool BF16>
-__device__ __forceinline__ void store_output_rows(const float (&o)[kD / 2], const float (&inv)[2],
-                                                  const float (&lse)[2], uint16_t* row,
-                                                  int64_t row8, float* lse_row, int64_t lse8,
-                                                  int ok) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    uint32_t v[kD / 8];
-#pragma unroll
-    for (int j = 0; j < kD / 8; ++j)
-      v[j] = pack2<BF16>(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
-    uint16_t* dst = row + (r ? row8 : 0);
-    if (ok & (1 << r)) {
-#pragma unroll
-      for (int j = 0; j < kD / 8; ++j)
-        *reinterpret_cast<uint32_t*>(dst + 8 * j) = v[j];
-    }
-    if ((ok & (1 << r)) && (ok & 4)) lse_row[r ? lse8 : 0] = lse[r];
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Session 7 (helper f3fwd17; mainloop.cuh kVarTmaEpi): O through shared memory and a TMA store.
 // ---------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
@@ -222,26 +221,11 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       trace_stamp(args, 48, cwg, threadIdx.x % 128, 1);
     } else if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
-      // fwd_ab_switches.hpp ATTNKIT_FLASH3_FWD_EPI_DIET (D 64): the hoisted, branch-free schedule.
-      constexpr bool kSchedDiet = Consumer<Tr, BF16, kVar>::kEpiDiet;
-      struct NoHoist {
-        __device__ NoHoist(const FwdArgs&, bool) {}
-      };
-      using Hoist = std::conditional_t<kSchedDiet, HoistedSchedule<Tr>, NoHoist>;
-      [[maybe_unused]] const Hoist hs(args, dynamic);
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
-        int t;
-        if constexpr (kSchedDiet)
-          t = hs.simple ? hs.tile(k) : dynamic ? slot.get(k) : static_tile(args, k);
-        else
-          t = dynamic ? slot.get(k) : static_tile(args, k);
+        const int t = dynamic ? slot.get(k) : static_tile(args, k);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
-        int n_blocks;
-        if constexpr (kSchedDiet)
-          n_blocks = t < 0 ? 0 : hs.blocks(tile.m_block);
-        else
-          n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
+        const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
         // (trace builds: word 0 = the tile starts, 3 = its m block and K/V block count, 1 = after
         // the flush turn, 2 = the tile call returns)
         if (t >= 0) {

@@ -18,7 +18,6 @@
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
-#include "backends/flash3/fwd_ab_switches.hpp"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/score_mod.cuh"
 #include "backends/flash3/softmax.cuh"
@@ -1331,12 +1330,6 @@ struct Consumer {
   static_assert(!kTail || !kCanOverlap || (kDiet && !kTmaEpi),
                 "flash3: kVarTail is the overlapped diet consumer with the STG epilogue");
   TailPiece piece;  // kTail: the pending tile's piece (pieces > 1: tail.cuh finish_tail_piece)
-  // kEpiDiet (fwd_ab_switches.hpp, D 64): the pending tile's O / lse rows and store flags
-  // (store_output_rows), set when its last P V is queued.
-  static constexpr bool kEpiDiet = kFwdEpiDiet && Tr::kD == 64 && !kTmaEpi && !kTail;
-  uint16_t* pout = nullptr;
-  float* plse = nullptr;
-  int pok = 0;
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
@@ -1411,8 +1404,6 @@ struct Consumer {
         store_output_tma<Tr::kD, Tr::kQChunkBytes, BF16>(a, o, inv, lse, pb, ph, prow0,
                                                          prow0 - lane / 4, lane, stage);
         sq = pqb;
-      } else if (kEpiDiet && a.epi_wide == 0) {
-        store_output_rows<Tr::kD, BF16>(o, inv, lse, pout, 8 * a.out_ss, plse, 8 * a.lse_ss, pok);
       } else {
         store_output<Tr::kD, BF16>(a, o, inv, lse, pb, ph, prow0, lane);
       }
@@ -1603,16 +1594,6 @@ struct Consumer {
     pipe.count += n_blocks;
     pending = true;
     pb = b, ph = h, prow0 = row0;
-    if constexpr (kEpiDiet) {  // (store_output's 4-byte path, its addresses and conditions)
-      pout = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh +
-             static_cast<int64_t>(row0) * a.out_ss + 2 * (lane & 3);
-      // (a.lse null: offset 0, and pok's bit 2 is off. A select, not a branch around the address
-      // chain, which cost ~25 stall cycles a tile: helper-12's static walk.)
-      const int64_t lse_off = b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(row0) * a.lse_ss;
-      plse = a.lse + (a.lse != nullptr ? lse_off : 0);
-      pok = (row0 < a.seqlen_q ? 1 : 0) | (row0 + 8 < a.seqlen_q ? 2 : 0) |
-            (a.lse != nullptr && (lane & 3) == 0 ? 4 : 0);
-    }
     if constexpr (kDiet) pacc = n_blocks > 1 ? 1 : 0;
     if constexpr (kTail) piece = pc;
   }

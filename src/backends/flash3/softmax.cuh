@@ -13,7 +13,6 @@
 
 #include <cstdint>
 
-#include "backends/flash3/fwd_ab_switches.hpp"
 #include "cuda/sfu_math.cuh"
 
 namespace attnkit::flash3 {
@@ -122,21 +121,22 @@ struct OnlineSoftmax {
   }
 
   /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.
+  /// 1 / l by rcp.approx and the log by lg2.approx: a non-empty row's l is >= 1 (the reference
+  /// max's own p is 2^0; the lazy reference only lags the true max), so ftz and range never
+  /// apply, and 1 / l moves by at most 1 ulp before the bf16 rounding. The IEEE reciprocal cost
+  /// a slow-path CALL and four BSSY / BSYNC per tile at the tile boundary; the approx forms
+  /// measured +1.3..+2.0 % at D 64 S 1k, +0.5..+1.0 % at 4k, +0.3..+2.0 % at D 128 S 1k
+  /// (session 34 call 1, same-process A/B against cuDNN; bench/notes/session34.md).
   __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
+    constexpr float kLn2 = 0.693147180559945f;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float l = row_sum[r];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const bool empty = !(l > 0.f);
-      if constexpr (kFwdFastFinalize) {  // (fwd_ab_switches.hpp; l >= 1 when not empty)
-        constexpr float kLn2 = 0.693147180559945f;
-        inv[r] = empty ? 0.f : attnkit::cuda::rcp_approx(l);
-        lse[r] = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l), kLn2, row_max[r] * scale);
-      } else {
-        inv[r] = empty ? 0.f : 1.f / l;
-        lse[r] = empty ? -INFINITY : row_max[r] * scale + __logf(l);
-      }
+      inv[r] = empty ? 0.f : attnkit::cuda::rcp_approx(l);
+      lse[r] = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l), kLn2, row_max[r] * scale);
     }
   }
 };
@@ -153,21 +153,11 @@ __device__ __forceinline__ void mask_tile(float (&s)[kBlockN / 2], int n0, int r
     const int i = row0 + 8 * r;
     int limit = seqlen_k;  // first invisible key
     if (causal && i + offset + 1 < limit) limit = i + offset + 1;
-    if constexpr (kFwdMaskRel) {  // (fwd_ab_switches.hpp) column offsets against immediates
-      const int rel = limit - col0;
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
+    for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-          if (8 * j + e >= rel) s[4 * j + 2 * r + e] = -INFINITY;
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-          if (col0 + 8 * j + e >= limit) s[4 * j + 2 * r + e] = -INFINITY;
-      }
+      for (int e = 0; e < 2; ++e)
+        if (col0 + 8 * j + e >= limit) s[4 * j + 2 * r + e] = -INFINITY;
     }
   }
 }

@@ -181,43 +181,6 @@ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   return n < total ? n : total;
 }
 
-/// fwd_ab_switches.hpp ATTNKIT_FLASH3_FWD_EPI_DIET (D 64): the static schedule of the overlapped
-/// consumers (static_tile, tile_of_round without a.rotate) and num_n_blocks, branch-free from
-/// values read once before the tile loop. The empty asm was meant to keep them in registers; ptxas
-/// still re-reads five of them from the parameter bank (helper-12, fwd-boundary-s33-check.md): the
-/// saving is the per-tile branches and the CTA-index S2R. Kept as the helpers measured it.
-/// `simple` is false for the dynamic and the rotated schedules, which keep their own code.
-template <class Tr>
-struct HoistedSchedule {
-  int c_even, c_odd, g, rounds, tiles, total, causal_offset, causal, seqlen_q, simple;
-  __device__ __forceinline__ HoistedSchedule(const FwdArgs& a, bool dynamic) {
-    g = gridDim.x;
-    c_even = blockIdx.x;
-    c_odd = a.causal ? g - 1 - static_cast<int>(blockIdx.x) : c_even;
-    rounds = a.num_rounds;
-    tiles = a.num_tiles;
-    total = (a.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
-    causal_offset = a.causal_offset;
-    causal = a.causal;
-    seqlen_q = a.seqlen_q;
-    simple = !dynamic && !a.rotate;
-    asm volatile("" : "+r"(c_even), "+r"(c_odd), "+r"(g), "+r"(rounds), "+r"(tiles));
-    asm volatile("" : "+r"(total), "+r"(causal_offset), "+r"(causal), "+r"(seqlen_q), "+r"(simple));
-  }
-  /// static_tile(a, k) for the simple schedule.
-  __device__ __forceinline__ int tile(int k) const {
-    const int t = k * g + ((k & 1) ? c_odd : c_even);
-    return k < rounds && t < tiles ? t : -1;
-  }
-  /// num_n_blocks<Tr>(a, m_block) with selects.
-  __device__ __forceinline__ int blocks(int m_block) const {
-    const int last_row = min((m_block + 1) * Tr::kBlockM, seqlen_q);
-    const int max_key = last_row - 1 + causal_offset;
-    const int n = max_key < 0 ? 0 : min(max_key / Tr::kBlockN + 1, total);
-    return causal ? n : total;
-  }
-};
-
 /// kVarScoreMod (session 23): the first K/V block a tile visits, 0 unless the sliding window has
 /// a left edge (FwdArgs::window_lo): the block of the first visible key of the tile's first row,
 /// whose left edge is the lowest of the tile. The tile visits blocks first_n_block ..
