@@ -425,12 +425,14 @@ def summarize(doc, out=print):
     clocked = [r for r in rows if r.get("clock")]
     if clocked:
         out("SM clock, MHz (median of the nvidia-smi samples in the row's timed blocks; "
-            "* = the SW power cap was active in at least half of them)")
+            "* = the SW power cap was active in at least half of them; ^ = no sample fell in "
+            "the timed blocks, so the preheat's samples too)")
         out(hdr)
         for k in keys:
             cell = {r["impl"]: r["clock"] for r in clocked if keyf(r) == k}
             out(f"{k[0]:4} {k[1]:>3} {int(k[2]):1} {k[3]:>5} | " + " ".join(
-                f"{cell[i]['sm_mhz']:8d}{'*' if cell[i]['power_capped'] >= 0.5 else ' '}"
+                f"{cell[i]['sm_mhz']:7d}{'*' if cell[i]['power_capped'] >= 0.5 else ' '}"
+                f"{'^' if cell[i].get('window') == 'preheat+timed' else ' '}"
                 if i in cell else f"{'-':>9}" for i in impls))
     bad = [r for r in doc["rows"] if r.get("status") not in (None, "ok")]
     for r in bad:
@@ -612,11 +614,12 @@ def main():
                         order = ready if r % 2 == 0 else ready[::-1]
                         for row, fn in order:
                             try:
+                                tp = datetime.datetime.now()
                                 if args.preheat > 0:
                                     preheat(torch, fn, args.preheat)
                                 t0 = datetime.datetime.now()
                                 results[id(row)].append(timer(fn))
-                                windows[id(row)].append((t0, datetime.datetime.now()))
+                                windows[id(row)].append((t0, datetime.datetime.now(), tp))
                             except Exception as e:  # noqa: BLE001 - a failure while timing
                                 row["status"] = "error"
                                 row["error"] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
@@ -641,7 +644,7 @@ def main():
                             row["round_ms"] = [round(g[0], 4) for g in got]
                         row["timed_at"] = [[a.isoformat(timespec="milliseconds"),
                                             b.isoformat(timespec="milliseconds")]
-                                           for a, b in windows[id(row)]]
+                                           for a, b, _ in windows[id(row)]]
                         timed_rows.append((row, windows[id(row)]))
                         log(f"[time] {row['impl']:18} {pas} {shp}: {ms:8.3f} ms {row['tflops']:7.1f} "
                             f"TFLOP/s (median of {runs}" + (f", {args.rounds} rounds: " + " ".join(
@@ -654,10 +657,11 @@ def main():
         # Each row's clock from the complete file, read once (nvidia-smi may hold samples back
         # until it stops, so a row's clock is only known here; the summary prints them).
         sampler.stop()
-        from smi_clocks import in_window, summarize as clock_summary
+        from smi_clocks import row_clock
         all_s = sampler.samples()
         for row, wins in timed_rows:
-            row["clock"] = clock_summary([x for w in wins for x in in_window(all_s, *w)])
+            row["clock"] = row_clock(all_s, [(a, b) for a, b, _ in wins],
+                                     [(p, b) for a, b, p in wins] if args.preheat > 0 else ())
     save()
     if sampler is not None:
         sampler.close()

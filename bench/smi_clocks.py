@@ -65,6 +65,19 @@ def in_window(samples, t0, t1):
     return [s for s in samples if t0 <= s[0] <= t1]
 
 
+def row_clock(samples, timed, preheat=()):
+    """A row's clock: the summary of the samples inside its timed blocks (`timed`: (t0, t1)
+    datetime pairs) with "window": "timed"; when none fell inside (an S 1k block lasts ~15 ms,
+    shorter than the sampling period), the samples of its preheat + timed windows (`preheat`:
+    the (preheat start, timed end) pairs; the preheat runs the same call back to back, so it
+    holds the same clock), with "window": "preheat+timed"; None when neither has a sample."""
+    got = summarize([x for w in timed for x in in_window(samples, *w)])
+    if got is not None:
+        return dict(got, window="timed")
+    got = summarize([x for w in preheat for x in in_window(samples, *w)])
+    return dict(got, window="preheat+timed") if got is not None else None
+
+
 class ClockSampler:
     """nvidia-smi in the background for the sampler's life; window() reads what it wrote so far.
     available is False (and window() returns None) when nvidia-smi is missing or exits at once."""

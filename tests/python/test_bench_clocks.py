@@ -52,6 +52,21 @@ def test_in_window_keeps_the_ends():
     assert [x[1] for x in got] == [1980.0, 1710.0]
 
 
+def test_row_clock_prefers_the_timed_blocks():
+    s = [smi_clocks.parse_line(x) for x in (IDLE, BOOST, CAPPED)]
+    got = smi_clocks.row_clock(s, [(s[2][0], s[2][0])], [(s[0][0], s[2][0])])
+    assert got["window"] == "timed" and got["samples"] == 1 and got["sm_mhz"] == 1710
+
+
+def test_row_clock_falls_back_to_the_preheat_window():
+    s = [smi_clocks.parse_line(x) for x in (IDLE, BOOST, CAPPED)]
+    gap = datetime.timedelta(milliseconds=1)
+    timed = [(s[2][0] + gap, s[2][0] + 2 * gap)]  # (after the last sample: none inside)
+    got = smi_clocks.row_clock(s, timed, [(s[1][0], s[2][0] + 2 * gap)])
+    assert got["window"] == "preheat+timed" and got["samples"] == 2
+    assert smi_clocks.row_clock(s, timed) is None
+
+
 def test_sampler_reads_a_stand_in_nvidia_smi(tmp_path, monkeypatch):
     fake = tmp_path / "nvidia-smi"
     # Prints a sample stamped with the current time every 20 ms, as nvidia-smi -lms 20 does.
@@ -95,6 +110,8 @@ def test_summary_prints_the_clock_table():
         dict(row, impl="attnkit:flash3", tflops=506.8,
              clock={"sm_mhz": 1710, "power_capped": 0.9}),
         dict(row, impl="torch:cudnn", tflops=506.0, clock={"sm_mhz": 1980, "power_capped": 0.0}),
+        dict(row, impl="attnkit:flash3", s=1024, tflops=410.0,
+             clock={"sm_mhz": 1890, "power_capped": 0.6, "window": "preheat+timed"}),
     ]}
     lines = []
     peers.summarize(doc, lines.append)
@@ -102,6 +119,8 @@ def test_summary_prints_the_clock_table():
     assert "SM clock, MHz" in text
     clock_line = [x for x in lines if x.startswith("bwd") and "1710" in x]
     assert clock_line and "1710*" in clock_line[0] and "1980 " in clock_line[0]
+    pre_line = [x for x in lines if x.startswith("bwd") and "1890" in x]
+    assert pre_line and "1890*^" in pre_line[0]
 
 
 def test_preheat_calls_back_to_back_with_rising_indices():
