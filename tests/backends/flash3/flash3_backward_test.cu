@@ -877,6 +877,38 @@ TEST(Flash3AutoBackward, PrefersFlash3WhereFaster) {
   }
 }
 
+// Session 34: plain D 128 (both causal modes) and non-causal D 64 backwards at S >= 1k go to
+// flash3 too; below 1k (not measured), deterministic ones (not timed against cuDNN's) and
+// windowed ones keep the table's order.
+TEST(Flash3AutoBackward, PrefersFlash3AtD128AndD64NonCausalFrom1k) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90";
+  for (const auto& [d, cz] : {std::pair<int64_t, Causal>{128, Causal::none},
+                              {128, Causal::top_left},
+                              {64, Causal::none}}) {
+    if (!flash3_built_with(static_cast<int>(d))) continue;
+    Options opts;
+    opts.causal = cz;
+    {
+      const ExplainCall call(1024, d);
+      const Explanation e = explain(call.fa, opts, /*backward=*/true);
+      EXPECT_EQ(e.selected, "flash3") << "D = " << d << "\n" << e.str();
+      EXPECT_EQ(e.rule, "auto");
+      opts.deterministic = true;
+      const Explanation det = explain(call.fa, opts, /*backward=*/true);
+      if (cudnn_can_run(det)) EXPECT_EQ(det.selected, "cudnn") << det.str();
+      opts.deterministic = false;
+      opts.window_left = 100;
+      const Explanation w = explain(call.fa, opts, /*backward=*/true);
+      if (cudnn_can_run(w)) EXPECT_EQ(w.selected, "cudnn") << w.str();
+      opts.window_left = -1;
+    }
+    const ExplainCall short_call(512, d);
+    const Explanation s = explain(short_call.fa, opts, /*backward=*/true);
+    if (cudnn_can_run(s)) EXPECT_EQ(s.selected, "cudnn") << "S = 512, D = " << d << "\n" << s.str();
+  }
+}
+
 // ---- 3v against 3 (session 6, +vpp) ----------------------------------------------------------
 
 // The 16-byte dQ conversion (bwd_kernel.cuh 3v) against the scalar one on a random float4-layout
