@@ -15,18 +15,16 @@
 
 namespace attnkit::flash3 {
 
-/// lse of this thread's rows row0 and row0 + 8 (those < seqlen_q), from lane 0 of each quad.
-/// (store_output's 4-byte path keeps its own copy inside its row loop: calling this there
-/// changed the SASS of the measured default kernels; its wider paths call this.)
+/// lse of this thread's rows row0 and row0 + 8 (those < seqlen_q), from lane 0 of each quad
+/// (every path of store_output calls it).
 __device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2], int b, int h,
                                           int row0, int lane) {
   if (a.lse == nullptr || (lane & 3) != 0) return;
+  // One row pointer for both rows (session 34, with the rest of the tile-boundary diet below).
+  float* const l0 = a.lse + b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(row0) * a.lse_ss;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = row0 + 8 * r;
-    if (i < a.seqlen_q)
-      a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
-  }
+  for (int r = 0; r < 2; ++r)
+    if (row0 + 8 * r < a.seqlen_q) l0[8 * r * a.lse_ss] = lse[r];
 }
 
 /// o: 64 x kD accumulator (kD/2 registers), row0 = global query row of this thread's r = 0.
@@ -62,7 +60,10 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
     }
     return;
   }
-  if (a.epi_wide == 2) {
+  // D 64 has the 4-byte path only (launch.cuh epi_wide_auto returns 0 there): no load of
+  // epi_wide and no two tests at every tile's epilogue (session 34, PARAM_HOIST A/B below).
+  constexpr bool kNoWide = kD == 64;
+  if (!kNoWide && a.epi_wide == 2) {
     const bool odd = (lane & 1) != 0, hi = (lane & 2) != 0;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -96,7 +97,7 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
     store_lse(a, lse, b, h, row0, lane);
     return;
   }
-  if (a.epi_wide == 1) {
+  if (!kNoWide && a.epi_wide == 1) {
     const bool odd = (lane & 1) != 0;
     // Column of this lane's 8 bytes in each 16-column pair of groups (2m, 2m + 1).
     const int col = odd ? 8 + 2 * (lane & 3) - 2 : 2 * (lane & 3);
@@ -117,6 +118,7 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
     store_lse(a, lse, b, h, row0, lane);
     return;
   }
+  // (lse through store_lse's one row pointer)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int i = row0 + 8 * r;
@@ -126,9 +128,8 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
     for (int j = 0; j < kD / 8; ++j)
       *reinterpret_cast<uint32_t*>(row + 8 * j) =
           pack2<BF16>(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
-    if (a.lse != nullptr && (lane & 3) == 0)
-      a.lse[b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(i) * a.lse_ss] = lse[r];
   }
+  store_lse(a, lse, b, h, row0, lane);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -198,8 +198,10 @@ inline int q_prefetch_auto(const Params& p, const FwdArgs& a, int D) {
 }
 
 /// FwdArgs::epi_wide: Tuning::epi_wide, or its auto (8-byte stores at D >= 128), narrowed to
-/// what out's base and strides keep aligned (launch_forward has the measurements).
+/// what out's base and strides keep aligned (launch_forward has the measurements). Always 0 at
+/// D 64: its kernels keep only the 4-byte path since session 34 (epilogue.cuh store_output).
 inline int epi_wide_auto(const Params& p, int D) {
+  if (D == 64) return 0;
   auto aligned = [&](int elems) {
     return reinterpret_cast<uintptr_t>(p.out) % (2 * elems) == 0 && p.out_st.b % elems == 0 &&
            p.out_st.s % elems == 0 && p.out_st.h % elems == 0;

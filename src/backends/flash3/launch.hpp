@@ -146,7 +146,8 @@ struct Tuning {
   // pairs within each quad (FwdArgs::epi_wide): 1 = 8 bytes per lane (32 per row and warp store),
   // 2 = 16 bytes (64), each only where out is that aligned (its base and the b / s / h strides;
   // else the next narrower); 0 = 4 bytes (the quad's 16 per row). -1 = auto (launch.cuh: 1 at
-  // D >= 128, 0 at D = 64).
+  // D >= 128). D = 64 stores 4 bytes whatever this says (session 34: the wider paths' code and
+  // per-tile tests cost its kernels more than they gained).
   int epi_wide = -1;
   // Session 19: the static schedule's last, partial round of tiles split along the keys over
   // every CTA, as a second, programmatic dependent launch (tail.cuh). D = 128 diet kernels and

@@ -662,7 +662,9 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
 /// nb = n_blocks - 1 - it) while P V runs, then O *= factor and P = S converted (16-bit pairs).
 /// k_base / v_base: shared addresses of K / V stage 0; row0 = this thread's first row.
 /// (n_blocks: one past the tile's last block; a split tail's piece passes its own end, tail.cuh.)
-template <class Tr, bool BF16, int kVar, class Sm, class State>
+/// kMaskFrom (Consumer::kMaskFrom): first_row holds the first block that needs the mask
+/// (Consumer::mask_from) instead of the warpgroup's first row.
+template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, class Sm, class State>
 __device__ __forceinline__ void mainloop_turn(
     const FwdArgs& a, Sm& sm, PipeOf<Tr>& pipe, const PingPong& turn, int it, int n_blocks,
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
@@ -680,6 +682,7 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
+    if constexpr (kMaskFrom) return nb >= first_row;
     return (nb + 1) * kBN > a.seqlen_k ||
            (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
   };
@@ -1330,6 +1333,22 @@ struct Consumer {
   static_assert(!kTail || !kCanOverlap || (kDiet && !kTmaEpi),
                 "flash3: kVarTail is the overlapped diet consumer with the STG epilogue");
   TailPiece piece;  // kTail: the pending tile's piece (pieces > 1: tail.cuh finish_tail_piece)
+  // The mask test as `nb >= mask_from`, once per tile, instead of a reload of causal_offset and
+  // a compare chain in every turn (session 34's PARAM_HOIST A/B, with the D 64 epilogue's fixed
+  // 4-byte path, store_lse's one row pointer and the TMA epilogue's nq = 2: +1.1..+2.9 % at D 64,
+  // +0.9..+2.0 % at D 128, S 1k-16k, same process; bench/notes/fwd-hoist-s34.md). Score-mod
+  // kernels keep first_row (score_mod_tile reads it), and so does the 176-key D 128 kernel (not a
+  // power of two). The old and new tests agreed on 111 M host cases (key blocks 32 / 64 / 128,
+  // Sk 0..700, offsets -700..700).
+  static constexpr bool kMaskFrom = (kVar & kVarScoreMod) == 0 && (kBN & (kBN - 1)) == 0;
+  /// The first K/V block nb with (nb + 1) kBN > seqlen_k or, causal, (nb + 1) kBN - 1 >
+  /// first_row + causal_offset (floor divisions as arithmetic shifts; the offset may be < 0).
+  __device__ __forceinline__ int mask_from(int first_row) const {
+    constexpr int kShift = __builtin_ctz(kBN);
+    const int from_k = a.seqlen_k >> kShift;
+    const int from_diag = (first_row + a.causal_offset + 1) >> kShift;
+    return a.causal && from_diag < from_k ? from_diag : from_k;
+  }
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
                                       PipeOf<Tr>& pipe_, QIndex& qi_, const PingPong& turn_,
@@ -1507,7 +1526,8 @@ struct Consumer {
       empty_tile(b, h, row0);
       return;
     }
-    const int nq = Tr::kQStages == 1 ? 1 : a.q_bufs;
+    // (kTmaEpi: the launch runs it with both Q buffers only, launch.cuh tma_epi; no load of q_bufs)
+    const int nq = Tr::kQStages == 1 ? 1 : kTmaEpi ? 2 : a.q_bufs;
     const int qb = qi.buf(nq);
     if (first_row >= a.seqlen_q) {
       idle_tile(n_blocks, qb, qi.phase(nq));
@@ -1519,7 +1539,10 @@ struct Consumer {
         ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes + cwg * 64 * Tr::kChunkRowBytes);
     const uint32_t k_base = ptx::smem_u32(sm.k);
     // A block needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
+    // (kMaskFrom: mrow = that first block, passed to mainloop_turn in first_row's place.)
+    const int mrow = kMaskFrom ? mask_from(first_row) : first_row;
     auto needs_mask = [&](int nb) {
+      if constexpr (kMaskFrom) return nb >= mrow;
       return (nb + 1) * kBN > a.seqlen_k ||
              (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
     };
@@ -1573,16 +1596,16 @@ struct Consumer {
     // constant scale-d (a per-turn `it == 1` cost ISETP + VOTEU.ANY + UMOV in the loop).
     if constexpr (kDiet) {
       if (n_blocks > 1) {
-        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base,
-                                      attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf,
-                                      state, sl2, first_row, row0, lane, qa, 0);
+        mainloop_turn<Tr, BF16, kVar, kMaskFrom>(a, sm, pipe, turn, 1, n_end, q_wg, k_base,
+                                                 attnkit::cuda::sm90::smem_u32(sm.v), o, p, s,
+                                                 factor, pf, state, sl2, mrow, row0, lane, qa, 0);
         release_staged();  // kTmaEpi: turn 0's store has had a turn to read its rows
       }
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
-      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base,
-                                    attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor, pf, state,
-                                    sl2, first_row, row0, lane, qa);
+      mainloop_turn<Tr, BF16, kVar, kMaskFrom>(a, sm, pipe, turn, it, n_end, q_wg, k_base,
+                                               attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor,
+                                               pf, state, sl2, mrow, row0, lane, qa);
     // Every QK^T of this tile is done: the producer may load a later tile's Q here (kTmaEpi:
     // only after the epilogue's TMA store has read it, release_staged in a later tile).
     if constexpr (kTmaEpi) {

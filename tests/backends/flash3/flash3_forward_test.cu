@@ -439,7 +439,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning().q_prefetch = c.tag == "qpf0" ? 0 : c.tag.rfind("qpf", 0) == 0 ? 1 : -1;
   flash3::tuning().kv_prefetch = c.tag == "qpf_kv" ? 1 : 0;
   // "epi_narrow"/"epi8"/"epi16" (session 14): the O stores 4 / 8 / 16 bytes per lane forced (the
-  // auto, which every other case runs: 8 at D >= 128, 4 at D = 64; 16 is an A/B option).
+  // auto, which every other case runs: 8 at D >= 128, 4 at D = 64; 16 is an A/B option). D = 64
+  // stores 4 bytes whatever is forced (session 34): there the three cases check that.
   flash3::tuning().epi_wide = c.tag == "epi_narrow" ? 0
                               : c.tag == "epi8"     ? 1
                               : c.tag == "epi16"    ? 2
