@@ -90,18 +90,17 @@ SelectionRequest request_for(const Options& o, const Params& p) {
   // only: masks and windows keep the table's order (not compared with cuDNN's); softcap / ALiBi
   // reach flash3 anyway (cuDNN declines them). Where flash3 declines (dropout), the table's
   // order follows.
-  const bool plain = !p.has_mask() && p.window_left < 0 && p.window_right < 0;
-  if (p.is_backward && !p.varlen && plain &&
-      (p.head_dim == 256 || (p.head_dim == 64 && p.causal != Causal::none)))
-    r.prefer = {"flash3"};
   // Session 34 (H200, bench/results/2026-11-29-h200-flash3-s34.md): the other plain dense
   // backwards, D 128 (both causal modes) and non-causal D 64, at S >= 1k (the range measured):
   // 1.01-1.08x cuDNN with both at the sustained (power-capped) clock, 1.00-1.06x by the standard
   // method of session 33 but for D 128 non-causal 4k's 0.89, which the sustained probe put at
   // 1.00 (cuDNN's block had run at boost). Non-deterministic calls only: flash3's deterministic
   // D 64 / 128 backward runs at 0.59-0.75 of its default and was not timed against cuDNN's.
-  if (p.is_backward && !p.varlen && plain && !o.deterministic && p.seqlen_q >= 1024 &&
-      p.seqlen_k >= 1024 && (p.head_dim == 128 || (p.head_dim == 64 && p.causal == Causal::none)))
+  const bool plain = !p.has_mask() && p.window_left < 0 && p.window_right < 0;
+  const bool measured_1k = !o.deterministic && p.seqlen_q >= 1024 && p.seqlen_k >= 1024;
+  const bool d64 = p.head_dim == 64, causal = p.causal != Causal::none;
+  if (p.is_backward && !p.varlen && plain &&
+      (p.head_dim == 256 || (d64 && causal) || (measured_1k && (p.head_dim == 128 || d64))))
     r.prefer = {"flash3"};
   return r;
 }

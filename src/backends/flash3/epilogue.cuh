@@ -61,7 +61,8 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
     return;
   }
   // D 64 has the 4-byte path only (launch.cuh epi_wide_auto returns 0 there): no load of
-  // epi_wide and no two tests at every tile's epilogue (session 34, PARAM_HOIST A/B below).
+  // epi_wide and no two tests at every tile's epilogue (session 34's tile-boundary diet,
+  // bench/notes/fwd-hoist-s34.md).
   constexpr bool kNoWide = kD == 64;
   if (!kNoWide && a.epi_wide == 2) {
     const bool odd = (lane & 1) != 0, hi = (lane & 2) != 0;
@@ -118,7 +119,6 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
     store_lse(a, lse, b, h, row0, lane);
     return;
   }
-  // (lse through store_lse's one row pointer)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int i = row0 + 8 * r;

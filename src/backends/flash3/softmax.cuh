@@ -126,7 +126,8 @@ struct OnlineSoftmax {
   /// apply, and 1 / l moves by at most 1 ulp before the bf16 rounding. The IEEE reciprocal cost
   /// a slow-path CALL and four BSSY / BSYNC per tile at the tile boundary; the approx forms
   /// measured +1.3..+2.0 % at D 64 S 1k, +0.5..+1.0 % at 4k, +0.3..+2.0 % at D 128 S 1k
-  /// (session 34 call 1, same-process A/B against cuDNN; bench/notes/session34.md).
+  /// (session 34 call 1: against the IEEE build in one process, cuDNN timed in the same loop;
+  /// bench/notes/session34.md).
   __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
     constexpr float kLn2 = 0.693147180559945f;
 #pragma unroll
