@@ -19,6 +19,7 @@
 #include "backends/flash3/cluster.cuh"
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
+#include "backends/flash3/mask_blocks.hpp"
 #include "backends/flash3/score_mod.cuh"
 #include "backends/flash3/softmax.cuh"
 #include "backends/flash3/tail.cuh"
@@ -1338,16 +1339,14 @@ struct Consumer {
   // 4-byte path, store_lse's one row pointer and the TMA epilogue's nq = 2: +1.1..+2.9 % at D 64,
   // +0.9..+2.0 % at D 128, S 1k-16k, same process; bench/notes/fwd-hoist-s34.md). Score-mod
   // kernels keep first_row (score_mod_tile reads it), and so does the 176-key D 128 kernel (not a
-  // power of two). The old and new tests agreed on 111 M host cases (key blocks 32 / 64 / 128,
-  // Sk 0..700, offsets -700..700).
+  // power of two). tests/core/flash3_mask_blocks_test.cpp checks the rule against the per-block
+  // test (helper-13 checked 111 M host cases: key blocks 32 / 64 / 128, Sk 0..700, offsets
+  // -700..700).
   static constexpr bool kMaskFrom = (kVar & kVarScoreMod) == 0 && (kBN & (kBN - 1)) == 0;
-  /// The first K/V block nb with (nb + 1) kBN > seqlen_k or, causal, (nb + 1) kBN - 1 >
-  /// first_row + causal_offset (floor divisions as arithmetic shifts; the offset may be < 0).
+  /// The first K/V block that needs the mask (mask_blocks.hpp; a host test checks it against the
+  /// per-block predicate).
   __device__ __forceinline__ int mask_from(int first_row) const {
-    constexpr int kShift = __builtin_ctz(kBN);
-    const int from_k = a.seqlen_k >> kShift;
-    const int from_diag = (first_row + a.causal_offset + 1) >> kShift;
-    return a.causal && from_diag < from_k ? from_diag : from_k;
+    return first_masked_block<__builtin_ctz(kBN)>(a, first_row);
   }
 
   __device__ __forceinline__ Consumer(const FwdArgs& a_, const SmemLayout<Tr>& sm_,
