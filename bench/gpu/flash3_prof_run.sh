@@ -21,15 +21,20 @@ done
 grep -iE "gmma|tensor_op" /tmp/ncu_metrics.txt | head -12
 EXTRA=${EXTRA#,}
 echo "extra metrics: $EXTRA"
-cd bench/gpu
-timeout ${F3_NCU_TIMEOUT:-200} ncu -k regex:'fwd_kernel|sdpa|fprop|fmha|attn|cudnn' -c ${F3_NCU_COUNT:-12} \
-  --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
-  --section SchedulerStats --section InstructionStats --section MemoryWorkloadAnalysis_Tables \
-  --section LaunchStats --section SourceCounters ${EXTRA:+--metrics $EXTRA} \
-  -o $OUT/prof -f python3 flash3_prof.py --lib ../../build_f3/libflash3_shim.so --shapes "$SHAPES" \
-  --variants "$VARS" > $OUT/ncu_run.log 2>&1
+# ncu over flash3_prof.py's launches (one per implementation, shape and variant):
+# prof_ncu REPORT LOG [ncu options ...]
+prof_ncu() {
+  local rep=$1 log=$2
+  shift 2
+  (cd bench/gpu && timeout ${F3_NCU_TIMEOUT:-200} ncu -k regex:'fwd_kernel|sdpa|fprop|fmha|attn|cudnn' \
+    -c ${F3_NCU_COUNT:-12} "$@" -o "$rep" -f python3 flash3_prof.py \
+    --lib ../../build_f3/libflash3_shim.so --shapes "$SHAPES" --variants "$VARS" > "$log" 2>&1)
+}
+prof_ncu $OUT/prof $OUT/ncu_run.log --section SpeedOfLight --section ComputeWorkloadAnalysis \
+  --section WarpStateStats --section SchedulerStats --section InstructionStats \
+  --section MemoryWorkloadAnalysis_Tables --section LaunchStats --section SourceCounters \
+  ${EXTRA:+--metrics $EXTRA}
 echo "ncu rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "^prof|==PROF==|ERR|rror" $OUT/ncu_run.log | head -30
-cd ../..
 ncu -i $OUT/prof.ncu-rep --page details --csv > $OUT/ncu_details.csv 2>&1
 python3 bench/gpu/ncu_details_summary.py $OUT/ncu_details.csv
 for i in $(seq 0 $(( ${F3_NCU_COUNT:-12} - 1 ))); do
@@ -49,7 +54,7 @@ fi
 # that a name this ncu does not accept costs that run only (the query list above is not proof:
 # some names appear only with a section prefix). Values per launch in $OUT/try_metrics.txt.
 if [ -n "${F3_NCU_TRY_METRICS:-}" ]; then
-  (cd bench/gpu && timeout ${F3_NCU_TIMEOUT:-200} ncu -k regex:'fwd_kernel|sdpa|fprop|fmha|attn|cudnn'     -c ${F3_NCU_COUNT:-12} --metrics "$F3_NCU_TRY_METRICS" -o /tmp/try_metrics -f     python3 flash3_prof.py --lib ../../build_f3/libflash3_shim.so --shapes "$SHAPES"     > /tmp/try_metrics.log 2>&1)
+  prof_ncu /tmp/try_metrics /tmp/try_metrics.log --metrics "$F3_NCU_TRY_METRICS"
   echo "try-metrics ncu rc=$?"; grep -E "==ERROR==|rror" /tmp/try_metrics.log | head -5
   ncu -i /tmp/try_metrics.ncu-rep --page raw --csv 2>/dev/null | python3 -c '
 import csv, sys
