@@ -27,10 +27,12 @@ for cc in ("base", "none"):
         if r.get("Metric Name") in ("Duration", "SM Frequency"):
             key = (int(r["ID"]), r["Kernel Name"][:70])
             rows.setdefault(key, {})[(cc, r["Metric Name"])] = (r["Metric Value"], r["Metric Unit"])
+def value(m, cc, metric):  # "1.01 ms", or "-" where that mode did not profile the launch
+    v = m.get((cc, metric))
+    return f"{v[0]} {v[1]}" if v else "-"
 print(f"{'id':>3} {'kernel':70} | base: duration, clock | none: duration, clock")
 for (i, name), m in sorted(rows.items()):
-    cells = " | ".join(f"{m.get((cc, 'Duration'), ('-', ''))[0]} {m.get((cc, 'Duration'), ('', ''))[1]}, "
-                       f"{m.get((cc, 'SM Frequency'), ('-', ''))[0]} {m.get((cc, 'SM Frequency'), ('', ''))[1]}"
+    cells = " | ".join(f"{value(m, cc, 'Duration')}, {value(m, cc, 'SM Frequency')}"
                        for cc in ("base", "none"))
     print(f"{i:>3} {name:70} | {cells}")
 PY
