@@ -8,6 +8,7 @@
 # directory (/tmp/p) and copy what matters under the device's $OUT.
 set -u
 OUT=${OUT:-/tmp/flash3_out}
+mkdir -p "$OUT"  # (session 36: a missing OUT cost a whole device call)
 SHAPES=${1:-128:1024:0,128:16384:0,256:4096:0}
 VARS=${2:-}
 t0=$(date +%s)
@@ -61,7 +62,8 @@ import csv, sys
 rows = list(csv.reader(sys.stdin))
 if len(rows) > 2:
     head = rows[0]
-    keep = [i for i, h in enumerate(head) if h in ("ID", "Kernel Name") or "__" in h]
+    keep = [i for i, h in enumerate(head) if h in ("ID", "Kernel Name") or "__" in h
+            and not h.startswith(("device__", "launch__", "numa__", "nvlink__", "profiler__"))]
     for r in [rows[0]] + rows[2:]:
         print(" | ".join(r[i][:60] for i in keep))' > "$OUT/try_metrics.txt" 2>&1
   cat "$OUT/try_metrics.txt"

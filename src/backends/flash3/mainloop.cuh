@@ -80,6 +80,7 @@ struct QIndex {
 /// communication). The K ring has KS stages, the V ring VS (FwdTraits::kStagesK/V).
 template <int KS, int VS>
 struct PipeIndex {
+  static constexpr uint32_t kKS = KS, kVS = VS;
   int count = 0;
   __device__ __forceinline__ int ks(int ahead = 0) const { return (count + ahead) % KS; }
   __device__ __forceinline__ uint32_t kph(int ahead = 0) const {
@@ -377,6 +378,12 @@ __device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
   attnkit::cuda::sm90::mbar_arrive(bar);
   if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
 }
+
+// Session 36 (build switch, A/B): mainloop_turn's lean turn (both stage addresses and both
+// barrier tests before the ping-pong turn). Kernels with kVarUniformDesc only.
+#ifndef ATTNKIT_FLASH3_FWD_LEAN_TURN
+#define ATTNKIT_FLASH3_FWD_LEAN_TURN 0
+#endif
 
 /// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
 inline constexpr int kVarOrdered = 1;  // softmax_before_wait
@@ -681,6 +688,7 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
+  constexpr bool kLeanTurn = ATTNKIT_FLASH3_FWD_LEAN_TURN != 0 && kUniform;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     if constexpr (kMaskFrom) return nb >= first_row;
@@ -688,27 +696,50 @@ __device__ __forceinline__ void mainloop_turn(
            (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
   };
   const int nb = n_blocks - 1 - it;
-  const int st = pipe.ks(it), sp = pipe.vs(it - 1);
+  // kLeanTurn: the ring position in unsigned arithmetic (PipeIndex's signed % and / cost a
+  // LEA.HI sign fix-up each; count + it >= 1).
+  constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
+  const uint32_t c = static_cast<uint32_t>(pipe.count + it);
+  const int st = kLeanTurn ? static_cast<int>(c % KS) : pipe.ks(it);
+  const int sp = kLeanTurn ? static_cast<int>((c - 1) % VS) : pipe.vs(it - 1);
   // (trace builds: the turn's parts into *wc; no code otherwise)
   using Clk = WaitClock;
   Clk::mark(wc);
-  ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
+  uint32_t k_stage, v_stage;  // shared addresses of this turn's K and V stages
+  if constexpr (kLeanTurn) {
+    // Both stage addresses through REDUX and both barrier tests issued back to back, before the
+    // ping-pong turn: their latencies overlap each other instead of sitting one by one between
+    // the turn's wgmma issues (session 36 ncu: ~11 % of a consumer warp's samples in D 128's
+    // loop were the REDUX -> MOV -> R2UR chains and the try_wait results; kLeanTurn notes).
+    // V(it - 1) was loaded before K(it), so waiting for it before the turn costs nothing.
+    k_stage = static_cast<uint32_t>(warp_uniform(static_cast<int>(k_base + st * Tr::kKVBytes)));
+    v_stage = static_cast<uint32_t>(warp_uniform(static_cast<int>(v_base + sp * Tr::kKVBytes)));
+    const uint32_t kph = (c / KS) & 1u, vph = ((c - 1) / VS) & 1u;
+    const bool k_ready = ptx::mbar_try_wait(&sm.full_k[st], kph);
+    const bool v_ready = ptx::mbar_try_wait(&sm.full_v[sp], vph);
+    if (!k_ready) ptx::mbar_wait(&sm.full_k[st], kph);
+    if (!v_ready) ptx::mbar_wait(&sm.full_v[sp], vph);
+  } else {
+    ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
+  }
   Clk::lap(wc, Clk::kK);
   fence_regs(o);
   fence_regs(p);
   turn.wait_turn();
   Clk::mark(wc);
   ptx::wgmma_fence();
-  issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
+  if constexpr (!kLeanTurn) k_stage = k_base + uni(st * Tr::kKVBytes);
+  issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_stage);
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
-  ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
+  if constexpr (!kLeanTurn) ptx::mbar_wait(&sm.full_v[sp], pipe.vph(it - 1));
   Clk::lap(wc, Clk::kV);
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
-                                  Tr::kKVChunkBytes, pv_scale);
+  if constexpr (!kLeanTurn) v_stage = v_base + uni(sp * Tr::kKVBytes);
+  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_stage, 16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes,
+                                  pv_scale);
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
   turn.pass_turn();
