@@ -80,26 +80,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t addr, uint32_t parity) {
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   mbar_wait(smem_u32(bar), parity);
 }
-/// One mbarrier.try_wait: true when the phase with parity `parity` has completed (the thread
-/// may be suspended for a system-defined time first, as in mbar_wait's loop). A completed phase
-/// stays completed until this thread's own later release lets the producer refill the slot, so a
-/// consumer may test early and block (mbar_wait) only when this returned false.
-__device__ __forceinline__ bool mbar_try_wait(uint32_t addr, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(addr), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
-  return mbar_try_wait(smem_u32(bar), parity);
-}
 /// mbar_wait with try_wait's suspendTimeHint (ns, PTX ISA 7.8): the thread may stay suspended
 /// until the phase completes or the hint elapses, instead of the system-defined limit (the
 /// flash3 backward producer re-polled every ~11 cycles without it: bwd_kernel.cuh).

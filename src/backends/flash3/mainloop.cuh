@@ -379,15 +379,6 @@ __device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
   if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
 }
 
-// Session 36 (build switch, A/B; bits, see mainloop_turn): mainloop_turn's lean turn: 1 = V's
-// barrier waited for before the ping-pong turn, 2 = both stage addresses through REDUX before
-// the barrier waits, 4 = the ring position in unsigned arithmetic, 8 = V's barrier tested before
-// the turn, branched on after the Q K^T issue. Kernels with kVarUniformDesc only. Session 36
-// call 2: 7 (1 | 2 | 4) lost 1 % at D 128 and 2.5 % at D 64 against main.
-#ifndef ATTNKIT_FLASH3_FWD_LEAN_TURN
-#define ATTNKIT_FLASH3_FWD_LEAN_TURN 0
-#endif
-
 /// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
 inline constexpr int kVarOrdered = 1;  // softmax_before_wait
 // O *= factor issued right before the P V that adds P * V to it (between that turn's Q K^T and
@@ -691,10 +682,6 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
-  // Session 36 A/B (ATTNKIT_FLASH3_FWD_LEAN_TURN bits, kernels with uniform descriptors only):
-  constexpr int kLean = kUniform ? ATTNKIT_FLASH3_FWD_LEAN_TURN : 0;
-  constexpr bool kLeanV = (kLean & 1) != 0, kLeanAddr = (kLean & 2) != 0;
-  constexpr bool kLeanIdx = (kLean & 4) != 0, kLeanVLate = (kLean & 8) != 0 && !kLeanV;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     if constexpr (kMaskFrom) return nb >= first_row;
@@ -702,60 +689,38 @@ __device__ __forceinline__ void mainloop_turn(
            (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
   };
   const int nb = n_blocks - 1 - it;
-  // kLeanIdx: the ring position in unsigned arithmetic (PipeIndex's signed % and / cost a
-  // LEA.HI sign fix-up each; count + it >= 1).
+  // kUnsignedRing: the ring position in unsigned arithmetic; PipeIndex's signed % and / put
+  // LEA.HI / LOP3 / IADD3 sign fix-ups at the loop top, before the turn's first wgmma (count + it
+  // >= 1, so the values are the same). D 128 only: session 36's same-process A/B (call 3,
+  // bench/results/2026-11-29-h200-flash3-s36.md) +1.7..+2.4 % at S 4k / 16k (both causal modes),
+  // +0.2..+0.5 % at 1k; D 64 -0.4..-0.8 % (off); D 256 not measured (off).
+  constexpr bool kUnsignedRing = kUniform && Tr::kD == 128;
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
   const uint32_t c = static_cast<uint32_t>(pipe.count + it);
-  const int st = kLeanIdx ? static_cast<int>(c % KS) : pipe.ks(it);
-  const int sp = kLeanIdx ? static_cast<int>((c - 1) % VS) : pipe.vs(it - 1);
-  const uint32_t kph = kLeanIdx ? (c / KS) & 1u : pipe.kph(it);
-  const uint32_t vph = kLeanIdx ? ((c - 1) / VS) & 1u : pipe.vph(it - 1);
+  const int st = kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
+  const int sp = kUnsignedRing ? static_cast<int>((c - 1) % VS) : pipe.vs(it - 1);
+  const uint32_t kph = kUnsignedRing ? (c / KS) & 1u : pipe.kph(it);
+  const uint32_t vph = kUnsignedRing ? ((c - 1) / VS) & 1u : pipe.vph(it - 1);
   // (trace builds: the turn's parts into *wc; no code otherwise)
   using Clk = WaitClock;
   Clk::mark(wc);
-  uint32_t k_stage = 0, v_stage = 0;  // shared addresses of this turn's K and V stages
-  // kLeanAddr: both stage addresses through REDUX before the barrier waits (not after the
-  // ping-pong turn, where each REDUX -> MOV -> R2UR chain sat before its wgmma batch).
-  if constexpr (kLeanAddr) {
-    k_stage = static_cast<uint32_t>(warp_uniform(static_cast<int>(k_base + st * Tr::kKVBytes)));
-    v_stage = static_cast<uint32_t>(warp_uniform(static_cast<int>(v_base + sp * Tr::kKVBytes)));
-  }
-  // kLeanV / kLeanVLate: V(it - 1)'s barrier tested right after K(it)'s, before the turn (V was
-  // loaded before K, so it is complete when K is); kLeanV branches on both before the turn,
-  // kLeanVLate on V's only after the Q K^T issue (the test's latency under the turn's wait).
-  bool v_ready = true;
-  if constexpr (kLeanV || kLeanVLate) {
-    const bool k_ready = ptx::mbar_try_wait(&sm.full_k[st], kph);
-    v_ready = ptx::mbar_try_wait(&sm.full_v[sp], vph);
-    if (!k_ready) ptx::mbar_wait(&sm.full_k[st], kph);
-    if constexpr (kLeanV) {
-      if (!v_ready) ptx::mbar_wait(&sm.full_v[sp], vph);
-    }
-  } else {
-    ptx::mbar_wait(&sm.full_k[st], kph);
-  }
+  ptx::mbar_wait(&sm.full_k[st], kph);
   Clk::lap(wc, Clk::kK);
   fence_regs(o);
   fence_regs(p);
   turn.wait_turn();
   Clk::mark(wc);
   ptx::wgmma_fence();
-  if constexpr (!kLeanAddr) k_stage = k_base + uni(st * Tr::kKVBytes);
-  issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_stage);
+  issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
-  if constexpr (kLeanVLate) {
-    if (!v_ready) ptx::mbar_wait(&sm.full_v[sp], vph);
-  } else if constexpr (!kLeanV) {
-    ptx::mbar_wait(&sm.full_v[sp], vph);
-  }
+  ptx::mbar_wait(&sm.full_v[sp], vph);
   Clk::lap(wc, Clk::kV);
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  if constexpr (!kLeanAddr) v_stage = v_base + uni(sp * Tr::kKVBytes);
-  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_stage, 16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes,
-                                  pv_scale);
+  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
+                                  Tr::kKVChunkBytes, pv_scale);
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
   turn.pass_turn();
