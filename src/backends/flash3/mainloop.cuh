@@ -379,6 +379,12 @@ __device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
   if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
 }
 
+// A/B build switch (session 36): mainloop_turn's unsigned ring position at every head dim, not
+// only D 128 (kUnsignedRing).
+#ifndef ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL
+#define ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL 0
+#endif
+
 /// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
 inline constexpr int kVarOrdered = 1;  // softmax_before_wait
 // O *= factor issued right before the P V that adds P * V to it (between that turn's Q K^T and
@@ -694,7 +700,7 @@ __device__ __forceinline__ void mainloop_turn(
   // >= 1, so the values are the same). D 128 only: session 36's same-process A/B (call 3,
   // bench/results/2026-11-29-h200-flash3-s36.md) +1.7..+2.4 % at S 4k / 16k (both causal modes),
   // +0.2..+0.5 % at 1k; D 64 -0.4..-0.8 % (off); D 256 not measured (off).
-  constexpr bool kUnsignedRing = kUniform && Tr::kD == 128;
+  constexpr bool kUnsignedRing = kUniform && (Tr::kD == 128 || ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL);
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
   const uint32_t c = static_cast<uint32_t>(pipe.count + it);
   const int st = kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
