@@ -700,7 +700,8 @@ __device__ __forceinline__ void mainloop_turn(
   // >= 1, so the values are the same). D 128 only: session 36's same-process A/B (call 3,
   // bench/results/2026-11-29-h200-flash3-s36.md) +1.7..+2.4 % at S 4k / 16k (both causal modes),
   // +0.2..+0.5 % at 1k; D 64 -0.4..-0.8 % (off); D 256 not measured (off).
-  constexpr bool kUnsignedRing = kUniform && (Tr::kD == 128 || ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL);
+  constexpr bool kUnsignedRing =
+      kUniform && (Tr::kD == 128 || ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL);
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
   const uint32_t c = static_cast<uint32_t>(pipe.count + it);
   const int st = kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
