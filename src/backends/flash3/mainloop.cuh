@@ -331,24 +331,17 @@ template <class Tr, bool BF16, bool kLegacy = false>
 __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
                                          uint32_t k_stage) {
   namespace ptx = attnkit::cuda::sm90;
-  const uint64_t da0 = ptx::Sw128Desc::make(q_wg, 16, 1024);
-  const uint64_t db0 = ptx::Sw128Desc::make(k_stage, 16, 1024);
   if constexpr (!kLegacy) {
-    issue_qk_desc<Tr, BF16>(s, da0, db0);
-    return;
-  }
+    issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024),
+                            ptx::Sw128Desc::make(k_stage, 16, 1024));
+  } else {
 #pragma unroll
-  for (int ks = 0; ks < Tr::kD / 16; ++ks) {
-    const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
-    if constexpr (kLegacy) {
+    for (int ks = 0; ks < Tr::kD / 16; ++ks) {
+      const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
       const uint64_t da = ptx::Sw128Desc::make(q_wg + (ks / 4) * Tr::kQChunkBytes + off, 16, 1024);
       const uint64_t db =
           ptx::Sw128Desc::make(k_stage + (ks / 4) * Tr::kKVChunkBytes + off, 16, 1024);
       Wgmma<Tr::kBlockN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
-    } else {
-      Wgmma<Tr::kBlockN, BF16>::ss(s, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
-                                   desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off),
-                                   ks > 0 ? 1 : 0);
     }
   }
 }
@@ -373,18 +366,17 @@ __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
                                          uint32_t kk_stride = 16 * Tr::kChunkRowBytes,
                                          uint32_t chunk_stride = Tr::kKVChunkBytes,
                                          int scale_first = 1) {
-  const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(v_stage, chunk_stride, 1024);
+  namespace ptx = attnkit::cuda::sm90;
   if constexpr (!kLegacy) {
-    issue_pv_desc<Tr, BF16>(o, p, db0, kk_stride, scale_first);
-    return;
-  }
+    issue_pv_desc<Tr, BF16>(o, p, ptx::Sw128Desc::make(v_stage, chunk_stride, 1024), kk_stride,
+                            scale_first);
+  } else {
 #pragma unroll
-  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-    const uint64_t db =
-        kLegacy ? attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024)
-                : desc_add(db0, kk * kk_stride);
-    const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-    Wgmma<Tr::kD, BF16>::rs(o, a, db, kk == 0 ? scale_first : 1);
+    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+      const uint64_t db = ptx::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024);
+      const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+      Wgmma<Tr::kD, BF16>::rs(o, a, db, kk == 0 ? scale_first : 1);
+    }
   }
 }
 
@@ -735,7 +727,8 @@ __device__ __forceinline__ void mainloop_turn(
   // >= 1, so the values are the same). D 128 only: session 36's same-process A/B (call 3,
   // bench/results/2026-11-29-h200-flash3-s36.md) +1.7..+2.4 % at S 4k / 16k (both causal modes),
   // +0.2..+0.5 % at 1k; D 64 -0.4..-0.8 % (off); D 256 not measured (off).
-  constexpr bool kUnsignedRing = kUniform && (Tr::kD == 128 || ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL);
+  constexpr bool kUnsignedRing =
+      kUniform && (Tr::kD == 128 || ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL);
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
   const uint32_t c = static_cast<uint32_t>(pipe.count + it);
   const int st = kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
@@ -756,11 +749,12 @@ __device__ __forceinline__ void mainloop_turn(
   // base descriptor + st * kKVBytes / 16, vector work ptxas can place before the turn), so the
   // chain after the ping-pong barrier is REDUX -> UIADD3 -> HGMMA instead of REDUX -> MOV ->
   // IADD3 -> R2UR -> ULOP3 -> ULEA -> UIADD3 -> HGMMA.
-  constexpr bool kDescRedux = ATTNKIT_FLASH3_FWD_DESC_REDUX != 0 && kUniform &&
-                              (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
+  constexpr bool kDescRedux =
+      ATTNKIT_FLASH3_FWD_DESC_REDUX != 0 && kUniform && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
   auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo) {
     const uint64_t d = ptx::Sw128Desc::make(base, lbo, 1024);
-    const uint32_t lo = static_cast<uint32_t>(d) + static_cast<uint32_t>(stage) * (Tr::kKVBytes >> 4);
+    const uint32_t lo =
+        static_cast<uint32_t>(d) + static_cast<uint32_t>(stage) * (Tr::kKVBytes >> 4);
     return (d & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
   };
   if constexpr (kDescRedux)
