@@ -313,27 +313,48 @@ __device__ __forceinline__ uint64_t desc_add(uint64_t d, uint32_t bytes) {
   return (d & 0xFFFFFFFF00000000ull) | lo;
 }
 
+/// issue_qk from the k-step 0 descriptors of Q_wg (da0) and of the K stage (db0).
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_qk_desc(float (&s)[Tr::kBlockN / 2], uint64_t da0,
+                                              uint64_t db0) {
+#pragma unroll
+  for (int ks = 0; ks < Tr::kD / 16; ++ks) {
+    const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
+    Wgmma<Tr::kBlockN, BF16>::ss(s, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
+                                 desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off), ks > 0 ? 1 : 0);
+  }
+}
+
 /// S[64 x kBlockN] = Q_wg[64 x kD] K_s^T (issued, not waited). Q_wg = this warpgroup's 64 rows.
 /// kLegacy: the descriptor rebuilt per wgmma (v5; A/B knob Tuning::legacy_desc).
 template <class Tr, bool BF16, bool kLegacy = false>
 __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2], uint32_t q_wg,
                                          uint32_t k_stage) {
   namespace ptx = attnkit::cuda::sm90;
-  const uint64_t da0 = ptx::Sw128Desc::make(q_wg, 16, 1024);
-  const uint64_t db0 = ptx::Sw128Desc::make(k_stage, 16, 1024);
+  if constexpr (!kLegacy) {
+    issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024),
+                            ptx::Sw128Desc::make(k_stage, 16, 1024));
+  } else {
 #pragma unroll
-  for (int ks = 0; ks < Tr::kD / 16; ++ks) {
-    const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
-    if constexpr (kLegacy) {
+    for (int ks = 0; ks < Tr::kD / 16; ++ks) {
+      const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
       const uint64_t da = ptx::Sw128Desc::make(q_wg + (ks / 4) * Tr::kQChunkBytes + off, 16, 1024);
       const uint64_t db =
           ptx::Sw128Desc::make(k_stage + (ks / 4) * Tr::kKVChunkBytes + off, 16, 1024);
       Wgmma<Tr::kBlockN, BF16>::ss(s, da, db, ks > 0 ? 1 : 0);
-    } else {
-      Wgmma<Tr::kBlockN, BF16>::ss(s, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
-                                   desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off),
-                                   ks > 0 ? 1 : 0);
     }
+  }
+}
+
+/// issue_pv from the V stage's kk = 0 descriptor db0.
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_pv_desc(float (&o)[Tr::kD / 2],
+                                              const uint32_t (&p)[Tr::kBlockN / 4], uint64_t db0,
+                                              uint32_t kk_stride, int scale_first) {
+#pragma unroll
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+    const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+    Wgmma<Tr::kD, BF16>::rs(o, a, desc_add(db0, kk * kk_stride), kk == 0 ? scale_first : 1);
   }
 }
 
@@ -345,14 +366,17 @@ __device__ __forceinline__ void issue_pv(float (&o)[Tr::kD / 2],
                                          uint32_t kk_stride = 16 * Tr::kChunkRowBytes,
                                          uint32_t chunk_stride = Tr::kKVChunkBytes,
                                          int scale_first = 1) {
-  const uint64_t db0 = attnkit::cuda::sm90::Sw128Desc::make(v_stage, chunk_stride, 1024);
+  namespace ptx = attnkit::cuda::sm90;
+  if constexpr (!kLegacy) {
+    issue_pv_desc<Tr, BF16>(o, p, ptx::Sw128Desc::make(v_stage, chunk_stride, 1024), kk_stride,
+                            scale_first);
+  } else {
 #pragma unroll
-  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-    const uint64_t db =
-        kLegacy ? attnkit::cuda::sm90::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024)
-                : desc_add(db0, kk * kk_stride);
-    const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-    Wgmma<Tr::kD, BF16>::rs(o, a, db, kk == 0 ? scale_first : 1);
+    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+      const uint64_t db = ptx::Sw128Desc::make(v_stage + kk * kk_stride, chunk_stride, 1024);
+      const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+      Wgmma<Tr::kD, BF16>::rs(o, a, db, kk == 0 ? scale_first : 1);
+    }
   }
 }
 
@@ -379,6 +403,9 @@ __device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
   if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
 }
 
+#ifndef ATTNKIT_FLASH3_FWD_DESC_REDUX
+#define ATTNKIT_FLASH3_FWD_DESC_REDUX 0
+#endif
 // A/B build switch (session 36): mainloop_turn's unsigned ring position at every head dim, not
 // only D 128 (kUnsignedRing).
 #ifndef ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL
@@ -718,7 +745,22 @@ __device__ __forceinline__ void mainloop_turn(
   turn.wait_turn();
   Clk::mark(wc);
   ptx::wgmma_fence();
-  issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
+  // ATTNKIT_FLASH3_FWD_DESC_REDUX (wip): REDUX of the stage descriptor's low word itself (the
+  // base descriptor + st * kKVBytes / 16, vector work ptxas can place before the turn), so the
+  // chain after the ping-pong barrier is REDUX -> UIADD3 -> HGMMA instead of REDUX -> MOV ->
+  // IADD3 -> R2UR -> ULOP3 -> ULEA -> UIADD3 -> HGMMA.
+  constexpr bool kDescRedux =
+      ATTNKIT_FLASH3_FWD_DESC_REDUX != 0 && kUniform && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
+  auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo) {
+    const uint64_t d = ptx::Sw128Desc::make(base, lbo, 1024);
+    const uint32_t lo =
+        static_cast<uint32_t>(d) + static_cast<uint32_t>(stage) * (Tr::kKVBytes >> 4);
+    return (d & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
+  };
+  if constexpr (kDescRedux)
+    issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024), stage_desc(k_base, st, 16));
+  else
+    issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
   ptx::mbar_wait(&sm.full_v[sp], vph);
@@ -726,8 +768,12 @@ __device__ __forceinline__ void mainloop_turn(
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
-                                  Tr::kKVChunkBytes, pv_scale);
+  if constexpr (kDescRedux)
+    issue_pv_desc<Tr, BF16>(o, p, stage_desc(v_base, sp, Tr::kKVChunkBytes),
+                            16 * Tr::kChunkRowBytes, pv_scale);
+  else
+    issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
+                                    Tr::kKVChunkBytes, pv_scale);
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
   turn.pass_turn();
