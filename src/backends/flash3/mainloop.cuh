@@ -745,10 +745,10 @@ __device__ __forceinline__ void mainloop_turn(
   turn.wait_turn();
   Clk::mark(wc);
   ptx::wgmma_fence();
-  // ATTNKIT_FLASH3_FWD_DESC_REDUX (wip): REDUX of the stage descriptor's low word itself (the
-  // base descriptor + st * kKVBytes / 16, vector work ptxas can place before the turn), so the
-  // chain after the ping-pong barrier is REDUX -> UIADD3 -> HGMMA instead of REDUX -> MOV ->
-  // IADD3 -> R2UR -> ULOP3 -> ULEA -> UIADD3 -> HGMMA.
+  // ATTNKIT_FLASH3_FWD_DESC_REDUX (A/B switch, default 0, not yet run): REDUX of the stage
+  // descriptor's low word itself (the base descriptor + st * kKVBytes / 16, vector work ptxas
+  // can place before the turn), so the chain after the ping-pong barrier is REDUX -> UIADD3 ->
+  // HGMMA instead of REDUX -> MOV -> IADD3 -> R2UR -> ULOP3 -> ULEA -> UIADD3 -> HGMMA.
   constexpr bool kDescRedux =
       ATTNKIT_FLASH3_FWD_DESC_REDUX != 0 && kUniform && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
   auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo) {
