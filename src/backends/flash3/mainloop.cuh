@@ -403,11 +403,12 @@ __device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
   if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
 }
 
+// A/B build switches (session 36, default 0; mainloop_turn): DESC_REDUX = the stage descriptor's
+// low word through REDUX (kDescRedux); UNSIGNED_RING_ALL = the unsigned ring position at every
+// head dim, not only D 128 (kUnsignedRing).
 #ifndef ATTNKIT_FLASH3_FWD_DESC_REDUX
 #define ATTNKIT_FLASH3_FWD_DESC_REDUX 0
 #endif
-// A/B build switch (session 36): mainloop_turn's unsigned ring position at every head dim, not
-// only D 128 (kUnsignedRing).
 #ifndef ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL
 #define ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL 0
 #endif
@@ -726,7 +727,10 @@ __device__ __forceinline__ void mainloop_turn(
   // LEA.HI / LOP3 / IADD3 sign fix-ups at the loop top, before the turn's first wgmma (count + it
   // >= 1, so the values are the same). D 128 only: session 36's same-process A/B (call 3,
   // bench/results/2026-11-29-h200-flash3-s36.md) +1.7..+2.4 % at S 4k / 16k (both causal modes),
-  // +0.2..+0.5 % at 1k; D 64 -0.4..-0.8 % (off); D 256 not measured (off).
+  // +0.2..+0.5 % at 1k; D 64 -0.4..-0.8 % (off); D 256 +0.1..+1.0 % over an identical control
+  // under CPU load (call 5; off until its tests run). (Written here, not as PipeIndex methods:
+  // that form computes V's position as count + (it - 1), which changed the SASS of the measured
+  // D 128 kernels.)
   constexpr bool kUnsignedRing =
       kUniform && (Tr::kD == 128 || ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL);
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
@@ -752,10 +756,9 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kDescRedux =
       ATTNKIT_FLASH3_FWD_DESC_REDUX != 0 && kUniform && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
   auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo) {
-    const uint64_t d = ptx::Sw128Desc::make(base, lbo, 1024);
-    const uint32_t lo =
-        static_cast<uint32_t>(d) + static_cast<uint32_t>(stage) * (Tr::kKVBytes >> 4);
-    return (d & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
+    const uint64_t d = desc_add(ptx::Sw128Desc::make(base, lbo, 1024), stage * Tr::kKVBytes);
+    return (d & 0xFFFFFFFF00000000ull) |
+           static_cast<uint32_t>(warp_uniform(static_cast<int>(static_cast<uint32_t>(d))));
   };
   if constexpr (kDescRedux)
     issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024), stage_desc(k_base, st, 16));
