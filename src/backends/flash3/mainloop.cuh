@@ -403,16 +403,6 @@ __device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
   if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
 }
 
-// A/B build switches (session 36, default 0; mainloop_turn): DESC_REDUX = the stage descriptor's
-// low word through REDUX (kDescRedux); UNSIGNED_RING_ALL = the unsigned ring position at every
-// head dim, not only D 128 (kUnsignedRing).
-#ifndef ATTNKIT_FLASH3_FWD_DESC_REDUX
-#define ATTNKIT_FLASH3_FWD_DESC_REDUX 0
-#endif
-#ifndef ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL
-#define ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL 0
-#endif
-
 /// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
 inline constexpr int kVarOrdered = 1;  // softmax_before_wait
 // O *= factor issued right before the P V that adds P * V to it (between that turn's Q K^T and
@@ -725,14 +715,12 @@ __device__ __forceinline__ void mainloop_turn(
   const int nb = n_blocks - 1 - it;
   // kUnsignedRing: the ring position in unsigned arithmetic; PipeIndex's signed % and / put
   // LEA.HI / LOP3 / IADD3 sign fix-ups at the loop top, before the turn's first wgmma (count + it
-  // >= 1, so the values are the same). D 128 only: session 36's same-process A/B (call 3,
-  // bench/results/2026-11-29-h200-flash3-s36.md) +1.7..+2.4 % at S 4k / 16k (both causal modes),
-  // +0.2..+0.5 % at 1k; D 64 -0.4..-0.8 % (off); D 256 +0.1..+1.0 % over an identical control
-  // under CPU load (call 5; off until its tests run). (Written here, not as PipeIndex methods:
-  // that form computes V's position as count + (it - 1), which changed the SASS of the measured
-  // D 128 kernels.)
-  constexpr bool kUnsignedRing =
-      kUniform && (Tr::kD == 128 || ATTNKIT_FLASH3_FWD_UNSIGNED_RING_ALL);
+  // >= 1, so the values are the same). Same-process A/Bs against an identical-kernel control
+  // (bench/results/2026-11-29-h200-flash3-s36.md call 3, -s37.md call 1): D 128 +1.7..+2.4 % at
+  // S 4k / 16k, +0.2..+0.5 % at 1k; D 256 +0.2..+1.1 % at S 4k / 16k, -0.3..+0.4 % at 1k; D 64
+  // -0.5..-0.9 % (off). (Written here, not as PipeIndex methods: that form computes V's
+  // position as count + (it - 1), which changed the SASS of the measured D 128 kernels.)
+  constexpr bool kUnsignedRing = kUniform && (Tr::kD == 128 || Tr::kD == 256);
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
   const uint32_t c = static_cast<uint32_t>(pipe.count + it);
   const int st = kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
@@ -749,12 +737,14 @@ __device__ __forceinline__ void mainloop_turn(
   turn.wait_turn();
   Clk::mark(wc);
   ptx::wgmma_fence();
-  // ATTNKIT_FLASH3_FWD_DESC_REDUX (A/B switch, default 0, not yet run): REDUX of the stage
-  // descriptor's low word itself (the base descriptor + st * kKVBytes / 16, vector work ptxas
-  // can place before the turn), so the chain after the ping-pong barrier is REDUX -> UIADD3 ->
-  // HGMMA instead of REDUX -> MOV -> IADD3 -> R2UR -> ULOP3 -> ULEA -> UIADD3 -> HGMMA.
+  // kDescRedux: REDUX of the stage descriptor's low word itself (the base descriptor + st *
+  // kKVBytes / 16, vector work ptxas places before the turn), so the chain after the ping-pong
+  // barrier is REDUX -> UIADD3 -> HGMMA instead of REDUX -> MOV -> IADD3 -> R2UR -> ULOP3 -> ULEA
+  // -> UIADD3 -> HGMMA. Session 37 call 1 (same process, against an identical-kernel control):
+  // D 128 +0.6..+0.9 % non-causal, +0.7..+1.2 % causal (every row); D 64 +0.0..+0.6 %; D 256
+  // -0.6..+0.4 % (off).
   constexpr bool kDescRedux =
-      ATTNKIT_FLASH3_FWD_DESC_REDUX != 0 && kUniform && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
+      kUniform && (Tr::kD == 64 || Tr::kD == 128) && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
   auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo) {
     const uint64_t d = desc_add(ptx::Sw128Desc::make(base, lbo, 1024), stage * Tr::kKVBytes);
     return (d & 0xFFFFFFFF00000000ull) |
