@@ -21,6 +21,16 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return attnkit::cuda::ex2_approx(x);
 }
 
+// A/B build switch (session 37, default 0): ATTNKIT_FLASH3_FWD_POLY_EXP2 = q in 1..8 computes q of
+// every 8 of a row's probabilities with cuda::ex2_fma (FMA pipe) instead of the MUFU, spread
+// evenly over the row (element index i of the row's kBlockN / 4: (i * q) % 8 < q). ncu (session
+// 36, D 128 non-causal 4k) sampled the consumer warps on MUFU 21 % of the time, mostly "wait":
+// one warp's 66 EX2 per turn take >= 528 cycles of its sub-partition's MUFU, while its issue
+// slots are ~60 % free in that stretch.
+#ifndef ATTNKIT_FLASH3_FWD_POLY_EXP2
+#define ATTNKIT_FLASH3_FWD_POLY_EXP2 0
+#endif
+
 template <int kBlockN>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
@@ -112,7 +122,10 @@ struct OnlineSoftmax {
     for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
+        const float x = fmaf(s[4 * j + 2 * r + e], scale_log2, -ref);
+        constexpr int q = ATTNKIT_FLASH3_FWD_POLY_EXP2;
+        const bool on_fma = q > 0 && ((2 * j + e) * q) % 8 < q;
+        const float p = on_fma ? attnkit::cuda::ex2_fma(x) : fast_exp2(x);
         s[4 * j + 2 * r + e] = p;
         sum += p;
       }
