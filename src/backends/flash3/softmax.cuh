@@ -30,6 +30,13 @@ __device__ __forceinline__ float fast_exp2(float x) {
 #ifndef ATTNKIT_FLASH3_FWD_POLY_EXP2
 #define ATTNKIT_FLASH3_FWD_POLY_EXP2 0
 #endif
+// Timing probe (session 37, default 0; WRONG RESULTS when 1, never for use): what the row sums'
+// FADDs cost the turn. 1: no sum (l = the row's first p, so O / l is garbage but finite); 2: the
+// sum accumulated twice (the second copy kept alive through finalize by a * 0 that ptxas may not
+// fold). Measures whether summing P on the tensor core (P V with a ones column) could pay.
+#ifndef ATTNKIT_FLASH3_FWD_SUM_PROBE
+#define ATTNKIT_FLASH3_FWD_SUM_PROBE 0
+#endif
 
 template <int kBlockN>
 struct OnlineSoftmax {
@@ -37,10 +44,16 @@ struct OnlineSoftmax {
   static constexpr float kLazyLog2 = 8.f;    // kLazy: the reference moves past 2^8 growth
   float row_max[2];
   float row_sum[2];  // per-thread partial sums (quad-reduced in finalize)
+#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
+  float row_sum2[2];
+#endif
 
   __device__ __forceinline__ void init() {
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;
+#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
+    row_sum2[0] = row_sum2[1] = 0.f;
+#endif
   }
 
   /// Replaces s by the unnormalised probabilities and returns, per row, the factor by which the
@@ -118,6 +131,9 @@ struct OnlineSoftmax {
     factor[r] = fast_exp2(row_max[r] * scale_log2 - ref);
     row_max[r] = mx;
     float sum = 0.f;
+#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
+    float sum2 = 1.f;  // (not 0: ptxas would merge the two identical chains)
+#endif
 #pragma unroll
     for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
@@ -127,10 +143,20 @@ struct OnlineSoftmax {
         const bool on_fma = q > 0 && ((2 * j + e) * q) % 8 < q;
         const float p = on_fma ? attnkit::cuda::ex2_fma(x) : fast_exp2(x);
         s[4 * j + 2 * r + e] = p;
+#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 1
+        if (j == 0 && e == 0) sum = p;
+#else
         sum += p;
+#endif
+#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
+        sum2 = p + sum2;
+#endif
       }
     }
     row_sum[r] = row_sum[r] * factor[r] + sum;
+#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
+    row_sum2[r] = row_sum2[r] * factor[r] + sum2;
+#endif
   }
 
   /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.
@@ -146,6 +172,9 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float l = row_sum[r];
+#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
+      l = fmaf(row_sum2[r], 0.f, l);
+#endif
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const bool empty = !(l > 0.f);
