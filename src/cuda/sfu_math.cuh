@@ -11,27 +11,6 @@ __device__ __forceinline__ float ex2_approx(float x) {
   return y;
 }
 
-/// 2^x on the FMA pipe, for kernels whose exp2 stream saturates the MUFU (4 lanes / clock / SM
-/// sub-partition on sm_90: 8 cycles per warp instruction). x = n + f with n = round(x) (the
-/// 1.5 * 2^23 shifter) and f in [-0.5, 0.5]; 2^f by a degree-3 polynomial with c0 = 1 (weighted
-/// least squares on [-0.5, 0.5], max relative error 1.01e-4 in fp32 Horner form: below a bf16 /
-/// f16 P's rounding, 2^-9 / 2^-12); 2^n built in the exponent field, times 2^f. x <= -127 gives 0
-/// exactly (n = -127: the exponent field 0), -inf gives 0, NaN stays NaN (max.NaN keeps it and the
-/// last FMUL propagates it); +inf gives NaN (f = inf - inf; softmax never passes it: x <= the lazy
-/// bound there). 9 instructions (FMNMX, 3 FADD, 3 FFMA, IMAD, FMUL)
-/// against one MUFU.
-__device__ __forceinline__ float ex2_fma(float x) {
-  float xc;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(xc) : "f"(x), "f"(-127.f));
-  constexpr float kShift = 12582912.f;  // 1.5 * 2^23: t's low mantissa bits hold round(xc)
-  const float t = xc + kShift;
-  const float f = xc - (t - kShift);
-  const float p = fmaf(fmaf(fmaf(0.0550086908f, f, 0.242210627f), f, 0.693282902f), f, 1.f);
-  // (bits(t) << 23) = n << 23 (mod 2^32: 0x4B400000 << 23 = 0), plus 127 << 23 = 2^n's bits.
-  const float two_n = __int_as_float(__float_as_int(t) * (1 << 23) + 0x3F800000);
-  return p * two_n;
-}
-
 /// log2(x): lg2.approx.ftz (absolute error 2^-22.6 on [0.5, 2], relative 2^-22 elsewhere;
 /// log2(0) = -inf, log2(+inf) = +inf, negative or NaN x gives NaN).
 __device__ __forceinline__ float lg2_approx(float x) {

@@ -37,7 +37,7 @@ BWD_HEADER = """\
 
 # pass -> (header comment, namespace, struct, N values, transposes as immediates?)
 PASSES = {
-    "fwd": (FWD_HEADER, "attnkit::flash3", "Wgmma", (8, 64, 80, 128, 176, 256), False),
+    "fwd": (FWD_HEADER, "attnkit::flash3", "Wgmma", (64, 80, 128, 176, 256), False),
     "bwd": (BWD_HEADER, "attnkit::flash3::bwd", "BwdWgmma", (32, 64, 128), True),
 }
 

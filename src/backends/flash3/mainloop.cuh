@@ -39,7 +39,6 @@ struct SmemLayout {
   uint8_t* k;  // stage s at k + s * kKVBytes
   uint8_t* v;
   uint8_t* zero;      // [kD / 64][16][64] zeros (FwdTraits::kZeroBytes)
-  uint8_t* ones;      // 16-bit ones (FwdTraits::kOnesBytes; 0 bytes unless TC_ROWSUM)
   uint64_t* full_q;   // [kQStages] TMA -> consumers (tx bytes)
   uint64_t* empty_q;  // [kQStages] consumer warps -> producer: that Q is no longer read
   uint64_t* full_k;
@@ -52,8 +51,7 @@ struct SmemLayout {
     k = q + Tr::kQStages * Tr::kQBytes;
     v = k + (Tr::kRing ? 0 : Tr::kStagesK * Tr::kKVBytes);  // the ring: k = v = its slot 0
     zero = k + Tr::kKVRegionBytes;
-    ones = zero + Tr::kZeroBytes;
-    uint64_t* bars = reinterpret_cast<uint64_t*>(ones + Tr::kOnesBytes);
+    uint64_t* bars = reinterpret_cast<uint64_t*>(zero + Tr::kZeroBytes);
     full_q = bars;
     empty_q = full_q + Tr::kQStages;
     full_k = empty_q + Tr::kQStages;
@@ -493,33 +491,6 @@ inline constexpr int kVarMask = 8192;
 // stores only FwdArgs::d_cols columns (store_output kNarrow).
 inline constexpr int kVarNarrow = 16384;
 
-/// ATTNKIT_FLASH3_FWD_TC_ROWSUM (A/B build switch, traits.hpp): the softmax's row sums on the
-/// tensor core. Session 37 call 4 (a timing probe without the 64 FADDs a thread and turn, wrong
-/// results): +5.5..+6.1 % at D 128 S 4k / 16k. Here l = P x ones: an m64n8k16 wgmma per 16 keys
-/// (A = P's registers, B = the ones tile), committed with P V, rescaled and zeroed with O, so it
-/// sums exactly the 16-bit P that P V multiplies. Cost: 8 more HGMMA issues and 8 / 128 of P V's
-/// tensor work a turn, 4 accumulator registers.
-template <class Tr, int kVar>
-inline constexpr bool kTcRowSum = Tr::kOnesBytes > 0 && (kVar & kVarScoreMod) == 0;
-
-/// l[64 x 8] (+)= P[64 x kBlockN] x ones (issued, not waited): every column is the row sum.
-template <class Tr, bool BF16>
-__device__ __forceinline__ void issue_rowsum(float (&l)[4], const uint32_t (&p)[Tr::kBlockN / 4],
-                                             uint32_t ones, int scale_first) {
-  // B [16 keys x 8] MN-major, 128B swizzle: key groups 0-7 / 8-15 at +0 / +1024 (SBO); all ones.
-  const uint64_t db = attnkit::cuda::sm90::Sw128Desc::make(ones, 16, 1024);
-#pragma unroll
-  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-    const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-    Wgmma<8, BF16>::rs(l, a, db, kk == 0 ? scale_first : 1);
-  }
-}
-
-/// l rows r = 0/1 *= f[r] (the m64n8 accumulator: l[2 r + e]).
-__device__ __forceinline__ void rescale_l(float (&l)[4], const float (&f)[2]) {
-  l[0] *= f[0], l[1] *= f[0], l[2] *= f[1], l[3] *= f[1];
-}
-
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
 /// a wgmma register A operand (= mma.m16n8k16's A for the warp's 16 rows): a0 (row g, cols
@@ -735,7 +706,6 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
-  constexpr bool kTc = kTcRowSum<Tr, kVar>;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     if constexpr (kMaskFrom) return nb >= first_row;
@@ -764,7 +734,6 @@ __device__ __forceinline__ void mainloop_turn(
   Clk::lap(wc, Clk::kK);
   fence_regs(o);
   fence_regs(p);
-  if constexpr (kTc) fence_regs(sm_state.lacc);
   turn.wait_turn();
   Clk::mark(wc);
   ptx::wgmma_fence();
@@ -789,10 +758,7 @@ __device__ __forceinline__ void mainloop_turn(
   Clk::lap(wc, Clk::kIssue);
   ptx::mbar_wait(&sm.full_v[sp], vph);
   Clk::lap(wc, Clk::kV);
-  if constexpr (kEarly) {
-    rescale_o<Tr::kD>(o, pf);
-    if constexpr (kTc) rescale_l(sm_state.lacc, pf);
-  }
+  if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
   if constexpr (kDescRedux)
@@ -801,7 +767,6 @@ __device__ __forceinline__ void mainloop_turn(
   else
     issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
                                     Tr::kKVChunkBytes, pv_scale);
-  if constexpr (kTc) issue_rowsum<Tr, BF16>(sm_state.lacc, p, ptx::smem_u32(sm.ones), pv_scale);
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
   turn.pass_turn();
@@ -814,20 +779,16 @@ __device__ __forceinline__ void mainloop_turn(
     score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k, mask_bh);
   else if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-  const bool moved = sm_state.template step<!kLegacyDesc, kLazy, kTc>(s, sl2, factor);
+  const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
   Clk::lap(wc, Clk::kSoft);
   ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
   Clk::lap(wc, Clk::kPv);
   fence_regs(o);
   fence_regs(p);
-  if constexpr (kTc) fence_regs(sm_state.lacc);
   release_kv<Tr>(&sm.empty_v[sp], lane);
   if constexpr (!kEarly) {
-    if (moved) {  // (kLazy: factor = 1 when !moved)
-      rescale_o<Tr::kD>(o, factor);
-      if constexpr (kTc) rescale_l(sm_state.lacc, factor);
-    }
+    if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
   }
   // P is converted only now: writing its registers while P V_{it-1} still reads them makes
   // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
@@ -854,7 +815,6 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
   constexpr bool kNarrow = (kVar & kVarNarrow) != 0;
   static_assert(!kNarrow || (kScoreMod && !kTail), "flash3 kVarNarrow: the score-mod kernel");
-  static_assert(!kTcRowSum<Tr, kVar>, "flash3: kTcRowSum is the Consumer's (overlapped) path");
   // (mainloop_turn's block of turn it is n_end - 1 - it; pc.lo / nb_lo are 0 without kVarTail /
   // kVarScoreMod.)
   const int n_end = (kTail ? pc.lo : kScoreMod ? nb_lo : 0) + n_blocks;
@@ -1401,7 +1361,6 @@ struct Consumer {
                 "flash3: kVarQReg is D = 128, 128-key tiles, 2 consumer warpgroups");
   static constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
-  static constexpr bool kTc = kTcRowSum<Tr, kVar>;
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1468,19 +1427,6 @@ struct Consumer {
 #pragma unroll
     for (int i = 0; i < Tr::kD / 2; ++i)
       o[i] = 0.f;
-    if constexpr (kTc) state.lacc[0] = state.lacc[1] = state.lacc[2] = state.lacc[3] = 0.f;
-  }
-  /// The pending tile's inv / lse after its last P V completed (kTc: from the row-sum
-  /// accumulator; m: the reference maxima of that tile).
-  __device__ __forceinline__ void finalize_pending(const float (&m)[2], float (&inv)[2],
-                                                   float (&lse)[2]) {
-    if constexpr (kTc) {
-      fence_regs(state.lacc);
-      const float l[2] = {state.lacc[0], state.lacc[2]};
-      OnlineSoftmax<kBN>::finalize_l(l, m, a.scale, inv, lse);
-    } else {
-      state.finalize(a.scale, inv, lse);
-    }
   }
   __device__ __forceinline__ void zero_p() {
 #pragma unroll
@@ -1507,15 +1453,10 @@ struct Consumer {
                   : ptx::smem_u32(sm.zero);
     const uint32_t kk_stride = pending ? 16 * Tr::kChunkRowBytes : 0;
     const uint32_t chunk_stride = pending ? Tr::kKVChunkBytes : 16 * Tr::kChunkRowBytes;
-    if constexpr (kEarly) {  // O = 0 without a pending P V
-      rescale_o<Tr::kD>(o, pf);
-      if constexpr (kTc) rescale_l(state.lacc, pf);
-    }
+    if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // O = 0 without a pending P V
     ptx::wgmma_fence();
     // (kDiet: without a pending P V, O is not stored afterwards, whatever pacc says.)
     issue_pv<Tr, BF16, kLegacyDesc>(o, p, base, kk_stride, chunk_stride, kDiet ? pacc : 1);
-    if constexpr (kTc)
-      issue_rowsum<Tr, BF16>(state.lacc, p, ptx::smem_u32(sm.ones), kDiet ? pacc : 1);
     ptx::wgmma_commit();
   }
   /// After that P V completed: finishes the pending tile (frees its V buffer, writes O and
@@ -1577,7 +1518,7 @@ struct Consumer {
     fence_regs(o);
     fence_regs(p);
     float inv[2], lse[2];
-    finalize_pending(state.row_max, inv, lse);
+    state.finalize(a.scale, inv, lse);
     finish_pending(inv, lse);
     zero_p();
   }
@@ -1608,7 +1549,7 @@ struct Consumer {
       fence_regs(o);
       fence_regs(p);
       float inv[2], lse[2];
-      finalize_pending(state.row_max, inv, lse);
+      state.finalize(a.scale, inv, lse);
       finish_pending(inv, lse);
       zero_p();
     }
@@ -1690,21 +1631,17 @@ struct Consumer {
       fence_regs(s);
       release_kv<Tr>(&sm.empty_k[st], lane);
       float inv[2], lse[2];
-      // kTc: the previous tile's sums are complete only after its pending P V (below); keep
-      // its reference maxima for that.
-      const float m_prev[2] = {state.row_max[0], state.row_max[1]};
-      if constexpr (kCanOverlap && !kTc)
+      if constexpr (kCanOverlap)
         state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc, kLazy, kTc>(s, sl2, factor);  // O starts from zero
+      state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
         fence_regs(o);
         fence_regs(p);
-        if constexpr (kTc) finalize_pending(m_prev, inv, lse);
         convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
         finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
       } else {

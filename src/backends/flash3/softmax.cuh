@@ -21,43 +21,16 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return attnkit::cuda::ex2_approx(x);
 }
 
-// A/B build switch (session 37, default 0): ATTNKIT_FLASH3_FWD_POLY_EXP2 = q in 1..8 computes q of
-// every 8 of a row's probabilities with cuda::ex2_fma (FMA pipe) instead of the MUFU, spread
-// evenly over the row (element index i of the row's kBlockN / 4: (i * q) % 8 < q). ncu (session
-// 36, D 128 non-causal 4k) sampled the consumer warps on MUFU 21 % of the time, mostly "wait":
-// one warp's 66 EX2 per turn take >= 528 cycles of its sub-partition's MUFU, while its issue
-// slots are ~60 % free in that stretch.
-#ifndef ATTNKIT_FLASH3_FWD_POLY_EXP2
-#define ATTNKIT_FLASH3_FWD_POLY_EXP2 0
-#endif
-// Timing probe (session 37, default 0; WRONG RESULTS when 1, never for use): what the row sums'
-// FADDs cost the turn. 1: no sum (l = the row's first p, so O / l is garbage but finite); 2: the
-// sum accumulated twice (the second copy kept alive through finalize by a * 0 that ptxas may not
-// fold). Measures whether summing P on the tensor core (P V with a ones column) could pay.
-#ifndef ATTNKIT_FLASH3_FWD_SUM_PROBE
-#define ATTNKIT_FLASH3_FWD_SUM_PROBE 0
-#endif
-
 template <int kBlockN>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   static constexpr float kLazyLog2 = 8.f;    // kLazy: the reference moves past 2^8 growth
   float row_max[2];
   float row_sum[2];  // per-thread partial sums (quad-reduced in finalize)
-  // kTcRowSum (mainloop.cuh): the row sums as an m64n8 wgmma accumulator (P x ones), complete per
-  // row: lacc[0], lacc[1] = row r = 0, lacc[2], lacc[3] = row r = 1 (equal columns); rescaled with
-  // O, zeroed with O. Unused (and dead) otherwise.
-  float lacc[4];
-#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
-  float row_sum2[2];
-#endif
 
   __device__ __forceinline__ void init() {
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;
-#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
-    row_sum2[0] = row_sum2[1] = 0.f;
-#endif
   }
 
   /// Replaces s by the unnormalised probabilities and returns, per row, the factor by which the
@@ -76,14 +49,12 @@ struct OnlineSoftmax {
   /// (lse = ref * scale + log l). P <= 256 is representable in bf16 and f16 (same relative
   /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
   /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
-  /// kNoSum (kTcRowSum): the row sums are not accumulated here (the tensor core sums P);
-  /// row_sum then holds each row's last p (mainloop.cuh softmax_before_wait orders on it).
-  template <bool kTree = true, bool kLazy = false, bool kNoSum = false>
+  template <bool kTree = true, bool kLazy = false>
   __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
     if constexpr (!kLazy) {  // row by row, as before kLazy existed (same PTX order)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kNoSum>(s, r, block_max<kTree>(s, r), scale_log2, factor);
+        exp_row(s, r, block_max<kTree>(s, r), scale_log2, factor);
       return true;
     } else {
       float mx[2];
@@ -97,7 +68,7 @@ struct OnlineSoftmax {
       if (!moved) mx[0] = row_max[0], mx[1] = row_max[1];
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kNoSum>(s, r, mx[r], scale_log2, factor);
+        exp_row(s, r, mx[r], scale_log2, factor);
       return moved;
     }
   }
@@ -131,42 +102,22 @@ struct OnlineSoftmax {
 
   /// Row r against the new reference max mx: factor[r], p = 2^(s * scale_log2 - ref) in place,
   /// row_max / row_sum updated.
-  template <bool kNoSum = false>
   __device__ __forceinline__ void exp_row(float (&s)[kRegs], int r, float mx, float scale_log2,
                                           float (&factor)[2]) {
     const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
     factor[r] = fast_exp2(row_max[r] * scale_log2 - ref);
     row_max[r] = mx;
     float sum = 0.f;
-#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
-    float sum2 = 1.f;  // (not 0: ptxas would merge the two identical chains)
-#endif
 #pragma unroll
     for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float x = fmaf(s[4 * j + 2 * r + e], scale_log2, -ref);
-        constexpr int q = ATTNKIT_FLASH3_FWD_POLY_EXP2;
-        const bool on_fma = q > 0 && ((2 * j + e) * q) % 8 < q;
-        const float p = on_fma ? attnkit::cuda::ex2_fma(x) : fast_exp2(x);
+        const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
         s[4 * j + 2 * r + e] = p;
-#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 1
-        if (j == 0 && e == 0) sum = p;
-#else
-        if constexpr (!kNoSum) sum += p;
-#endif
-#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
-        sum2 = p + sum2;
-#endif
+        sum += p;
       }
     }
-    if constexpr (!kNoSum)
-      row_sum[r] = row_sum[r] * factor[r] + sum;
-    else  // (no sum: the row's last p, for softmax_before_wait's anchor in the PV wait's place)
-      row_sum[r] = s[4 * (kBlockN / 8 - 1) + 2 * r + 1];
-#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
-    row_sum2[r] = row_sum2[r] * factor[r] + sum2;
-#endif
+    row_sum[r] = row_sum[r] * factor[r] + sum;
   }
 
   /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.
@@ -177,31 +128,11 @@ struct OnlineSoftmax {
   /// measured +1.3..+2.0 % at D 64 S 1k, +0.5..+1.0 % at 4k, +0.3..+2.0 % at D 128 S 1k
   /// (session 34 call 1: against the IEEE build in one process, cuDNN timed in the same loop;
   /// bench/notes/session34.md).
-  /// finalize from complete row sums l[r] and reference maxima m[r] (kTcRowSum: l from lacc,
-  /// after the wgmma that last added to it completed; m saved before the next tile's step).
-  __device__ __forceinline__ static void finalize_l(const float (&l)[2], const float (&m)[2],
-                                                    float scale, float (&inv)[2], float (&lse)[2]) {
-    constexpr float kLn2 = 0.693147180559945f;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const bool empty = !(l[r] > 0.f);
-      inv[r] = empty ? 0.f : attnkit::cuda::rcp_approx(l[r]);
-      lse[r] = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l[r]), kLn2, m[r] * scale);
-    }
-  }
-  __device__ __forceinline__ void finalize_tc(float scale, float (&inv)[2], float (&lse)[2]) const {
-    const float l[2] = {lacc[0], lacc[2]}, m[2] = {row_max[0], row_max[1]};
-    finalize_l(l, m, scale, inv, lse);
-  }
-
   __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
     constexpr float kLn2 = 0.693147180559945f;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float l = row_sum[r];
-#if ATTNKIT_FLASH3_FWD_SUM_PROBE == 2
-      l = fmaf(row_sum2[r], 0.f, l);
-#endif
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const bool empty = !(l > 0.f);

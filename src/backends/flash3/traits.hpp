@@ -25,13 +25,6 @@
 
 #include <cstdint>
 
-// A/B build switch (session 37, default 0): the row sums l of the softmax on the tensor core, as
-// P times a ones tile (an m64n8k16 wgmma per 16 keys, issued with P V; mainloop.cuh kTcRowSum),
-// instead of 64 FADDs per thread and turn. D = 128 with 128-key tiles, no score-mod.
-#ifndef ATTNKIT_FLASH3_FWD_TC_ROWSUM
-#define ATTNKIT_FLASH3_FWD_TC_ROWSUM 0
-#endif
-
 namespace attnkit::flash3 {
 
 // CL = CTAs per cluster: 2 pairs the CTAs of tiles (m, h, b) and (m + 1, h, b), which read the
@@ -105,14 +98,9 @@ struct FwdTraits {
   // D = 256 never overlaps tiles (Consumer::kCanOverlap), so it needs no zero block; that is
   // what lets its 3-V-stage variant fit (64 + 5 x 32 + 2 KB = 226 KB).
   static constexpr int kZeroBytes = D == 256 ? 0 : 16 * D * 2;
-  // kOnesBytes (ATTNKIT_FLASH3_FWD_TC_ROWSUM): 16-bit ones, the B operand [16 keys x 8] of the
-  // row-sum wgmma: two 8-row groups 1024 bytes apart (128B-swizzle stride), every byte read is 1.0.
-  static constexpr int kOnesBytes =
-      ATTNKIT_FLASH3_FWD_TC_ROWSUM != 0 && D == 128 && kBlockN == 128 ? 2048 : 0;
   // The mbarriers and the dynamic scheduler's slot ring (mainloop.cuh SmemLayout).
   static constexpr int kBarrierRegionBytes = 1024;
-  static constexpr int kFixedBytes =
-      kKVRegionBytes + kZeroBytes + kOnesBytes + kBarrierRegionBytes + 1024;
+  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + kBarrierRegionBytes + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
