@@ -717,7 +717,7 @@ __device__ __forceinline__ void mainloop_turn(
   // LEA.HI / LOP3 / IADD3 sign fix-ups at the loop top, before the turn's first wgmma (count + it
   // >= 1, so the values are the same). Same-process A/Bs against an identical-kernel control
   // (bench/results/2026-11-29-h200-flash3-s36.md call 3, -s37.md call 1): D 128 +1.7..+2.4 % at
-  // S 4k / 16k, +0.2..+0.5 % at 1k; D 256 +0.2..+1.1 % at S 4k / 16k, -0.3..+0.4 % at 1k; D 64
+  // S 4k / 16k, +0.2..+0.5 % at 1k; D 256 +0.3..+1.1 % at S 4k / 16k, -0.3..+0.4 % at 1k; D 64
   // -0.5..-0.9 % (off). (Written here, not as PipeIndex methods: that form computes V's
   // position as count + (it - 1), which changed the SASS of the measured D 128 kernels.)
   constexpr bool kUnsignedRing = kUniform && (Tr::kD == 128 || Tr::kD == 256);
@@ -741,8 +741,8 @@ __device__ __forceinline__ void mainloop_turn(
   // kKVBytes / 16, vector work ptxas places before the turn), so the chain after the ping-pong
   // barrier is REDUX -> UIADD3 -> HGMMA instead of REDUX -> MOV -> IADD3 -> R2UR -> ULOP3 -> ULEA
   // -> UIADD3 -> HGMMA. Session 37 call 1 (same process, against an identical-kernel control):
-  // D 128 +0.6..+0.9 % non-causal, +0.7..+1.2 % causal (every row); D 64 +0.0..+0.6 %; D 256
-  // -0.6..+0.4 % (off).
+  // D 128 +0.5..+0.9 % non-causal, +0.7..+1.2 % causal (every row); D 64 +0.0..+0.6 %; D 256
+  // -0.5..+0.4 % (off).
   constexpr bool kDescRedux =
       kUniform && (Tr::kD == 64 || Tr::kD == 128) && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
   auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo) {
