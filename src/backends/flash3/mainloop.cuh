@@ -491,13 +491,6 @@ inline constexpr int kVarMask = 8192;
 // stores only FwdArgs::d_cols columns (store_output kNarrow).
 inline constexpr int kVarNarrow = 16384;
 
-/// ATTNKIT_FLASH3_FWD_HMMA_ROWSUM (A/B build switch, softmax.cuh; default 0): the row sums by
-/// mma.sync on the packed P (OnlineSoftmax::add_p, 8 HMMA per warp and turn) instead of 64 FADDs
-/// per thread. D 128 with 128-key tiles, the overlapped Consumer (no score-mod).
-template <class Tr, int kVar>
-inline constexpr bool kHmmaRowSum = ATTNKIT_FLASH3_FWD_HMMA_ROWSUM != 0 && Tr::kD == 128 &&
-                                    Tr::kBlockN == 128 && (kVar & kVarScoreMod) == 0;
-
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
 /// a wgmma register A operand (= mma.m16n8k16's A for the warp's 16 rows): a0 (row g, cols
@@ -713,7 +706,6 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
-  constexpr bool kHmma = kHmmaRowSum<Tr, kVar>;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     if constexpr (kMaskFrom) return nb >= first_row;
@@ -787,7 +779,7 @@ __device__ __forceinline__ void mainloop_turn(
     score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k, mask_bh);
   else if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-  const bool moved = sm_state.template step<!kLegacyDesc, kLazy, kHmma>(s, sl2, factor);
+  const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
   Clk::lap(wc, Clk::kSoft);
   ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
@@ -801,7 +793,6 @@ __device__ __forceinline__ void mainloop_turn(
   // P is converted only now: writing its registers while P V_{it-1} still reads them makes
   // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
   convert_p<kBN, BF16>(s, p);
-  if constexpr (kHmma) sm_state.template add_p<BF16>(p);
   pf[0] = factor[0], pf[1] = factor[1];
   Clk::lap(wc, Clk::kPost, p);
 }
@@ -824,7 +815,6 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
   constexpr bool kNarrow = (kVar & kVarNarrow) != 0;
   static_assert(!kNarrow || (kScoreMod && !kTail), "flash3 kVarNarrow: the score-mod kernel");
-  static_assert(!kHmmaRowSum<Tr, kVar>, "flash3: kHmmaRowSum is the Consumer's path");
   // (mainloop_turn's block of turn it is n_end - 1 - it; pc.lo / nb_lo are 0 without kVarTail /
   // kVarScoreMod.)
   const int n_end = (kTail ? pc.lo : kScoreMod ? nb_lo : 0) + n_blocks;
@@ -1371,7 +1361,6 @@ struct Consumer {
                 "flash3: kVarQReg is D = 128, 128-key tiles, 2 consumer warpgroups");
   static constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
-  static constexpr bool kHmma = kHmmaRowSum<Tr, kVar>;
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1529,7 +1518,7 @@ struct Consumer {
     fence_regs(o);
     fence_regs(p);
     float inv[2], lse[2];
-    state.template finalize<kHmma>(a.scale, inv, lse);
+    state.finalize(a.scale, inv, lse);
     finish_pending(inv, lse);
     zero_p();
   }
@@ -1560,7 +1549,7 @@ struct Consumer {
       fence_regs(o);
       fence_regs(p);
       float inv[2], lse[2];
-      state.template finalize<kHmma>(a.scale, inv, lse);
+      state.finalize(a.scale, inv, lse);
       finish_pending(inv, lse);
       zero_p();
     }
@@ -1642,23 +1631,21 @@ struct Consumer {
       fence_regs(s);
       release_kv<Tr>(&sm.empty_k[st], lane);
       float inv[2], lse[2];
-      if constexpr (kCanOverlap)  // the previous tile's (its P V changes no sums)
-        state.template finalize<kHmma>(a.scale, inv, lse);
+      if constexpr (kCanOverlap)
+        state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc, kLazy, kHmma>(s, sl2, factor);  // O starts from zero
+      state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
         fence_regs(o);
         fence_regs(p);
         convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
-        if constexpr (kHmma) state.template add_p<BF16>(p);
-        finish_pending(inv, lse);  // the previous tile's epilogue; O = 0
+        finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
       } else {
         convert_p<kBN, BF16>(s, p);
-        if constexpr (kHmma) state.template add_p<BF16>(p);
       }
       pf[0] = factor[0], pf[1] = factor[1];
     }

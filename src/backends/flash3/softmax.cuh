@@ -21,49 +21,16 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return attnkit::cuda::ex2_approx(x);
 }
 
-// A/B build switch (session 37, default 0; mainloop.cuh kHmmaRowSum): the row sums by the warp's
-// own mma.sync (m16n8k16, A = the packed P fragments, B = ones in registers) after P is packed,
-// instead of 64 FADDs per thread and turn on the fp32 p (session 37 call 4: those FADDs cost ~5 %
-// at D 128 S >= 4k).
-#ifndef ATTNKIT_FLASH3_FWD_HMMA_ROWSUM
-#define ATTNKIT_FLASH3_FWD_HMMA_ROWSUM 0
-#endif
-
-/// l[4] += A[16 x 16] x ones[16 x 8] (mma.sync m16n8k16, fp32 accumulate): A = one k-step of P in
-/// the m16n8k16 A layout (= a wgmma register A fragment for the warp's 16 rows); l[2 r + e] = row
-/// lane / 4 + 8 r, column 2 (lane % 4) + e: every column is the row's sum.
-template <bool BF16>
-__device__ __forceinline__ void mma_rowsum(float (&l)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                           uint32_t a3) {
-  constexpr uint32_t kOne2 = BF16 ? 0x3F803F80u : 0x3C003C00u;  // (1.0, 1.0) in bf16 / f16
-  if constexpr (BF16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %8}, {%0, %1, %2, %3};\n"
-        : "+f"(l[0]), "+f"(l[1]), "+f"(l[2]), "+f"(l[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(kOne2));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %8}, {%0, %1, %2, %3};\n"
-        : "+f"(l[0]), "+f"(l[1]), "+f"(l[2]), "+f"(l[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(kOne2));
-  }
-}
-
 template <int kBlockN>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   static constexpr float kLazyLog2 = 8.f;    // kLazy: the reference moves past 2^8 growth
   float row_max[2];
   float row_sum[2];  // per-thread partial sums (quad-reduced in finalize)
-  // kNoSum steps (kHmmaRowSum): the complete row sums from add_p, l[2 r] = l[2 r + 1] = row r's.
-  float lacc[4];
 
   __device__ __forceinline__ void init() {
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;
-    lacc[0] = lacc[1] = lacc[2] = lacc[3] = 0.f;
   }
 
   /// Replaces s by the unnormalised probabilities and returns, per row, the factor by which the
@@ -82,14 +49,12 @@ struct OnlineSoftmax {
   /// (lse = ref * scale + log l). P <= 256 is representable in bf16 and f16 (same relative
   /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
   /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
-  /// kNoSum (kHmmaRowSum): the row sums are not added here (add_p does, once P is packed); lacc
-  /// is rescaled instead, and row_sum holds each row's last p (softmax_before_wait's anchor).
-  template <bool kTree = true, bool kLazy = false, bool kNoSum = false>
+  template <bool kTree = true, bool kLazy = false>
   __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
     if constexpr (!kLazy) {  // row by row, as before kLazy existed (same PTX order)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kNoSum>(s, r, block_max<kTree>(s, r), scale_log2, factor);
+        exp_row(s, r, block_max<kTree>(s, r), scale_log2, factor);
       return true;
     } else {
       float mx[2];
@@ -103,7 +68,7 @@ struct OnlineSoftmax {
       if (!moved) mx[0] = row_max[0], mx[1] = row_max[1];
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kNoSum>(s, r, mx[r], scale_log2, factor);
+        exp_row(s, r, mx[r], scale_log2, factor);
       return moved;
     }
   }
@@ -137,7 +102,6 @@ struct OnlineSoftmax {
 
   /// Row r against the new reference max mx: factor[r], p = 2^(s * scale_log2 - ref) in place,
   /// row_max / row_sum updated.
-  template <bool kNoSum = false>
   __device__ __forceinline__ void exp_row(float (&s)[kRegs], int r, float mx, float scale_log2,
                                           float (&factor)[2]) {
     const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
@@ -150,15 +114,10 @@ struct OnlineSoftmax {
       for (int e = 0; e < 2; ++e) {
         const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
         s[4 * j + 2 * r + e] = p;
-        if constexpr (!kNoSum) sum += p;
+        sum += p;
       }
     }
-    if constexpr (!kNoSum) {
-      row_sum[r] = row_sum[r] * factor[r] + sum;
-    } else {
-      lacc[2 * r] *= factor[r], lacc[2 * r + 1] *= factor[r];
-      row_sum[r] = s[4 * (kBlockN / 8 - 1) + 2 * r + 1];
-    }
+    row_sum[r] = row_sum[r] * factor[r] + sum;
   }
 
   /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.
@@ -169,26 +128,13 @@ struct OnlineSoftmax {
   /// measured +1.3..+2.0 % at D 64 S 1k, +0.5..+1.0 % at 4k, +0.3..+2.0 % at D 128 S 1k
   /// (session 34 call 1: against the IEEE build in one process, cuDNN timed in the same loop;
   /// bench/notes/session34.md).
-  /// kNoSum (kHmmaRowSum): l from lacc (complete per row, no quad reduction).
-  template <bool BF16 = true>
-  __device__ __forceinline__ void add_p(const uint32_t (&p)[kBlockN / 4]) {
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk)
-      mma_rowsum<BF16>(lacc, p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]);
-  }
-
-  template <bool kNoSum = false>
   __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
     constexpr float kLn2 = 0.693147180559945f;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float l = row_sum[r];
-      if constexpr (kNoSum) {
-        l = lacc[2 * r];
-      } else {
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-      }
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
       const bool empty = !(l > 0.f);
       inv[r] = empty ? 0.f : attnkit::cuda::rcp_approx(l);
       lse[r] = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l), kLn2, row_max[r] * scale);
