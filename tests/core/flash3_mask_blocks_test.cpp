@@ -1,9 +1,9 @@
 // flash3's forward tests `nb >= first_masked_block(...)` once per tile instead of the per-block
-// mask predicate (src/backends/flash3/mask_blocks.hpp, session 34). Host-only, so it runs without
-// a GPU: for every key block size the kernels use (2^5..2^7), key length, first row and causal
-// offset in a window that crosses every rounding case (negative offsets: bottom-right causal with
-// Sk < Sq), the first masked block must be exactly where the per-block predicate first holds, and
-// the predicate must hold for every block after it.
+// mask predicate block_needs_mask (both in src/backends/flash3/mask_blocks.hpp, session 34).
+// Host-only, so it runs without a GPU: for every key block size the kernels use (2^5..2^7), key
+// length, first row and causal offset in a window that crosses every rounding case (negative
+// offsets: bottom-right causal with Sk < Sq), the first masked block must be exactly where the
+// per-block predicate first holds, and the predicate must hold for every block after it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -17,7 +17,8 @@ struct Args {  // FwdArgs' three fields that the rule reads
   int seqlen_k, causal, causal_offset;
 };
 
-/// The rule the kernels ran before session 34, per block (mainloop.cuh needs_mask).
+/// The per-block rule, written out here independently of mask_blocks.hpp (the form the kernels ran
+/// before session 34).
 bool needs_mask(int nb, int bn, int seqlen_k, int causal, int first_row, int causal_offset) {
   return (nb + 1) * bn > seqlen_k || (causal && (nb + 1) * bn - 1 > first_row + causal_offset);
 }
@@ -33,9 +34,13 @@ void check_all() {
           const int from = first_masked_block<kShift>(Args{seqlen_k, causal, off}, first_row);
           const int blocks = (seqlen_k + bn - 1) / bn + 2;  // past the last block, too
           for (int nb = 0; nb < blocks; ++nb) {
-            ASSERT_EQ(nb >= from, needs_mask(nb, bn, seqlen_k, causal, first_row, off))
+            const bool want = needs_mask(nb, bn, seqlen_k, causal, first_row, off);
+            ASSERT_EQ(nb >= from, want)
                 << "block " << bn << ", nb " << nb << ", Sk " << seqlen_k << ", causal " << causal
                 << ", first_row " << first_row << ", offset " << off << ": first masked " << from;
+            ASSERT_EQ(block_needs_mask<bn>(Args{seqlen_k, causal, off}, nb, first_row), want)
+                << "block_needs_mask, block " << bn << ", nb " << nb << ", Sk " << seqlen_k
+                << ", causal " << causal << ", first_row " << first_row << ", offset " << off;
           }
           ++cases;
         }

@@ -709,8 +709,7 @@ __device__ __forceinline__ void mainloop_turn(
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     if constexpr (kMaskFrom) return nb >= first_row;
-    return (nb + 1) * kBN > a.seqlen_k ||
-           (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+    return block_needs_mask<kBN>(a, nb, first_row);
   };
   const int nb = n_blocks - 1 - it;
   // kUnsignedRing: the ring position in unsigned arithmetic; PipeIndex's signed % and / put
@@ -858,10 +857,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     const uint32_t v_base = ptx::smem_u32(sm.v);
     // A tile needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
     const int first_row = m_block * Tr::kBlockM + cwg * 64;
-    auto needs_mask = [&](int nb) {
-      return (nb + 1) * kBN > a.seqlen_k ||
-             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
-    };
+    auto needs_mask = [&](int nb) { return block_needs_mask<kBN>(a, nb, first_row); };
     const float alibi_k = kScoreMod ? alibi_factor(a, b, h) : 0.f;
     const uint8_t* mask_bh = (kVar & kVarMask) != 0 ? mask_base(a, b, h) : nullptr;
 
@@ -1055,10 +1051,7 @@ __device__ __forceinline__ void consume_tile_fused(const FwdArgs& a, SmemLayout<
     auto release_u32 = [&](uint32_t off) {
       if (lane == 0) ptx::mbar_arrive(base + off);
     };
-    auto needs_mask = [&](int nb) {
-      return (nb + 1) * kBN > a.seqlen_k ||
-             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
-    };
+    auto needs_mask = [&](int nb) { return block_needs_mask<kBN>(a, nb, first_row); };
     const int row0 = first_row + warp * 16 + lane / 4;
     float s[kBN / 2];
     float factor[2];
@@ -1246,10 +1239,7 @@ __device__ __forceinline__ void consume_tile_ring(const FwdArgs& a, SmemLayout<T
   sm_state.init();
   if (n_blocks > 0) {
     const uint32_t q_wg = base + warp_uniform(cwg * 64 * Tr::kChunkRowBytes);
-    auto needs_mask = [&](int nb) {
-      return (nb + 1) * kBN > a.seqlen_k ||
-             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
-    };
+    auto needs_mask = [&](int nb) { return block_needs_mask<kBN>(a, nb, first_row); };
     const int row0 = first_row + warp * 16 + lane / 4;
     float s[kBN / 2];
     float factor[2];
@@ -1600,8 +1590,7 @@ struct Consumer {
     const int mrow = kMaskFrom ? mask_from(first_row) : first_row;
     auto needs_mask = [&](int nb) {
       if constexpr (kMaskFrom) return nb >= mrow;
-      return (nb + 1) * kBN > a.seqlen_k ||
-             (a.causal && (nb + 1) * kBN - 1 > first_row + a.causal_offset);
+      return block_needs_mask<kBN>(a, nb, first_row);
     };
     float s[kBN / 2];
     float factor[2];

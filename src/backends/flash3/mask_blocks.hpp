@@ -1,11 +1,21 @@
-// Which K/V blocks of a flash3 forward tile need the mask (session 34's tile-boundary diet). One
-// function for the device (mainloop.cuh Consumer::mask_from) and the host test
+// Which K/V blocks of a flash3 forward tile need the mask (session 34's tile-boundary diet). The
+// functions the device runs (mainloop.cuh, score_mod.cuh) and the host test checks
 // (tests/core/flash3_mask_blocks_test.cpp), so the test checks the rule the kernels run.
 #pragma once
 
 #include "core/hd.hpp"
 
 namespace attnkit::flash3 {
+
+/// Whether K/V block nb (keys nb kBlockN .. (nb + 1) kBlockN - 1) needs the mask for a warpgroup
+/// whose first row is first_row: it holds keys >= a.seqlen_k or, a.causal != 0, keys right of
+/// that row's diagonal (first_row + a.causal_offset). The per-block form of the rule below, for
+/// the kernels that test it per block (and for the 176-key tile, not a power of two).
+template <int kBlockN, class Args>
+ATTNKIT_HD bool block_needs_mask(const Args& a, int nb, int first_row) {
+  return (nb + 1) * kBlockN > a.seqlen_k ||
+         (a.causal && (nb + 1) * kBlockN - 1 > first_row + a.causal_offset);
+}
 
 /// The first K/V block nb (keys nb 2^kShift .. (nb + 1) 2^kShift - 1) that needs the mask: it
 /// holds keys >= a.seqlen_k or, a.causal != 0, keys right of the diagonal of the warpgroup's

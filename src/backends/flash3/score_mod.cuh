@@ -186,6 +186,8 @@ __device__ __forceinline__ void score_mod_tile(float (&s)[kBlockN / 2], const Fw
                                                const uint8_t* mask_bh = nullptr) {
   transform_tile<kBlockN>(s, a, nb * kBlockN, row0, lane, alibi_k);
   if (mask_bh != nullptr) apply_mask_tile<kBlockN>(s, a, mask_bh, nb * kBlockN, row0, lane);
+  // (mask_blocks.hpp block_needs_mask's rule plus the window's left edge, written out: calling
+  // the helper here changed the SASS of the score-mod kernels, which was not re-measured.)
   const bool needs_mask = (nb + 1) * kBlockN > a.seqlen_k ||
                           (a.causal && (nb + 1) * kBlockN - 1 > first_row + a.causal_offset) ||
                           (a.window_lo && nb * kBlockN < first_row + 63 + a.lo_offset);
