@@ -23,7 +23,8 @@
 namespace attnkit {
 namespace {
 
-/// 96 and 192 (forward only, session 25) run on the 128 and 256 kernels (launch.cuh kNarrow).
+/// 96 and 192 run on the 128 and 256 kernels (forward since session 25, launch.cuh kNarrow;
+/// backward since session 38, bwd_launch.cuh narrow_kv_floats).
 std::vector<int> built_head_dims() {
   std::vector<int> d;
 #if defined(ATTNKIT_FLASH3_D64)
@@ -107,8 +108,8 @@ class Flash3Backend final : public Backend {
     desc_.name = "flash3";
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
-        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; backward D = 64, 128, 256; "
-        "backward without dropout)";
+        "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; D = 64, 96, 128, 192, 256 "
+        "forward and backward; no dropout)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -133,11 +134,11 @@ class Flash3Backend final : public Backend {
     c.mask_additive = true;
     c.gqa = true;
     c.lse = true;
-    c.backward = true;  // D = 64, 128, 256
+    c.backward = true;  // D = 64, 128, 256; 96 / 192 on the 128 / 256 kernels since session 38
     // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
     c.deterministic = true;
-    // Not implemented (yet): dropout, a mask with softcap in the D 64 / 128 backward, D 96 / 192
-    // backward.
+    // Not implemented (yet): dropout, a mask with softcap in the D 64 / 128 backward, varlen or
+    // masks at D 96 / 192 (combination_reasons).
     c.tier = AccuracyTier::exact;
   }
 
@@ -178,7 +179,8 @@ class Flash3Backend final : public Backend {
 
   /// Backward-only requirements: dout through TMA like q; dk/dv written as 4-byte pairs from
   /// registers (d-stride 1, even strides, 4-byte aligned); dq is written element-wise (any
-  /// strides); the backward kernels are built for D = 64, 128 and 256.
+  /// strides); the backward kernels are built for D = 64, 128 and 256 (96 / 192 run on the 128 /
+  /// 256 kernels, bwd_launch.cuh narrow_kv_floats).
   static void backward_reasons(const Params& p, std::vector<std::string>& reasons) {
     // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
     // only the tensors given are checked.
@@ -205,9 +207,6 @@ class Flash3Backend final : public Backend {
                           " pointer/strides must be 4-byte aligned for the flash3 backward");
     }
     if (p.lse == nullptr) reasons.push_back("backward needs the forward's lse");
-    if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
-      reasons.push_back("backward head_dim " + std::to_string(p.head_dim) +
-                        " not implemented (flash3 backward: 64, 128, 256)");
     // D = 256 (session 26, bwd_kernel_d256.cuh): score modifications and masks (with softcap
     // too), varlen and (plain calls) deterministic since session 30.
   }
@@ -249,10 +248,12 @@ class Flash3Backend final : public Backend {
         return bf16 ? flash3::run_backward<64, true>(p) : flash3::run_backward<64, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D128)
+      case 96:  // (on the 128 kernels: bwd_launch.cuh narrow_kv_floats)
       case 128:
         return bf16 ? flash3::run_backward<128, true>(p) : flash3::run_backward<128, false>(p);
 #endif
 #if defined(ATTNKIT_FLASH3_D256)
+      case 192:  // (on the 256 kernels)
       case 256:
         return bf16 ? flash3::run_backward<256, true>(p) : flash3::run_backward<256, false>(p);
 #endif

@@ -8,6 +8,8 @@
 //      bulk TMA reduce-adds (or atomicAdd(float2)), hence not deterministic (the backend
 //      declares deterministic = false).
 //   3. bwd_dq_convert_kernel: dQ = scale * workspace, to the output dtype and strides.
+// Head dims 96 / 192 (session 38) run on the D = 128 / 256 kernels, plus a 4th launch
+// (bwd_narrow_kv_copy_kernel) that copies dK / dV out of padded scratch.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -84,11 +86,13 @@ __device__ __forceinline__ WsRows ws_rows(const Params& p, int64_t b, int64_t h,
 // ---------------------------------------------------------------------------------------------
 // 1. Preprocess: one warp per (b, h, row) of the padded [B*Hq, sq_pad] workspace rows.
 //    grid (sq_pad / 8, Hq, B), block 256 (varlen: the longest sequence's rows rounded up to
-//    kVarlenPadRows; a block past its sequence's padded rows writes nothing).
+//    kVarlenPadRows; a block past its sequence's padded rows writes nothing). ws_d: the dQ
+//    workspace's row width, the kernel's D (a head dim of 96 / 192 sums its own columns of
+//    O o dO and zeroes the 128 / 256 of the workspace row).
 // ---------------------------------------------------------------------------------------------
 template <bool BF16, bool kVarlen = false>
 __global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, float* delta,
-                                      float* dq_acc) {
+                                      float* dq_acc, int ws_d) {
   using T = Elem<BF16>;
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i = blockIdx.x * 8 + threadIdx.x / 32;
@@ -109,8 +113,8 @@ __global__ void bwd_preprocess_kernel(const Params p, int sq_pad, float* lse2, f
     for (int s = 16; s > 0; s /= 2)
       acc += __shfl_xor_sync(0xffffffffu, acc, s);
   }
-  float* dq_row = dq_acc + row * d_len;
-  for (int c = lane; c < d_len; c += 32)
+  float* dq_row = dq_acc + row * ws_d;
+  for (int c = lane; c < ws_d; c += 32)
     dq_row[c] = 0.f;
   if (lane == 0) store_row_stats(p, b, h, i, w.len, w.q0, row, acc, lse2, delta);
 }
@@ -132,6 +136,8 @@ __host__ __device__ __forceinline__ int dq_tile_offset(int row, int col, bool v4
          c % 2;
 }
 
+/// Columns c < head_dim only: a head dim of 96 / 192 on the 128 / 256 kernel leaves the rest of
+/// each workspace row (zeros) unread.
 template <int D, int kDqN, bool BF16, bool kVarlen = false>
 __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* dq_acc, int v4) {
   using T = Elem<BF16>;
@@ -142,13 +148,40 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
   if (i >= w.len) return;
   const float* tile = dq_acc + (w.base + (i / 64) * 64) * D;
   T* dst = static_cast<T*>(p.dq) + b * p.dq_st.b + (w.q0 + i) * p.dq_st.s + h * p.dq_st.h;
+  const int d_len = static_cast<int>(p.head_dim);  // (even: 64, 96, 128, 192 or 256)
 #pragma unroll
   for (int c = 2 * lane; c < D; c += 64) {
+    if (c >= d_len) break;
     const float2 v =
         *reinterpret_cast<const float2*>(tile + dq_tile_offset<kDqN>(i % 64, c, v4 != 0));
     dst[c * p.dq_st.d] = static_cast<T>(v.x * p.scale);
     dst[(c + 1) * p.dq_st.d] = static_cast<T>(v.y * p.scale);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3n (session 38). Head dims 96 / 192 on the D = 128 / 256 kernels, which store dK / dV as
+//    D-column rows: the launchers point those stores at contiguous [B, Sk, Hkv, D] scratch
+//    (bwd_launch.cuh narrow_kv_params) and this kernel copies each row's first head_dim columns
+//    to dk / dv. grid (ceil(B * Sk * Hkv / 8), 2), block 256: a warp per row, blockIdx.y 0 = dK,
+//    1 = dV; 4-byte pairs (the backend asks dk / dv for d-stride 1 and even strides).
+// ---------------------------------------------------------------------------------------------
+template <int D>
+__global__ void bwd_narrow_kv_copy_kernel(const Params p, const uint32_t* scratch) {
+  const int64_t rows = p.batch * p.seqlen_k * p.heads_kv;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+  if (r >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const bool is_v = blockIdx.y != 0;
+  const int64_t h = r % p.heads_kv, s = (r / p.heads_kv) % p.seqlen_k,
+                b = r / (p.heads_kv * p.seqlen_k);
+  const uint32_t* src = scratch + ((is_v ? rows : 0) + r) * (D / 2);
+  const Strides4& st = is_v ? p.dv_st : p.dk_st;
+  uint32_t* dst = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(is_v ? p.dv : p.dk) +
+                                              b * st.b + s * st.s + h * st.h);
+  const int pairs = static_cast<int>(p.head_dim) / 2;
+  for (int c = lane; c < pairs; c += 32)
+    dst[c] = src[c];
 }
 
 // ---------------------------------------------------------------------------------------------

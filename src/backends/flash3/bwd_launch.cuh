@@ -149,6 +149,45 @@ inline void set_bwd_varlen(const Params& p, const ScoreMod& m, BwdArgs& a) {
   a.win_right = m.win_right;
 }
 
+/// Head dims 96 / 192 (session 38) on the D = 128 / 256 kernels (backend.cpp). The Q / dO / K / V
+/// tensor maps take the call's head dim (set_bwd_common's d), so TMA zero-fills columns head_dim
+/// .. D - 1 and S, dP and every gradient's extra columns come out 0; the preprocess sums O o dO
+/// over head_dim columns (zeroing D-wide dQ workspace rows), the dQ conversion writes head_dim
+/// columns (bwd_dq_convert_kernel; the vectorised ones assume D), and dK / dV, which the kernels
+/// store as D-column rows, go to contiguous [B, Sk, Hkv, D] scratch that
+/// bwd_narrow_kv_copy_kernel copies out. The copy moves 2 x B x Sk x Hkv x (D + head_dim) x 2
+/// bytes: ~30 MB at 16k tokens and 16 heads, ~10 us of a call of milliseconds.
+/// Scratch floats for dK and dV (0 when head_dim == D), a whole number of 256-byte runs.
+template <int D>
+inline size_t narrow_kv_floats(const Params& p) {
+  if (p.head_dim >= D) return 0;
+  const size_t elems = static_cast<size_t>(p.batch) * static_cast<size_t>(p.seqlen_k) *
+                       static_cast<size_t>(p.heads_kv) * D;  // 16-bit, each of dK and dV
+  return (elems + 127) / 128 * 128;                         // 2 x elems x 2 B in 256-byte runs
+}
+/// p with dk / dv pointed at the scratch (dK at `scratch`, dV after it, [B, Sk, Hkv, D] each).
+template <int D>
+inline Params narrow_kv_params(const Params& p, float* scratch) {
+  Params n = p;
+  const int64_t hd = p.heads_kv * D;
+  const Strides4 st{p.seqlen_k * hd, hd, D, 1};
+  uint16_t* base = reinterpret_cast<uint16_t*>(scratch);
+  n.dk = base;
+  n.dv = base + p.batch * p.seqlen_k * hd;
+  n.dk_st = st;
+  n.dv_st = st;
+  return n;
+}
+/// The copy of dK / dV out of narrow_kv_params' scratch into p.dk / p.dv (head_dim columns).
+template <int D>
+inline void launch_narrow_kv_copy(const Params& p, const float* scratch, cudaStream_t stream) {
+  const int64_t rows = p.batch * p.seqlen_k * p.heads_kv;
+  if (rows == 0) return;
+  bwd_narrow_kv_copy_kernel<D><<<dim3(static_cast<unsigned>((rows + 7) / 8), 2), 256, 0, stream>>>(
+      p, reinterpret_cast<const uint32_t*>(scratch));
+  ATTNKIT_CUDA_CHECK_LAUNCH();
+}
+
 /// The backward workspace's row geometry, alike in both launchers (launch_backward,
 /// launch_backward_d256). Query rows are padded to whole block_m-row blocks (at least one), so the
 /// kernels' lse2 / delta / dQ-workspace accesses need no bounds checks. Varlen: each sequence is
@@ -222,39 +261,44 @@ void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   static_assert(!kVarlen || !kTmaKV, "flash3 varlen backward: no TMA dK / dV stores");
   if (p.batch == 0 || p.heads_q == 0) return;
-  CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
-  if constexpr (kTmaKV) {
-    const bool ok = p.seqlen_k > 0 &&
-                    store_map_ok(p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
-                    store_map_ok(p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
-                    make_map_nothrow(&kv_maps[0], p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv, D,
-                                     16, BF16) == 0 &&
-                    make_map_nothrow(&kv_maps[1], p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv, D,
-                                     16, BF16) == 0;
-    if (!ok)
-      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly, kIdiet,
-                             false>(p, v);
-  }
   auto stream = static_cast<cudaStream_t>(p.stream);
   // (bwd_rows: the padded query rows and the preprocess grid, as launch_backward_d256's)
   const bwd::BwdRows geo = bwd::bwd_rows<Tr::kBlockM, kVarlen>(p);
   const int64_t m_blocks = geo.m_blocks, sq_pad = geo.sq_pad, grid_rows = geo.grid_rows,
                 bh = geo.bh;
   // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D]; kDet
-  // also the turn counters, int [bh, m_blocks, 2] (BwdArgs::dq_sem).
+  // also the turn counters, int [bh, m_blocks, 2] (BwdArgs::dq_sem); a head dim below D also
+  // the dK / dV scratch (narrow_kv_floats, 256-byte aligned).
   const size_t rows = geo.rows;
   const size_t shift = static_cast<size_t>(bwd_tuning().dq_ws_shift / 256 * 256) / sizeof(float);
   const size_t sems = kDet ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) * 2 : 0;
+  const size_t head = (rows * (2 + static_cast<size_t>(D)) + shift + sems + 63) / 64 * 64;
+  const size_t narrow_floats = narrow_kv_floats<D>(p);
   float* ws = static_cast<float*>(
-      cuda::workspace((rows * (2 + static_cast<size_t>(D)) + shift + sems) * sizeof(float),
-                      p.device.index, stream));
+      cuda::workspace((head + narrow_floats) * sizeof(float), p.device.index, stream));
   float* lse2 = ws;
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows + shift;
   int* dq_sem = kDet ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
+  const bool narrow = narrow_floats != 0;
+  // pk: p, or (narrow) p with dk / dv in the scratch; the kernels' dK / dV stores go there.
+  const Params pk = narrow ? narrow_kv_params<D>(p, ws + head) : p;
+  CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
+  if constexpr (kTmaKV) {
+    const bool ok =
+        p.seqlen_k > 0 && store_map_ok(pk.dk, pk.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
+        store_map_ok(pk.dv, pk.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
+        make_map_nothrow(&kv_maps[0], pk.dk, pk.dk_st, p.batch, p.seqlen_k, p.heads_kv, D, 16,
+                         BF16) == 0 &&
+        make_map_nothrow(&kv_maps[1], pk.dv, pk.dv_st, p.batch, p.seqlen_k, p.heads_kv, D, 16,
+                         BF16) == 0;
+    if (!ok)
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly, kIdiet,
+                             false>(p, v);
+  }
   if constexpr (kDet) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
-  if (v.prep_vec && prep_vec_ok(p)) {
+  if (v.prep_vec && !narrow && prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad is a multiple of 64)
     const dim3 grid(static_cast<unsigned>(grid_rows / kRows), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
@@ -265,17 +309,18 @@ void launch_backward(const Params& p, const Variant& v) {
     const dim3 grid(static_cast<unsigned>(grid_rows / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd::bwd_preprocess_kernel<BF16, kVarlen>
-        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc, D);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
   if (p.seqlen_k > 0) {
     bwd::BwdArgs a{};
-    // Varlen: maps over the packed [1, total, H, D] tensors.
+    // Varlen: maps over the packed [1, total, H, D] tensors. The maps' D is the call's
+    // (narrow_kv_floats).
     const int64_t mb = kVarlen ? 1 : p.batch;
     const int64_t sq = kVarlen ? p.total_q : p.seqlen_q, sk = kVarlen ? p.total_k : p.seqlen_k;
-    set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk, sq_pad, lse2, delta, dq_acc,
-                   a);
+    set_bwd_common(pk, static_cast<int>(p.head_dim), Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk,
+                   sq_pad, lse2, delta, dq_acc, a);
     a.dq_bulk = v.dq_bulk ? 1 : 0;
     a.dq_vec4 = v.dq_vec4 ? 1 : 0;
     a.item_rot = v.item_rot ? 1 : 0;
@@ -310,13 +355,13 @@ void launch_backward(const Params& p, const Variant& v) {
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
-  if (p.seqlen_q > 0 && v.conv_vec && convert_vec_ok(p, v.dq_vec4)) {
+  if (p.seqlen_q > 0 && v.conv_vec && !narrow && convert_vec_ok(p, v.dq_vec4)) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 63) / 64 * (D / 64)),
                     static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
     bwd::bwd_dq_convert_vec_kernel<D, Tr::kDqN, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
-  } else if (p.seqlen_q > 0 && conv_rows_enabled() && convert_vec_ok(p, v.dq_vec4)) {
+  } else if (p.seqlen_q > 0 && !narrow && conv_rows_enabled() && convert_vec_ok(p, v.dq_vec4)) {
     launch_convert_rows<D, Tr::kDqN, BF16, kVarlen>(p, sq_pad, dq_acc, stream);  // (3w)
   } else if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
@@ -325,6 +370,7 @@ void launch_backward(const Params& p, const Variant& v) {
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, v.dq_vec4 ? 1 : 0);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
+  if (narrow) launch_narrow_kv_copy<D>(p, ws + head, stream);
 }
 
 }  // namespace bwd

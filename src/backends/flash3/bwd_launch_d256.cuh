@@ -61,16 +61,20 @@ void launch_backward_d256(const Params& p) {
     throw Error(ErrorCode::kUnsupported,
                 "flash3 D 256 deterministic backward: plain dense calls only (no varlen, score "
                 "modification or mask)");
+  // Head dim 192 (session 38, bwd_launch.cuh narrow_kv_floats): also the dK / dV scratch.
   const size_t sems = det ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) : 0;
-  float* ws = static_cast<float*>(cuda::workspace(
-      (rows * (2 + static_cast<size_t>(D)) + sems) * sizeof(float), p.device.index, stream));
+  const size_t head = (rows * (2 + static_cast<size_t>(D)) + sems + 63) / 64 * 64;
+  const size_t narrow_floats = narrow_kv_floats<D>(p);
+  const bool narrow = narrow_floats != 0;
+  float* ws = static_cast<float*>(
+      cuda::workspace((head + narrow_floats) * sizeof(float), p.device.index, stream));
   float* lse2 = ws;
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows;
   int* dq_sem = det ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
   if (det) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
-  if (prep_vec_ok(p)) {
+  if (!narrow && prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);
     const dim3 grid(static_cast<unsigned>(grid_rows / kRows), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
@@ -80,7 +84,7 @@ void launch_backward_d256(const Params& p) {
     const dim3 grid(static_cast<unsigned>(grid_rows / 8), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd_preprocess_kernel<BF16, kVarlen>
-        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
+        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc, D);
   }
   ATTNKIT_CUDA_CHECK_LAUNCH();
 
@@ -91,8 +95,9 @@ void launch_backward_d256(const Params& p) {
     // Varlen: maps over the packed [1, total, H, D] tensors.
     const int64_t mb = kVarlen ? 1 : p.batch;
     const int64_t sq = kVarlen ? p.total_q : p.seqlen_q, sk = kVarlen ? p.total_k : p.seqlen_k;
-    set_bwd_common(p, D, Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk, sq_pad, lse2, delta, dq_acc,
-                   a);
+    // (The maps' D is the call's; dK / dV to the scratch when narrow: narrow_kv_params.)
+    set_bwd_common(narrow ? narrow_kv_params<D>(p, ws + head) : p, static_cast<int>(p.head_dim),
+                   Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk, sq_pad, lse2, delta, dq_acc, a);
     a.dq_vec4 = 1;
     // Softcap / ALiBi / window / mask (session 26): the general kMod kernel.
     const bool mod = has_score_mod(p) || p.has_mask();
@@ -145,7 +150,7 @@ void launch_backward_d256(const Params& p) {
 #endif
   }
 
-  if (p.seqlen_q > 0 && conv_rows_enabled() && rows16(p.dq, p.dq_st)) {
+  if (p.seqlen_q > 0 && !narrow && conv_rows_enabled() && rows16(p.dq, p.dq_st)) {
     launch_convert_rows<D, Tr::kDqN, BF16, kVarlen>(p, sq_pad, dq_acc, stream);  // (3w, v4)
   } else if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
@@ -154,6 +159,7 @@ void launch_backward_d256(const Params& p) {
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, /*v4=*/1);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
+  if (narrow) launch_narrow_kv_copy<D>(p, ws + head, stream);
 }
 
 /// The varlen launcher's two instantiations (instantiations/bwd_d256_varlen_{bf16,f16}.cu).

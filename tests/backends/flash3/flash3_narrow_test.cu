@@ -1,10 +1,16 @@
-// flash3's head dims 96 and 192 (session 25, launch.cuh kNarrow: the D 128 / 256 score-mod kernel
-// with tensor maps of the call's D, so TMA zero-fills the missing columns, and an epilogue that
-// stores only D columns) through the public API and the check harness, against the `math`
+// flash3's head dims 96 and 192 through the public API and the check harness, against the `math`
 // oracle: partial tiles, Sq != Sk, GQA, both causal alignments, a window, softcap and ALiBi, BHSD
-// with padded strides, f16 and bf16; every case checks that the narrow kernel ran (kNarrowSlot)
-// and, through the harness's poisoned outputs, that nothing past D was written. Varlen and masks
-// at these head dims, and their backward, are declined with the reason named.
+// with padded strides, f16 and bf16.
+// Forward (session 25, launch.cuh kNarrow): the D 128 / 256 score-mod kernel with tensor maps of
+// the call's D, so TMA zero-fills the missing columns, and an epilogue that stores only D
+// columns; every case checks that the narrow kernel ran (kNarrowSlot).
+// Backward (session 38, bwd_launch.cuh narrow_kv_floats): the D 128 / 256 backward kernels with
+// the same maps, dK / dV through padded scratch and a copy of D columns, dQ converted over D
+// columns; the same cases (forward, lse, dQ, dK, dV against the oracle) and a deterministic one
+// run twice (bitwise equal).
+// The harness poisons every output before each run, so a column past D written as garbage, or a
+// gradient column left unwritten, fails. Varlen and masks at these head dims are declined with
+// the reason named, in both passes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -20,21 +26,35 @@
 namespace attnkit::testing {
 namespace {
 
-std::vector<check::Case> narrow_cases() {
+std::vector<check::Case> narrow_cases(bool backward) {
   std::vector<check::Case> v;
   for (DType dt : {DType::bf16, DType::f16}) {
     for (int64_t d : {96, 192}) {
-      v.push_back(check::shape_case(dt, 2, 300, 517, 4, 2, d, Causal::none, false));
-      v.push_back(check::shape_case(dt, 1, 517, 300, 4, 1, d, Causal::bottom_right, false));
-      check::Case c = check::shape_case(dt, 2, 257, 257, 2, 2, d, Causal::top_left, false);
+      v.push_back(check::shape_case(dt, 2, 300, 517, 4, 2, d, Causal::none, backward));
+      v.push_back(check::shape_case(dt, 1, 517, 300, 4, 1, d, Causal::bottom_right, backward));
+      check::Case c = check::shape_case(dt, 2, 257, 257, 2, 2, d, Causal::top_left, backward);
       c.window_left = 64;
       c.softcap = 30.0;
       c.alibi = true;
       v.push_back(c);
-      c = check::shape_case(dt, 1, 200, 333, 4, 2, d, Causal::none, false);
+      c = check::shape_case(dt, 1, 200, 333, 4, 2, d, Causal::none, backward);
       c.layout = check::Layout::bhsd;
       c.noncontiguous = true;
       v.push_back(c);
+      if (backward) {
+        // Softcap alone (its own backward kernel kind), a window alone (another), and the
+        // deterministic dQ order, run twice and compared bitwise by the harness.
+        c = check::shape_case(dt, 1, 384, 384, 2, 1, d, Causal::top_left, true);
+        c.softcap = 20.0;
+        v.push_back(c);
+        c = check::shape_case(dt, 2, 260, 700, 2, 2, d, Causal::none, true);
+        c.window_left = 100;
+        c.window_right = 30;
+        v.push_back(c);
+        c = check::shape_case(dt, 2, 333, 333, 4, 2, d, Causal::bottom_right, true);
+        c.deterministic = true;
+        v.push_back(c);
+      }
     }
   }
   return v;
@@ -50,10 +70,12 @@ TEST_P(Flash3Narrow, MatchesOracle) {
   if (!r.skipped) EXPECT_EQ(flash3::last_forward_slot(), flash3::kNarrowSlot);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Narrow, ::testing::ValuesIn(narrow_cases()), CaseParamName{});
+INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Narrow, ::testing::ValuesIn(narrow_cases(false)),
+                         CaseParamName{});
+INSTANTIATE_TEST_SUITE_P(Bwd, Flash3Narrow, ::testing::ValuesIn(narrow_cases(true)),
+                         CaseParamName{});
 
-/// What the narrow path does not run is declined, naming why: its backward (flash3's backward
-/// has D 64 / 128 only), varlen and masks.
+/// What the narrow path does not run is declined, naming why: varlen and masks, in both passes.
 TEST(Flash3NarrowReasons, DeclinedWithReason) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   struct Want {
@@ -61,10 +83,10 @@ TEST(Flash3NarrowReasons, DeclinedWithReason) {
     const char* reason;
   };
   std::vector<Want> wants;
-  check::Case c = check::shape_case(DType::bf16, 1, 64, 64, 2, 2, 96, Causal::none, true);
-  wants.push_back({c, "backward head_dim 96"});
-  c = check::shape_case(DType::bf16, 1, 64, 64, 2, 2, 96, Causal::none, false);
+  check::Case c = check::shape_case(DType::bf16, 1, 64, 64, 2, 2, 96, Causal::none, false);
   c.mask = check::MaskCase::keep_bool;
+  wants.push_back({c, "with varlen or a mask"});
+  c.backward = true;
   wants.push_back({c, "with varlen or a mask"});
   c = check::shape_case(DType::bf16, 2, 0, 0, 2, 2, 192, Causal::none, false);
   c.varlen = true;
@@ -72,6 +94,8 @@ TEST(Flash3NarrowReasons, DeclinedWithReason) {
   c.seqlens_k = {33, 9};
   c.sq = 40;
   c.sk = 33;
+  wants.push_back({c, "with varlen or a mask"});
+  c.backward = true;
   wants.push_back({c, "with varlen or a mask"});
   for (const Want& w : wants) {
     const check::Report r = check::run_case(w.c, "flash3", Device::cuda(0), 3);
