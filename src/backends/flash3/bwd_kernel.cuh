@@ -8,8 +8,8 @@
 //      bulk TMA reduce-adds (or atomicAdd(float2)), hence not deterministic (the backend
 //      declares deterministic = false).
 //   3. bwd_dq_convert_kernel: dQ = scale * workspace, to the output dtype and strides.
-// Head dims 96 / 192 (session 38) run on the D = 128 / 256 kernels, plus a 4th launch
-// (bwd_narrow_kv_copy_kernel) that copies dK / dV out of padded scratch.
+// Head dims 96 / 192 (session 38) run on the D = 128 / 256 kernels, plus (except with the TMA
+// dK / dV epilogue) a 4th launch, bwd_narrow_kv_copy_kernel, that copies dK / dV out of scratch.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -160,8 +160,9 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3n (session 38). Head dims 96 / 192 on the D = 128 / 256 kernels, which store dK / dV as
-//    D-column rows: the launchers point those stores at contiguous [B, Sk, Hkv, D] scratch
+// 3n (session 38). Head dims 96 / 192 on the D = 128 / 256 kernels, whose register epilogues
+//    store dK / dV as D-column rows (the TMA one, kTmaKV, takes maps of the call's D, which clip
+//    the columns): the launchers point those stores at contiguous [B, Sk, Hkv, D] scratch
 //    (bwd_launch.cuh narrow_kv_params) and this kernel copies each row's first head_dim columns
 //    to dk / dv. grid (ceil(B * Sk * Hkv / 8), 2), block 256: a warp per row, blockIdx.y 0 = dK,
 //    1 = dV; 4-byte pairs (the backend asks dk / dv for d-stride 1 and even strides).
@@ -205,16 +206,19 @@ __global__ void bwd_narrow_kv_copy_kernel(const Params p, const uint32_t* scratc
 /// ceiling: 4.22); cuDNN's conversion 56-58. The workspace is read-only while this kernel runs.
 template <bool BF16, int kN>
 __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq, int64_t row_st,
-                                                int rows, int part, int rb, int jq, float sc) {
+                                                int rows, int cols, int part, int rb, int jq,
+                                                float sc) {
   const int lane = threadIdx.x % 32, rr = lane % 8, jj = lane / 8;
   const int j = 4 * jq + jj;
+  const int col = part * kN + 8 * j;
+  if (col >= cols) return;  // (head dim 96 / 192 on the 128 / 256 kernel: cols = head_dim)
   const float4* src =
       reinterpret_cast<const float4*>(tile + part * 64 * kN) + j * 128 + 32 * rb + 4 * rr;
   float4 v[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k)
     v[k] = __ldg(src + k);
-  const int i = 16 * rb + rr, col = part * kN + 8 * j;
+  const int i = 16 * rb + rr;
   if (i < rows)
     *reinterpret_cast<uint4*>(dq + i * row_st + col) =
         make_uint4(pack2<BF16>(v[0].x * sc, v[0].y * sc), pack2<BF16>(v[1].x * sc, v[1].y * sc),
@@ -230,9 +234,10 @@ inline constexpr int kConvPasses = D / 8;
 /// Pass q of a tile (kConvPasses<D> of them): row block q % 4, then groups of 4 j, part-major.
 template <bool BF16, int D, int kN>
 __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq, int64_t row_st,
-                                                int rows, int q, float sc) {
+                                                int rows, int cols, int q, float sc) {
   const int jq = q / 4;
-  convert_dq_pass<BF16, kN>(tile, dq, row_st, rows, jq / (kN / 32), q % 4, jq % (kN / 32), sc);
+  convert_dq_pass<BF16, kN>(tile, dq, row_st, rows, cols, jq / (kN / 32), q % 4, jq % (kN / 32),
+                            sc);
 }
 /// 3w: grid (ceil(Sq / 64) * D / 64, Hq, B), block 256: 8 warps, a pass each (D / 64 blocks per
 /// tile).
@@ -248,7 +253,8 @@ __global__ void __launch_bounds__(256)
   if (rows <= 0) return;
   uint16_t* dq =
       static_cast<uint16_t*>(p.dq) + b * p.dq_st.b + (w.q0 + t * 64) * p.dq_st.s + h * p.dq_st.h;
-  convert_dq_pass<BF16, D, kDqN>(dq_acc + (w.base + t * 64) * D, dq, p.dq_st.s, rows, q, p.scale);
+  convert_dq_pass<BF16, D, kDqN>(dq_acc + (w.base + t * 64) * D, dq, p.dq_st.s, rows,
+                                 static_cast<int>(p.head_dim), q, p.scale);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -299,7 +305,8 @@ __global__ void __launch_bounds__(256)
   if (kVarlen && i >= w.pad) return;  // (block-uniform: see the static_assert)
   const int64_t row = w.base + i;
   float acc = 0.f;
-  if (i < w.len) {
+  // (A head dim of 96 on the 128 kernel: threads t >= 12 have no columns of O / dO.)
+  if (i < w.len && t * 8 < p.head_dim) {
     const int64_t qi = w.q0 + i;
     const uint4 o =
         __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.out) + b * p.out_st.b +

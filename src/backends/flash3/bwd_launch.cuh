@@ -152,18 +152,21 @@ inline void set_bwd_varlen(const Params& p, const ScoreMod& m, BwdArgs& a) {
 /// Head dims 96 / 192 (session 38) on the D = 128 / 256 kernels (backend.cpp). The Q / dO / K / V
 /// tensor maps take the call's head dim (set_bwd_common's d), so TMA zero-fills columns head_dim
 /// .. D - 1 and S, dP and every gradient's extra columns come out 0; the preprocess sums O o dO
-/// over head_dim columns (zeroing D-wide dQ workspace rows), the dQ conversion writes head_dim
-/// columns (bwd_dq_convert_kernel; the vectorised ones assume D), and dK / dV, which the kernels
-/// store as D-column rows, go to contiguous [B, Sk, Hkv, D] scratch that
-/// bwd_narrow_kv_copy_kernel copies out. The copy moves 2 x B x Sk x Hkv x (D + head_dim) x 2
-/// bytes: ~30 MB at 16k tokens and 16 heads, ~10 us of a call of milliseconds.
+/// over head_dim columns (zeroing D-wide dQ workspace rows) and the dQ conversions write head_dim
+/// columns (3v, which assumes D, is skipped). dK / dV: the TMA epilogue (kTmaKV, the default D 128
+/// kernel's up to kTmaKvMaxSk128 keys, and every plain D 96 call: run_backward) stores through
+/// maps of head_dim columns, which clip the rest; the register epilogues store D-column rows, so
+/// for them dK / dV go to contiguous [B, Sk, Hkv, D] scratch that bwd_narrow_kv_copy_kernel
+/// copies out (the main kernels stay as they are). The copy moves 2 x B x Sk x Hkv x (D +
+/// head_dim) x 2 bytes: ~290 MB at 16k tokens, hidden 2048 (D 192: 10 heads), ~75 us at 4 TB/s,
+/// 8 % of a D 192 causal 1k call and < 1 % at 16k (session 38 call 1).
 /// Scratch floats for dK and dV (0 when head_dim == D), a whole number of 256-byte runs.
 template <int D>
 inline size_t narrow_kv_floats(const Params& p) {
   if (p.head_dim >= D) return 0;
   const size_t elems = static_cast<size_t>(p.batch) * static_cast<size_t>(p.seqlen_k) *
                        static_cast<size_t>(p.heads_kv) * D;  // 16-bit, each of dK and dV
-  return (elems + 127) / 128 * 128;                         // 2 x elems x 2 B in 256-byte runs
+  return (elems + 127) / 128 * 128;                          // 2 x elems x 2 B in 256-byte runs
 }
 /// p with dk / dv pointed at the scratch (dK at `scratch`, dV after it, [B, Sk, Hkv, D] each).
 template <int D>
@@ -273,32 +276,35 @@ void launch_backward(const Params& p, const Variant& v) {
   const size_t shift = static_cast<size_t>(bwd_tuning().dq_ws_shift / 256 * 256) / sizeof(float);
   const size_t sems = kDet ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) * 2 : 0;
   const size_t head = (rows * (2 + static_cast<size_t>(D)) + shift + sems + 63) / 64 * 64;
-  const size_t narrow_floats = narrow_kv_floats<D>(p);
+  const size_t narrow_floats = kTmaKV ? 0 : narrow_kv_floats<D>(p);
   float* ws = static_cast<float*>(
       cuda::workspace((head + narrow_floats) * sizeof(float), p.device.index, stream));
   float* lse2 = ws;
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows + shift;
   int* dq_sem = kDet ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
-  const bool narrow = narrow_floats != 0;
-  // pk: p, or (narrow) p with dk / dv in the scratch; the kernels' dK / dV stores go there.
-  const Params pk = narrow ? narrow_kv_params<D>(p, ws + head) : p;
   CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
   if constexpr (kTmaKV) {
-    const bool ok =
-        p.seqlen_k > 0 && store_map_ok(pk.dk, pk.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
-        store_map_ok(pk.dv, pk.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
-        make_map_nothrow(&kv_maps[0], pk.dk, pk.dk_st, p.batch, p.seqlen_k, p.heads_kv, D, 16,
-                         BF16) == 0 &&
-        make_map_nothrow(&kv_maps[1], pk.dv, pk.dv_st, p.batch, p.seqlen_k, p.heads_kv, D, 16,
-                         BF16) == 0;
+    // Maps of the call's head dim: a head dim of 96 stores columns < 96 of each 128-wide row
+    // (TMA clips the rest), so no scratch.
+    const int d = static_cast<int>(p.head_dim);
+    const bool ok = p.seqlen_k > 0 &&
+                    store_map_ok(p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
+                    store_map_ok(p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
+                    make_map_nothrow(&kv_maps[0], p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv, d,
+                                     16, BF16) == 0 &&
+                    make_map_nothrow(&kv_maps[1], p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv, d,
+                                     16, BF16) == 0;
     if (!ok)
       return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly, kIdiet,
                              false>(p, v);
   }
+  // The register epilogue of a head dim below D: dK / dV into the scratch (narrow_kv_params).
+  const bool narrow = !kTmaKV && narrow_floats != 0;
+  const Params pk = narrow ? narrow_kv_params<D>(p, ws + head) : p;
   if constexpr (kDet) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
-  if (v.prep_vec && !narrow && prep_vec_ok(p)) {
+  if (v.prep_vec && prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad is a multiple of 64)
     const dim3 grid(static_cast<unsigned>(grid_rows / kRows), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
@@ -355,13 +361,14 @@ void launch_backward(const Params& p, const Variant& v) {
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
-  if (p.seqlen_q > 0 && v.conv_vec && !narrow && convert_vec_ok(p, v.dq_vec4)) {
+  // (3v writes D columns: not for a head dim below D.)
+  if (p.seqlen_q > 0 && v.conv_vec && p.head_dim == D && convert_vec_ok(p, v.dq_vec4)) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 63) / 64 * (D / 64)),
                     static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
     bwd::bwd_dq_convert_vec_kernel<D, Tr::kDqN, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
-  } else if (p.seqlen_q > 0 && !narrow && conv_rows_enabled() && convert_vec_ok(p, v.dq_vec4)) {
+  } else if (p.seqlen_q > 0 && conv_rows_enabled() && convert_vec_ok(p, v.dq_vec4)) {
     launch_convert_rows<D, Tr::kDqN, BF16, kVarlen>(p, sq_pad, dq_acc, stream);  // (3w)
   } else if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),
@@ -577,6 +584,12 @@ void run_backward(const Params& p) {
   if (t.conv_vec >= 0) v.conv_vec = t.conv_vec != 0;
   if (t.idiet >= 0) v.idiet = t.idiet != 0;
   if (t.tmakv >= 0) v.tmakv = t.tmakv != 0;
+  // Session 38: a head dim of 96 (on this D = 128 kernel) takes the TMA dK / dV epilogue up to
+  // kTmaKvMaxSkNarrow keys, whose maps clip the columns past 96; past it the register epilogue
+  // and the scratch copy (narrow_kv_floats), whose ~75 us weigh < 2 % there while +tmakv costs
+  // the D 128 kernel ~3 % on long rows (session 10). Unless the env variant or a knob decides.
+  if (p.head_dim < D && !env.first && t.tmakv < 0 && p.seqlen_k <= bwd::kTmaKvMaxSkNarrow)
+    v.tmakv = true;
   if (D != 64) v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;

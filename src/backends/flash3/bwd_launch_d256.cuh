@@ -74,7 +74,7 @@ void launch_backward_d256(const Params& p) {
   int* dq_sem = det ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
   if (det) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
-  if (!narrow && prep_vec_ok(p)) {
+  if (prep_vec_ok(p)) {
     constexpr int kRows = 256 / (D / 8);
     const dim3 grid(static_cast<unsigned>(grid_rows / kRows), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
@@ -150,7 +150,7 @@ void launch_backward_d256(const Params& p) {
 #endif
   }
 
-  if (p.seqlen_q > 0 && !narrow && conv_rows_enabled() && rows16(p.dq, p.dq_st)) {
+  if (p.seqlen_q > 0 && conv_rows_enabled() && rows16(p.dq, p.dq_st)) {
     launch_convert_rows<D, Tr::kDqN, BF16, kVarlen>(p, sq_pad, dq_acc, stream);  // (3w, v4)
   } else if (p.seqlen_q > 0) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 7) / 8), static_cast<unsigned>(p.heads_q),

@@ -140,6 +140,9 @@ inline constexpr bool kIdietDefault64 = false;
 inline constexpr bool kTmaKvDefault = true;
 inline constexpr bool kTmaKvDefault64 = true;
 inline constexpr int64_t kTmaKvMaxSk128 = 1024;
+// Head dim 96 on the D 128 kernel (session 38, run_backward): +tmakv up to this many keys (it
+// saves the scratch copy of dK / dV, ~75 us a call at 16k tokens; see kTmaKvDefault's costs).
+inline constexpr int64_t kTmaKvMaxSkNarrow = 4096;
 
 // kLateFence (ATTNKIT_FLASH3_BWD_LATE_FENCE, a mask: 1 = D 64, 2 = D 128; default 1; session 9
 //   helper f3bwd12's "+lfence" as a build switch since session 10, so no kernel is instantiated

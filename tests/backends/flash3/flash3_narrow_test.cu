@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "attnkit/backend_info.hpp"
+#include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/launch.hpp"
 #include "check/check.hpp"
 #include "common/case_printing.hpp"
@@ -74,6 +75,32 @@ INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Narrow, ::testing::ValuesIn(narrow_cases(fal
                          CaseParamName{});
 INSTANTIATE_TEST_SUITE_P(Bwd, Flash3Narrow, ::testing::ValuesIn(narrow_cases(true)),
                          CaseParamName{});
+
+/// D 96's two dK / dV routes (session 38, bwd_launch.cuh narrow_kv_floats): a plain call up to
+/// 4096 keys (every Bwd case above) stores through TMA maps of 96 columns (+tmakv), which clip the
+/// rest of each 128-column row; with +tmakv off (BwdTuning::tmakv = 0, as plain calls past 4096
+/// keys run) the register epilogue writes 128-column rows into scratch and a copy kernel takes 96
+/// of them. (The score-mod and deterministic cases take the scratch route either way.)
+class Flash3NarrowRegisterEpilogue : public ::testing::TestWithParam<check::Case> {};
+
+TEST_P(Flash3NarrowRegisterEpilogue, MatchesOracle) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  flash3::BwdTuning& t = flash3::bwd_tuning();
+  const int old = t.tmakv;
+  t.tmakv = 0;
+  const check::Report r = check::run_case(GetParam(), "flash3", Device::cuda(0), 23);
+  t.tmakv = old;
+  ATTNKIT_EXPECT_CHECK_PASSES(r);
+}
+
+std::vector<check::Case> d96_backward_cases() {
+  std::vector<check::Case> v;
+  for (const check::Case& c : narrow_cases(true))
+    if (c.d == 96) v.push_back(c);
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Bwd, Flash3NarrowRegisterEpilogue,
+                         ::testing::ValuesIn(d96_backward_cases()), CaseParamName{});
 
 /// What the narrow path does not run is declined, naming why: varlen and masks, in both passes.
 TEST(Flash3NarrowReasons, DeclinedWithReason) {
