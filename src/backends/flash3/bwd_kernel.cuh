@@ -164,25 +164,28 @@ __global__ void bwd_dq_convert_kernel(const Params p, int sq_pad, const float* d
 //    store dK / dV as D-column rows (the TMA one, kTmaKV, takes maps of the call's D, which clip
 //    the columns): the launchers point those stores at contiguous [B, Sk, Hkv, D] scratch
 //    (bwd_launch.cuh narrow_kv_params) and this kernel copies each row's first head_dim columns
-//    to dk / dv. grid (ceil(B * Sk * Hkv / 8), 2), block 256: a warp per row, blockIdx.y 0 = dK,
-//    1 = dV; 4-byte pairs (the backend asks dk / dv for d-stride 1 and even strides).
+//    to dk / dv. grid (ceil(B * Sk * Hkv * head_dim / kPerElem / 256), 2), block 256: a thread
+//    per Unit (uint4 where dk / dv rows are 16-byte aligned, else uint32: the backend asks dk / dv
+//    for d-stride 1 and even strides), blockIdx.y 0 = dK, 1 = dV. Session 38 call 2 measured the
+//    first form (a warp per row, 4-byte pairs) at ~150 us a call at 16k tokens (D 96).
 // ---------------------------------------------------------------------------------------------
-template <int D>
-__global__ void bwd_narrow_kv_copy_kernel(const Params p, const uint32_t* scratch) {
+template <int D, typename Unit>
+__global__ void __launch_bounds__(256)
+    bwd_narrow_kv_copy_kernel(const Params p, const Unit* __restrict__ scratch) {
+  constexpr int kPerElem = sizeof(Unit) / 2;  // 16-bit elements a unit
+  const int per_row = static_cast<int>(p.head_dim) / kPerElem;
   const int64_t rows = p.batch * p.seqlen_k * p.heads_kv;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
-  if (r >= rows) return;
-  const int lane = threadIdx.x % 32;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
+  if (idx >= rows * per_row) return;
+  const int64_t r = idx / per_row;
+  const int c = static_cast<int>(idx - r * per_row);
   const bool is_v = blockIdx.y != 0;
   const int64_t h = r % p.heads_kv, s = (r / p.heads_kv) % p.seqlen_k,
                 b = r / (p.heads_kv * p.seqlen_k);
-  const uint32_t* src = scratch + ((is_v ? rows : 0) + r) * (D / 2);
   const Strides4& st = is_v ? p.dv_st : p.dk_st;
-  uint32_t* dst = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(is_v ? p.dv : p.dk) +
-                                              b * st.b + s * st.s + h * st.h);
-  const int pairs = static_cast<int>(p.head_dim) / 2;
-  for (int c = lane; c < pairs; c += 32)
-    dst[c] = src[c];
+  Unit* dst = reinterpret_cast<Unit*>(static_cast<uint16_t*>(is_v ? p.dv : p.dk) + b * st.b +
+                                      s * st.s + h * st.h);
+  dst[c] = scratch[((is_v ? rows : 0) + r) * (D / kPerElem) + c];
 }
 
 // ---------------------------------------------------------------------------------------------

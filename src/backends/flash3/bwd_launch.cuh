@@ -186,9 +186,18 @@ template <int D>
 inline void launch_narrow_kv_copy(const Params& p, const float* scratch, cudaStream_t stream) {
   const int64_t rows = p.batch * p.seqlen_k * p.heads_kv;
   if (rows == 0) return;
-  bwd_narrow_kv_copy_kernel<D><<<dim3(static_cast<unsigned>((rows + 7) / 8), 2), 256, 0, stream>>>(
-      p, reinterpret_cast<const uint32_t*>(scratch));
-  ATTNKIT_CUDA_CHECK_LAUNCH();
+  const auto go = [&](auto unit) {
+    using Unit = decltype(unit);
+    const int64_t units = rows * (p.head_dim * 2 / static_cast<int64_t>(sizeof(Unit)));
+    bwd_narrow_kv_copy_kernel<D, Unit>
+        <<<dim3(static_cast<unsigned>((units + 255) / 256), 2), 256, 0, stream>>>(
+            p, reinterpret_cast<const Unit*>(scratch));
+    ATTNKIT_CUDA_CHECK_LAUNCH();
+  };
+  if (rows16(p.dk, p.dk_st) && rows16(p.dv, p.dv_st))
+    go(uint4{});
+  else
+    go(uint32_t{});
 }
 
 /// The backward workspace's row geometry, alike in both launchers (launch_backward,
