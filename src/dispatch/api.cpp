@@ -96,11 +96,17 @@ SelectionRequest request_for(const Options& o, const Params& p) {
   // method of session 33 but for D 128 non-causal 4k's 0.89, which the sustained probe put at
   // 1.00 (cuDNN's block had run at boost). Non-deterministic calls only: flash3's deterministic
   // D 64 / 128 backward runs at 0.59-0.75 of its default and was not timed against cuDNN's.
+  // Session 38 (H200, bench/results/2026-11-29-h200-flash3-s38.md, call 3): D 192 on flash3's
+  // D 256 kernel against cuDNN's native D 192 backward: 1.02-1.03x at S 4k, 1.16-1.18x at 16k,
+  // 1.00 / 0.88 at 1k (non-causal / causal), so from 4096 keys and queries. D 96 (0.94-1.00x
+  // cuDNN) keeps the table's order.
   const bool plain = !p.has_mask() && p.window_left < 0 && p.window_right < 0;
   const bool measured_1k = !o.deterministic && p.seqlen_q >= 1024 && p.seqlen_k >= 1024;
+  const bool measured_4k = !o.deterministic && p.seqlen_q >= 4096 && p.seqlen_k >= 4096;
   const bool d64 = p.head_dim == 64, causal = p.causal != Causal::none;
   if (p.is_backward && !p.varlen && plain &&
-      (p.head_dim == 256 || (d64 && causal) || (measured_1k && (p.head_dim == 128 || d64))))
+      (p.head_dim == 256 || (d64 && causal) || (measured_1k && (p.head_dim == 128 || d64)) ||
+       (measured_4k && p.head_dim == 192)))
     r.prefer = {"flash3"};
   return r;
 }
