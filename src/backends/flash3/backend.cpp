@@ -97,9 +97,6 @@ void combination_reasons(const Params& p, std::vector<std::string>& r) {
     r.push_back(
         "deterministic backward with varlen, softcap, ALiBi, a window or a mask (flash3's ordered "
         "dQ runs the plain kernels only)");
-  if ((p.head_dim == 96 || p.head_dim == 192) && (p.varlen || p.has_mask()))
-    r.push_back("head_dim " + std::to_string(p.head_dim) +
-                " with varlen or a mask (flash3 runs 96 / 192 on its 128 / 256 kernel without)");
 }
 
 class Flash3Backend final : public Backend {
@@ -137,8 +134,8 @@ class Flash3Backend final : public Backend {
     c.backward = true;  // D = 64, 128, 256; 96 / 192 on the 128 / 256 kernels since session 38
     // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
     c.deterministic = true;
-    // Not implemented (yet): dropout, a mask with softcap in the D 64 / 128 backward, varlen or
-    // masks at D 96 / 192 (combination_reasons).
+    // Not implemented (yet): dropout, a mask with softcap in the D 64 / 96 / 128 backward. (Varlen
+    // and masks at D 96 / 192 since session 38.)
     c.tier = AccuracyTier::exact;
   }
 
@@ -186,10 +183,10 @@ class Flash3Backend final : public Backend {
     // only the tensors given are checked.
     // Masks since session 26 (bwd_kernel.cuh kModMask), without softcap: the softcapped
     // backward recovers tanh from P, which the mask's values would have to be undone from.
-    if (p.has_mask() && p.softcap > 0.f && p.head_dim != 256)
+    if (p.has_mask() && p.softcap > 0.f && p.head_dim <= 128)
       reasons.push_back(
-          "mask with softcap in the backward (flash3: one or the other at D 64 / 128; both at "
-          "D 256)");
+          "mask with softcap in the backward (flash3: one or the other at D 64 / 96 / 128; both "
+          "at D 192 / 256)");
     if (p.dout != nullptr)  // (varlen: one packed [total_q, Hq, D] tensor, b stride 0)
       check_tma_operand("dout", p.dout, p.dout_st, p.varlen ? 1 : p.batch,
                         p.varlen ? p.total_q : p.seqlen_q, p.heads_q, reasons);

@@ -160,30 +160,43 @@ inline void set_bwd_varlen(const Params& p, const ScoreMod& m, BwdArgs& a) {
 /// copies out (the main kernels stay as they are). The copy moves 2 x B x Sk x Hkv x (D +
 /// head_dim) x 2 bytes: ~290 MB at 16k tokens, hidden 2048 (D 192: 10 heads), ~75 us at 4 TB/s,
 /// 8 % of a D 192 causal 1k call and < 1 % at 16k (session 38 call 1).
+/// Varlen (session 38): one packed [total_k, Hkv, D] scratch tensor each, b stride 0 (as the
+/// kernels address a packed dk / dv).
+/// The key rows of dK / dV as [nb, sk]: (batch, seqlen_k), varlen (1, total_k).
+inline int64_t narrow_kv_batches(const Params& p) {
+  return p.varlen ? 1 : p.batch;
+}
+inline int64_t narrow_kv_keys(const Params& p) {
+  return p.varlen ? p.total_k : p.seqlen_k;
+}
 /// Scratch floats for dK and dV (0 when head_dim == D), a whole number of 256-byte runs.
 template <int D>
 inline size_t narrow_kv_floats(const Params& p) {
   if (p.head_dim >= D) return 0;
-  const size_t elems = static_cast<size_t>(p.batch) * static_cast<size_t>(p.seqlen_k) *
-                       static_cast<size_t>(p.heads_kv) * D;  // 16-bit, each of dK and dV
-  return (elems + 127) / 128 * 128;                          // 2 x elems x 2 B in 256-byte runs
+  const size_t elems = static_cast<size_t>(narrow_kv_batches(p)) *
+                       static_cast<size_t>(narrow_kv_keys(p)) * static_cast<size_t>(p.heads_kv) *
+                       D;            // 16-bit, each of dK and dV
+  return (elems + 127) / 128 * 128;  // 2 x elems x 2 B in 256-byte runs
 }
 /// p with dk / dv pointed at the scratch (dK at `scratch`, dV after it, [B, Sk, Hkv, D] each).
 template <int D>
 inline Params narrow_kv_params(const Params& p, float* scratch) {
   Params n = p;
-  const int64_t hd = p.heads_kv * D;
-  const Strides4 st{p.seqlen_k * hd, hd, D, 1};
+  const int64_t hd = p.heads_kv * D, sk = narrow_kv_keys(p);
+  const Strides4 st{p.varlen ? 0 : sk * hd, hd, D, 1};
   uint16_t* base = reinterpret_cast<uint16_t*>(scratch);
   n.dk = base;
-  n.dv = base + p.batch * p.seqlen_k * hd;
+  n.dv = base + narrow_kv_batches(p) * sk * hd;
   n.dk_st = st;
   n.dv_st = st;
   return n;
 }
 /// The copy of dK / dV out of narrow_kv_params' scratch into p.dk / p.dv (head_dim columns).
 template <int D>
-inline void launch_narrow_kv_copy(const Params& p, const float* scratch, cudaStream_t stream) {
+inline void launch_narrow_kv_copy(const Params& p_call, const float* scratch, cudaStream_t stream) {
+  Params p = p_call;  // (the kernel's row count: batch x seqlen_k x heads_kv)
+  p.batch = narrow_kv_batches(p_call);
+  p.seqlen_k = narrow_kv_keys(p_call);
   const int64_t rows = p.batch * p.seqlen_k * p.heads_kv;
   if (rows == 0) return;
   const auto go = [&](auto unit) {

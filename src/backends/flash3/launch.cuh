@@ -528,7 +528,7 @@ inline bool varlen_static() {
 /// kMask (session 24): a call with a bool or additive mask runs the kernel built with kVarMask
 /// (slot kMaskSlot; score_mod.cuh apply_mask_tile), with or without the other modifications.
 /// kNarrow (session 25): head dim 96 / 192 on the D = 128 / 256 kernel built with kVarNarrow
-/// (slot kNarrowSlot; without varlen or masks: the backend declines those).
+/// (slot kNarrowSlot, whatever else it is built with); with varlen or a mask since session 38.
 template <int D, bool BF16, bool kVarlen = false, bool kMask = false, bool kNarrow = false>
 void launch_forward_score_mod(const Params& p) {
   using Tr = FwdTraits<D, 0, 2, 2>;
@@ -540,15 +540,15 @@ void launch_forward_score_mod(const Params& p) {
     a.cu_k = p.cu_seqlens_k;
   }
   static_assert(!(kVarlen && kMask), "flash3: no mask with varlen (the resolver refuses it)");
-  static_assert(!kNarrow || (D >= 128 && !kVarlen && !kMask), "flash3 narrow: D 96 / 192 only");
+  static_assert(!kNarrow || D >= 128, "flash3 narrow: D 96 / 192 only");
   a.d_cols = static_cast<int>(p.head_dim);
   constexpr int kVar = kVarScoreMod | (kVarlen ? kVarVarlen : 0) | (kMask ? kVarMask : 0) |
                        (kNarrow ? kVarNarrow : 0) | (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
                        (D == 256 ? kVarLazyRescale : 0);
   constexpr auto kernel = &fwd_kernel<D, BF16, 0, 2, 2, kVar>;
-  set_last_forward_slot(kVarlen   ? kVarlenSlot
+  set_last_forward_slot(kNarrow   ? kNarrowSlot
+                        : kVarlen ? kVarlenSlot
                         : kMask   ? kMaskSlot
-                        : kNarrow ? kNarrowSlot
                                   : kScoreModSlot);
   set_last_forward_tail_tiles(0);
   opt_in_smem<kernel>(Tr::kSmemBytes);
@@ -588,7 +588,11 @@ void launch_forward_score_mod(const Params& p) {
 template <int D, bool BF16>
 void run_forward(const Params& p) {
   if constexpr (D >= 128) {  // (a 96 / 192 head dim: backend.cpp sends it here)
-    if (p.head_dim < D) return launch_forward_score_mod<D, BF16, false, false, true>(p);
+    if (p.head_dim < D) {
+      if (p.varlen) return launch_forward_score_mod<D, BF16, true, false, true>(p);
+      if (p.has_mask()) return launch_forward_score_mod<D, BF16, false, true, true>(p);
+      return launch_forward_score_mod<D, BF16, false, false, true>(p);
+    }
   }
   if (p.varlen) return launch_forward_score_mod<D, BF16, true>(p);
   if (p.has_mask()) return launch_forward_score_mod<D, BF16, false, true>(p);

@@ -1,15 +1,14 @@
 // flash3 on the project's hostile shapes (check::hostile_cases) through the public API and the
 // check harness, against the `math` oracle, bf16 and f16, forward. Cases flash3 declares it
 // cannot run (dropout, Dv != D, D outside {64, 96, 128, 192, 256}, non-TMA strides, a non-sm90
-// device, D 96 / 192 with varlen or masks;
-// in the backward also a mask with softcap at D 64 / 128 (masks run in the backward since session
-// 26; window, softcap and ALiBi in both passes since session 24, varlen since session 25, at
-// D 256 since session 30; D 96 / 192 since session 38)) are
-// visible skips with the reasons; every other case must pass. Flash3Mask adds masks on larger
-// shapes (session 24), Flash3MaskBackward the same in the backward (session 26).
-// Tolerances: check::default_tolerance (bf16 out rel 1e-2, abs 4e-2, lse 2e-3; f16 out rel 1e-2,
-// abs 1e-2, lse 2e-3). Since session 24 also check::large_cases against cuda_math (Flash3Large),
-// as flash's tests do.
+// device; D 96 / 192 with varlen or masks until session 38;
+// in the backward also a mask with softcap at D 64 / 96 / 128 (masks run in the backward since
+// session 26; window, softcap and ALiBi in both passes since session 24, varlen since session 25,
+// at D 256 since session 30; D 96 / 192 since session 38)) are visible skips with the reasons;
+// every other case must pass. Flash3Mask adds masks on larger shapes (session 24),
+// Flash3MaskBackward the same in the backward (session 26). Tolerances: check::default_tolerance
+// (bf16 out rel 1e-2, abs 4e-2, lse 2e-3; f16 out rel 1e-2, abs 1e-2, lse 2e-3). Since session 24
+// also check::large_cases against cuda_math (Flash3Large), as flash's tests do.
 #include <gtest/gtest.h>
 
 #include <vector>
