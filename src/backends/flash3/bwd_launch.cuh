@@ -153,13 +153,13 @@ inline void set_bwd_varlen(const Params& p, const ScoreMod& m, BwdArgs& a) {
 /// tensor maps take the call's head dim (set_bwd_common's d), so TMA zero-fills columns head_dim
 /// .. D - 1 and S, dP and every gradient's extra columns come out 0; the preprocess sums O o dO
 /// over head_dim columns (zeroing D-wide dQ workspace rows) and the dQ conversions write head_dim
-/// columns (3v, which assumes D, is skipped). dK / dV: the TMA epilogue (kTmaKV, the default D 128
-/// kernel's up to kTmaKvMaxSk128 keys, and every plain D 96 call: run_backward) stores through
-/// maps of head_dim columns, which clip the rest; the register epilogues store D-column rows, so
-/// for them dK / dV go to contiguous [B, Sk, Hkv, D] scratch that bwd_narrow_kv_copy_kernel
-/// copies out (the main kernels stay as they are). The copy moves 2 x B x Sk x Hkv x (D +
-/// head_dim) x 2 bytes: ~290 MB at 16k tokens, hidden 2048 (D 192: 10 heads), ~75 us at 4 TB/s,
-/// 8 % of a D 192 causal 1k call and < 1 % at 16k (session 38 call 1).
+/// columns (3v, which assumes D, is skipped). dK / dV: the TMA epilogue (kTmaKV: plain D 96 calls
+/// up to kTmaKvMaxSkNarrow keys, run_backward) stores through maps of head_dim columns, which clip
+/// the rest; the register epilogues store D-column rows, so for them dK / dV go to contiguous
+/// [B, Sk, Hkv, D] scratch that bwd_narrow_kv_copy_kernel copies out (the main kernels stay as
+/// they are). The copy moves 2 x B x Sk x Hkv x (D + head_dim) x 2 bytes: ~290-310 MB at 16k
+/// tokens, hidden 2048, ~75 us at 4 TB/s; session 38 call 2 timed its first form (a warp per row)
+/// at ~150 us, ~12 % of a D 96 1k call (bench/results/2026-11-29-h200-flash3-s38.md).
 /// Varlen (session 38): one packed [total_k, Hkv, D] scratch tensor each, b stride 0 (as the
 /// kernels address a packed dk / dv).
 /// The key rows of dK / dV as [nb, sk]: (batch, seqlen_k), varlen (1, total_k).
@@ -343,8 +343,8 @@ void launch_backward(const Params& p, const Variant& v) {
 
   if (p.seqlen_k > 0) {
     bwd::BwdArgs a{};
-    // Varlen: maps over the packed [1, total, H, D] tensors. The maps' D is the call's
-    // (narrow_kv_floats).
+    // Varlen: maps over the packed [1, total, H, D] tensors. The maps' D is the call's (96 on
+    // this D = 128 kernel: narrow_kv_floats).
     const int64_t mb = kVarlen ? 1 : p.batch;
     const int64_t sq = kVarlen ? p.total_q : p.seqlen_q, sk = kVarlen ? p.total_k : p.seqlen_k;
     set_bwd_common(pk, static_cast<int>(p.head_dim), Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk,
