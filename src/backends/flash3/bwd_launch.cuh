@@ -286,6 +286,22 @@ void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   static_assert(!kVarlen || !kTmaKV, "flash3 varlen backward: no TMA dK / dV stores");
   if (p.batch == 0 || p.heads_q == 0) return;
+  CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
+  if constexpr (kTmaKV) {
+    // Maps of the call's head dim: a head dim of 96 stores columns < 96 of each 128-wide row
+    // (TMA clips the rest), so no scratch.
+    const int d = static_cast<int>(p.head_dim);
+    const bool ok = p.seqlen_k > 0 &&
+                    store_map_ok(p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
+                    store_map_ok(p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
+                    make_map_nothrow(&kv_maps[0], p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv, d,
+                                     16, BF16) == 0 &&
+                    make_map_nothrow(&kv_maps[1], p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv, d,
+                                     16, BF16) == 0;
+    if (!ok)
+      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly, kIdiet,
+                             false>(p, v);
+  }
   auto stream = static_cast<cudaStream_t>(p.stream);
   // (bwd_rows: the padded query rows and the preprocess grid, as launch_backward_d256's)
   const bwd::BwdRows geo = bwd::bwd_rows<Tr::kBlockM, kVarlen>(p);
@@ -305,24 +321,8 @@ void launch_backward(const Params& p, const Variant& v) {
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows + shift;
   int* dq_sem = kDet ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
-  CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
-  if constexpr (kTmaKV) {
-    // Maps of the call's head dim: a head dim of 96 stores columns < 96 of each 128-wide row
-    // (TMA clips the rest), so no scratch.
-    const int d = static_cast<int>(p.head_dim);
-    const bool ok = p.seqlen_k > 0 &&
-                    store_map_ok(p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv) &&
-                    store_map_ok(p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv) &&
-                    make_map_nothrow(&kv_maps[0], p.dk, p.dk_st, p.batch, p.seqlen_k, p.heads_kv, d,
-                                     16, BF16) == 0 &&
-                    make_map_nothrow(&kv_maps[1], p.dv, p.dv_st, p.batch, p.seqlen_k, p.heads_kv, d,
-                                     16, BF16) == 0;
-    if (!ok)
-      return launch_backward<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs, kDvEarly, kIdiet,
-                             false>(p, v);
-  }
   // The register epilogue of a head dim below D: dK / dV into the scratch (narrow_kv_params).
-  const bool narrow = !kTmaKV && narrow_floats != 0;
+  const bool narrow = narrow_floats != 0;
   const Params pk = narrow ? narrow_kv_params<D>(p, ws + head) : p;
   if constexpr (kDet) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
