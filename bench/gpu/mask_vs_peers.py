@@ -21,9 +21,15 @@ own output, retain_graph, as bench/peers.py times torch's backward); dq, dk and 
 SDPA efficient's (relative error, the largest of the three, above 2e-2 = WRONG). Impls without
 sdpa_eff have no reference and are not timed.
 
+--softcap X (session 39): every attnkit impl with softcap X as well (s -> X tanh(s / X) before the
+mask). SDPA has no softcap, so sdpa_eff is left out; the forward's fp32 slice applies it, and the
+backward's reference is the first impl of --impls (put `flash` first: attnkit's sm80 kernel,
+checked against the math oracle by its own tests; before session 39 `auto` sent a masked,
+softcapped backward there, as cuDNN declines the combination).
+
   python3 bench/gpu/mask_vs_peers.py --lib build/libattnkit_c.so --d 64,128 --s 1k,4k \
       --masks pad,bool,bias [--impls flash3,cudnn,flash,sdpa_eff] [--runs 30] [--json out.json]
-      [--pass bwd]
+      [--pass bwd] [--softcap 30]
 """
 import argparse
 import ctypes
@@ -58,12 +64,14 @@ def make_mask(kind, b, s, h):
     raise ValueError(f"mask {kind}: expected pad, bool or bias")
 
 
-def reference_slice(x, mask, d):
+def reference_slice(x, mask, d, softcap=0.0):
     """fp32 out of batch 0, heads 0-1, the last REF_ROWS rows: [REF_ROWS, 2, D]."""
     q = x["q"][0, -REF_ROWS:, :2].float().transpose(0, 1)
     k = x["k"][0, :, :2].float().transpose(0, 1)
     v = x["v"][0, :, :2].float().transpose(0, 1)
     sc = q @ k.transpose(1, 2) * d ** -0.5
+    if softcap > 0:
+        sc = softcap * torch.tanh(sc / softcap)
     m = mask[0, 0, -REF_ROWS:] if mask.shape[2] > 1 else mask[0, 0]
     if mask.dtype == torch.bool:
         sc = sc.masked_fill(~m, float("-inf"))
@@ -72,9 +80,10 @@ def reference_slice(x, mask, d):
     return (sc.softmax(-1) @ v).transpose(0, 1)
 
 
-def attnkit_fn(lib, backend, sets, mask):
+def attnkit_fn(lib, backend, sets, mask, softcap=0.0):
     stream = torch.cuda.current_stream().cuda_stream
     o = lib.options(backend, stream=stream)
+    o.softcap = softcap
     tm = tensor_of(mask)
     o.mask = ctypes.pointer(tm)
     out = torch.empty_like(sets[0]["q"])
@@ -90,10 +99,11 @@ def attnkit_fn(lib, backend, sets, mask):
     return fn, out.clone(), lib.last_backend()
 
 
-def attnkit_bwd_fn(lib, backend, sets, mask):
+def attnkit_bwd_fn(lib, backend, sets, mask, softcap=0.0):
     """attnkit backward from its own forward's out / lse (one per input set)."""
     stream = torch.cuda.current_stream().cuda_stream
     o = lib.options(backend, stream=stream)
+    o.softcap = softcap
     tm = tensor_of(mask)
     o.mask = ctypes.pointer(tm)
     b, s, h, _ = sets[0]["q"].shape
@@ -153,11 +163,16 @@ def main():
     ap.add_argument("--pause", type=float, default=0.5)
     ap.add_argument("--json")
     ap.add_argument("--pass", dest="pas", choices=("fwd", "bwd"), default="fwd")
+    ap.add_argument("--softcap", type=float, default=0.0,
+                    help="softcap for every attnkit impl (sdpa_eff left out)")
     args = ap.parse_args()
+    cap = args.softcap
+    doc_extra = {"softcap": cap} if cap > 0 else {}
     bwd = args.pas == "bwd"
     lib = AttnkitC(args.lib)
     timer = Timer(torch, args.warmup, args.runs)
     doc = run_doc(torch, lib, "CUDA events, median, 2 rotated input sets")
+    doc.update(doc_extra)
     for kind in args.masks.split(","):
         for d in (int(x) for x in args.d.split(",")):
             for s in parse_sizes(args.s):
@@ -167,34 +182,37 @@ def main():
                          for n in names} for _ in range(2)]
                 mask = make_mask(kind, b, s, h)
                 flops = 4.0 * b * h * d * s * s * (2.5 if bwd else 1.0)
-                want = None if bwd else reference_slice(sets[0], mask, d)
+                want = None if bwd else reference_slice(sets[0], mask, d, cap)
                 res = {"mask": kind, "d": d, "s": s, "b": b, "h": h, "pass": args.pas,
                        "mask_shape": list(mask.shape), "mask_dtype": str(mask.dtype), "impls": {}}
                 parts = []
                 impls = args.impls.split(",")
+                if cap > 0:  # (SDPA has no softcap; the backward's reference: impls[0])
+                    impls = [n for n in impls if n != "sdpa_eff"]
+                ref_name = impls[0] if bwd and cap > 0 else "sdpa_eff"
                 if bwd and "sdpa_eff" in impls:  # (the reference first)
                     impls = ["sdpa_eff"] + [n for n in impls if n != "sdpa_eff"]
                 for name in impls:
                     try:
                         if bwd:
                             fn, first, ran = (sdpa_eff_bwd_fn(sets, mask) if name == "sdpa_eff"
-                                              else attnkit_bwd_fn(lib, name, sets, mask))
+                                              else attnkit_bwd_fn(lib, name, sets, mask, cap))
                         else:
                             fn, first, ran = (sdpa_eff_fn(sets, mask) if name == "sdpa_eff" else
-                                              attnkit_fn(lib, name, sets, mask))
+                                              attnkit_fn(lib, name, sets, mask, cap))
                     except Exception as e:  # noqa: BLE001 - a peer that cannot run is reported
                         res["impls"][name] = {"error": str(e)[:300]}
                         parts.append(f"{name} -")
                         log(f"  {kind} D={d} S={s} {name}: cannot run: {str(e)[:160]}")
                         continue
                     if bwd:
-                        if name == "sdpa_eff":
+                        if name == ref_name:
                             want, e = first, 0.0
                         elif want is None:
                             e = float("inf")  # (no reference: not timed)
                         else:
                             e = max(rel(g, w) for g, w in zip(first, want))
-                        entry = {"ran": ran, "rel_vs_sdpa_eff_grads": round(e, 6)}
+                        entry = {"ran": ran, f"rel_vs_{ref_name}_grads": round(e, 6)}
                     else:
                         e = rel(first[0, -REF_ROWS:, :2], want)
                         entry = {"ran": ran, "rel_vs_fp32_slice": round(e, 6)}
@@ -214,7 +232,7 @@ def main():
                 ratios = [f"/{p} {f3 / res['impls'][p]['tflops']:.2f}"
                           for p in ("cudnn", "flash", "sdpa_eff")
                           if f3 and res["impls"].get(p, {}).get("tflops")]
-                log(f"{args.pas} {kind:4s} D={d:3d} S={s:5d} | " + " | ".join(parts) + " || " +
+                log(f"{args.pas} {kind:4s}{' cap' if cap > 0 else ''} D={d:3d} S={s:5d} | " + " | ".join(parts) + " || " +
                     " ".join(ratios))
                 del sets
                 torch.cuda.empty_cache()

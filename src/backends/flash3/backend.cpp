@@ -81,7 +81,6 @@ std::vector<std::string> feature_reasons(const Params& p) {
   std::vector<std::string> r;
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) r.push_back("dtype must be bf16 or f16");
   if (p.head_dim != p.head_dim_v) r.push_back("Dv != D");
-  // (Masks: not with softcap in the backward, backward_reasons.)
   if (p.has_dropout() || p.dropout_p > 0.f) r.push_back("dropout");
   bool dim_ok = false;
   for (int d : built_head_dims())
@@ -126,7 +125,7 @@ class Flash3Backend final : public Backend {
     c.varlen = true;  // forward since session 24 (kVarVarlen), backward since session 25 (kVarlen;
                       // D 256 since session 30)
     // Forward since session 24 (score_mod.cuh apply_mask_tile), backward since session 26
-    // (bwd_kernel.cuh kModMask; not with softcap: backward_reasons).
+    // (bwd_kernel.cuh kModMask; with softcap since session 39, kModMaskSoftcap).
     c.mask_bool = true;
     c.mask_additive = true;
     c.gqa = true;
@@ -134,8 +133,8 @@ class Flash3Backend final : public Backend {
     c.backward = true;  // D = 64, 128, 256; 96 / 192 on the 128 / 256 kernels since session 38
     // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
     c.deterministic = true;
-    // Not implemented (yet): dropout, a mask with softcap in the D 64 / 96 / 128 backward. (Varlen
-    // and masks at D 96 / 192 since session 38.)
+    // Not implemented (yet): dropout. (Varlen and masks at D 96 / 192 since session 38; a mask
+    // with softcap in the D 64 / 96 / 128 backward since session 39.)
     c.tier = AccuracyTier::exact;
   }
 
@@ -181,12 +180,8 @@ class Flash3Backend final : public Backend {
   static void backward_reasons(const Params& p, std::vector<std::string>& reasons) {
     // explain(..., backward = true) describes the call before dout/dq/dk/dv exist (null):
     // only the tensors given are checked.
-    // Masks since session 26 (bwd_kernel.cuh kModMask), without softcap: the softcapped
-    // backward recovers tanh from P, which the mask's values would have to be undone from.
-    if (p.has_mask() && p.softcap > 0.f && p.head_dim <= 128)
-      reasons.push_back(
-          "mask with softcap in the backward (flash3: one or the other at D 64 / 96 / 128; both "
-          "at D 192 / 256)");
+    // Masks since session 26 (bwd_kernel.cuh kModMask); with softcap since session 39
+    // (kModMaskSoftcap at D 64 / 96 / 128; bwd_kernel_d256.cuh's kMod at D 192 / 256).
     if (p.dout != nullptr)  // (varlen: one packed [total_q, Hq, D] tensor, b stride 0)
       check_tma_operand("dout", p.dout, p.dout_st, p.varlen ? 1 : p.batch,
                         p.varlen ? p.total_q : p.seqlen_q, p.heads_q, reasons);

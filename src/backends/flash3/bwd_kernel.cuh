@@ -506,6 +506,30 @@ inline constexpr int kModSoftcap = 3;
 // no softcap (declined). Mask elements are loaded per item, 16 in flight from indices clamped into
 // the mask (the forward's apply_mask_kind), the element kind switched once per item.
 inline constexpr int kModMask = 4;
+// Session 39: kModMask with softcap (kModMask itself stays softcap-free, its kernels unchanged).
+// dS^T's factor 1 - t^2 cannot come from P^T here, as kModSoftcap's does: an additive mask's value
+// would have to be undone. p_from_s keeps it, rounded to f16 (f in [0, 1]: relative error
+// <= 2^-11, below dS^T's own 16-bit rounding right after), in shared memory past the barriers:
+// each thread's 16-bit pairs at words (pair i, thread) of its WG's block, written and read by the
+// same thread (no barrier), conflict-free (bwd_cap_f_bytes / bwd_cap_f_offset; the launcher adds
+// the bytes, 16 KB at BM 64: 195 + 16 KB at D 128). In registers instead (kBM / 4 = 16 live across
+// the dP^T wait) ptxas spilled 344 bytes at D 128, and reloading the mask's values in the dS^T
+// loop instead spilled 248 (CUDA 13.0, -Xptxas -v; kModMask itself spills 12).
+inline constexpr int kModMaskSoftcap = 5;
+/// The kMod kinds that load a mask (kModMask, kModMaskSoftcap).
+__host__ __device__ constexpr bool mod_has_mask(int mod) {
+  return mod == kModMask || mod == kModMaskSoftcap;
+}
+/// kModMaskSoftcap's shared memory (see there): one word per (consumer WG, element pair, thread),
+/// 16-byte aligned after Tr's barriers; 0 bytes for the other kinds.
+template <class Tr>
+__host__ __device__ constexpr int bwd_cap_f_bytes(int mod) {
+  return mod == kModMaskSoftcap ? Tr::kConsumerWGs * (Tr::kBlockM / 4) * 128 * 4 : 0;
+}
+template <class Tr>
+__host__ __device__ constexpr int bwd_cap_f_offset() {
+  return (Tr::kOffBars + Tr::kNumBars * 8 + 15) / 16 * 16;
+}
 
 /// kVarlen: the arguments of sequence b's CTAs (see bwd_kernel's kVarlen): its lengths and bounds
 /// (the forward's rule, seq_bounds.hpp), its workspace rows (varlen_ws_row0) and dK / dV rows.
@@ -941,7 +965,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             : key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset) ||
                   (kMod && a.window_lo && x.m0 + kBM - 1 + a.lo_offset > key_base);
     // kMod: ALiBi's slope of this item's query head, in the kernel's score units (0 = none).
-    const float alibi_k = (kMod == kModGeneral || kMod == kModMask) && a.alibi != nullptr
+    const float alibi_k = (kMod == kModGeneral || mod_has_mask(kMod)) && a.alibi != nullptr
                               ? a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul
                               : 0.f;
     // kMaskHoist (bwd_traits.hpp): one branch per item around two copies of the loop (the masked
@@ -961,6 +985,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // kModMask: mk = std::integral_constant<int, mask_kind> (1 bool, 2-4 additive), the mask's
     // values of this item's 2 key rows x kBM / 4 query columns loaded kMaskJ column groups at a
     // time before use (see kModMask); 0 = no mask.
+    // kModMaskSoftcap: 1 - t^2 of elements (4j + 2r, +1) as an f16 pair at cap_f[(2j + r) 128].
+    [[maybe_unused]] uint32_t* cap_f =
+        reinterpret_cast<uint32_t*>(smem + bwd_cap_f_offset<Tr>()) + (w * (kBM / 4)) * 128 + tid;
     auto p_from_s = [&](auto masked, bool rt_mask, auto mk) {
       constexpr bool kMasked = decltype(masked)::value;
       constexpr int kMk = decltype(mk)::value;
@@ -994,11 +1021,16 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
 #pragma unroll
           for (int jj = 0; jj < kMaskJ; ++jj)
 #pragma unroll
-            for (int r = 0; r < 2; ++r)
+            for (int r = 0; r < 2; ++r) {
+              [[maybe_unused]] float fe[2];
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
                 const int j = j0 + jj;
                 float xs = st[4 * j + 2 * r + e];
+                if constexpr (kMod == kModMaskSoftcap) {
+                  xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
+                  fe[e] = fmaf(-xs, xs, 1.f);
+                }
                 if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
                 xs = masked_score<kMk>(xs, mv[jj][r][e], a.mask_mul);
                 float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
@@ -1008,6 +1040,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
                 }
                 st[4 * j + 2 * r + e] = pv;
               }
+              if constexpr (kMod == kModMaskSoftcap)
+                cap_f[(2 * (j0 + jj) + r) * 128] = pack2<false>(fe[0], fe[1]);
+            }
         }
         return;
       }
@@ -1038,7 +1073,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       }
     };
     using NoMask = std::integral_constant<int, 0>;
-    if constexpr (kMod == kModMask) {
+    if constexpr (mod_has_mask(kMod)) {
       with_mask_kind(a.mask_kind, [&](auto mk) {
         if (need_mask)
           p_from_s(std::true_type{}, false, mk);
@@ -1107,6 +1142,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
               t = fminf(fmaxf(t, -1.f), 1.f);  // (NaN from an empty row's +inf lse2: -1)
               f = fmaf(-t, t, 1.f);
             }
+            dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
+          } else if constexpr (kMod == kModMaskSoftcap) {
+            const float f = unpack_half<false>(cap_f[(idx / 2) * 128], e);
             dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
           } else {
             dpt[idx] = pv * (dpt[idx] - delta_of(j, e));

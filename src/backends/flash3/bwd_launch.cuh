@@ -376,10 +376,15 @@ void launch_backward(const Params& p, const Variant& v) {
 
     constexpr auto kernel = &bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs,
                                              kDvEarly, kIdiet, kTmaKV, kMod, kVarlen, kDet>;
-    opt_in_smem<kernel>(Tr::kSmemBytes);
+    // kModMaskSoftcap: its 1 - t^2 words past the barriers (bwd_kernel.cuh; + 1 KB alignment).
+    constexpr int kSmem = kMod == bwd::kModMaskSoftcap
+                              ? bwd::bwd_cap_f_offset<Tr>() + bwd::bwd_cap_f_bytes<Tr>(kMod) + 1024
+                              : Tr::kSmemBytes;
+    static_assert(kSmem <= 227 * 1024, "shared memory per CTA");
+    opt_in_smem<kernel>(kSmem);
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
-    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    kernel<<<grid, Tr::kThreads, kSmem, stream>>>(a);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
@@ -663,9 +668,9 @@ void run_backward(const Params& p) {
     // (softcap without ALiBi, masks only, the general one), dense and varlen.
     bwd::Variant m = v;
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
-    // Session 26: a mask (bool / additive, with causal, windows and ALiBi; not softcap or
-    // varlen: declined) on a kind of its own, kModMask.
-    const int kind = p.has_mask()         ? bwd::kModMask
+    // Session 26: a mask (bool / additive, with causal, windows and ALiBi; not varlen: declined)
+    // on a kind of its own, kModMask; session 39: with softcap, kModMaskSoftcap.
+    const int kind = p.has_mask()         ? (p.softcap > 0.f ? bwd::kModMaskSoftcap : bwd::kModMask)
                      : p.alibi != nullptr ? bwd::kModGeneral
                      : p.softcap > 0.f    ? bwd::kModSoftcap
                                           : bwd::kModWindow;
@@ -673,12 +678,12 @@ void run_backward(const Params& p) {
     // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
     // kModMask: 64-row blocks (session 26 call 3, H200, S 4k, TFLOP/s BM 128 -> 64: pad 235 ->
     // 239, bool 180 -> 203, bias 200 -> 203; the 128-row mask kernel spilled 332 bytes).
-    const bool bm128 = D == 64 && !bwd::mod_bm64() && kind != bwd::kModMask;
+    const bool bm128 = D == 64 && !bwd::mod_bm64() && !bwd::mod_has_mask(kind);
     if (bm128) m.block_m = 128, m.stat = 0;
     auto go = [&](auto kind_c) {
       constexpr int K = decltype(kind_c)::value;
-      constexpr bool kVl = K != bwd::kModMask;  // (masks: never varlen)
-      if constexpr (D == 64 && K != bwd::kModMask) {
+      constexpr bool kVl = !bwd::mod_has_mask(K);  // (masks: never varlen)
+      if constexpr (D == 64 && !bwd::mod_has_mask(K)) {
         if (bm128) {
           if constexpr (kVl) {
             if (p.varlen)
@@ -697,6 +702,8 @@ void run_backward(const Params& p) {
       return bwd::launch_backward<D, BF16, false, 64, true, 2, false, false, false, false, K>(p, m);
     };
     if (kind == bwd::kModMask) return go(std::integral_constant<int, bwd::kModMask>{});
+    if (kind == bwd::kModMaskSoftcap)
+      return go(std::integral_constant<int, bwd::kModMaskSoftcap>{});
     if (kind == bwd::kModSoftcap) return go(std::integral_constant<int, bwd::kModSoftcap>{});
     if (kind == bwd::kModWindow) return go(std::integral_constant<int, bwd::kModWindow>{});
     return go(std::integral_constant<int, bwd::kModGeneral>{});
