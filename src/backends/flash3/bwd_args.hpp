@@ -72,12 +72,17 @@ struct BwdArgs {
   int det_defer;
   // Session 26 (bwd_kernel.cuh kModMask): the forward's mask (fwd_args.hpp FwdArgs::mask: element
   // (b, h, i, j) at mask + (b mask_sb + h mask_sh + i mask_si + j mask_sj) x its size; mask_kind
-  // 1 bool, 2 / 3 / 4 additive f32 / f16 / bf16, added times mask_mul = 1 / scale). Not with
-  // softcap or varlen (the backend declines those).
+  // 1 bool, 2 / 3 / 4 additive f32 / f16 / bf16, added times mask_mul = 1 / scale; with softcap
+  // since session 39, 1 / softcap). Not with varlen (the backend declines it).
   const uint8_t* mask;
   int64_t mask_sb, mask_sh, mask_si, mask_sj;
   int mask_kind;
   float mask_mul;
+  // Session 39 (bwd_kernel.cuh kModDropout; dropout.cuh): Params' dropout (core/philox.hpp's
+  // rule, as the forward's FwdArgs::drop_*); drop_rescale = 1 / (1 - p).
+  uint64_t drop_seed, drop_offset;
+  uint32_t drop_threshold;
+  float drop_rescale;
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)
   // Measurement builds only (session 27, bench/gpu/flash3_bwd_trace.py): clock64 stamps of the
   // D 256 backward's items (bwd_kernel_d256.cuh, bwd_trace.hpp has the layout); null = off.

@@ -23,6 +23,7 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "backends/flash3/dropout.cuh"
 #include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/reg_ops.cuh"
 #include "backends/flash3/seq_bounds.hpp"
@@ -516,6 +517,16 @@ inline constexpr int kModMask = 4;
 // the dP^T wait) ptxas spilled 344 bytes at D 128, and reloading the mask's values in the dS^T
 // loop instead spilled 248 (CUDA 13.0, -Xptxas -v; kModMask itself spills 12).
 inline constexpr int kModMaskSoftcap = 5;
+// Session 39: kModGeneral (softcap and ALiBi where set, any window; no mask) with dropout
+// (BwdArgs::drop_*; 64-row blocks). The keep bits of the item's 32 P^T elements are drawn while
+// dP^T runs (dropout.cuh bwd_dropout_keep_bits), then, with z = keep / (1 - p):
+// dS^T = P^T (z dP^T - delta) (softcap's 1 - t^2 as in kModGeneral, from the undropped P^T) and
+// dV takes (z P^T)^T dO. delta = rowsum(dO o O) is unchanged: O is the dropped forward's output.
+inline constexpr int kModDropout = 6;
+/// The kMod kinds that apply softcap / ALiBi per element where set (kModGeneral, kModDropout).
+__host__ __device__ constexpr bool mod_is_general(int mod) {
+  return mod == kModGeneral || mod == kModDropout;
+}
 /// The kMod kinds that load a mask (kModMask, kModMaskSoftcap).
 __host__ __device__ constexpr bool mod_has_mask(int mod) {
   return mod == kModMask || mod == kModMaskSoftcap;
@@ -965,7 +976,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             : key_base + 63 >= a.seqlen_k || (a.causal && key_base + 63 > x.m0 + a.causal_offset) ||
                   (kMod && a.window_lo && x.m0 + kBM - 1 + a.lo_offset > key_base);
     // kMod: ALiBi's slope of this item's query head, in the kernel's score units (0 = none).
-    const float alibi_k = (kMod == kModGeneral || mod_has_mask(kMod)) && a.alibi != nullptr
+    const float alibi_k = (mod_is_general(kMod) || mod_has_mask(kMod)) && a.alibi != nullptr
                               ? a.alibi[b * a.alibi_sb + x.h * a.alibi_sh] * a.alibi_mul
                               : 0.f;
     // kMaskHoist (bwd_traits.hpp): one branch per item around two copies of the loop (the masked
@@ -1055,7 +1066,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
             float xs = st[4 * j + 2 * r + e];
             if constexpr (kMod == kModSoftcap) {
               xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
-            } else if constexpr (kMod == kModGeneral) {
+            } else if constexpr (mod_is_general(kMod)) {
               if (a.softcap_k != 0.f) xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
               if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
             }
@@ -1087,6 +1098,14 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         p_from_s(std::false_type{}, false, NoMask{});
     } else {
       p_from_s(std::false_type{}, need_mask, NoMask{});
+    }
+    // kModDropout: element (j, r, e)'s keep bit at 8 (2r + e) + j, drawn while dP^T runs.
+    [[maybe_unused]] uint32_t drop_keep = 0;
+    if constexpr (kMod == kModDropout) {
+      static_assert(kBM == 64, "kModDropout: 32 P^T elements a thread");
+      drop_keep = bwd_dropout_keep_bits(a.drop_seed, a.drop_offset, a.drop_threshold,
+                                        static_cast<uint32_t>(b * a.heads_q + x.h), key_r0,
+                                        x.m0 + qc, lane);
     }
     // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
     uint32_t pp[kBM / 4], pds[kBM / 4];
@@ -1132,17 +1151,24 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         for (int e = 0; e < 2; ++e) {
           const int idx = 4 * j + 2 * r + e;
           const float pv = kDsFromP16 ? unpack_half<BF16>(pp[idx / 2], e) : st[idx];
-          if constexpr (kMod == kModSoftcap || kMod == kModGeneral) {
+          if constexpr (kMod == kModSoftcap || mod_is_general(kMod)) {
             // Softcap: d(softcap tanh(scale s / softcap)) / ds = scale (1 - t^2) (scale: dK's
             // and dQ's factor, as without softcap); t from P^T (see the template).
             float f = 1.f;
             if (kMod == kModSoftcap || a.softcap_k != 0.f) {
               float t = (attnkit::cuda::lg2_approx(pv) + lse2_of(j, e)) * a.inv_scale_log2;
-              if (kMod == kModGeneral && alibi_k != 0.f) t = fmaf(-alibi_k, alibi_dist(j, r, e), t);
+              if (mod_is_general(kMod) && alibi_k != 0.f)
+                t = fmaf(-alibi_k, alibi_dist(j, r, e), t);
               t = fminf(fmaxf(t, -1.f), 1.f);  // (NaN from an empty row's +inf lse2: -1)
               f = fmaf(-t, t, 1.f);
             }
-            dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
+            if constexpr (kMod == kModDropout) {  // (P^T stays undropped until here)
+              const float z = ((drop_keep >> (8 * (2 * r + e) + j)) & 1u) ? a.drop_rescale : 0.f;
+              dpt[idx] = pv * fmaf(z, dpt[idx], -delta_of(j, e)) * f;
+              st[idx] = pv * z;  // (dV's P^T, packed below)
+            } else {
+              dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
+            }
           } else if constexpr (kMod == kModMaskSoftcap) {
             const float f = unpack_half<false>(cap_f[(idx / 2) * 128], e);
             dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;

@@ -126,6 +126,10 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
     a.alibi_mul = -1.f / m.units;
   }
   set_mask(p, m.units, a);  // (kModMask, bwd_kernel_d256 kMod; as the forward encodes it)
+  a.drop_seed = p.seed;     // (kModDropout; drop_threshold 0 = none)
+  a.drop_offset = p.offset;
+  a.drop_threshold = p.dropout_threshold;
+  a.drop_rescale = p.dropout_rescale;
 }
 
 /// 3w (bwd_dq_convert_rows_kernel): the dQ conversion of both launchers where convert_vec_ok.
@@ -662,7 +666,7 @@ void run_backward(const Params& p) {
                                   true>(p, m);
     }
   }
-  if (has_score_mod(p) || p.varlen || p.has_mask()) {
+  if (has_score_mod(p) || p.varlen || p.has_mask() || p.has_dropout()) {
     // Session 24: softcap / ALiBi / window: the coupled dQ-first structure with lse2 / delta
     // staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics. Session 25: one kernel per kind
     // (softcap without ALiBi, masks only, the general one), dense and varlen.
@@ -670,7 +674,9 @@ void run_backward(const Params& p) {
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
     // Session 26: a mask (bool / additive, with causal, windows and ALiBi; not varlen: declined)
     // on a kind of its own, kModMask; session 39: with softcap, kModMaskSoftcap.
+    // Session 39: dropout (no mask, not varlen: declined) on kModDropout, kModGeneral's loop.
     const int kind = p.has_mask()         ? (p.softcap > 0.f ? bwd::kModMaskSoftcap : bwd::kModMask)
+                     : p.has_dropout()    ? bwd::kModDropout
                      : p.alibi != nullptr ? bwd::kModGeneral
                      : p.softcap > 0.f    ? bwd::kModSoftcap
                                           : bwd::kModWindow;
@@ -678,12 +684,14 @@ void run_backward(const Params& p) {
     // ATTNKIT_FLASH3_BWD_MOD_BM64=1 (read per call, for A/Bs) keeps the 64-row one.
     // kModMask: 64-row blocks (session 26 call 3, H200, S 4k, TFLOP/s BM 128 -> 64: pad 235 ->
     // 239, bool 180 -> 203, bias 200 -> 203; the 128-row mask kernel spilled 332 bytes).
-    const bool bm128 = D == 64 && !bwd::mod_bm64() && !bwd::mod_has_mask(kind);
+    const bool bm128 =
+        D == 64 && !bwd::mod_bm64() && !bwd::mod_has_mask(kind) && kind != bwd::kModDropout;
     if (bm128) m.block_m = 128, m.stat = 0;
     auto go = [&](auto kind_c) {
       constexpr int K = decltype(kind_c)::value;
-      constexpr bool kVl = !bwd::mod_has_mask(K);  // (masks: never varlen)
-      if constexpr (D == 64 && !bwd::mod_has_mask(K)) {
+      // (masks and dropout: never varlen; dropout: 64-row blocks, bwd_dropout_keep_bits)
+      constexpr bool kVl = !bwd::mod_has_mask(K) && K != bwd::kModDropout;
+      if constexpr (D == 64 && kVl) {
         if (bm128) {
           if constexpr (kVl) {
             if (p.varlen)
@@ -704,6 +712,7 @@ void run_backward(const Params& p) {
     if (kind == bwd::kModMask) return go(std::integral_constant<int, bwd::kModMask>{});
     if (kind == bwd::kModMaskSoftcap)
       return go(std::integral_constant<int, bwd::kModMaskSoftcap>{});
+    if (kind == bwd::kModDropout) return go(std::integral_constant<int, bwd::kModDropout>{});
     if (kind == bwd::kModSoftcap) return go(std::integral_constant<int, bwd::kModSoftcap>{});
     if (kind == bwd::kModWindow) return go(std::integral_constant<int, bwd::kModWindow>{});
     return go(std::integral_constant<int, bwd::kModGeneral>{});

@@ -122,6 +122,11 @@ struct FwdArgs {
   float mask_mul;
   // Session 25 (mainloop.cuh kVarNarrow): the call's head dim (96 / 192) on a 128 / 256 kernel.
   int d_cols;
+  // Session 39 (mainloop.cuh kVarDropout; dropout.cuh): Params' dropout, core/philox.hpp's rule.
+  // drop_threshold 0 = none; drop_rescale = 1 / (1 - p).
+  uint64_t drop_seed, drop_offset;
+  uint32_t drop_threshold;
+  float drop_rescale;
 };
 
 }  // namespace attnkit::flash3

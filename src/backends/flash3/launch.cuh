@@ -529,7 +529,10 @@ inline bool varlen_static() {
 /// (slot kMaskSlot; score_mod.cuh apply_mask_tile), with or without the other modifications.
 /// kNarrow (session 25): head dim 96 / 192 on the D = 128 / 256 kernel built with kVarNarrow
 /// (slot kNarrowSlot, whatever else it is built with); with varlen or a mask since session 38.
-template <int D, bool BF16, bool kVarlen = false, bool kMask = false, bool kNarrow = false>
+/// kDropout (session 39, with kMask: any mask or none, any score modification; dense, D 64 /
+/// 128 / 256): dropout on P (mainloop.cuh kVarDropout, dropout.cuh), slot kDropoutSlot.
+template <int D, bool BF16, bool kVarlen = false, bool kMask = false, bool kNarrow = false,
+          bool kDropout = false>
 void launch_forward_score_mod(const Params& p) {
   using Tr = FwdTraits<D, 0, 2, 2>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
@@ -541,12 +544,21 @@ void launch_forward_score_mod(const Params& p) {
   }
   static_assert(!(kVarlen && kMask), "flash3: no mask with varlen (the resolver refuses it)");
   static_assert(!kNarrow || D >= 128, "flash3 narrow: D 96 / 192 only");
+  static_assert(!kDropout || (kMask && !kVarlen && !kNarrow),
+                "flash3 dropout: the dense mask build");
   a.d_cols = static_cast<int>(p.head_dim);
+  if constexpr (kDropout) {
+    a.drop_seed = p.seed;
+    a.drop_offset = p.offset;
+    a.drop_threshold = p.dropout_threshold;
+    a.drop_rescale = p.dropout_rescale;
+  }
   constexpr int kVar = kVarScoreMod | (kVarlen ? kVarVarlen : 0) | (kMask ? kVarMask : 0) |
                        (kNarrow ? kVarNarrow : 0) | (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
-                       (D == 256 ? kVarLazyRescale : 0);
+                       (D == 256 ? kVarLazyRescale : 0) | (kDropout ? kVarDropout : 0);
   constexpr auto kernel = &fwd_kernel<D, BF16, 0, 2, 2, kVar>;
-  set_last_forward_slot(kNarrow   ? kNarrowSlot
+  set_last_forward_slot(kDropout  ? kDropoutSlot
+                        : kNarrow ? kNarrowSlot
                         : kVarlen ? kVarlenSlot
                         : kMask   ? kMaskSlot
                                   : kScoreModSlot);
@@ -594,6 +606,9 @@ void run_forward(const Params& p) {
       return launch_forward_score_mod<D, BF16, false, false, true>(p);
     }
   }
+  // Dropout (session 39): dense calls at D 64 / 128 / 256 (backend.cpp declines it with varlen or
+  // at D 96 / 192), with or without a mask and score modifications.
+  if (p.has_dropout()) return launch_forward_score_mod<D, BF16, false, true, false, true>(p);
   if (p.varlen) return launch_forward_score_mod<D, BF16, true>(p);
   if (p.has_mask()) return launch_forward_score_mod<D, BF16, false, true>(p);
   if (has_score_mod(p)) return launch_forward_score_mod<D, BF16>(p);

@@ -172,8 +172,9 @@ Tuning& tuning();
 /// ALiBi / window kernel (launch.cuh launch_forward_score_mod), kVarlenSlot its varlen build.
 inline constexpr int kScoreModSlot = 32;
 inline constexpr int kVarlenSlot = 33;
-inline constexpr int kMaskSlot = 34;    // its build with a mask (session 24)
-inline constexpr int kNarrowSlot = 35;  // D 96 / 192 on the 128 / 256 build (session 25)
+inline constexpr int kMaskSlot = 34;     // its build with a mask (session 24)
+inline constexpr int kNarrowSlot = 35;   // D 96 / 192 on the 128 / 256 build (session 25)
+inline constexpr int kDropoutSlot = 36;  // the mask build with dropout (session 39)
 int last_forward_slot();
 void set_last_forward_slot(int slot);
 /// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).

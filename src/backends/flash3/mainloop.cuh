@@ -17,6 +17,7 @@
 
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/cluster.cuh"
+#include "backends/flash3/dropout.cuh"
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/mask_blocks.hpp"
@@ -490,6 +491,10 @@ inline constexpr int kVarMask = 8192;
 // zero-fills Q / K / V columns past it: S is unchanged, O's extra columns are 0; the epilogue
 // stores only FwdArgs::d_cols columns (store_output kNarrow).
 inline constexpr int kVarNarrow = 16384;
+// kVarDropout (session 39, with kVarScoreMod | kVarMask; dropout.cuh): dropout on P after the
+// online softmax's row sums, before P is packed (FwdArgs::drop_*). A kernel of its own: the
+// Philox draws (kBlockN / 8 per thread and tile) more than double the tile's instructions.
+inline constexpr int kVarDropout = 32768;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
@@ -697,7 +702,7 @@ __device__ __forceinline__ void mainloop_turn(
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
     const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr,
-    float alibi_k = 0.f, const uint8_t* mask_bh = nullptr) {
+    float alibi_k = 0.f, const uint8_t* mask_bh = nullptr, uint32_t drop_bh = 0) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
@@ -789,6 +794,7 @@ __device__ __forceinline__ void mainloop_turn(
   if constexpr (!kEarly) {
     if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
   }
+  if constexpr ((kVar & kVarDropout) != 0) dropout_tile<kBN>(s, a, nb * kBN, row0, lane, drop_bh);
   // P is converted only now: writing its registers while P V_{it-1} still reads them makes
   // ptxas serialise every wgmma (C7513), since empty asm fences do not reach the PTX.
   convert_p<kBN, BF16>(s, p);
@@ -860,6 +866,8 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     auto needs_mask = [&](int nb) { return block_needs_mask<kBN>(a, nb, first_row); };
     const float alibi_k = kScoreMod ? alibi_factor(a, b, h) : 0.f;
     const uint8_t* mask_bh = (kVar & kVarMask) != 0 ? mask_base(a, b, h) : nullptr;
+    // kVarDropout: the Philox counter's word 2 (core/philox.hpp; b is the batch: not varlen)
+    const uint32_t drop_bh = static_cast<uint32_t>(b * a.heads_q + h);
 
     float s[kBN / 2];
     uint32_t p[kBN / 4];
@@ -888,6 +896,8 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       else if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
       sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O = 0: nothing to rescale
+      if constexpr ((kVar & kVarDropout) != 0)
+        dropout_tile<kBN>(s, a, nb * kBN, row0, lane, drop_bh);
       convert_p<kBN, BF16>(s, p);
       pf[0] = factor[0], pf[1] = factor[1];
     }
@@ -898,12 +908,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       if (n_blocks > 1)
         mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
                                       factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
-                                      &wc, alibi_k, mask_bh);
+                                      &wc, alibi_k, mask_bh, drop_bh);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
       mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
                                     factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1, &wc,
-                                    alibi_k, mask_bh);
+                                    alibi_k, mask_bh, drop_bh);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {

@@ -25,6 +25,7 @@
 #include "backends/flash3/launch.hpp"
 #include "backends/flash3/tile_scheduler.cuh"
 #include "core/params.hpp"
+#include "core/philox.hpp"
 #include "core/score_policy.hpp"
 #include "dispatch/backend.hpp"
 
@@ -1091,7 +1092,7 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   EXPECT_TRUE(caps.alibi);
   EXPECT_TRUE(caps.mask_bool);  // forward since session 24, backward since 26 (with softcap: 39)
   EXPECT_TRUE(caps.mask_additive);
-  EXPECT_FALSE(caps.dropout);
+  EXPECT_TRUE(caps.dropout);  // forward since session 39 (flash3_dropout_test.cu)
   EXPECT_FALSE(caps.head_dim_v_differs);
   // A strided d (not TMA-able) is a reason, not a crash.
   Params p;
@@ -1108,10 +1109,32 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   for (const auto& s : r)
     found |= s.find("q.stride(d)") != std::string::npos;
   EXPECT_TRUE(found);
-  // forward() refuses unsupported features instead of ignoring them.
+  // forward() refuses unsupported features instead of ignoring them: dropout at D 96 (the narrow
+  // kernels have no dropout build), before anything runs.
   p.q_st = p.k_st;
   p.dropout_p = 0.1f;
+  p.dropout_threshold = dropout_threshold_for(0.1);
+  auto names = [&](const char* prefix) {
+    r.clear();
+    backend_flash3().extra_reasons(p, r);
+    bool named = false;
+    for (const auto& s : r)
+      named |= s.rfind(prefix, 0) == 0;
+    return named;
+  };
+  p.head_dim = p.head_dim_v = 96;
+  EXPECT_TRUE(names("dropout at head_dim 96"));
   EXPECT_THROW(backend_flash3().forward(p), Error);
+  p.head_dim = p.head_dim_v = 64;
+  EXPECT_FALSE(names("dropout"));  // dense D 64 dropout: the forward runs it
+  EXPECT_TRUE(r.empty()) << r[0];
+  p.is_backward = true;  // the D 64 / 128 backward runs it too, not with a mask or at D 256
+  EXPECT_FALSE(names("dropout"));
+  p.head_dim = p.head_dim_v = 256;
+  EXPECT_TRUE(names("dropout in the D 256 backward"));
+  p.head_dim = p.head_dim_v = 64;
+  p.is_backward = false;
+  p.dropout_threshold = 0;
   // The backward names none of softcap, window, ALiBi, varlen and the mask, together too (a mask
   // with softcap was declined at D <= 128 from session 26, when masks reached the backward, until
   // session 39's kModMaskSoftcap).
