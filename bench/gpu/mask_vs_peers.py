@@ -29,7 +29,11 @@ softcapped backward there, as cuDNN declines the combination).
 
   python3 bench/gpu/mask_vs_peers.py --lib build/libattnkit_c.so --d 64,128 --s 1k,4k \
       --masks pad,bool,bias [--impls flash3,cudnn,flash,sdpa_eff] [--runs 30] [--json out.json]
-      [--pass bwd] [--softcap 30]
+      [--pass bwd] [--softcap 30] [--dropout 0.1]
+
+--dropout P (session 39): every attnkit impl with dropout P (seed 0x5EED, offset 7). attnkit's
+backends draw the same keep mask (core/philox.hpp) and SDPA does not, so sdpa_eff is left out and
+the first impl of --impls is the reference in both passes (forward: its whole out).
 """
 import argparse
 import ctypes
@@ -80,10 +84,11 @@ def reference_slice(x, mask, d, softcap=0.0):
     return (sc.softmax(-1) @ v).transpose(0, 1)
 
 
-def attnkit_fn(lib, backend, sets, mask, softcap=0.0):
+def attnkit_fn(lib, backend, sets, mask, softcap=0.0, dropout=0.0):
     stream = torch.cuda.current_stream().cuda_stream
     o = lib.options(backend, stream=stream)
     o.softcap = softcap
+    o.dropout_p, o.seed, o.offset = dropout, 0x5EED, 7
     tm = tensor_of(mask)
     o.mask = ctypes.pointer(tm)
     out = torch.empty_like(sets[0]["q"])
@@ -99,11 +104,12 @@ def attnkit_fn(lib, backend, sets, mask, softcap=0.0):
     return fn, out.clone(), lib.last_backend()
 
 
-def attnkit_bwd_fn(lib, backend, sets, mask, softcap=0.0):
+def attnkit_bwd_fn(lib, backend, sets, mask, softcap=0.0, dropout=0.0):
     """attnkit backward from its own forward's out / lse (one per input set)."""
     stream = torch.cuda.current_stream().cuda_stream
     o = lib.options(backend, stream=stream)
     o.softcap = softcap
+    o.dropout_p, o.seed, o.offset = dropout, 0x5EED, 7
     tm = tensor_of(mask)
     o.mask = ctypes.pointer(tm)
     b, s, h, _ = sets[0]["q"].shape
@@ -165,9 +171,11 @@ def main():
     ap.add_argument("--pass", dest="pas", choices=("fwd", "bwd"), default="fwd")
     ap.add_argument("--softcap", type=float, default=0.0,
                     help="softcap for every attnkit impl (sdpa_eff left out)")
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="dropout p for every attnkit impl (sdpa_eff left out)")
     args = ap.parse_args()
-    cap = args.softcap
-    doc_extra = {"softcap": cap} if cap > 0 else {}
+    cap, drop = args.softcap, args.dropout
+    doc_extra = {k: v for k, v in (("softcap", cap), ("dropout_p", drop)) if v > 0}
     bwd = args.pas == "bwd"
     lib = AttnkitC(args.lib)
     timer = Timer(torch, args.warmup, args.runs)
@@ -182,24 +190,25 @@ def main():
                          for n in names} for _ in range(2)]
                 mask = make_mask(kind, b, s, h)
                 flops = 4.0 * b * h * d * s * s * (2.5 if bwd else 1.0)
-                want = None if bwd else reference_slice(sets[0], mask, d, cap)
+                want = None if bwd or drop > 0 else reference_slice(sets[0], mask, d, cap)
                 res = {"mask": kind, "d": d, "s": s, "b": b, "h": h, "pass": args.pas,
                        "mask_shape": list(mask.shape), "mask_dtype": str(mask.dtype), "impls": {}}
                 parts = []
                 impls = args.impls.split(",")
-                if cap > 0:  # (SDPA has no softcap; the backward's reference: impls[0])
+                if cap > 0 or drop > 0:  # (SDPA: no softcap, its own dropout; reference impls[0])
                     impls = [n for n in impls if n != "sdpa_eff"]
-                ref_name = impls[0] if bwd and cap > 0 else "sdpa_eff"
+                ref_name = impls[0] if (bwd and cap > 0) or drop > 0 else "sdpa_eff"
                 if bwd and "sdpa_eff" in impls:  # (the reference first)
                     impls = ["sdpa_eff"] + [n for n in impls if n != "sdpa_eff"]
                 for name in impls:
                     try:
                         if bwd:
                             fn, first, ran = (sdpa_eff_bwd_fn(sets, mask) if name == "sdpa_eff"
-                                              else attnkit_bwd_fn(lib, name, sets, mask, cap))
+                                              else attnkit_bwd_fn(lib, name, sets, mask, cap,
+                                                                  drop))
                         else:
                             fn, first, ran = (sdpa_eff_fn(sets, mask) if name == "sdpa_eff" else
-                                              attnkit_fn(lib, name, sets, mask, cap))
+                                              attnkit_fn(lib, name, sets, mask, cap, drop))
                     except Exception as e:  # noqa: BLE001 - a peer that cannot run is reported
                         res["impls"][name] = {"error": str(e)[:300]}
                         parts.append(f"{name} -")
@@ -213,6 +222,12 @@ def main():
                         else:
                             e = max(rel(g, w) for g, w in zip(first, want))
                         entry = {"ran": ran, f"rel_vs_{ref_name}_grads": round(e, 6)}
+                    elif drop > 0:  # (the whole out against impls[0]'s)
+                        if name == ref_name:
+                            want, e = first, 0.0
+                        else:
+                            e = float("inf") if want is None else rel(first, want)
+                        entry = {"ran": ran, f"rel_vs_{ref_name}_out": round(e, 6)}
                     else:
                         e = rel(first[0, -REF_ROWS:, :2], want)
                         entry = {"ran": ran, "rel_vs_fp32_slice": round(e, 6)}
@@ -232,7 +247,8 @@ def main():
                 ratios = [f"/{p} {f3 / res['impls'][p]['tflops']:.2f}"
                           for p in ("cudnn", "flash", "sdpa_eff")
                           if f3 and res["impls"].get(p, {}).get("tflops")]
-                log(f"{args.pas} {kind:4s}{' cap' if cap > 0 else ''} D={d:3d} S={s:5d} | " + " | ".join(parts) + " || " +
+                tag = (" cap" if cap > 0 else "") + (f" drop{drop}" if drop > 0 else "")
+                log(f"{args.pas} {kind:4s}{tag} D={d:3d} S={s:5d} | " + " | ".join(parts) + " || " +
                     " ".join(ratios))
                 del sets
                 torch.cuda.empty_cache()

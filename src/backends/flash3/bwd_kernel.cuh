@@ -517,19 +517,25 @@ inline constexpr int kModMask = 4;
 // the dP^T wait) ptxas spilled 344 bytes at D 128, and reloading the mask's values in the dS^T
 // loop instead spilled 248 (CUDA 13.0, -Xptxas -v; kModMask itself spills 12).
 inline constexpr int kModMaskSoftcap = 5;
-// Session 39: kModGeneral (softcap and ALiBi where set, any window; no mask) with dropout
-// (BwdArgs::drop_*; 64-row blocks). The keep bits of the item's 32 P^T elements are drawn while
-// dP^T runs (dropout.cuh bwd_dropout_keep_bits), then, with z = keep / (1 - p):
-// dS^T = P^T (z dP^T - delta) (softcap's 1 - t^2 as in kModGeneral, from the undropped P^T) and
-// dV takes (z P^T)^T dO. delta = rowsum(dO o O) is unchanged: O is the dropped forward's output.
+// Session 39: kModGeneral (softcap and ALiBi where set, any window; no mask; dense or varlen) with
+// dropout (BwdArgs::drop_*; 64-row blocks). The keep bits of the item's 32 P^T elements are drawn
+// while dP^T runs (dropout.cuh bwd_dropout_keep_bits), then, with z = keep / (1 - p): dS^T = P^T (z
+// dP^T - delta) (softcap's 1 - t^2 as in kModGeneral, from the undropped P^T) and dV takes (z
+// P^T)^T dO. delta = rowsum(dO o O) is unchanged: O is the dropped forward's output.
 inline constexpr int kModDropout = 6;
+// Session 39: kModMask (no softcap) with dropout, as kModDropout adds it to kModGeneral.
+inline constexpr int kModMaskDropout = 7;
+/// The kMod kinds that apply dropout (kModDropout, kModMaskDropout).
+__host__ __device__ constexpr bool mod_has_dropout(int mod) {
+  return mod == kModDropout || mod == kModMaskDropout;
+}
 /// The kMod kinds that apply softcap / ALiBi per element where set (kModGeneral, kModDropout).
 __host__ __device__ constexpr bool mod_is_general(int mod) {
   return mod == kModGeneral || mod == kModDropout;
 }
-/// The kMod kinds that load a mask (kModMask, kModMaskSoftcap).
+/// The kMod kinds that load a mask (kModMask, kModMaskSoftcap, kModMaskDropout).
 __host__ __device__ constexpr bool mod_has_mask(int mod) {
-  return mod == kModMask || mod == kModMaskSoftcap;
+  return mod == kModMask || mod == kModMaskSoftcap || mod == kModMaskDropout;
 }
 /// kModMaskSoftcap's shared memory (see there): one word per (consumer WG, element pair, thread),
 /// 16-byte aligned after Tr's barriers; 0 bytes for the other kinds.
@@ -1099,9 +1105,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     } else {
       p_from_s(std::false_type{}, need_mask, NoMask{});
     }
-    // kModDropout: element (j, r, e)'s keep bit at 8 (2r + e) + j, drawn while dP^T runs.
+    // kModDropout / kModMaskDropout: element (j, r, e)'s keep bit at 8 (2r + e) + j, drawn while
+    // dP^T runs; drop_z: keep / (1 - p) or 0.
     [[maybe_unused]] uint32_t drop_keep = 0;
-    if constexpr (kMod == kModDropout) {
+    auto drop_z = [&](int j, int r, int e) {
+      return ((drop_keep >> (8 * (2 * r + e) + j)) & 1u) ? a.drop_rescale : 0.f;
+    };
+    if constexpr (mod_has_dropout(kMod)) {
       static_assert(kBM == 64, "kModDropout: 32 P^T elements a thread");
       drop_keep = bwd_dropout_keep_bits(a.drop_seed, a.drop_offset, a.drop_threshold,
                                         static_cast<uint32_t>(b * a.heads_q + x.h), key_r0,
@@ -1163,7 +1173,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
               f = fmaf(-t, t, 1.f);
             }
             if constexpr (kMod == kModDropout) {  // (P^T stays undropped until here)
-              const float z = ((drop_keep >> (8 * (2 * r + e) + j)) & 1u) ? a.drop_rescale : 0.f;
+              const float z = drop_z(j, r, e);
               dpt[idx] = pv * fmaf(z, dpt[idx], -delta_of(j, e)) * f;
               st[idx] = pv * z;  // (dV's P^T, packed below)
             } else {
@@ -1172,6 +1182,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
           } else if constexpr (kMod == kModMaskSoftcap) {
             const float f = unpack_half<false>(cap_f[(idx / 2) * 128], e);
             dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
+          } else if constexpr (kMod == kModMaskDropout) {
+            const float z = drop_z(j, r, e);
+            dpt[idx] = pv * fmaf(z, dpt[idx], -delta_of(j, e));
+            st[idx] = pv * z;  // (dV's P^T, packed below)
           } else {
             dpt[idx] = pv * (dpt[idx] - delta_of(j, e));
           }

@@ -674,8 +674,11 @@ void run_backward(const Params& p) {
     m.decoupled = false, m.block_m = 64, m.dq_first = true, m.stat = 2, m.dq_bulk = false;
     // Session 26: a mask (bool / additive, with causal, windows and ALiBi; not varlen: declined)
     // on a kind of its own, kModMask; session 39: with softcap, kModMaskSoftcap.
-    // Session 39: dropout (no mask, not varlen: declined) on kModDropout, kModGeneral's loop.
-    const int kind = p.has_mask()         ? (p.softcap > 0.f ? bwd::kModMaskSoftcap : bwd::kModMask)
+    // Session 39: dropout on kModDropout (kModGeneral's loop) or, with a mask (not with softcap:
+    // declined), kModMaskDropout.
+    const int kind = p.has_mask()         ? (p.softcap > 0.f   ? bwd::kModMaskSoftcap
+                                             : p.has_dropout() ? bwd::kModMaskDropout
+                                                               : bwd::kModMask)
                      : p.has_dropout()    ? bwd::kModDropout
                      : p.alibi != nullptr ? bwd::kModGeneral
                      : p.softcap > 0.f    ? bwd::kModSoftcap
@@ -685,13 +688,13 @@ void run_backward(const Params& p) {
     // kModMask: 64-row blocks (session 26 call 3, H200, S 4k, TFLOP/s BM 128 -> 64: pad 235 ->
     // 239, bool 180 -> 203, bias 200 -> 203; the 128-row mask kernel spilled 332 bytes).
     const bool bm128 =
-        D == 64 && !bwd::mod_bm64() && !bwd::mod_has_mask(kind) && kind != bwd::kModDropout;
+        D == 64 && !bwd::mod_bm64() && !bwd::mod_has_mask(kind) && !bwd::mod_has_dropout(kind);
     if (bm128) m.block_m = 128, m.stat = 0;
     auto go = [&](auto kind_c) {
       constexpr int K = decltype(kind_c)::value;
-      // (masks and dropout: never varlen; dropout: 64-row blocks, bwd_dropout_keep_bits)
-      constexpr bool kVl = !bwd::mod_has_mask(K) && K != bwd::kModDropout;
-      if constexpr (D == 64 && kVl) {
+      // (masks: never varlen; dropout: 64-row blocks, bwd_dropout_keep_bits)
+      constexpr bool kVl = !bwd::mod_has_mask(K);
+      if constexpr (D == 64 && kVl && !bwd::mod_has_dropout(K)) {
         if (bm128) {
           if constexpr (kVl) {
             if (p.varlen)
@@ -713,6 +716,8 @@ void run_backward(const Params& p) {
     if (kind == bwd::kModMaskSoftcap)
       return go(std::integral_constant<int, bwd::kModMaskSoftcap>{});
     if (kind == bwd::kModDropout) return go(std::integral_constant<int, bwd::kModDropout>{});
+    if (kind == bwd::kModMaskDropout)
+      return go(std::integral_constant<int, bwd::kModMaskDropout>{});
     if (kind == bwd::kModSoftcap) return go(std::integral_constant<int, bwd::kModSoftcap>{});
     if (kind == bwd::kModWindow) return go(std::integral_constant<int, bwd::kModWindow>{});
     return go(std::integral_constant<int, bwd::kModGeneral>{});

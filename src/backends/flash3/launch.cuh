@@ -529,8 +529,8 @@ inline bool varlen_static() {
 /// (slot kMaskSlot; score_mod.cuh apply_mask_tile), with or without the other modifications.
 /// kNarrow (session 25): head dim 96 / 192 on the D = 128 / 256 kernel built with kVarNarrow
 /// (slot kNarrowSlot, whatever else it is built with); with varlen or a mask since session 38.
-/// kDropout (session 39, with kMask: any mask or none, any score modification; dense, D 64 /
-/// 128 / 256): dropout on P (mainloop.cuh kVarDropout, dropout.cuh), slot kDropoutSlot.
+/// kDropout (session 39; D 64 / 128 / 256): dropout on P (mainloop.cuh kVarDropout, dropout.cuh),
+/// slot kDropoutSlot, with kMask (dense: any mask or none) or kVarlen; any score modification.
 template <int D, bool BF16, bool kVarlen = false, bool kMask = false, bool kNarrow = false,
           bool kDropout = false>
 void launch_forward_score_mod(const Params& p) {
@@ -544,8 +544,8 @@ void launch_forward_score_mod(const Params& p) {
   }
   static_assert(!(kVarlen && kMask), "flash3: no mask with varlen (the resolver refuses it)");
   static_assert(!kNarrow || D >= 128, "flash3 narrow: D 96 / 192 only");
-  static_assert(!kDropout || (kMask && !kVarlen && !kNarrow),
-                "flash3 dropout: the dense mask build");
+  static_assert(!kDropout || (kMask != kVarlen && !kNarrow),
+                "flash3 dropout: the dense mask build or the varlen one");
   a.d_cols = static_cast<int>(p.head_dim);
   if constexpr (kDropout) {
     a.drop_seed = p.seed;
@@ -606,9 +606,12 @@ void run_forward(const Params& p) {
       return launch_forward_score_mod<D, BF16, false, false, true>(p);
     }
   }
-  // Dropout (session 39): dense calls at D 64 / 128 / 256 (backend.cpp declines it with varlen or
-  // at D 96 / 192), with or without a mask and score modifications.
-  if (p.has_dropout()) return launch_forward_score_mod<D, BF16, false, true, false, true>(p);
+  // Dropout (session 39): D 64 / 128 / 256 (backend.cpp declines D 96 / 192), dense with or
+  // without a mask, or varlen; any score modification.
+  if (p.has_dropout()) {
+    if (p.varlen) return launch_forward_score_mod<D, BF16, true, false, false, true>(p);
+    return launch_forward_score_mod<D, BF16, false, true, false, true>(p);
+  }
   if (p.varlen) return launch_forward_score_mod<D, BF16, true>(p);
   if (p.has_mask()) return launch_forward_score_mod<D, BF16, false, true>(p);
   if (has_score_mod(p)) return launch_forward_score_mod<D, BF16>(p);

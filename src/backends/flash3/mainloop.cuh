@@ -491,7 +491,8 @@ inline constexpr int kVarMask = 8192;
 // zero-fills Q / K / V columns past it: S is unchanged, O's extra columns are 0; the epilogue
 // stores only FwdArgs::d_cols columns (store_output kNarrow).
 inline constexpr int kVarNarrow = 16384;
-// kVarDropout (session 39, with kVarScoreMod | kVarMask; dropout.cuh): dropout on P after the
+// kVarDropout (session 39, with kVarScoreMod and kVarMask or kVarVarlen; dropout.cuh): dropout
+// on P after the
 // online softmax's row sums, before P is packed (FwdArgs::drop_*). A kernel of its own: the
 // Philox draws (kBlockN / 8 per thread and tile) more than double the tile's instructions.
 inline constexpr int kVarDropout = 32768;

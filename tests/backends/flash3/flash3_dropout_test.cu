@@ -1,18 +1,20 @@
-// flash3's dropout (session 39, dense calls; dropout.cuh): the forward's mask build at D 64 / 128 /
+// flash3's dropout (session 39; dropout.cuh): the forward's mask and varlen builds at D 64 / 128 /
 // 256 (mainloop.cuh kVarDropout; Philox draws shared by lane pairs) and the D 64 / 128 backward
-// (bwd_kernel.cuh kModDropout; draws shared by 4 lanes).
+// (bwd_kernel.cuh kModDropout, kModMaskDropout; draws shared by 4 lanes).
 // - KeepMaskEqualsPhilox: with V the identity (Sk = D) out[i, j] is P[i, j] / (1 - p) where
 //   (i, j) is kept and exactly 0 where it is dropped, so the kernel's pattern must equal
 //   core/philox.hpp's dropout_keep() for every (b, h, i, j): several query tiles, batches and
 //   heads (the counter's words 1 and 2), D 256's 64-key blocks (word 0 past the first block).
 // - Fwd/Flash3Dropout: forward and lse against the `math` oracle (the same Philox rule), with
-//   causal, GQA, Sq != Sk, softcap / ALiBi / a window, bool and additive masks, f16 and bf16; each
-//   case checks that the dropout kernel ran (kDropoutSlot).
-// - Bwd/Flash3Dropout: the same without masks, backward too (dq, dk, dv against the oracle's, from
-//   flash3's own forward): a wrong keep bit in dS or dV moves the gradients past the tolerance.
+//   causal, GQA, Sq != Sk, softcap / ALiBi / a window, bool and additive masks, varlen (the
+//   counter's b is the sequence, i / j its rows), f16 and bf16; each case checks that the dropout
+//   kernel ran (kDropoutSlot).
+// - Bwd/Flash3Dropout: the same cases at D 64 / 128, backward too (dq, dk, dv against the
+//   oracle's, from flash3's own forward): a wrong keep bit in dS or dV moves the gradients past
+//   the tolerance.
 // - What flash3 does not run with dropout is declined with the reason named (the dispatcher falls
-//   back to `flash`, which draws the same mask): varlen, D 96 / 192, the D 256 backward, a mask in
-//   the backward, the deterministic backward.
+//   back to `flash`, which draws the same mask): D 96 / 192, the D 256 backward, a mask with
+//   softcap in the backward, the deterministic backward.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -148,15 +150,22 @@ std::vector<check::Case> dropout_cases(bool backward) {
       c.softcap = 30.0;
       c.alibi = true;
       v.push_back(c);
-      if (backward) continue;  // (masks with dropout: the forward only)
-      c = check::shape_case(dt, 2, 200, 333, 4, 2, d, Causal::none, false);
+      // Masks (the forward's mask build; the backward's kModMaskDropout), with ALiBi once.
+      c = check::shape_case(dt, 2, 200, 333, 4, 2, d, Causal::none, backward);
       c.dropout_p = 0.3;
       c.mask = check::MaskCase::keep_bool;
       c.mask_broadcast = 3;
       v.push_back(c);
-      c = check::shape_case(dt, 1, 300, 300, 2, 1, d, Causal::none, false);
+      c = check::shape_case(dt, 1, 300, 300, 2, 1, d, Causal::top_left, backward);
       c.dropout_p = 0.15;
       c.mask = check::MaskCase::additive;
+      c.alibi = true;
+      v.push_back(c);
+      // Varlen (the counter's b is the sequence, i / j its rows): mixed lengths, an empty
+      // sequence, GQA, bottom-right causal.
+      c = check::varlen_shape_case(dt, {130, 0, 257, 64}, {200, 17, 257, 1}, 4, 2, d,
+                                   Causal::bottom_right, backward);
+      c.dropout_p = 0.25;
       v.push_back(c);
     }
   }
@@ -178,8 +187,8 @@ INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Dropout, ::testing::ValuesIn(dropout_cases(f
 INSTANTIATE_TEST_SUITE_P(Bwd, Flash3Dropout, ::testing::ValuesIn(dropout_cases(true)),
                          CaseParamName{});
 
-/// Varlen, D 96, the D 256 backward, a mask in the backward and the deterministic backward with
-/// dropout: declined, naming why.
+/// D 96, the D 256 backward, a mask with softcap in the backward and the deterministic backward
+/// with dropout: declined, naming why.
 TEST(Flash3DropoutReasons, DeclinedWithReason) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!sm90()) GTEST_SKIP() << "flash3 needs sm_90a";
@@ -194,13 +203,12 @@ TEST(Flash3DropoutReasons, DeclinedWithReason) {
   c = check::shape_case(DType::bf16, 1, 128, 128, 2, 2, 128, Causal::none, true);
   c.dropout_p = 0.1;
   c.mask = check::MaskCase::keep_bool;
-  wants.push_back({c, "dropout with a mask in the backward"});
+  c.softcap = 30.0;
+  wants.push_back({c, "dropout with a mask and softcap in the backward"});
   c.mask = check::MaskCase::none;
+  c.softcap = 0.0;
   c.deterministic = true;
   wants.push_back({c, "deterministic backward with"});
-  c = check::varlen_shape_case(DType::bf16, {100, 60}, {100, 60}, 2, 2, 128, Causal::none, false);
-  c.dropout_p = 0.1;
-  wants.push_back({c, "dropout with varlen"});
   c = check::shape_case(DType::bf16, 1, 128, 128, 2, 2, 96, Causal::none, false);
   c.dropout_p = 0.1;
   wants.push_back({c, "dropout at head_dim 96"});
