@@ -61,6 +61,8 @@ void launch_backward_d256(const Params& p) {
     throw Error(ErrorCode::kUnsupported,
                 "flash3 D 256 deterministic backward: plain dense calls only (no varlen, score "
                 "modification or mask)");
+  if (p.has_dropout())  // (the backend declines it: never ignored)
+    throw Error(ErrorCode::kUnsupported, "flash3 D 256 / 192 backward: no dropout");
   // Head dim 192 (session 38, bwd_launch.cuh narrow_kv_floats): also the dK / dV scratch.
   const size_t sems = det ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) : 0;
   const size_t head = (rows * (2 + static_cast<size_t>(D)) + sems + 63) / 64 * 64;

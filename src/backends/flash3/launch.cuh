@@ -601,6 +601,8 @@ template <int D, bool BF16>
 void run_forward(const Params& p) {
   if constexpr (D >= 128) {  // (a 96 / 192 head dim: backend.cpp sends it here)
     if (p.head_dim < D) {
+      if (p.has_dropout())  // (the backend declines it: never ignored)
+        throw Error(ErrorCode::kUnsupported, "flash3 head dims 96 / 192: no dropout");
       if (p.varlen) return launch_forward_score_mod<D, BF16, true, false, true>(p);
       if (p.has_mask()) return launch_forward_score_mod<D, BF16, false, true, true>(p);
       return launch_forward_score_mod<D, BF16, false, false, true>(p);
