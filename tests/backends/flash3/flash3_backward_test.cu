@@ -50,19 +50,6 @@ bool parse_variant(const char* spec, int d, flash3::bwd::Variant& v) {
   return ok;
 }
 
-bool device_is_sm90() {
-  cudaDeviceProp p{};
-  return cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0;
-}
-
-bool flash3_built_with(int d) {
-  for (const auto& b : list_backends())
-    if (b.name == "flash3")
-      return b.built && std::find(b.caps.head_dims.begin(), b.caps.head_dims.end(), d) !=
-                            b.caps.head_dims.end();
-  return false;
-}
-
 /// One backward case (dv = d).
 check::Case bwd_case(DType dt, int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv,
                      int64_t d, Causal cz, check::Layout layout = check::Layout::bshd) {

@@ -19,36 +19,22 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "attnkit/attention.hpp"
-#include "attnkit/backend_info.hpp"
 #include "backends/flash3/launch.hpp"
 #include "check/check.hpp"
 #include "common/case_printing.hpp"
 #include "common/check_expect.hpp"
 #include "common/cuda_skip.hpp"
 #include "core/philox.hpp"
+#include "device_views.hpp"
 
 namespace attnkit::testing {
 namespace {
-
-bool sm90() {
-  cudaDeviceProp p{};
-  return cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0;
-}
-
-bool flash3_built_with(int d) {
-  for (const auto& b : list_backends())
-    if (b.name == "flash3")
-      return b.built && std::find(b.caps.head_dims.begin(), b.caps.head_dims.end(), d) !=
-                            b.caps.head_dims.end();
-  return false;
-}
 
 /// The kernel's keep pattern at head dim D (Sq = 300 query rows: 3 tiles, the last partial).
 void expect_keep_mask_equals_philox(int64_t d) {
@@ -71,24 +57,13 @@ void expect_keep_mask_equals_philox(int64_t d) {
       for (int64_t h = 0; h < H; ++h)
         for (int64_t c = 0; c < d; ++c)
           hv[((b * Sk + j) * H + h) * d + c] = __float2bfloat16(j == c ? 1.f : 0.f);
-  void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
-  ASSERT_EQ(cudaMalloc(&q, nq * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&k, nk * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&v, nk * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&o, nq * 2), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(q, hq.data(), nq * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(k, hk.data(), nk * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(v, hv.data(), nk * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemset(o, 0xff, nq * 2), cudaSuccess);  // poisoned: NaN bf16
-  auto view = [&](void* ptr, int64_t s) {
-    TensorView t;
-    t.data = ptr;
-    t.dtype = DType::bf16;
-    t.device = Device::cuda(0);
-    t.rank = 4;
-    t.shape = {B, s, H, d};
-    t.stride = {s * H * d, H * d, d, 1};
-    return t;
+  DeviceBuffer q(nq * 2), k(nk * 2), v(nk * 2), o(nq * 2);
+  ASSERT_EQ(cudaMemcpy(q.p, hq.data(), nq * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(k.p, hk.data(), nk * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(v.p, hv.data(), nk * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(o.p, 0xff, nq * 2), cudaSuccess);  // poisoned: NaN bf16
+  auto view = [&](const DeviceBuffer& t, int64_t s) {
+    return bshd_view(t.p, DType::bf16, B, s, H, d);
   };
   Options opt;
   opt.backend = "flash3";
@@ -100,9 +75,7 @@ void expect_keep_mask_equals_philox(int64_t d) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(flash3::last_forward_slot(), flash3::kDropoutSlot);
   std::vector<__nv_bfloat16> got(nq);
-  ASSERT_EQ(cudaMemcpy(got.data(), o, nq * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  for (void* ptr : {q, k, v, o})
-    cudaFree(ptr);
+  ASSERT_EQ(cudaMemcpy(got.data(), o.p, nq * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   const uint32_t thr = dropout_threshold_for(p);
   int64_t mismatches = 0, kept = 0;
   for (int64_t b = 0; b < B; ++b)
@@ -125,7 +98,7 @@ void expect_keep_mask_equals_philox(int64_t d) {
 
 TEST(Flash3DropoutKeepMask, EqualsPhilox) {
   ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!sm90()) GTEST_SKIP() << "flash3 needs sm_90a";
+  if (!device_is_sm90()) GTEST_SKIP() << "flash3 needs sm_90a";
   for (int64_t d : {64, 128, 256}) {
     if (!flash3_built_with(static_cast<int>(d))) continue;
     SCOPED_TRACE("D " + std::to_string(d));
@@ -191,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Bwd, Flash3Dropout, ::testing::ValuesIn(dropout_cases(t
 /// with dropout: declined, naming why.
 TEST(Flash3DropoutReasons, DeclinedWithReason) {
   ATTNKIT_SKIP_IF_NO_CUDA();
-  if (!sm90()) GTEST_SKIP() << "flash3 needs sm_90a";
+  if (!device_is_sm90()) GTEST_SKIP() << "flash3 needs sm_90a";
   struct Want {
     check::Case c;
     const char* reason;
