@@ -1127,7 +1127,6 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   EXPECT_THROW(backend_flash3().forward(p), Error);
   p.head_dim = p.head_dim_v = 64;
   EXPECT_FALSE(names("dropout"));  // dense D 64 dropout: the forward runs it
-  EXPECT_TRUE(r.empty()) << r[0];
   p.is_backward = true;  // the D 64 / 128 backward runs it too, not with a mask or at D 256
   EXPECT_FALSE(names("dropout"));
   p.head_dim = p.head_dim_v = 256;
