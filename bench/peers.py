@@ -79,6 +79,14 @@ def rel_err(a, b):
     return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
 
 
+def timed_entry(timer, fn, flops, pause):
+    """A bench/gpu script's timed implementation: `pause` seconds of rest, then timer(fn)'s
+    median; {ms, runs, tflops} for its JSON entry (flops per call)."""
+    time.sleep(pause)
+    ms, runs, _, _ = timer(fn)
+    return {"ms": round(ms, 4), "runs": runs, "tflops": round(flops / (ms * 1e-3) / 1e12, 1)}
+
+
 def parse_sizes(text):
     out = []
     for tok in text.split(","):
@@ -273,6 +281,32 @@ def attnkit_bwd_from_own_forward(torch, lib, opts, sets, lse_shape, dout="do", v
     if q0.is_cuda:
         torch.cuda.synchronize()
     return fn, [g.clone() for g in grads], lib.last_backend()
+
+
+def sdpa_backward_fn(torch, sets, sdp_backend, **sdpa_kwargs):
+    """torch SDPA's backward under sdp_backend (SDPBackend.*), timed as autograd.grad of its own
+    forward (retain_graph), one forward per input set at set-up; sets: dicts of [B, S, H, D] q, k,
+    v, do. Returns (fn(i), [dq, dk, dv] of set 0 as [B, S, H, D] copies); fn.keep holds the
+    graphs."""
+    from torch.nn.attention import sdpa_kernel
+    f = torch.nn.functional.scaled_dot_product_attention
+    saved = []
+    for x in sets:
+        ins = [x[n].detach().transpose(1, 2).requires_grad_() for n in ("q", "k", "v")]
+        with sdpa_kernel(sdp_backend):
+            out = f(*ins, **sdpa_kwargs)
+        saved.append((out, ins, x["do"].transpose(1, 2)))
+
+    def fn(i):
+        out, ins, do = saved[i % len(saved)]
+        torch.autograd.grad(out, ins, do, retain_graph=True)
+    out, ins, do = saved[0]
+    first = [g.transpose(1, 2).contiguous()
+             for g in torch.autograd.grad(out, ins, do, retain_graph=True)]
+    fn.keep = saved
+    if sets[0]["q"].is_cuda:
+        torch.cuda.synchronize()
+    return fn, first
 
 
 def attnkit_runner(torch, lib, shp, backend, sets, pas, outputs_per_set=False):

@@ -21,13 +21,13 @@ import argparse
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 from peers import TOKENS, HIDDEN, Timer, log, parse_sizes, run_doc  # noqa: E402
+from peers import sdpa_backward_fn, timed_entry  # noqa: E402
 from peers import attnkit_bwd_from_own_forward  # noqa: E402
 from peers import rel_err as rel  # noqa: E402
 
@@ -78,19 +78,8 @@ def sdpa_fa2_fn(sets, p, causal, bwd):
         fn(0)
         torch.cuda.synchronize()
         return fn, None, "torch SDPA flash (FA-2)"
-    saved = []
-    for x in sets:
-        ins = [x[n].detach().transpose(1, 2).requires_grad_() for n in ("q", "k", "v")]
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            out = f(*ins, dropout_p=p, is_causal=causal)
-        saved.append((out, ins, x["do"].transpose(1, 2)))
-
-    def fn(i):
-        out, ins, do = saved[i % len(saved)]
-        torch.autograd.grad(out, ins, do, retain_graph=True)
-    fn.keep = saved
-    fn(0)
-    torch.cuda.synchronize()
+    fn, _ = sdpa_backward_fn(torch, sets, SDPBackend.FLASH_ATTENTION, dropout_p=p,
+                             is_causal=causal)
     return fn, None, "torch SDPA flash (FA-2)"
 
 
@@ -152,10 +141,7 @@ def main():
                     if entry.get("wrong"):
                         parts.append(f"{name} WRONG")
                     else:
-                        time.sleep(args.pause)
-                        ms, runs, lo, hi = timer(fn)
-                        entry.update({"ms": round(ms, 4), "runs": runs,
-                                      "tflops": round(flops / (ms * 1e-3) / 1e12, 1)})
+                        entry.update(timed_entry(timer, fn, flops, args.pause))
                         parts.append(f"{name} {entry['tflops']}")
                     res["impls"][name] = entry
                     del fn

@@ -40,13 +40,13 @@ import ctypes
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 from peers import TOKENS, HIDDEN, Timer, log, parse_sizes, run_doc  # noqa: E402
+from peers import sdpa_backward_fn, timed_entry  # noqa: E402
 from peers import attnkit_bwd_from_own_forward  # noqa: E402
 from peers import rel_err as rel  # noqa: E402
 
@@ -119,23 +119,8 @@ def attnkit_bwd_fn(lib, backend, sets, mask, softcap=0.0, dropout=0.0):
 
 
 def sdpa_eff_bwd_fn(sets, mask):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    f = torch.nn.functional.scaled_dot_product_attention
-    saved = []
-    for x in sets:
-        ins = [x[n].detach().transpose(1, 2).requires_grad_() for n in ("q", "k", "v")]
-        with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
-            out = f(*ins, attn_mask=mask)
-        saved.append((out, ins, x["do"].transpose(1, 2)))
-
-    def fn(i):
-        out, ins, do = saved[i % len(saved)]
-        torch.autograd.grad(out, ins, do, retain_graph=True)
-    out, ins, do = saved[0]
-    first = [g.transpose(1, 2).contiguous()
-             for g in torch.autograd.grad(out, ins, do, retain_graph=True)]
-    fn.keep = saved
-    torch.cuda.synchronize()
+    from torch.nn.attention import SDPBackend
+    fn, first = sdpa_backward_fn(torch, sets, SDPBackend.EFFICIENT_ATTENTION, attn_mask=mask)
     return fn, first, "torch SDPA efficient"
 
 
@@ -235,10 +220,7 @@ def main():
                         entry["wrong"] = True
                         parts.append(f"{name} WRONG")
                     else:
-                        time.sleep(args.pause)
-                        ms, runs, lo, hi = timer(fn)
-                        entry.update({"ms": round(ms, 4), "runs": runs,
-                                      "tflops": round(flops / (ms * 1e-3) / 1e12, 1)})
+                        entry.update(timed_entry(timer, fn, flops, args.pause))
                         parts.append(f"{name} {entry['tflops']}")
                     res["impls"][name] = entry
                     del fn

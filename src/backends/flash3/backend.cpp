@@ -108,8 +108,7 @@ void combination_reasons(const Params& p, std::vector<std::string>& r) {
           "dropout with a mask and softcap in the backward (flash3: two of the three; `flash` "
           "runs all three with the same dropout mask)");
   }
-  if (p.is_backward && p.deterministic &&
-      (p.varlen || flash3::has_score_mod(p) || p.has_mask() || p.has_dropout()))
+  if (p.is_backward && p.deterministic && (p.varlen || flash3::has_element_mod(p)))
     r.push_back(
         "deterministic backward with varlen, softcap, ALiBi, a window, a mask or dropout (flash3's "
         "ordered dQ runs the plain kernels only)");

@@ -1161,10 +1161,12 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
         for (int e = 0; e < 2; ++e) {
           const int idx = 4 * j + 2 * r + e;
           const float pv = kDsFromP16 ? unpack_half<BF16>(pp[idx / 2], e) : st[idx];
+          // dS^T = P^T (z dP^T - delta) f: f = softcap's 1 - t^2 (1 without softcap), z = dropout's
+          // keep / (1 - p) (without dropout: dP^T - delta; with it dV's P^T becomes P^T z).
+          float f = 1.f;
           if constexpr (kMod == kModSoftcap || mod_is_general(kMod)) {
             // Softcap: d(softcap tanh(scale s / softcap)) / ds = scale (1 - t^2) (scale: dK's
             // and dQ's factor, as without softcap); t from P^T (see the template).
-            float f = 1.f;
             if (kMod == kModSoftcap || a.softcap_k != 0.f) {
               float t = (attnkit::cuda::lg2_approx(pv) + lse2_of(j, e)) * a.inv_scale_log2;
               if (mod_is_general(kMod) && alibi_k != 0.f)
@@ -1172,22 +1174,15 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
               t = fminf(fmaxf(t, -1.f), 1.f);  // (NaN from an empty row's +inf lse2: -1)
               f = fmaf(-t, t, 1.f);
             }
-            if constexpr (kMod == kModDropout) {  // (P^T stays undropped until here)
-              const float z = drop_z(j, r, e);
-              dpt[idx] = pv * fmaf(z, dpt[idx], -delta_of(j, e)) * f;
-              st[idx] = pv * z;  // (dV's P^T, packed below)
-            } else {
-              dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
-            }
           } else if constexpr (kMod == kModMaskSoftcap) {
-            const float f = unpack_half<false>(cap_f[(idx / 2) * 128], e);
-            dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
-          } else if constexpr (kMod == kModMaskDropout) {
+            f = unpack_half<false>(cap_f[(idx / 2) * 128], e);
+          }
+          if constexpr (mod_has_dropout(kMod)) {  // (P^T stays undropped until here)
             const float z = drop_z(j, r, e);
-            dpt[idx] = pv * fmaf(z, dpt[idx], -delta_of(j, e));
+            dpt[idx] = pv * fmaf(z, dpt[idx], -delta_of(j, e)) * f;
             st[idx] = pv * z;  // (dV's P^T, packed below)
           } else {
-            dpt[idx] = pv * (dpt[idx] - delta_of(j, e));
+            dpt[idx] = pv * (dpt[idx] - delta_of(j, e)) * f;
           }
         }
     }

@@ -126,10 +126,7 @@ inline void set_bwd_score_mod(const Params& p, const ScoreMod& m, BwdArgs& a) {
     a.alibi_mul = -1.f / m.units;
   }
   set_mask(p, m.units, a);  // (kModMask, bwd_kernel_d256 kMod; as the forward encodes it)
-  a.drop_seed = p.seed;     // (kModDropout; drop_threshold 0 = none)
-  a.drop_offset = p.offset;
-  a.drop_threshold = p.dropout_threshold;
-  a.drop_rescale = p.dropout_rescale;
+  set_dropout(p, a);        // (kModDropout, kModMaskDropout)
 }
 
 /// 3w (bwd_dq_convert_rows_kernel): the dQ conversion of both launchers where convert_vec_ok.
@@ -648,9 +645,7 @@ void run_backward(const Params& p) {
                                   true>(p, m);
     }
   }
-  // (Session 39, call 3: without `!p.has_dropout()` here a varlen dropout backward ran these
-  // dropout-free kernels: dq / dk / dv 0.47-0.58 off in Bwd/Flash3Dropout's varlen cases.)
-  if (p.varlen && !has_score_mod(p) && !p.has_dropout() && !bwd::varlen_on_mod()) {
+  if (p.varlen && !has_element_mod(p) && !bwd::varlen_on_mod()) {
     // Session 25: varlen without score modifications on the tuned structures (kVarlen builds):
     // D = 64 128-row blocks, kStat 0; D = 128 64-row blocks, kStat 3 with the item diet; both
     // coupled dQ-first with atomics, without the TMA dK / dV epilogue (a packed map's extent
@@ -668,7 +663,7 @@ void run_backward(const Params& p) {
                                   true>(p, m);
     }
   }
-  if (has_score_mod(p) || p.varlen || p.has_mask() || p.has_dropout()) {
+  if (has_element_mod(p) || p.varlen) {
     // Session 24: softcap / ALiBi / window: the coupled dQ-first structure with lse2 / delta
     // staged (kStat 2; bwd_kernel.cuh kMod), dQ by atomics. Session 25: one kernel per kind
     // (softcap without ALiBi, masks only, the general one), dense and varlen.
@@ -698,11 +693,9 @@ void run_backward(const Params& p) {
       constexpr bool kVl = !bwd::mod_has_mask(K);
       if constexpr (D == 64 && kVl && !bwd::mod_has_dropout(K)) {
         if (bm128) {
-          if constexpr (kVl) {
-            if (p.varlen)
-              return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false,
-                                          K, true>(p, m);
-          }
+          if (p.varlen)
+            return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, K,
+                                        true>(p, m);
           return bwd::launch_backward<D, BF16, false, 128, true, 0, false, false, false, false, K>(
               p, m);
         }

@@ -57,10 +57,10 @@ void launch_backward_d256(const Params& p) {
   // Workspace (fp32): lse2 [rows] | delta [rows] | dq_acc [rows, 256]; deterministic (session 30)
   // also the turn counters, int [bh, m_blocks] (BwdArgs::dq_sem, one per dQ tile).
   const bool det = !kVarlen && p.deterministic;
-  if (p.deterministic && (kVarlen || has_score_mod(p) || p.has_mask()))  // (the backend declines)
+  if (p.deterministic && (kVarlen || has_element_mod(p)))  // (the backend declines)
     throw Error(ErrorCode::kUnsupported,
                 "flash3 D 256 deterministic backward: plain dense calls only (no varlen, score "
-                "modification or mask)");
+                "modification, mask or dropout)");
   if (p.has_dropout())  // (the backend declines it: never ignored)
     throw Error(ErrorCode::kUnsupported, "flash3 D 256 / 192 backward: no dropout");
   // Head dim 192 (session 38, bwd_launch.cuh narrow_kv_floats): also the dK / dV scratch.

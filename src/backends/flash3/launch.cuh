@@ -547,12 +547,7 @@ void launch_forward_score_mod(const Params& p) {
   static_assert(!kDropout || (kMask != kVarlen && !kNarrow),
                 "flash3 dropout: the dense mask build or the varlen one");
   a.d_cols = static_cast<int>(p.head_dim);
-  if constexpr (kDropout) {
-    a.drop_seed = p.seed;
-    a.drop_offset = p.offset;
-    a.drop_threshold = p.dropout_threshold;
-    a.drop_rescale = p.dropout_rescale;
-  }
+  if constexpr (kDropout) set_dropout(p, a);
   constexpr int kVar = kVarScoreMod | (kVarlen ? kVarVarlen : 0) | (kMask ? kVarMask : 0) |
                        (kNarrow ? kVarNarrow : 0) | (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
                        (D == 256 ? kVarLazyRescale : 0) | (kDropout ? kVarDropout : 0);

@@ -492,9 +492,9 @@ inline constexpr int kVarMask = 8192;
 // stores only FwdArgs::d_cols columns (store_output kNarrow).
 inline constexpr int kVarNarrow = 16384;
 // kVarDropout (session 39, with kVarScoreMod and kVarMask or kVarVarlen; dropout.cuh): dropout
-// on P after the
-// online softmax's row sums, before P is packed (FwdArgs::drop_*). A kernel of its own: the
-// Philox draws (kBlockN / 8 per thread and tile) more than double the tile's instructions.
+// on P after the online softmax's row sums, before P is packed (FwdArgs::drop_*). A kernel of
+// its own: the Philox draws (kBlockN / 8 per thread and tile) more than double the tile's
+// instructions.
 inline constexpr int kVarDropout = 32768;
 
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at

@@ -75,6 +75,24 @@ inline bool has_score_mod(const Params& p) {
   return p.softcap > 0.f || p.alibi != nullptr || p.window_left >= 0 || p.window_right >= 0;
 }
 
+/// Host: does the call need the element-wise kernels (a score modification, a mask or dropout)?
+/// The tuned kernels apply none of them: the backward's kMod kernels (bwd_launch.cuh
+/// run_backward) and the forward's score-mod builds do. (Session 39: a varlen dropout backward
+/// took the tuned kernels when run_backward tested only score mods, and lost its dropout.)
+inline bool has_element_mod(const Params& p) {
+  return has_score_mod(p) || p.has_mask() || p.has_dropout();
+}
+
+/// Host: the call's dropout into the kernel arguments that carry it by these names (FwdArgs,
+/// BwdArgs: drop_seed, drop_offset, drop_threshold (0 = none), drop_rescale = 1 / (1 - p)).
+template <class Args>
+inline void set_dropout(const Params& p, Args& a) {
+  a.drop_seed = p.seed;
+  a.drop_offset = p.offset;
+  a.drop_threshold = p.dropout_threshold;
+  a.drop_rescale = p.dropout_rescale;
+}
+
 /// Host: a call's score modification in the kernels' encoding. Window edges that hide nothing
 /// for the longest lengths (wl >= Sk, wr >= Sq) are -1, so that both fit an int; `bounds` are
 /// those of (Sq, Sk) (varlen: the maxima; each tile's own come from the kernel). `units`: the
