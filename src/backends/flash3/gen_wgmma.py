@@ -6,7 +6,8 @@
   clang-format -i wgmma_ops.hpp bwd_wgmma_ops.hpp
 
 Each wrapper spells out its N/2 accumulator operands (inline asm cannot take arrays), which is why
-the headers are generated. The backward needs the operand transposes as parameters:
+the headers are generated. The forward also gets WgmmaExt<N> (P V with 8 more columns whose
+accumulators are a separate 4-register array: the tensor-core row sums, kTcRowSum). The backward needs the operand transposes as parameters:
   S^T = K Q^T, dP^T = V dO^T        ss<0, 0>  (A and B K-major in smem)
   dQ = dS K                         ss<1, 1>  (A = dS^T tile, B = K tile: both MN-major in smem)
   dV += P^T dO, dK += dS^T Q        rs<1>     (A from registers, B MN-major in smem)
@@ -93,6 +94,27 @@ def emit_struct(w, struct, n, flag, ty, templated):
     w("")
 
 
+def emit_ext(w, n, flag, ty):
+    """WgmmaExt<N>: the forward's P V with 8 extra columns (m64n{N+8}k16, B MN-major, A from
+    registers): D = d[N/2] then e[4], the columns N .. N+7 (kTcRowSum: B's columns past N are
+    ones, so e holds the row sums of P)."""
+    na = n // 2
+    tot = na + 4
+    mma = f"wgmma.mma_async.sync.aligned.m64n{n + 8}k16.f32.{ty}.{ty} {{{acc_list(n + 8)}}}"
+    cons = acc_constraints(n) + ", " + ", ".join(f'"+f"(e[{i}])' for i in range(4))
+    w("template <>")
+    w(f"struct WgmmaExt<{n}, {flag}> {{")
+    w(f"  __device__ __forceinline__ static void rs(float (&d)[{na}], float (&e)[4], const uint32_t (&a)[4], uint64_t db, int scale_d) {{")
+    w("    asm volatile(")
+    w(f'        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{tot + 5}, 0;\\n"')
+    w(f'        "{mma}, {{%{tot}, %{tot + 1}, %{tot + 2}, %{tot + 3}}}, %{tot + 4}, p, 1, 1, 1;\\n}}\\n"')
+    w(f"        : {cons}")
+    w('        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));')
+    w("  }")
+    w("};")
+    w("")
+
+
 def main():
     if len(sys.argv) != 2 or sys.argv[1] not in PASSES:
         sys.exit("usage: gen_wgmma.py fwd|bwd > HEADER")
@@ -109,10 +131,18 @@ def main():
     w("template <int N, bool BF16>")
     w(f"struct {struct};")
     w("")
+    if not templated:
+        w("template <int N, bool BF16>")
+        w("struct WgmmaExt;")
+        w("")
     w("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)")
     for n in ns:
         for flag, ty in TYPES:
             emit_struct(w, struct, n, flag, ty, templated)
+    if not templated:
+        for n in (64, 128):
+            for flag, ty in TYPES:
+                emit_ext(w, n, flag, ty)
     w("#endif  // __CUDA_ARCH_FEAT_SM90_ALL")
     w("")
     w(f"}}  // namespace {namespace}")

@@ -121,6 +121,12 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   // (async proxy), hence the proxy fence before the barrier.
   for (int i = threadIdx.x; i < Tr::kZeroBytes / 16; i += Tr::kThreads)
     reinterpret_cast<uint4*>(sm.zero)[i] = make_uint4(0, 0, 0, 0);
+  // kTcSum: the chunk of ones after both V stages (P V's 8 row-sum columns): 1.0 in bf16 / f16.
+  if constexpr (Tr::kTcSum) {
+    constexpr uint32_t kOne2 = BF16 ? 0x3F803F80u : 0x3C003C00u;
+    for (int i = threadIdx.x; i < Tr::kTcChunk / 16; i += Tr::kThreads)
+      reinterpret_cast<uint4*>(sm.ones)[i] = make_uint4(kOne2, kOne2, kOne2, kOne2);
+  }
   ptx::fence_proxy_async_smem();
   __syncthreads();
   if constexpr (Tr::kCluster > 1) cl::sync();  // the peer's barriers exist before any remote use

@@ -37,9 +37,10 @@ namespace attnkit::flash3 {
 template <class Tr>
 struct SmemLayout {
   uint8_t* q;  // Q buffer i at q + i * kQBytes
-  uint8_t* k;  // stage s at k + s * kKVBytes
+  uint8_t* k;  // stage s at k + s * kKStageBytes
   uint8_t* v;
   uint8_t* zero;      // [kD / 64][16][64] zeros (FwdTraits::kZeroBytes)
+  uint8_t* ones;      // kTcSum: the chunk of 16-bit ones after both V stages (FwdTraits)
   uint64_t* full_q;   // [kQStages] TMA -> consumers (tx bytes)
   uint64_t* empty_q;  // [kQStages] consumer warps -> producer: that Q is no longer read
   uint64_t* full_k;
@@ -50,8 +51,10 @@ struct SmemLayout {
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
-    v = k + (Tr::kRing ? 0 : Tr::kStagesK * Tr::kKVBytes);  // the ring: k = v = its slot 0
+    // the ring: k = v = its slot 0; kTcSum: v = k, V stage s at v + Tr::v_off(s)
+    v = k + (Tr::kRing || Tr::kTcSum ? 0 : Tr::kStagesK * Tr::kKVBytes);
     zero = k + Tr::kKVRegionBytes;
+    ones = k + Tr::kOnesOff;
     uint64_t* bars = reinterpret_cast<uint64_t*>(zero + Tr::kZeroBytes);
     full_q = bars;
     empty_q = full_q + Tr::kQStages;
@@ -218,10 +221,10 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
     for (int c = 0; c < Tr::kChunks; ++c) {
       if constexpr (Tr::kCluster == 2) {  // this CTA's half of the chunks, into both CTAs
         if (c % 2 == rank)
-          cl::tma_load_4d_multicast(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k,
+          cl::tma_load_4d_multicast(sm.k + s * Tr::kKStageBytes + c * Tr::kKVChunkBytes, &a.tma_k,
                                     &sm.full_k[s], c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
       } else {
-        ptx::tma_load_4d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
+        ptx::tma_load_4d(sm.k + s * Tr::kKStageBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
                          c * 64, nb * Tr::kBlockN + kv_row0, hkv, b);
       }
     }
@@ -235,10 +238,10 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
     for (int c = 0; c < Tr::kChunks; ++c) {
       if constexpr (Tr::kCluster == 2) {
         if (c % 2 == rank)
-          cl::tma_load_4d_multicast(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v,
+          cl::tma_load_4d_multicast(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v,
                                     &sm.full_v[s], c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
       } else {
-        ptx::tma_load_4d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &a.tma_v, &sm.full_v[s],
+        ptx::tma_load_4d(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v, &sm.full_v[s],
                          c * 64, nb * Tr::kBlockN + kv_row0, hkv, b);
       }
     }
@@ -497,6 +500,45 @@ inline constexpr int kVarNarrow = 16384;
 // instructions.
 inline constexpr int kVarDropout = 32768;
 
+/// ATTNKIT_FLASH3_FWD_TC_ROWSUM (A/B build switch, traits.hpp; FwdTraits::kTcSum lays out the
+/// K/V region): the softmax's row sums on the tensor core, as 8 more columns of P V whose B is a
+/// chunk of ones (m64n(kD + 8)k16, WgmmaExt), accumulated, rescaled and overwritten (scale-d 0)
+/// with O, so they sum exactly the 16-bit P that P V multiplies. Not with a score-mod kernel
+/// (dropout needs the sums before P is dropped; those kernels keep the FADDs, on the same layout).
+template <class Tr, int kVar>
+inline constexpr bool kTcRowSum = Tr::kTcSum && (kVar & kVarScoreMod) == 0;
+
+/// O[64 x kD] and l[64 x 8] (+)= P[64 x kBlockN] [V | ones] (issued, not waited); db0 = the
+/// kk = 0 descriptor of V's chunks (chunk stride = its LBO; the chunk after the last is ones).
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_pv_ext_desc(float (&o)[Tr::kD / 2], float (&l)[4],
+                                                  const uint32_t (&p)[Tr::kBlockN / 4],
+                                                  uint64_t db0, uint32_t kk_stride,
+                                                  int scale_first) {
+#pragma unroll
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+    const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+    WgmmaExt<Tr::kD, BF16>::rs(o, l, a, desc_add(db0, kk * kk_stride), kk == 0 ? scale_first : 1);
+  }
+}
+
+/// V stage sp's kk = 0 descriptor on the kTcSum layout: address and chunk stride (both in the low
+/// word) per stage, the low word through REDUX (warp-uniform, all lanes active).
+template <class Tr>
+__device__ __forceinline__ uint64_t tc_v_desc(uint32_t v_base, int sp) {
+  namespace ptx = attnkit::cuda::sm90;
+  const uint64_t d0 = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::v_lbo(0), 1024);
+  const uint64_t d1 = ptx::Sw128Desc::make(v_base + Tr::v_off(1), Tr::v_lbo(1), 1024);
+  const uint32_t lo = static_cast<uint32_t>(sp == 0 ? d0 : d1);
+  return (d0 & 0xFFFFFFFF00000000ull) |
+         static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
+}
+
+/// l rows r = 0/1 *= f[r] (the m64n8 accumulator: l[2 r + e]).
+__device__ __forceinline__ void rescale_l(float (&l)[4], const float (&f)[2]) {
+  l[0] *= f[0], l[1] *= f[0], l[2] *= f[1], l[3] *= f[1];
+}
+
 /// This warpgroup's Q rows [64 x kD] (128B-swizzled column chunks of kBlockM rows x 128 B at
 /// q_wg) as m64k16 A fragments: qa[ks] = k-step ks (columns 16 ks .. 16 ks + 15), the layout of
 /// a wgmma register A operand (= mma.m16n8k16's A for the warp's 16 rows): a0 (row g, cols
@@ -696,7 +738,8 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
 /// (n_blocks: one past the tile's last block; a split tail's piece passes its own end, tail.cuh.)
 /// kMaskFrom (Consumer::kMaskFrom): first_row holds the first block that needs the mask
 /// (Consumer::mask_from) instead of the warpgroup's first row.
-template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, class Sm, class State>
+template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, bool kTcOn = true, class Sm,
+          class State>
 __device__ __forceinline__ void mainloop_turn(
     const FwdArgs& a, Sm& sm, PipeOf<Tr>& pipe, const PingPong& turn, int it, int n_blocks,
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
@@ -712,6 +755,7 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
+  constexpr bool kTc = kTcOn && kTcRowSum<Tr, kVar>;  // (consume_tile_simple: off)
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     if constexpr (kMaskFrom) return nb >= first_row;
@@ -739,6 +783,7 @@ __device__ __forceinline__ void mainloop_turn(
   Clk::lap(wc, Clk::kK);
   fence_regs(o);
   fence_regs(p);
+  if constexpr (kTc) fence_regs(sm_state.lacc);
   turn.wait_turn();
   Clk::mark(wc);
   ptx::wgmma_fence();
@@ -750,28 +795,39 @@ __device__ __forceinline__ void mainloop_turn(
   // -0.5..+0.4 % (off).
   constexpr bool kDescRedux =
       kUniform && (Tr::kD == 64 || Tr::kD == 128) && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
-  auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo) {
-    const uint64_t d = desc_add(ptx::Sw128Desc::make(base, lbo, 1024), stage * Tr::kKVBytes);
+  auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo, int stride) {
+    const uint64_t d = desc_add(ptx::Sw128Desc::make(base, lbo, 1024), stage * stride);
     return (d & 0xFFFFFFFF00000000ull) |
            static_cast<uint32_t>(warp_uniform(static_cast<int>(static_cast<uint32_t>(d))));
   };
   if constexpr (kDescRedux)
-    issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024), stage_desc(k_base, st, 16));
+    issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024),
+                            stage_desc(k_base, st, 16, Tr::kKStageBytes));
   else
-    issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
+    issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKStageBytes));
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
   ptx::mbar_wait(&sm.full_v[sp], vph);
   Clk::lap(wc, Clk::kV);
-  if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
+  if constexpr (kEarly) {
+    rescale_o<Tr::kD>(o, pf);
+    if constexpr (kTc) rescale_l(sm_state.lacc, pf);
+  }
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  if constexpr (kDescRedux)
-    issue_pv_desc<Tr, BF16>(o, p, stage_desc(v_base, sp, Tr::kKVChunkBytes),
+  if constexpr (Tr::kTcSum) {  // (the kTcSum layout: per-stage chunk strides)
+    const uint64_t dv = tc_v_desc<Tr>(v_base, sp);
+    if constexpr (kTc)
+      issue_pv_ext_desc<Tr, BF16>(o, sm_state.lacc, p, dv, 16 * Tr::kChunkRowBytes, pv_scale);
+    else
+      issue_pv_desc<Tr, BF16>(o, p, dv, 16 * Tr::kChunkRowBytes, pv_scale);
+  } else if constexpr (kDescRedux) {
+    issue_pv_desc<Tr, BF16>(o, p, stage_desc(v_base, sp, Tr::kKVChunkBytes, Tr::kKVBytes),
                             16 * Tr::kChunkRowBytes, pv_scale);
-  else
+  } else {
     issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes), 16 * Tr::kChunkRowBytes,
                                     Tr::kKVChunkBytes, pv_scale);
+  }
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
   turn.pass_turn();
@@ -784,16 +840,20 @@ __device__ __forceinline__ void mainloop_turn(
     score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k, mask_bh);
   else if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-  const bool moved = sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);
+  const bool moved = sm_state.template step<!kLegacyDesc, kLazy, kTc>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
   Clk::lap(wc, Clk::kSoft);
   ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
   Clk::lap(wc, Clk::kPv);
   fence_regs(o);
   fence_regs(p);
+  if constexpr (kTc) fence_regs(sm_state.lacc);
   release_kv<Tr>(&sm.empty_v[sp], lane);
   if constexpr (!kEarly) {
-    if (moved) rescale_o<Tr::kD>(o, factor);  // (kLazy: factor = 1 when !moved)
+    if (moved) {  // (kLazy: factor = 1 when !moved)
+      rescale_o<Tr::kD>(o, factor);
+      if constexpr (kTc) rescale_l(sm_state.lacc, factor);
+    }
   }
   if constexpr ((kVar & kVarDropout) != 0) dropout_tile<kBN>(s, a, nb * kBN, row0, lane, drop_bh);
   // P is converted only now: writing its registers while P V_{it-1} still reads them makes
@@ -821,6 +881,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
   constexpr bool kNarrow = (kVar & kVarNarrow) != 0;
   static_assert(!kNarrow || (kScoreMod && !kTail), "flash3 kVarNarrow: the score-mod kernel");
+  // (kTcRowSum is the Consumer's: here the sums stay FADDs, on the kTcSum layout if it is on.)
   // (mainloop_turn's block of turn it is n_end - 1 - it; pc.lo / nb_lo are 0 without kVarTail /
   // kVarScoreMod.)
   const int n_end = (kTail ? pc.lo : kScoreMod ? nb_lo : 0) + n_blocks;
@@ -886,7 +947,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(pipe.ks() * Tr::kKVBytes));
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(pipe.ks() * Tr::kKStageBytes));
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
@@ -907,12 +968,12 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
     if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
       if (n_blocks > 1)
-        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
+        mainloop_turn<Tr, BF16, kVar, false, false>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
                                       factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
                                       &wc, alibi_k, mask_bh, drop_bh);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
-      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
+      mainloop_turn<Tr, BF16, kVar, false, false>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
                                     factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1, &wc,
                                     alibi_k, mask_bh, drop_bh);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
@@ -925,7 +986,10 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      if constexpr (kDiet) {  // a one-block tile: this is its only P V (O = P V)
+      if constexpr (Tr::kTcSum) {  // (the kTcSum layout, without the row-sum columns here)
+        issue_pv_desc<Tr, BF16>(o, p, tc_v_desc<Tr>(v_base, sp), 16 * Tr::kChunkRowBytes,
+                                kDiet && n_blocks <= 1 ? 0 : 1);
+      } else if constexpr (kDiet) {  // a one-block tile: this is its only P V (O = P V)
         issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes),
                                         16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes,
                                         n_blocks > 1 ? 1 : 0);
@@ -1362,6 +1426,7 @@ struct Consumer {
                 "flash3: kVarQReg is D = 128, 128-key tiles, 2 consumer warpgroups");
   static constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
+  static constexpr bool kTc = kTcRowSum<Tr, kVar>;
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1428,6 +1493,19 @@ struct Consumer {
 #pragma unroll
     for (int i = 0; i < Tr::kD / 2; ++i)
       o[i] = 0.f;
+    if constexpr (kTc) state.lacc[0] = state.lacc[1] = state.lacc[2] = state.lacc[3] = 0.f;
+  }
+  /// The pending tile's inv / lse after its last P V completed (kTc: from the row-sum
+  /// accumulator; m: the reference maxima of that tile).
+  __device__ __forceinline__ void finalize_pending(const float (&m)[2], float (&inv)[2],
+                                                   float (&lse)[2]) {
+    if constexpr (kTc) {
+      fence_regs(state.lacc);
+      const float l[2] = {state.lacc[0], state.lacc[2]};
+      OnlineSoftmax<kBN>::finalize_l(l, m, a.scale, inv, lse);
+    } else {
+      state.finalize(a.scale, inv, lse);
+    }
   }
   __device__ __forceinline__ void zero_p() {
 #pragma unroll
@@ -1447,6 +1525,25 @@ struct Consumer {
     // the zero block follows the K/V region, SmemLayout.)
     constexpr int kVOff = Tr::kQStages * Tr::kQBytes + Tr::kStagesK * Tr::kKVBytes;
     constexpr int kZeroOff = Tr::kQStages * Tr::kQBytes + Tr::kKVRegionBytes;
+    if constexpr (Tr::kTcSum) {  // per-stage chunk strides (FwdTraits::kTcSum); V from k = v
+      const int vs = pipe.vs(-1);
+      const int off = pending ? Tr::kQStages * Tr::kQBytes + Tr::v_off(vs) : kZeroOff;
+      const uint32_t base = ptx::smem_u32(sm.q) + (kUniform ? warp_uniform(off) : off);
+      const uint32_t lbo = pending ? Tr::v_lbo(vs) : 16 * Tr::kChunkRowBytes;
+      const uint32_t kk_stride = pending ? 16 * Tr::kChunkRowBytes : 0;
+      const uint64_t db = ptx::Sw128Desc::make(base, lbo, 1024);
+      if constexpr (kEarly) {  // O = 0 without a pending P V
+        rescale_o<Tr::kD>(o, pf);
+        if constexpr (kTc) rescale_l(state.lacc, pf);
+      }
+      ptx::wgmma_fence();
+      if constexpr (kTc)
+        issue_pv_ext_desc<Tr, BF16>(o, state.lacc, p, db, kk_stride, kDiet ? pacc : 1);
+      else
+        issue_pv_desc<Tr, BF16>(o, p, db, kk_stride, kDiet ? pacc : 1);
+      ptx::wgmma_commit();
+      return;
+    }
     const uint32_t base =
         kUniform ? ptx::smem_u32(sm.q) +
                        warp_uniform(pending ? kVOff + pipe.vs(-1) * Tr::kKVBytes : kZeroOff)
@@ -1519,7 +1616,7 @@ struct Consumer {
     fence_regs(o);
     fence_regs(p);
     float inv[2], lse[2];
-    state.finalize(a.scale, inv, lse);
+    finalize_pending(state.row_max, inv, lse);
     finish_pending(inv, lse);
     zero_p();
   }
@@ -1550,7 +1647,7 @@ struct Consumer {
       fence_regs(o);
       fence_regs(p);
       float inv[2], lse[2];
-      state.finalize(a.scale, inv, lse);
+      finalize_pending(state.row_max, inv, lse);
       finish_pending(inv, lse);
       zero_p();
     }
@@ -1619,7 +1716,7 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKVBytes));
+      issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKStageBytes));
       ptx::wgmma_commit();
       if constexpr (kCanOverlap) issue_pending_pv();
       turn.pass_turn();
@@ -1631,17 +1728,21 @@ struct Consumer {
       fence_regs(s);
       release_kv<Tr>(&sm.empty_k[st], lane);
       float inv[2], lse[2];
-      if constexpr (kCanOverlap)
+      // kTc: the previous tile's sums are complete only after its pending P V (below); keep
+      // its reference maxima for that.
+      const float m_prev[2] = {state.row_max[0], state.row_max[1]};
+      if constexpr (kCanOverlap && !kTc)
         state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O starts from zero
+      state.template step<!kLegacyDesc, kLazy, kTc>(s, sl2, factor);  // O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
         fence_regs(o);
         fence_regs(p);
+        if constexpr (kTc) finalize_pending(m_prev, inv, lse);
         convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
         finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
       } else {

@@ -27,6 +27,10 @@ struct OnlineSoftmax {
   static constexpr float kLazyLog2 = 8.f;    // kLazy: the reference moves past 2^8 growth
   float row_max[2];
   float row_sum[2];  // per-thread partial sums (quad-reduced in finalize)
+  // kTcRowSum (mainloop.cuh): the row sums as wgmma accumulator columns (P x ones), complete per
+  // row: lacc[0], lacc[1] = row r = 0, lacc[2], lacc[3] = row r = 1 (equal columns); rescaled with
+  // O, written by the first P V of a tile. Unused (and dead) otherwise.
+  float lacc[4];
 
   __device__ __forceinline__ void init() {
     row_max[0] = row_max[1] = -INFINITY;
@@ -49,12 +53,14 @@ struct OnlineSoftmax {
   /// (lse = ref * scale + log l). P <= 256 is representable in bf16 and f16 (same relative
   /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
   /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
-  template <bool kTree = true, bool kLazy = false>
+  /// kNoSum (kTcRowSum): the row sums are not accumulated here (the tensor core sums P);
+  /// row_sum then holds each row's last p (mainloop.cuh softmax_before_wait orders on it).
+  template <bool kTree = true, bool kLazy = false, bool kNoSum = false>
   __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
     if constexpr (!kLazy) {  // row by row, as before kLazy existed (same PTX order)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row(s, r, block_max<kTree>(s, r), scale_log2, factor);
+        exp_row<kNoSum>(s, r, block_max<kTree>(s, r), scale_log2, factor);
       return true;
     } else {
       float mx[2];
@@ -68,7 +74,7 @@ struct OnlineSoftmax {
       if (!moved) mx[0] = row_max[0], mx[1] = row_max[1];
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row(s, r, mx[r], scale_log2, factor);
+        exp_row<kNoSum>(s, r, mx[r], scale_log2, factor);
       return moved;
     }
   }
@@ -102,6 +108,7 @@ struct OnlineSoftmax {
 
   /// Row r against the new reference max mx: factor[r], p = 2^(s * scale_log2 - ref) in place,
   /// row_max / row_sum updated.
+  template <bool kNoSum = false>
   __device__ __forceinline__ void exp_row(float (&s)[kRegs], int r, float mx, float scale_log2,
                                           float (&factor)[2]) {
     const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
@@ -114,10 +121,13 @@ struct OnlineSoftmax {
       for (int e = 0; e < 2; ++e) {
         const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
         s[4 * j + 2 * r + e] = p;
-        sum += p;
+        if constexpr (!kNoSum) sum += p;
       }
     }
-    row_sum[r] = row_sum[r] * factor[r] + sum;
+    if constexpr (!kNoSum)
+      row_sum[r] = row_sum[r] * factor[r] + sum;
+    else  // (no sum: the row's last p, for softmax_before_wait's anchor in the PV wait's place)
+      row_sum[r] = s[4 * (kBlockN / 8 - 1) + 2 * r + 1];
   }
 
   /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.
@@ -128,6 +138,23 @@ struct OnlineSoftmax {
   /// measured +1.3..+2.0 % at D 64 S 1k, +0.5..+1.0 % at 4k, +0.3..+2.0 % at D 128 S 1k
   /// (session 34 call 1: against the IEEE build in one process, cuDNN timed in the same loop;
   /// bench/notes/session34.md).
+  /// finalize from complete row sums l[r] and reference maxima m[r] (kTcRowSum: l from lacc,
+  /// after the wgmma that last added to it completed; m saved before the next tile's step).
+  __device__ __forceinline__ static void finalize_l(const float (&l)[2], const float (&m)[2],
+                                                    float scale, float (&inv)[2], float (&lse)[2]) {
+    constexpr float kLn2 = 0.693147180559945f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const bool empty = !(l[r] > 0.f);
+      inv[r] = empty ? 0.f : attnkit::cuda::rcp_approx(l[r]);
+      lse[r] = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l[r]), kLn2, m[r] * scale);
+    }
+  }
+  __device__ __forceinline__ void finalize_tc(float scale, float (&inv)[2], float (&lse)[2]) const {
+    const float l[2] = {lacc[0], lacc[2]}, m[2] = {row_max[0], row_max[1]};
+    finalize_l(l, m, scale, inv, lse);
+  }
+
   __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
     constexpr float kLn2 = 0.693147180559945f;
 #pragma unroll

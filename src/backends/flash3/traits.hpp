@@ -25,6 +25,16 @@
 
 #include <cstdint>
 
+// A/B build switch (session 40, default 0): the softmax's row sums l on the tensor core. P V is
+// issued as m64n(kD + 8)k16: V's column chunks are followed (at the descriptor's chunk stride) by
+// a chunk of ones, so the 8 extra accumulator columns are P x ones = the row sums of exactly the
+// 16-bit P that P V multiplies (mainloop.cuh kTcRowSum), instead of 64 FADDs per thread and turn
+// (session 37's timing probe without them: +5.0..+6.3 % at D 128 S >= 4k; its m64n8k16 form, a
+// separate wgmma per 16 keys, lost 1.6..5.4 %). D = 64 / 128 with 128-key tiles, 2 V stages.
+#ifndef ATTNKIT_FLASH3_FWD_TC_ROWSUM
+#define ATTNKIT_FLASH3_FWD_TC_ROWSUM 0
+#endif
+
 namespace attnkit::flash3 {
 
 // CL = CTAs per cluster: 2 pairs the CTAs of tiles (m, h, b) and (m + 1, h, b), which read the
@@ -62,8 +72,27 @@ struct FwdTraits {
   static_assert(VS == 2 || VS == 3, "flash3 forward: 2 or 3 V stages");
   static constexpr int kStagesV = kRing ? 0 : kFused ? 1 : VS;
   // Bytes of the K/V region (stage buffers, or the ring).
+  // kTcSum (ATTNKIT_FLASH3_FWD_TC_ROWSUM): the K/V region is laid out so that both V stages' chunk
+  // sequences continue into one shared chunk of ones (C = a chunk, kBlockN x 128 B = 16 KB):
+  //   D = 128: K0 [0, 2C) | V1.0 [2C] | K1 [3C, 5C) | V1.1 [5C] | V0.0 [6C] | V0.1 [7C] | ones [8C]
+  //            (V0 chunk stride C, V1 3C: both reach 8C; K stages 3C apart);
+  //   D = 64:  K0 [0] | K1 [C] | V1 [2C] | V0 [3C] | ones [4C] (V0 stride C, V1 2C).
+  // v_off / v_lbo: V stage s's offset from SmemLayout::v (= k here) and its chunk stride.
+  static constexpr bool kTcSum = ATTNKIT_FLASH3_FWD_TC_ROWSUM != 0 && (D == 64 || D == 128) &&
+                                 kBlockN == 128 && VS == 2 && CL == 1 && RS == 0;
+  static constexpr int kTcChunk = kBlockN * 128;
   static constexpr int kKVRegionBytes =
-      kRing ? RS * kRingChunkBytes : (kStagesK + kStagesV) * kBlockN * D * 2;
+      kTcSum  ? (D == 128 ? 9 : 5) * kTcChunk
+      : kRing ? RS * kRingChunkBytes
+              : (kStagesK + kStagesV) * kBlockN * D * 2;
+  static constexpr int kKStageBytes = kTcSum && D == 128 ? 3 * kTcChunk : kBlockN * D * 2;
+  static constexpr int kOnesOff = kTcSum ? (D == 128 ? 8 : 4) * kTcChunk : 0;
+  __host__ __device__ static constexpr int v_off(int s) {
+    return kTcSum ? (D == 128 ? 6 - 4 * s : 3 - s) * kTcChunk : s * kBlockN * D * 2;
+  }
+  __host__ __device__ static constexpr int v_lbo(int s) {
+    return kTcSum ? (D == 128 ? 1 + 2 * s : 1 + s) * kTcChunk : kTcChunk;
+  }
   static_assert(CL == 1 || (CL == 2 && D >= 128), "flash3 forward: cluster of 2 needs D >= 128");
   static constexpr int kCluster = CL;
   static constexpr int kConsumerWGs = WGs;
@@ -97,10 +126,12 @@ struct FwdTraits {
   // wgmma issue is not inside a data-dependent branch (ptxas serialises those: C7518).
   // D = 256 never overlaps tiles (Consumer::kCanOverlap), so it needs no zero block; that is
   // what lets its 3-V-stage variant fit (64 + 5 x 32 + 2 KB = 226 KB).
-  static constexpr int kZeroBytes = D == 256 ? 0 : 16 * D * 2;
+  // kTcSum: one more zero chunk, the 8 extra columns' B of the P = 0 wgmma (third chunk).
+  static constexpr int kZeroBytes = D == 256 ? 0 : 16 * (kTcSum ? D + 64 : D) * 2;
   // The mbarriers and the dynamic scheduler's slot ring (mainloop.cuh SmemLayout).
   static constexpr int kBarrierRegionBytes = 1024;
-  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + kBarrierRegionBytes + 1024;
+  static constexpr int kFixedBytes =
+      kKVRegionBytes + kZeroBytes + kBarrierRegionBytes + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
