@@ -224,8 +224,8 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
           cl::tma_load_4d_multicast(sm.k + s * Tr::kKStageBytes + c * Tr::kKVChunkBytes, &a.tma_k,
                                     &sm.full_k[s], c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
       } else {
-        ptx::tma_load_4d(sm.k + s * Tr::kKStageBytes + c * Tr::kKVChunkBytes, &a.tma_k, &sm.full_k[s],
-                         c * 64, nb * Tr::kBlockN + kv_row0, hkv, b);
+        ptx::tma_load_4d(sm.k + s * Tr::kKStageBytes + c * Tr::kKVChunkBytes, &a.tma_k,
+                         &sm.full_k[s], c * 64, nb * Tr::kBlockN + kv_row0, hkv, b);
       }
     }
   };
@@ -238,11 +238,11 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
     for (int c = 0; c < Tr::kChunks; ++c) {
       if constexpr (Tr::kCluster == 2) {
         if (c % 2 == rank)
-          cl::tma_load_4d_multicast(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v,
-                                    &sm.full_v[s], c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
+          cl::tma_load_4d_multicast(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v, &sm.full_v[s],
+                                    c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
       } else {
-        ptx::tma_load_4d(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v, &sm.full_v[s],
-                         c * 64, nb * Tr::kBlockN + kv_row0, hkv, b);
+        ptx::tma_load_4d(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v, &sm.full_v[s], c * 64,
+                         nb * Tr::kBlockN + kv_row0, hkv, b);
       }
     }
   };
@@ -503,10 +503,14 @@ inline constexpr int kVarDropout = 32768;
 /// ATTNKIT_FLASH3_FWD_TC_ROWSUM (A/B build switch, traits.hpp; FwdTraits::kTcSum lays out the
 /// K/V region): the softmax's row sums on the tensor core, as 8 more columns of P V whose B is a
 /// chunk of ones (m64n(kD + 8)k16, WgmmaExt), accumulated, rescaled and overwritten (scale-d 0)
-/// with O, so they sum exactly the 16-bit P that P V multiplies. Not with a score-mod kernel
-/// (dropout needs the sums before P is dropped; those kernels keep the FADDs, on the same layout).
+/// with O, so they sum exactly the 16-bit P that P V multiplies. The tile-diet kernels only (the
+/// defaults at D 64 / 128; O is written by its tile's first P V, never zeroed): in the others the
+/// 4 more accumulators made ptxas serialise the wgmmas (C7511) and spill 1.5-1.9 KB. Not with a
+/// score mod (dropout needs the sums before P is dropped). The others keep the FADDs, on the same
+/// layout.
 template <class Tr, int kVar>
-inline constexpr bool kTcRowSum = Tr::kTcSum && (kVar & kVarScoreMod) == 0;
+inline constexpr bool kTcRowSum = Tr::kTcSum && (kVar & kVarScoreMod) == 0 &&
+                                  (kVar & kVarTileDiet) != 0;
 
 /// O[64 x kD] and l[64 x 8] (+)= P[64 x kBlockN] [V | ones] (issued, not waited); db0 = the
 /// kk = 0 descriptor of V's chunks (chunk stride = its LBO; the chunk after the last is ones).
@@ -530,8 +534,7 @@ __device__ __forceinline__ uint64_t tc_v_desc(uint32_t v_base, int sp) {
   const uint64_t d0 = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::v_lbo(0), 1024);
   const uint64_t d1 = ptx::Sw128Desc::make(v_base + Tr::v_off(1), Tr::v_lbo(1), 1024);
   const uint32_t lo = static_cast<uint32_t>(sp == 0 ? d0 : d1);
-  return (d0 & 0xFFFFFFFF00000000ull) |
-         static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
+  return (d0 & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
 }
 
 /// l rows r = 0/1 *= f[r] (the m64n8 accumulator: l[2 r + e]).
@@ -968,14 +971,14 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
     if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
       if (n_blocks > 1)
-        mainloop_turn<Tr, BF16, kVar, false, false>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
-                                      factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
-                                      &wc, alibi_k, mask_bh, drop_bh);
+        mainloop_turn<Tr, BF16, kVar, false, false>(
+            a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s, factor, pf, sm_state, sl2,
+            first_row, row0, lane, no_qa, 0, &wc, alibi_k, mask_bh, drop_bh);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
-      mainloop_turn<Tr, BF16, kVar, false, false>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
-                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1, &wc,
-                                    alibi_k, mask_bh, drop_bh);
+      mainloop_turn<Tr, BF16, kVar, false, false>(
+          a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s, factor, pf, sm_state, sl2,
+          first_row, row0, lane, no_qa, 1, &wc, alibi_k, mask_bh, drop_bh);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {

@@ -81,10 +81,9 @@ struct FwdTraits {
   static constexpr bool kTcSum = ATTNKIT_FLASH3_FWD_TC_ROWSUM != 0 && (D == 64 || D == 128) &&
                                  kBlockN == 128 && VS == 2 && CL == 1 && RS == 0;
   static constexpr int kTcChunk = kBlockN * 128;
-  static constexpr int kKVRegionBytes =
-      kTcSum  ? (D == 128 ? 9 : 5) * kTcChunk
-      : kRing ? RS * kRingChunkBytes
-              : (kStagesK + kStagesV) * kBlockN * D * 2;
+  static constexpr int kKVRegionBytes = kTcSum  ? (D == 128 ? 9 : 5) * kTcChunk
+                                        : kRing ? RS * kRingChunkBytes
+                                                : (kStagesK + kStagesV) * kBlockN * D * 2;
   static constexpr int kKStageBytes = kTcSum && D == 128 ? 3 * kTcChunk : kBlockN * D * 2;
   static constexpr int kOnesOff = kTcSum ? (D == 128 ? 8 : 4) * kTcChunk : 0;
   __host__ __device__ static constexpr int v_off(int s) {
@@ -130,8 +129,7 @@ struct FwdTraits {
   static constexpr int kZeroBytes = D == 256 ? 0 : 16 * (kTcSum ? D + 64 : D) * 2;
   // The mbarriers and the dynamic scheduler's slot ring (mainloop.cuh SmemLayout).
   static constexpr int kBarrierRegionBytes = 1024;
-  static constexpr int kFixedBytes =
-      kKVRegionBytes + kZeroBytes + kBarrierRegionBytes + 1024;
+  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + kBarrierRegionBytes + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
