@@ -128,6 +128,11 @@ extern "C" void flash3_set_knobs_tail(int tail_split, int tail_min_blocks, int m
 extern "C" void flash3_set_knobs_tail_probe(int tail_probe) {
   attnkit::flash3::tuning().tail_probe = tail_probe;
 }
+// Session 40: Tuning::tc_row_sum (-1 = auto, the default / 0 = off: slot 31 without the row
+// sums in P V).
+extern "C" void flash3_set_knobs_tc(int tc_row_sum) {
+  attnkit::flash3::tuning().tc_row_sum = tc_row_sum;
+}
 // Session 19: the tiles of the last forward that ran in the split tail (0: none).
 extern "C" int flash3_last_tail_tiles() {
   return attnkit::flash3::last_forward_tail_tiles();

@@ -140,7 +140,7 @@ def main():
         for flag, ty in TYPES:
             emit_struct(w, struct, n, flag, ty, templated)
     if not templated:
-        for n in (64, 128):
+        for n in (128,):
             for flag, ty in TYPES:
                 emit_ext(w, n, flag, ty)
     w("#endif  // __CUDA_ARCH_FEAT_SM90_ALL")

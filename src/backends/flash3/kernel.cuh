@@ -59,11 +59,15 @@ __device__ __forceinline__ int varlen_blocks(const FwdArgs& va, int m_block, int
 /// kVar: variant bits (mainloop.cuh: kVarOrdered, kVarEarlyRescale); VS: V ring stages;
 /// CL: CTAs per cluster (1, or 2 = K/V multicast, cluster.cuh); RS: K/V ring slots (0, or 10 =
 /// the D = 256 128-key chunk ring, FwdTraits::kRing).
+/// (kVar's kVarTcSum bit selects the traits' TC layout: FwdTraitsOf.)
 template <int D, bool BF16, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Tr = FwdTraits<D, BN, WGs, VS, CL, RS>;
+  using Tr = FwdTraitsOf<D, BN, WGs, VS, kVar, CL, RS>;
+  static_assert((kVar & kVarTcSum) == 0 ||
+                    ((kVar & kVarTileDiet) != 0 && (kVar & kVarScoreMod) == 0 && D == 128),
+                "flash3: the row sums in P V (kVarTcSum) are a D = 128 tile-diet kernel's");
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.

@@ -68,8 +68,8 @@ inline int sm_count() {
 template <int D>
 inline constexpr int kTailMinKeys = D == 256 ? 8192 : 4096;
 template <int D, bool BF16, int BN, int WGs, int VS, int kDietVar>
-bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), bool eligible,
-                       int ctas, cudaStream_t stream) {
+bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int kernel_smem,
+                       bool eligible, int ctas, cudaStream_t stream) {
   using Tr = FwdTraits<D, BN, WGs, VS>;
   const int rest = a.num_tiles % ctas;
   const int64_t n_blocks = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
@@ -107,7 +107,7 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), boo
   a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile)
   const int probe = tuning().tail_probe;
   if (probe != 2) {
-    kernel<<<dim3(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    kernel<<<dim3(ctas), Tr::kThreads, kernel_smem, stream>>>(a);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
   set_last_forward_tail_tiles(rest);
@@ -363,12 +363,28 @@ void launch_forward(const Params& p) {
                                         : var;
   const bool run_ord = ordered && kernels_ord[slot] != nullptr;
   auto kernel = run_ord ? kernels_ord[slot] : kernels[slot];
-  const int slot_id = slot + (run_ord ? 16 : 0);  // (16 + slot: the ordered build of slot)
+  int slot_id = slot + (run_ord ? 16 : 0);  // (16 + slot: the ordered build of slot)
+  int smem = Tr::kSmemBytes;
+  // Session 40: slot 31's kernel (D 128, ordered, diet + TMA epilogue: the default past Sk 2048)
+  // with the softmax's row sums as 8 more columns of P V (mainloop.cuh kVarTcSum, its own
+  // shared-memory layout: 216 KB). Same process against an identical control (bench/results/
+  // 2026-11-30-h200-flash3-s40.md): +3.1..+4.9 % at S 4k / 16k (both causal modes); at 1k
+  // (slot 15, unordered) it lost 1.1..2.5 %, at D 64 1..4 %: no kernel there. Tuning::tc_row_sum.
+  if constexpr (kTmaEpiCapable && D == 128) {
+    constexpr int kTcVar = kTmaEpiVar | kVarOrdered | kVarTcSum;
+    using TrTc = FwdTraitsOf<D, BN, WGs, VS, kTcVar>;
+    static_assert(TrTc::kQStages == 2, "flash3: the TMA epilogue stages O in the 2nd Q buffer");
+    if (slot_id == 16 + 15 && tuning().tc_row_sum != 0) {
+      kernel = fwd_kernel<D, BF16, BN, WGs, VS, kTcVar>;
+      slot_id = kTcSumSlot;
+      smem = TrTc::kSmemBytes;
+    }
+  }
   set_last_forward_slot(slot_id);
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[32][kMaxDevices] = {};
+  static std::atomic<int> attr_set[kTcSumSlot + 1][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];
@@ -378,14 +394,14 @@ void launch_forward(const Params& p) {
   cl_attr[0].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = Tr::kSmemBytes;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = cl_attr;
   cfg.numAttrs = 1;
   int max_ctas = attr_set[slot_id][dev].load(std::memory_order_acquire);
   if (max_ctas == 0) {
     ATTNKIT_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     max_ctas = sm_count();
     if (cluster) {
       int clusters = 0;
@@ -462,7 +478,7 @@ void launch_forward(const Params& p) {
   // stages, after any slot.
   if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
     if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
-            p, a, kernel,
+            p, a, kernel, smem,
             (D == 256 || diet) && persistent && !dynamic && !cluster && ctas < a.num_tiles, ctas,
             stream))
       return;
@@ -474,7 +490,7 @@ void launch_forward(const Params& p) {
     return;
   }
   const dim3 grid(ctas);
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  kernel<<<grid, Tr::kThreads, smem, stream>>>(a);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 

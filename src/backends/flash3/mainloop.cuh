@@ -500,17 +500,23 @@ inline constexpr int kVarNarrow = 16384;
 // instructions.
 inline constexpr int kVarDropout = 32768;
 
-/// ATTNKIT_FLASH3_FWD_TC_ROWSUM (A/B build switch, traits.hpp; FwdTraits::kTcSum lays out the
-/// K/V region): the softmax's row sums on the tensor core, as 8 more columns of P V whose B is a
-/// chunk of ones (m64n(kD + 8)k16, WgmmaExt), accumulated, rescaled and overwritten (scale-d 0)
-/// with O, so they sum exactly the 16-bit P that P V multiplies. The tile-diet kernels only (the
-/// defaults at D 64 / 128; O is written by its tile's first P V, never zeroed): in the others the
-/// 4 more accumulators made ptxas serialise the wgmmas (C7511) and spill 1.5-1.9 KB. Not with a
-/// score mod (dropout needs the sums before P is dropped). The others keep the FADDs, on the same
-/// layout.
+// kVarTcSum (session 40; FwdTraits TC, Tuning::tc_row_sum): the softmax's row sums as 8 more
+// columns of P V, whose B operand continues past V's chunks into a chunk of ones (traits.hpp
+// kTcSum has the layout): m64n136k16 instead of m64n128k16 (WgmmaExt), accumulated, rescaled and
+// overwritten (scale-d 0) with O, so l sums exactly the 16-bit P that P V multiplies, and each
+// thread holds its rows' complete sums (no quad reduction). Replaces 64 FADDs per thread and turn
+// (the steady turn of the slot-15 ordered kernel: 652 -> 596 SASS instructions) with 6 % more
+// P V tensor work. Same process against an identical control (bench/results/
+// 2026-11-30-h200-flash3-s40.md): D 128 +3.1..+4.9 % at S 4k / 16k, -1.1..-2.5 % at 1k; D 64
+// (m64n72, 12.5 % more P V) -1..-4 %. The tile-diet kernels only (O written by its tile's first
+// P V, never zeroed): in the others the 4 more accumulators made ptxas serialise the wgmmas
+// (C7511) and spill 1.5-1.9 KB. Not with score mods (dropout needs the sums before P is dropped).
+inline constexpr int kVarTcSum = 65536;
 template <class Tr, int kVar>
-inline constexpr bool kTcRowSum = Tr::kTcSum && (kVar & kVarScoreMod) == 0 &&
-                                  (kVar & kVarTileDiet) != 0;
+inline constexpr bool kTcRowSum = Tr::kTcSum;
+/// The traits of kernel variant kVar (the TC layout with kVarTcSum).
+template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
+using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
 
 /// O[64 x kD] and l[64 x 8] (+)= P[64 x kBlockN] [V | ones] (issued, not waited); db0 = the
 /// kk = 0 descriptor of V's chunks (chunk stride = its LBO; the chunk after the last is ones).

@@ -25,16 +25,6 @@
 
 #include <cstdint>
 
-// A/B build switch (session 40, default 0): the softmax's row sums l on the tensor core. P V is
-// issued as m64n(kD + 8)k16: V's column chunks are followed (at the descriptor's chunk stride) by
-// a chunk of ones, so the 8 extra accumulator columns are P x ones = the row sums of exactly the
-// 16-bit P that P V multiplies (mainloop.cuh kTcRowSum), instead of 64 FADDs per thread and turn
-// (session 37's timing probe without them: +5.0..+6.3 % at D 128 S >= 4k; its m64n8k16 form, a
-// separate wgmma per 16 keys, lost 1.6..5.4 %). D = 64 / 128 with 128-key tiles, 2 V stages.
-#ifndef ATTNKIT_FLASH3_FWD_TC_ROWSUM
-#define ATTNKIT_FLASH3_FWD_TC_ROWSUM 0
-#endif
-
 namespace attnkit::flash3 {
 
 // CL = CTAs per cluster: 2 pairs the CTAs of tiles (m, h, b) and (m + 1, h, b), which read the
@@ -43,7 +33,9 @@ namespace attnkit::flash3 {
 // non-causal). Needs >= 2 chunks (D >= 128).
 // RS = K/V ring slots (0 = stage buffers): D = 256 with 128-key tiles only, RS = 10 slots of
 // 16 KB through which K and V stream in consumption order (Tuning::kv_ring_256; see below).
-template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1, int RS = 0>
+// TC: P V with the softmax's row sums as 8 more columns (session 40; the kernels with
+// mainloop.cuh's kVarTcSum bit): the K/V region laid out for it (kTcSum below).
+template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1, int RS = 0, bool TC = false>
 struct FwdTraits {
   static_assert(D == 64 || D == 128 || D == 256, "flash3 forward: D in {64, 128, 256}");
   static constexpr int kD = D;
@@ -71,26 +63,31 @@ struct FwdTraits {
   static constexpr int kStagesK = kRing ? RS : kFused ? 1 : 2;
   static_assert(VS == 2 || VS == 3, "flash3 forward: 2 or 3 V stages");
   static constexpr int kStagesV = kRing ? 0 : kFused ? 1 : VS;
-  // Bytes of the K/V region (stage buffers, or the ring).
-  // kTcSum (ATTNKIT_FLASH3_FWD_TC_ROWSUM): the K/V region is laid out so that both V stages' chunk
-  // sequences continue into one shared chunk of ones (C = a chunk, kBlockN x 128 B = 16 KB):
-  //   D = 128: K0 [0, 2C) | V1.0 [2C] | K1 [3C, 5C) | V1.1 [5C] | V0.0 [6C] | V0.1 [7C] | ones [8C]
-  //            (V0 chunk stride C, V1 3C: both reach 8C; K stages 3C apart);
-  //   D = 64:  K0 [0] | K1 [C] | V1 [2C] | V0 [3C] | ones [4C] (V0 stride C, V1 2C).
+  // kTcSum (TC; mainloop.cuh kTcRowSum): P V is issued as m64n136k16, its B operand = V's two
+  // 64-column chunks (MN-major, chunk c at the descriptor's base + c x LBO) and a third chunk of
+  // 16-bit ones, so the 8 extra accumulator columns are the row sums of exactly the P that P V
+  // multiplies, and the 64 FADDs per thread and turn go (session 40). The ones chunk must sit at
+  // base + 2 LBO for both V stages, and the LBO is per descriptor, so each stage gets its own
+  // (C = a chunk, 128 keys x 128 B = 16 KB):
+  //   K0 [0, 2C) | V1.0 [2C] | K1 [3C, 5C) | V1.1 [5C] | V0.0 [6C] | V0.1 [7C] | ones [8C]
+  // V0's chunk stride is C, V1's 3C (both reach 8C), the K stages are 3C apart: 144 KB, 16 KB
+  // more than the plain region (216 KB in all with both Q buffers).
   // v_off / v_lbo: V stage s's offset from SmemLayout::v (= k here) and its chunk stride.
-  static constexpr bool kTcSum = ATTNKIT_FLASH3_FWD_TC_ROWSUM != 0 && (D == 64 || D == 128) &&
-                                 kBlockN == 128 && VS == 2 && CL == 1 && RS == 0;
+  static constexpr bool kTcSum = TC;
+  static_assert(!TC || (D == 128 && kBlockN == 128 && VS == 2 && CL == 1 && RS == 0),
+                "flash3 forward: the row sums in P V are D = 128, 128-key tiles, 2 V stages");
   static constexpr int kTcChunk = kBlockN * 128;
-  static constexpr int kKVRegionBytes = kTcSum  ? (D == 128 ? 9 : 5) * kTcChunk
+  // Bytes of the K/V region (stage buffers, the ring, or the kTcSum layout).
+  static constexpr int kKVRegionBytes = kTcSum  ? 9 * kTcChunk
                                         : kRing ? RS * kRingChunkBytes
                                                 : (kStagesK + kStagesV) * kBlockN * D * 2;
-  static constexpr int kKStageBytes = kTcSum && D == 128 ? 3 * kTcChunk : kBlockN * D * 2;
-  static constexpr int kOnesOff = kTcSum ? (D == 128 ? 8 : 4) * kTcChunk : 0;
+  static constexpr int kKStageBytes = kTcSum ? 3 * kTcChunk : kBlockN * D * 2;
+  static constexpr int kOnesOff = kTcSum ? 8 * kTcChunk : 0;
   __host__ __device__ static constexpr int v_off(int s) {
-    return kTcSum ? (D == 128 ? 6 - 4 * s : 3 - s) * kTcChunk : s * kBlockN * D * 2;
+    return kTcSum ? (6 - 4 * s) * kTcChunk : s * kBlockN * D * 2;
   }
   __host__ __device__ static constexpr int v_lbo(int s) {
-    return kTcSum ? (D == 128 ? 1 + 2 * s : 1 + s) * kTcChunk : kTcChunk;
+    return kTcSum ? (1 + 2 * s) * kTcChunk : kTcChunk;
   }
   static_assert(CL == 1 || (CL == 2 && D >= 128), "flash3 forward: cluster of 2 needs D >= 128");
   static constexpr int kCluster = CL;

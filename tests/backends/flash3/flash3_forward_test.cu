@@ -365,6 +365,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "ordered" / "unordered": the softmax pinned in front of the P V wait forced on / off
   // (Tuning::ordered_softmax; auto, session 16: D = 256, and D = 128 for Sk > 2048).
   flash3::tuning().ordered_softmax = c.tag == "ordered" ? 1 : c.tag == "unordered" ? 0 : -1;
+  // "tc_off" (session 40): slot 31 without the row sums in P V (Tuning::tc_row_sum; auto: on
+  // wherever slot 31 runs, so "long" and the D = 128 "ordered" / "tail" cases past 2048 keys run
+  // the kTcSumSlot kernel).
+  flash3::tuning().tc_row_sum = c.tag == "tc_off" ? 0 : -1;
   // "early"/"v3"/"early_v3": O rescaled before its P V issue; 3-stage V ring (session 3 knobs).
   flash3::tuning().early_rescale = c.tag == "early" || c.tag == "early_v3";
   flash3::tuning().v_stages = c.tag == "v3" || c.tag == "early_v3" ? 3 : 2;
@@ -467,7 +471,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   // slot 16 + s): D = 256 the diet (13, Sk <= 4096) or slot 11; D = 128 the diet + TMA
   // epilogue (15) at every Sk > 2048; D = 64 none (its diet, slot 14). "unordered" never runs one.
   if (c.tag == "long" && c.d == 256) want_slot = 16 + (c.sk <= 4096 ? 13 : 11);
-  if (c.tag == "long" && c.d == 128) want_slot = 16 + 15;
+  // D = 128 (session 40): slot 31's build with the row sums in P V; "tc_off": slot 31 itself.
+  if (c.tag == "long" && c.d == 128) want_slot = flash3::kTcSumSlot;
+  if (c.tag == "tc_off" && c.d == 128) want_slot = 16 + 15;
   if (c.tag == "long" && c.d == 64) want_slot = 14;  // (the diet at every Sk since session 16)
   // Session 23: softcap / ALiBi / window calls run their own kernel, whatever the knobs say.
   if (c.score_mod()) want_slot = flash3::kScoreModSlot;
@@ -491,7 +497,9 @@ TEST_P(Flash3Forward, MatchesReference) {
     const bool want = c.tag == "tail" || (c.tag == "tail_auto" && 5 * rest <= 4 * grid &&
                                           (c.sk + bn - 1) / bn >= min_keys / bn);
     EXPECT_EQ(flash3::last_forward_tail_tiles(), can && want ? rest : 0) << "split tail tiles";
-    const int slot = flash3::last_forward_slot() % 16;
+    // (kTcSumSlot: slot 31's build with the row sums in P V, session 40)
+    const int raw = flash3::last_forward_slot();
+    const int slot = raw == flash3::kTcSumSlot ? 15 : raw % 16;
     if (can && want && c.d == 128) EXPECT_TRUE(slot == 13 || slot == 15) << "kernel slot " << slot;
     if (can && want && c.d == 256) EXPECT_EQ(slot, c.sk <= 4096 ? 13 : 11) << "kernel slot";
   }
@@ -607,6 +615,8 @@ std::vector<Cfg> cases() {
       add({"long", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
       add({"long", 2, 700, 5000, 8, 8, 0, DType::bf16, Causal::bottom_right, true, false, true});
       add({"unordered", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::top_left});
+      add({"tc_off", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::bottom_right});
+      add({"tc_off", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
       add({"unordered", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
       // Session 19: the split tail (D = 128, and D = 256 since session 20; D = 64 checks that it
       // never runs). On 5-13 CTAs:
