@@ -375,8 +375,10 @@ void launch_forward(const Params& p) {
     using TrTc = FwdTraitsOf<D, BN, WGs, VS, kTcVar>;
     static_assert(TrTc::kQStages == 2, "flash3: the TMA epilogue stages O in the 2nd Q buffer");
     if (slot_id == 16 + 15 && tuning().tc_row_sum != 0) {
-      kernel = fwd_kernel<D, BF16, BN, WGs, VS, kTcVar>;
-      slot_id = kTcSumSlot;
+      // (tc_row_sum = 2, A/B only: with the lazy rescale too, kTcLazySlot)
+      kernel = tuning().tc_row_sum == 2 ? fwd_kernel<D, BF16, BN, WGs, VS, kTcVar | kVarLazyRescale>
+                                        : fwd_kernel<D, BF16, BN, WGs, VS, kTcVar>;
+      slot_id = tuning().tc_row_sum == 2 ? kTcLazySlot : kTcSumSlot;
       smem = TrTc::kSmemBytes;
     }
   }
@@ -384,7 +386,7 @@ void launch_forward(const Params& p) {
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[kTcSumSlot + 1][kMaxDevices] = {};
+  static std::atomic<int> attr_set[kTcLazySlot + 1][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

@@ -1045,6 +1045,64 @@ TEST(Flash3SplitTail, BitIdenticalRunToRun) {
   if (ran == 0) GTEST_SKIP() << "head dims 128 and 256 not in this build's ATTNKIT_HEAD_DIMS";
 }
 
+/// Session 40 (kVarTcSum): with the row sums in P V, l is the sum of the bf16-rounded P that P V
+/// multiplies, so lse = m + log(sum of bf16(p)); without it (Tuning::tc_row_sum = 0, slot 31
+/// itself) the fp32 sum of the unrounded p. A row built for the difference: key 0 scores 0, the
+/// other 2499 keys -7.8125 / sqrt(128), so every p = exp(-0.6905) = 0.5013, which bf16 rounds to
+/// 0.5 (the rounding all one way): the two lse differ by log(1253.8 / 1250.5) = 2.6e-3, each as
+/// its rule says to 1e-4, and the rounded one within log(1 + 2^-8) of the exact (docs/backends.md).
+TEST(Flash3RowSumsInPV, LseIsTheLogOfTheRoundedSum) {
+  SKIP_IF_NO_SM90();
+  const auto& dims = backend_flash3().description().caps.head_dims;
+  if (std::find(dims.begin(), dims.end(), 128) == dims.end())
+    GTEST_SKIP() << "head dim 128 not in this build's ATTNKIT_HEAD_DIMS";
+  Cfg c{"tc", 1, 128, 2500, 1, 1, 128};
+  std::mt19937_64 g(40);
+  Tensor q, k, v, out;
+  make(q, c.b, c.sq, c.hq, c.d, c, &g, false);
+  make(k, c.b, c.sk, c.hkv, c.d, c, &g, false);
+  make(v, c.b, c.sk, c.hkv, c.d, c, &g, false);
+  make(out, c.b, c.sq, c.hq, c.d, c, &g, true);
+  // q = e0 in every row; k[j] = kx e0 (kx = 0 for key 0, -7.8125 for the rest): bf16-exact.
+  auto fill = [&](Tensor& t, auto value) {
+    std::vector<uint16_t> bits(t.alloc, 0);
+    for (int64_t is = 0; is < t.s; ++is)
+      bits[t.at(0, is, 0, 0)] = to_bits(c.dt, value(is));
+    ASSERT_EQ(cudaMemcpy(t.dev, bits.data(), t.alloc * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  };
+  fill(q, [](int64_t) { return 1.f; });
+  fill(k, [](int64_t j) { return j == 0 ? 0.f : -7.8125f; });
+  float* lse = nullptr;
+  ASSERT_EQ(cudaMalloc(&lse, c.sq * 4), cudaSuccess);
+  const Params p = params_of(c, q, k, v, out, lse);
+  // p of the 2499 keys as the kernel computes it (fp32 exp2 of the scaled difference), and bf16's
+  // rounding of it (0.5: below the midpoint 0.50195 of 0.5 and 0.50391).
+  const float pk = std::exp2(-7.8125f * p.scale * 1.4426950408889634f);
+  const float pk16 = from_bits(c.dt, to_bits(c.dt, pk));
+  ASSERT_EQ(pk16, 0.5f);
+  const double exact = std::log(1.0 + 2499.0 * pk), rounded = std::log(1.0 + 2499.0 * pk16);
+  for (int tc : {-1, 0}) {
+    SCOPED_TRACE(tc < 0 ? "tc_row_sum auto" : "tc_row_sum 0");
+    ASSERT_EQ(cudaMemset(lse, 0xff, c.sq * 4), cudaSuccess);
+    flash3::tuning().tc_row_sum = tc;
+    ASSERT_NO_THROW(backend_flash3().forward(p));
+    flash3::tuning() = flash3::Tuning{};
+    EXPECT_EQ(flash3::last_forward_slot(), tc < 0 ? flash3::kTcSumSlot : 16 + 15) << "slot";
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> got(c.sq);
+    ASSERT_EQ(cudaMemcpy(got.data(), lse, c.sq * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    const double want = tc < 0 ? rounded : exact;
+    double err = 0.0, dev = 0.0;
+    for (float x : got) {
+      err = std::isfinite(x) ? std::max(err, std::abs(x - want)) : INFINITY;
+      dev = std::isfinite(x) ? std::max(dev, std::abs(x - exact)) : INFINITY;
+    }
+    EXPECT_LE(err, 1e-4) << "lse against " << (tc < 0 ? "log(sum bf16(p))" : "log(sum p)");
+    EXPECT_LE(dev, std::log1p(1.0 / 256)) << "lse against the exact";
+  }
+  cudaFree(lse);
+}
+
 TEST(Flash3FastDiv, MatchesDivision) {
   std::mt19937 rng(7);
   int64_t checked = 0;
