@@ -285,7 +285,13 @@ void launch_forward(const Params& p) {
   // +0.5..+1.4 % at 2k, +1..+2 % at 4k, +3..+3.5 % at 8k, +3..+4.4 % at 16k (both causal modes);
   // D 128 +0.7..+2.1 % at 4k, +1.5..+2.7 % at 8k, +2.0..+2.4 % at 16k, but -2..-4 % at 1k and
   // -1..+0.6 % at 2k (call 2); D 64 -5..-12 % everywhere (call 1; off).
-  const bool ord_auto = D == 256 || (D == 128 && p.seqlen_k > 2048);
+  // Session 40: from Sk 2048 when slot 31 then runs with the row sums in P V (kTcSumSlot, below):
+  // same process at Sk 2048, against slot 15 (bench/results/2026-11-30-h200-flash3-s40.md call
+  // 4) +3.4..+3.6 % non-causal, +0.5..+1.3 % causal; at 1k -2.6..+1.5 % (not there). Without
+  // the row sums the ordered kernel lost 1-2 % at 2k.
+  const bool ord_auto =
+      D == 256 ||
+      (D == 128 && (p.seqlen_k > 2048 || (p.seqlen_k == 2048 && tuning().tc_row_sum != 0)));
   const bool ordered = tuning().ordered_softmax < 0 ? ord_auto : tuning().ordered_softmax != 0;
   // Where the auto runs the diet: D 64 at every Sk (session 16, H100 A/B at 16k, slot 14 vs
   // slot 0: +2.5..+2.7 % both causal modes, bench/results/2026-11-23-h100-flash3-s16-d64-lazy-
@@ -375,10 +381,8 @@ void launch_forward(const Params& p) {
     using TrTc = FwdTraitsOf<D, BN, WGs, VS, kTcVar>;
     static_assert(TrTc::kQStages == 2, "flash3: the TMA epilogue stages O in the 2nd Q buffer");
     if (slot_id == 16 + 15 && tuning().tc_row_sum != 0) {
-      // (tc_row_sum = 2, A/B only: with the lazy rescale too, kTcLazySlot)
-      kernel = tuning().tc_row_sum == 2 ? fwd_kernel<D, BF16, BN, WGs, VS, kTcVar | kVarLazyRescale>
-                                        : fwd_kernel<D, BF16, BN, WGs, VS, kTcVar>;
-      slot_id = tuning().tc_row_sum == 2 ? kTcLazySlot : kTcSumSlot;
+      kernel = fwd_kernel<D, BF16, BN, WGs, VS, kTcVar>;
+      slot_id = kTcSumSlot;
       smem = TrTc::kSmemBytes;
     }
   }
@@ -386,7 +390,7 @@ void launch_forward(const Params& p) {
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[kTcLazySlot + 1][kMaxDevices] = {};
+  static std::atomic<int> attr_set[kTcSumSlot + 1][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

@@ -163,8 +163,8 @@ struct Tuning {
   // Session 40: the D = 128 default past Sk 2048 (slot 31) with the softmax's row sums as 8 more
   // columns of P V (mainloop.cuh kVarTcSum; launch slot kTcSumSlot): l then sums the 16-bit P
   // that P V multiplies (lse moves by at most log(1 + 2^-8) in bf16 against fp32 sums of the
-  // unrounded P). -1 = auto (on wherever slot 31 runs), 0 = off (slot 31 itself), 2 = A/B only:
-  // with the lazy rescale too (kTcLazySlot).
+  // unrounded P). -1 = auto (on wherever slot 31 runs; the ordered softmax's auto then starts at
+  // Sk 2048 instead of past it), 0 = off (slot 31 itself).
   int tc_row_sum = -1;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
@@ -182,7 +182,6 @@ inline constexpr int kMaskSlot = 34;     // its build with a mask (session 24)
 inline constexpr int kNarrowSlot = 35;   // D 96 / 192 on the 128 / 256 build (session 25)
 inline constexpr int kDropoutSlot = 36;  // the mask build with dropout (session 39)
 inline constexpr int kTcSumSlot = 37;    // slot 31's kernel with the row sums in P V (session 40)
-inline constexpr int kTcLazySlot = 38;   // that with the lazy rescale (A/B only, session 40)
 int last_forward_slot();
 void set_last_forward_slot(int slot);
 /// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).
