@@ -91,22 +91,18 @@ std::vector<std::string> feature_reasons(const Params& p) {
 /// Combinations the capability table cannot express (one flag each is fine, together not):
 /// part of extra_reasons, so that explain() and auto's choice see them.
 void combination_reasons(const Params& p, std::vector<std::string>& r) {
-  // Dropout (session 39): the forward at D 64 / 128 / 256 (launch.cuh kDropout), the backward
-  // at D 64 / 128 (bwd_kernel.cuh kModDropout, kModMaskDropout), dense or varlen. `flash` and
-  // `cuda_math` run the rest with the same Philox mask (core/philox.hpp), so a flash3 forward and
-  // their backward agree, and the other way round.
+  // Dropout (session 39): every head dim in both passes (launch.cuh kDropout; bwd_kernel.cuh
+  // kModDropout / kModMaskDropout at D <= 128, bwd_kernel_d256.cuh's kMod at D 192 / 256), dense
+  // or (D 64 / 128 / 256) varlen. `flash` and `cuda_math` run the rest with the same Philox mask
+  // (core/philox.hpp), so a flash3 forward and their backward agree, and the other way round.
   if (p.has_dropout() || p.dropout_p > 0.f) {
-    if (p.head_dim == 96 || p.head_dim == 192)
-      r.push_back("dropout at head_dim " + std::to_string(p.head_dim) +
-                  " (flash3: D 64 / 128 / 256 only)");
-    if (p.is_backward && p.head_dim == 256)
+    if (p.varlen && (p.head_dim == 96 || p.head_dim == 192))
+      r.push_back("dropout with varlen at head_dim " + std::to_string(p.head_dim) +
+                  " (flash3: dense calls at D 96 / 192)");
+    if (p.is_backward && p.has_mask() && p.softcap > 0.f && p.head_dim <= 128)
       r.push_back(
-          "dropout in the D 256 backward (flash3: D 64 / 128; `flash` runs it with the same "
-          "mask)");
-    if (p.is_backward && p.has_mask() && p.softcap > 0.f)
-      r.push_back(
-          "dropout with a mask and softcap in the backward (flash3: two of the three; `flash` "
-          "runs all three with the same dropout mask)");
+          "dropout with a mask and softcap in the backward (flash3: two of the three at D <= 128; "
+          "`flash` runs all three with the same dropout mask)");
   }
   if (p.is_backward && p.deterministic && (p.varlen || flash3::has_element_mod(p)))
     r.push_back(
@@ -121,7 +117,7 @@ class Flash3Backend final : public Backend {
     desc_.aliases = {"_flash_3", "_flash_varlen_3", "_flash_3_hub"};
     desc_.summary =
         "Hopper sm90a: wgmma, TMA, warp specialization (bf16/f16; D = 64, 96, 128, 192, 256 "
-        "forward and backward; dropout: forward D 64 / 128 / 256, backward D 64 / 128)";
+        "forward and backward, dropout too)";
     desc_.built = true;
     Capabilities& c = desc_.caps;
     c.dtypes = {DType::bf16, DType::f16};
@@ -149,11 +145,10 @@ class Flash3Backend final : public Backend {
     c.backward = true;  // D = 64, 128, 256; 96 / 192 on the 128 / 256 kernels since session 38
     // Since session 25: dQ in key-block order (bwd_kernel.cuh kDet), bit-identical run to run.
     c.deterministic = true;
-    // Dropout since session 39: forward D 64 / 128 / 256, backward D 64 / 128
-    // (combination_reasons).
+    // Dropout since session 39 (combination_reasons).
     c.dropout = true;
-    // Not implemented (yet): dropout at D 96 / 192, in the D 256 backward, and with a mask and
-    // softcap together in the backward. (Varlen and masks at D 96 / 192 since session 38; a mask
+    // Not implemented (yet): dropout with varlen at D 96 / 192, and with a mask and softcap
+    // together in the D <= 128 backward. (Varlen and masks at D 96 / 192 since session 38; a mask
     // with softcap in the D 64 / 96 / 128 backward since session 39.)
     c.tier = AccuracyTier::exact;
   }

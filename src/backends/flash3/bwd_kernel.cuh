@@ -1113,9 +1113,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     };
     if constexpr (mod_has_dropout(kMod)) {
       static_assert(kBM == 64, "kModDropout: 32 P^T elements a thread");
-      drop_keep = bwd_dropout_keep_bits(a.drop_seed, a.drop_offset, a.drop_threshold,
-                                        static_cast<uint32_t>(b * a.heads_q + x.h), key_r0,
-                                        x.m0 + qc, lane);
+      drop_keep = bwd_dropout_keep_bits<8>(a.drop_seed, a.drop_offset, a.drop_threshold,
+                                           static_cast<uint32_t>(b * a.heads_q + x.h), key_r0,
+                                           x.m0 + qc, lane);
     }
     // 16-bit A fragments: the accumulator pairs of query block kk are a0..a3 of m64k16.
     uint32_t pp[kBM / 4], pds[kBM / 4];

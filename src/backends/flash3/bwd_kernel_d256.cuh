@@ -41,6 +41,7 @@
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
+#include "backends/flash3/dropout.cuh"
 #include "backends/flash3/mask_elem.cuh"
 #include "backends/flash3/reg_ops.cuh"
 #include "cuda/ptx_sm90.hpp"
@@ -326,6 +327,18 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       l2[2 * j] = lv.x, l2[2 * j + 1] = lv.y;
       dl[2 * j] = dv2.x, dl[2 * j + 1] = dv2.y;
     }
+    // kMod with dropout (session 39, branch wip/f3drop39): the item's keep bits (dropout.cuh,
+    // 4 draws a thread) while S^T / dP^T run; without dropout every element keeps, z = 1.
+    [[maybe_unused]] uint32_t drop_keep = ~0u;
+    [[maybe_unused]] float drop_r = 1.f;
+    if constexpr (kMod) {
+      if (a.drop_threshold != 0) {
+        drop_keep = bwd_dropout_keep_bits<4>(a.drop_seed, a.drop_offset, a.drop_threshold,
+                                             static_cast<uint32_t>(b * a.heads_q + x.h), key_r0,
+                                             x.m0 + qw + qc, lane);
+        drop_r = a.drop_rescale;
+      }
+    }
     ptx::wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
@@ -352,8 +365,14 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
           if constexpr (kMod) xs = score_mod_elem(a, mi, xs, q, key, f);
           float p = exp2_approx(fmaf(xs, sl2, -l2[2 * j + e]));
           p = (key >= a.seqlen_k || key > q + coff || (kMod && key < q + loff)) ? 0.f : p;
-          pv[e] = p;
-          dsv[e] = p * (dpt[idx] - dl[2 * j + e]) * f;
+          if constexpr (kMod) {  // dropout: dS^T = P^T (z dP^T - delta) (1 - t^2), dV from z P^T
+            const float z = ((drop_keep >> (8 * (2 * r + e) + j)) & 1u) ? drop_r : 0.f;
+            pv[e] = p * z;
+            dsv[e] = p * fmaf(z, dpt[idx], -dl[2 * j + e]) * f;
+          } else {
+            pv[e] = p;
+            dsv[e] = p * (dpt[idx] - dl[2 * j + e]) * f;
+          }
         }
         pp[2 * j + r] = pack2<BF16>(pv[0], pv[1]);
         pds[2 * j + r] = pack2<BF16>(dsv[0], dsv[1]);

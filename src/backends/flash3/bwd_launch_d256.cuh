@@ -61,8 +61,6 @@ void launch_backward_d256(const Params& p) {
     throw Error(ErrorCode::kUnsupported,
                 "flash3 D 256 deterministic backward: plain dense calls only (no varlen, score "
                 "modification, mask or dropout)");
-  if (p.has_dropout())  // (the backend declines it: never ignored)
-    throw Error(ErrorCode::kUnsupported, "flash3 D 256 / 192 backward: no dropout");
   // Head dim 192 (session 38, bwd_launch.cuh narrow_kv_floats): also the dK / dV scratch.
   const size_t sems = det ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) : 0;
   const size_t head = (rows * (2 + static_cast<size_t>(D)) + sems + 63) / 64 * 64;
@@ -101,8 +99,8 @@ void launch_backward_d256(const Params& p) {
     set_bwd_common(narrow ? narrow_kv_params<D>(p, ws + head) : p, static_cast<int>(p.head_dim),
                    Tr::kBlockM, Tr::kBlockN, BF16, mb, sq, sk, sq_pad, lse2, delta, dq_acc, a);
     a.dq_vec4 = 1;
-    // Softcap / ALiBi / window / mask (session 26): the general kMod kernel.
-    const bool mod = has_score_mod(p) || p.has_mask();
+    // Softcap / ALiBi / window / mask (session 26), dropout (session 39): the general kMod kernel.
+    const bool mod = has_element_mod(p);
     const ScoreMod m = score_mod_of(p);
     if (mod) set_bwd_score_mod(p, m, a);
     if constexpr (kVarlen) set_bwd_varlen(p, m, a);

@@ -71,17 +71,19 @@ __device__ __forceinline__ void dropout_tile(float (&s)[kBlockN / 2], const FwdA
       }
 }
 
-/// The backward's keep bits (bwd_kernel.cuh kModDropout; BM 64): a thread holds P^T elements
-/// (key key_r0 + 8 r, query q0 + 8 j + e), j < 8, r, e < 2 (q0 = the item's first row + the
-/// thread's query column offset). The 4 keys of a Philox group are one row of each of the lanes
-/// lane % 16 + 4 t, t < 4 (word t = (lane / 4) % 4); those 4 lanes share the queries. Lane t
-/// draws the 8 groups of its (r, e) = (t / 2, t % 2) for every j, keeps word w's decisions of
-/// all 8 as byte w of one register, and three shuffles hand each lane byte t of every other
-/// lane's. Returned: element (j, r, e) kept iff bit 8 (2 r + e) + j is set. 8 Philox draws per
-/// thread and item (a quarter of one per element).
+/// The backward's keep bits (bwd_kernel.cuh kModDropout, kJ = 8: BM 64; bwd_kernel_d256.cuh kMod,
+/// kJ = 4: a WG's 32 query columns): a thread holds P^T elements (key key_r0 + 8 r, query
+/// q0 + 8 j + e), j < kJ, r, e < 2 (q0 = the item's first row + the thread's query column offset).
+/// The 4 keys of a Philox group are one row of each of the lanes lane % 16 + 4 t, t < 4 (word t =
+/// (lane / 4) % 4); those 4 lanes share the queries. Lane t draws the kJ groups of its (r, e) = (t
+/// / 2, t % 2) for every j, keeps word w's decisions of all kJ as byte w of one register, and three
+/// shuffles hand each lane byte t of every other lane's. Returned: element (j, r, e) kept iff bit 8
+/// (2 r + e) + j is set. kJ Philox draws per thread and item (a quarter of one per element).
+template <int kJ>
 __device__ __forceinline__ uint32_t bwd_dropout_keep_bits(uint64_t seed, uint64_t offset,
                                                           uint32_t threshold, uint32_t bh,
                                                           int key_r0, int q0, int lane) {
+  static_assert(kJ >= 1 && kJ <= 8, "a byte per word");
   const int t = (lane >> 2) & 3, r = t >> 1, e = t & 1;
   const uint32_t group = static_cast<uint32_t>(key_r0 + 8 * r) >> 2;
   const uint32_t k0 = static_cast<uint32_t>(seed);
@@ -89,7 +91,7 @@ __device__ __forceinline__ uint32_t bwd_dropout_keep_bits(uint64_t seed, uint64_
   const uint32_t c3 = static_cast<uint32_t>(offset);
   uint32_t packed = 0;  // bit 8 w + j: word w of draw j
 #pragma unroll 2
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kJ; ++j) {
     const Philox4 o = philox4x32_10(group, static_cast<uint32_t>(q0 + 8 * j + e), bh, c3, k0, k1);
 #pragma unroll
     for (int w = 0; w < 4; ++w)

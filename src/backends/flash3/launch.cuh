@@ -566,7 +566,7 @@ void launch_forward_score_mod(const Params& p) {
   }
   static_assert(!(kVarlen && kMask), "flash3: no mask with varlen (the resolver refuses it)");
   static_assert(!kNarrow || D >= 128, "flash3 narrow: D 96 / 192 only");
-  static_assert(!kDropout || (kMask != kVarlen && !kNarrow),
+  static_assert(!kDropout || (kMask != kVarlen && (!kNarrow || kMask)),
                 "flash3 dropout: the dense mask build or the varlen one");
   a.d_cols = static_cast<int>(p.head_dim);
   if constexpr (kDropout) set_dropout(p, a);
@@ -618,8 +618,11 @@ template <int D, bool BF16>
 void run_forward(const Params& p) {
   if constexpr (D >= 128) {  // (a 96 / 192 head dim: backend.cpp sends it here)
     if (p.head_dim < D) {
-      if (p.has_dropout())  // (the backend declines it: never ignored)
-        throw Error(ErrorCode::kUnsupported, "flash3 head dims 96 / 192: no dropout");
+      if (p.has_dropout()) {  // (session 39, wip/f3drop39: dense only; the backend declines varlen)
+        if (p.varlen)
+          throw Error(ErrorCode::kUnsupported, "flash3 head dims 96 / 192: no varlen dropout");
+        return launch_forward_score_mod<D, BF16, false, true, true, true>(p);
+      }
       if (p.varlen) return launch_forward_score_mod<D, BF16, true, false, true>(p);
       if (p.has_mask()) return launch_forward_score_mod<D, BF16, false, true, true>(p);
       return launch_forward_score_mod<D, BF16, false, false, true>(p);

@@ -1185,8 +1185,8 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
   for (const auto& s : r)
     found |= s.find("q.stride(d)") != std::string::npos;
   EXPECT_TRUE(found);
-  // forward() refuses unsupported features instead of ignoring them: dropout at D 96 (the narrow
-  // kernels have no dropout build), before anything runs.
+  // forward() refuses unsupported features instead of ignoring them: dropout with varlen at
+  // D 96 (the narrow varlen kernel has no dropout build), before anything runs.
   p.q_st = p.k_st;
   p.dropout_p = 0.1f;
   p.dropout_threshold = dropout_threshold_for(0.1);
@@ -1198,16 +1198,20 @@ TEST(Flash3Reasons, DeclaresWhatItCannotDo) {
       named |= s.rfind(prefix, 0) == 0;
     return named;
   };
+  EXPECT_FALSE(names("dropout"));  // dense D 64 dropout: the forward runs it
+  p.is_backward = true;            // and the backward
+  EXPECT_FALSE(names("dropout"));
+  p.is_backward = false;
   p.head_dim = p.head_dim_v = 96;
-  EXPECT_TRUE(names("dropout at head_dim 96"));
+  p.varlen = true;
+  p.total_q = p.total_k = 16;
+  p.q_st.b = p.k_st.b = p.v_st.b = p.out_st.b = 0;
+  EXPECT_TRUE(names("dropout with varlen at head_dim 96"));
   EXPECT_THROW(backend_flash3().forward(p), Error);
   p.head_dim = p.head_dim_v = 64;
-  EXPECT_FALSE(names("dropout"));  // dense D 64 dropout: the forward runs it
-  p.is_backward = true;  // the D 64 / 128 backward runs it too, not with a mask or at D 256
-  EXPECT_FALSE(names("dropout"));
-  p.head_dim = p.head_dim_v = 256;
-  EXPECT_TRUE(names("dropout in the D 256 backward"));
-  p.head_dim = p.head_dim_v = 64;
+  p.varlen = false;
+  p.total_q = p.total_k = 0;
+  p.q_st = p.k_st = p.v_st = p.out_st = {16 * 64, 64, 64, 1};
   p.is_backward = false;
   p.dropout_threshold = 0;
   // The backward names none of softcap, window, ALiBi, varlen and the mask, together too (a mask
