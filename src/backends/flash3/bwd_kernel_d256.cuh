@@ -207,10 +207,14 @@ __device__ __forceinline__ void d256_produce(const BwdArgs& maps, const BwdArgs&
 /// wait is on a CTA launched earlier (as the D 64 / 128 kDet and FA3 assume: blocks start in
 /// index order, which CUDA does not promise formally). Plain dense calls on the RS layout; no
 /// item rotation.
-template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false>
+/// kDrop (session 40): the kMod kernel with dropout (a kernel of its own, so that the score-mod
+/// and mask kernels stay as measured).
+template <bool BF16, bool kMod = false, bool kRs = false, bool kVarlen = false, bool kDet = false,
+          bool kDrop = false>
 __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     bwd_kernel_d256(const __grid_constant__ BwdArgs maps) {
   static_assert(!(kRs && kMod), "the RS layout: plain calls only");
+  static_assert(!kDrop || kMod, "dropout: the kMod kernel");
   static_assert(!kDet || (kRs && !kVarlen), "deterministic: plain dense calls on the RS layout");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = BwdTraits256;
@@ -327,18 +331,13 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
       l2[2 * j] = lv.x, l2[2 * j + 1] = lv.y;
       dl[2 * j] = dv2.x, dl[2 * j + 1] = dv2.y;
     }
-    // kMod with dropout (session 39, branch wip/f3drop39): the item's keep bits (dropout.cuh,
-    // 4 draws a thread) while S^T / dP^T run; without dropout every element keeps, z = 1.
+    // kDrop (sessions 39-40): the item's keep bits (dropout.cuh, 4 draws a thread) while S^T /
+    // dP^T run.
     [[maybe_unused]] uint32_t drop_keep = ~0u;
-    [[maybe_unused]] float drop_r = 1.f;
-    if constexpr (kMod) {
-      if (a.drop_threshold != 0) {
-        drop_keep = bwd_dropout_keep_bits<4>(a.drop_seed, a.drop_offset, a.drop_threshold,
-                                             static_cast<uint32_t>(b * a.heads_q + x.h), key_r0,
-                                             x.m0 + qw + qc, lane);
-        drop_r = a.drop_rescale;
-      }
-    }
+    if constexpr (kDrop)
+      drop_keep = bwd_dropout_keep_bits<4>(a.drop_seed, a.drop_offset, a.drop_threshold,
+                                           static_cast<uint32_t>(b * a.heads_q + x.h), key_r0,
+                                           x.m0 + qw + qc, lane);
     ptx::wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
@@ -365,8 +364,8 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
           if constexpr (kMod) xs = score_mod_elem(a, mi, xs, q, key, f);
           float p = exp2_approx(fmaf(xs, sl2, -l2[2 * j + e]));
           p = (key >= a.seqlen_k || key > q + coff || (kMod && key < q + loff)) ? 0.f : p;
-          if constexpr (kMod) {  // dropout: dS^T = P^T (z dP^T - delta) (1 - t^2), dV from z P^T
-            const float z = ((drop_keep >> (8 * (2 * r + e) + j)) & 1u) ? drop_r : 0.f;
+          if constexpr (kDrop) {  // dS^T = P^T (z dP^T - delta) (1 - t^2), dV from z P^T
+            const float z = ((drop_keep >> (8 * (2 * r + e) + j)) & 1u) ? a.drop_rescale : 0.f;
             pv[e] = p * z;
             dsv[e] = p * fmaf(z, dpt[idx], -dl[2 * j + e]) * f;
           } else {

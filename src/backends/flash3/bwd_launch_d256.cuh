@@ -122,7 +122,9 @@ void launch_backward_d256(const Params& p) {
     // Plain calls: the RS layout (bwd_d256_rs.cuh), the default since session 29 (+6..+12 % over
     // the split layout, bench/notes/session29.md calls 1 and 7), unless d256_split_layout().
     // Varlen plain calls: the RS layout always (the split layout has no varlen build).
-    if (mod)
+    if (mod && p.has_dropout())  // (sessions 39-40: its own kernel, kDrop)
+      run_kernel_d256<&bwd_kernel_d256<BF16, true, false, kVarlen, false, true>>(grid, a, stream);
+    else if (mod)
       run_kernel_d256<&bwd_kernel_d256<BF16, true, false, kVarlen>>(grid, a, stream);
     else if constexpr (kVarlen)
       run_kernel_d256<&bwd_kernel_d256<BF16, false, true, true>>(grid, a, stream);
