@@ -210,6 +210,15 @@ inline int epi_wide_auto(const Params& p, int D) {
   return want >= 2 && aligned(8) ? 2 : want >= 1 && aligned(4) ? 1 : 0;
 }
 
+/// Session 40: slot 31 with the row sums in P V (kTcSumSlot) unless Tuning::tc_row_sum = 0 or
+/// ATTNKIT_FLASH3_FWD_FP32_ROWSUM=1 (read per call): lse from the fp32 sum of the unrounded P
+/// instead of the tensor core's sum of the 16-bit P (docs/numerics.md).
+inline bool tc_row_sum_on() {
+  if (tuning().tc_row_sum == 0) return false;
+  const char* e = std::getenv("ATTNKIT_FLASH3_FWD_FP32_ROWSUM");
+  return e == nullptr || e[0] != '1';
+}
+
 template <int D, bool BF16, int BN, int WGs, int VS = 2, int RS = 0>
 void launch_forward(const Params& p) {
   using Tr = FwdTraits<D, BN, WGs, VS, 1, RS>;
@@ -290,8 +299,7 @@ void launch_forward(const Params& p) {
   // 4) +3.4..+3.6 % non-causal, +0.5..+1.3 % causal; at 1k -2.6..+1.5 % (not there). Without
   // the row sums the ordered kernel lost 1-2 % at 2k.
   const bool ord_auto =
-      D == 256 ||
-      (D == 128 && (p.seqlen_k > 2048 || (p.seqlen_k == 2048 && tuning().tc_row_sum != 0)));
+      D == 256 || (D == 128 && (p.seqlen_k > 2048 || (p.seqlen_k == 2048 && tc_row_sum_on())));
   const bool ordered = tuning().ordered_softmax < 0 ? ord_auto : tuning().ordered_softmax != 0;
   // Where the auto runs the diet: D 64 at every Sk (session 16, H100 A/B at 16k, slot 14 vs
   // slot 0: +2.5..+2.7 % both causal modes, bench/results/2026-11-23-h100-flash3-s16-d64-lazy-
@@ -380,7 +388,7 @@ void launch_forward(const Params& p) {
     constexpr int kTcVar = kTmaEpiVar | kVarOrdered | kVarTcSum;
     using TrTc = FwdTraitsOf<D, BN, WGs, VS, kTcVar>;
     static_assert(TrTc::kQStages == 2, "flash3: the TMA epilogue stages O in the 2nd Q buffer");
-    if (slot_id == 16 + 15 && tuning().tc_row_sum != 0) {
+    if (slot_id == 16 + 15 && tc_row_sum_on()) {
       kernel = fwd_kernel<D, BF16, BN, WGs, VS, kTcVar>;
       slot_id = kTcSumSlot;
       smem = TrTc::kSmemBytes;

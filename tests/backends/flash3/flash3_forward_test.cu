@@ -24,6 +24,7 @@
 #include "attnkit/error.hpp"
 #include "backends/flash3/launch.hpp"
 #include "backends/flash3/tile_scheduler.cuh"
+#include "common/scoped_env.hpp"
 #include "core/params.hpp"
 #include "core/philox.hpp"
 #include "core/score_policy.hpp"
@@ -1089,11 +1090,15 @@ TEST(Flash3RowSumsInPV, LseIsTheLogOfTheRoundedSum) {
   const float pk16 = from_bits(c.dt, to_bits(c.dt, pk));
   ASSERT_EQ(pk16, 0.5f);
   const double exact = std::log(n_max + n_rest * pk), rounded = std::log(n_max + n_rest * pk16);
-  for (int tc : {-1, 0}) {
-    SCOPED_TRACE(tc < 0 ? "tc_row_sum auto" : "tc_row_sum 0");
+  // tc: -1 auto, 0 off (Tuning::tc_row_sum), 1 off by ATTNKIT_FLASH3_FWD_FP32_ROWSUM=1.
+  for (int tc : {-1, 0, 1}) {
+    SCOPED_TRACE(tc < 0 ? "tc_row_sum auto" : tc == 0 ? "tc_row_sum 0" : "env fp32 row sums");
     ASSERT_EQ(cudaMemset(lse, 0xff, c.sq * 4), cudaSuccess);
-    flash3::tuning().tc_row_sum = tc;
-    ASSERT_NO_THROW(backend_flash3().forward(p));
+    flash3::tuning().tc_row_sum = tc == 0 ? 0 : -1;
+    {
+      attnkit::testing::ScopedEnv env("ATTNKIT_FLASH3_FWD_FP32_ROWSUM", tc == 1 ? "1" : "0");
+      ASSERT_NO_THROW(backend_flash3().forward(p));
+    }
     flash3::tuning() = flash3::Tuning{};
     EXPECT_EQ(flash3::last_forward_slot(), tc < 0 ? flash3::kTcSumSlot : 16 + 15) << "slot";
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
