@@ -169,6 +169,14 @@ void make(Tensor& t, int64_t b, int64_t s, int64_t h, int64_t d, const Cfg& c, s
   EXPECT_EQ(cudaMemcpy(t.dev, bits.data(), t.alloc * 2, cudaMemcpyHostToDevice), cudaSuccess);
 }
 
+/// Case c's q, k (both scaled by c.amp), v from N(0, 1), and out NaN-poisoned.
+void make_qkvo(const Cfg& c, std::mt19937_64* g, Tensor& q, Tensor& k, Tensor& v, Tensor& out) {
+  make(q, c.b, c.sq, c.hq, c.d, c, g, false, c.amp);
+  make(k, c.b, c.sk, c.hkv, c.d, c, g, false, c.amp);
+  make(v, c.b, c.sk, c.hkv, c.d, c, g, false);
+  make(out, c.b, c.sq, c.hq, c.d, c, g, true);
+}
+
 /// The forward's Params for case c on these tensors, lse [B, Hq, Sq] contiguous; slopes: the
 /// device copy of c's ALiBi slopes ([Hq] or [B, Hq], contiguous) or null.
 Params params_of(const Cfg& c, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
@@ -317,10 +325,7 @@ TEST_P(Flash3Forward, MatchesReference) {
     GTEST_SKIP() << "head dim " << c.d << " not in this build's ATTNKIT_HEAD_DIMS";
   std::mt19937_64 g(std::hash<std::string>{}(c.name()));
   Tensor q, k, v, out;
-  make(q, c.b, c.sq, c.hq, c.d, c, &g, false, c.amp);
-  make(k, c.b, c.sk, c.hkv, c.d, c, &g, false, c.amp);
-  make(v, c.b, c.sk, c.hkv, c.d, c, &g, false);
-  make(out, c.b, c.sq, c.hq, c.d, c, &g, true);  // NaN-poisoned
+  make_qkvo(c, &g, q, k, v, out);
   float* lse_dev = nullptr;
   const int64_t nlse = std::max<int64_t>(1, c.b * c.hq * c.sq);
   ASSERT_EQ(cudaMalloc(&lse_dev, nlse * 4), cudaSuccess);
@@ -1002,10 +1007,7 @@ void split_tail_bit_identical(int d) {
   Cfg c{"tail", 1, 640, 1000, 4, 2, d};
   std::mt19937_64 g(19);
   Tensor q, k, v, out;
-  make(q, c.b, c.sq, c.hq, c.d, c, &g, false);
-  make(k, c.b, c.sk, c.hkv, c.d, c, &g, false);
-  make(v, c.b, c.sk, c.hkv, c.d, c, &g, false);
-  make(out, c.b, c.sq, c.hq, c.d, c, &g, true);
+  make_qkvo(c, &g, q, k, v, out);
   float* lse = nullptr;
   const int64_t nlse = c.b * c.hq * c.sq;
   ASSERT_EQ(cudaMalloc(&lse, nlse * 4), cudaSuccess);
@@ -1067,10 +1069,7 @@ TEST(Flash3RowSumsInPV, LseIsTheLogOfTheRoundedSum) {
   Cfg c{"tc", 1, 128, 2500, 1, 1, 128};
   std::mt19937_64 g(40);
   Tensor q, k, v, out;
-  make(q, c.b, c.sq, c.hq, c.d, c, &g, false);
-  make(k, c.b, c.sk, c.hkv, c.d, c, &g, false);
-  make(v, c.b, c.sk, c.hkv, c.d, c, &g, false);
-  make(out, c.b, c.sq, c.hq, c.d, c, &g, true);
+  make_qkvo(c, &g, q, k, v, out);
   // q = e0 in every row; k[j] = kx e0 (kx = 0 for j % 128 = 0, -7.8125 for the rest): bf16-exact.
   auto fill = [&](Tensor& t, auto value) {
     std::vector<uint16_t> bits(t.alloc, 0);
