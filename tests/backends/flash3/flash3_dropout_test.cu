@@ -1,6 +1,7 @@
-// flash3's dropout (session 39; dropout.cuh): the forward's mask and varlen builds at D 64 / 128 /
-// 256 (mainloop.cuh kVarDropout; Philox draws shared by lane pairs) and the D 64 / 128 backward
-// (bwd_kernel.cuh kModDropout, kModMaskDropout; draws shared by 4 lanes).
+// flash3's dropout (session 39; dropout.cuh): the forward's mask and varlen builds (mainloop.cuh
+// kVarDropout; Philox draws shared by lane pairs; D 96 / 192 on the narrow mask build since
+// session 40) and the backward (bwd_kernel.cuh kModDropout, kModMaskDropout at D <= 128,
+// bwd_kernel_d256.cuh kDrop at D 192 / 256 since session 40; draws shared by 4 lanes).
 // - KeepMaskEqualsPhilox: with V the identity (Sk = D) out[i, j] is P[i, j] / (1 - p) where
 //   (i, j) is kept and exactly 0 where it is dropped, so the kernel's pattern must equal
 //   core/philox.hpp's dropout_keep() for every (b, h, i, j): several query tiles, batches and
@@ -9,12 +10,13 @@
 //   causal, GQA, Sq != Sk, softcap / ALiBi / a window, bool and additive masks, varlen (the
 //   counter's b is the sequence, i / j its rows), f16 and bf16; each case checks that the dropout
 //   kernel ran (kDropoutSlot).
-// - Bwd/Flash3Dropout: the same cases at D 64 / 128, backward too (dq, dk, dv against the
-//   oracle's, from flash3's own forward): a wrong keep bit in dS or dV moves the gradients past
+// - Bwd/Flash3Dropout: the same cases backward too (dq, dk, dv against the oracle's, from
+//   flash3's own forward), at every head dim since session 40 (D 96 / 192 dense only; D 192 /
+//   256 on bwd_kernel_d256's kDrop kernel): a wrong keep bit in dS or dV moves the gradients past
 //   the tolerance.
 // - What flash3 does not run with dropout is declined with the reason named (the dispatcher falls
-//   back to `flash`, which draws the same mask): D 96 / 192, the D 256 backward, a mask with
-//   softcap in the backward, the deterministic backward.
+//   back to `flash`, which draws the same mask): varlen at D 96 / 192, a mask with softcap in the
+//   D <= 128 backward, the deterministic backward.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -160,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Dropout, ::testing::ValuesIn(dropout_cases(f
 INSTANTIATE_TEST_SUITE_P(Bwd, Flash3Dropout, ::testing::ValuesIn(dropout_cases(true)),
                          CaseParamName{});
 
-/// D 96, the D 256 backward, a mask with softcap in the backward and the deterministic backward
+/// Varlen at D 96, a mask with softcap in the D <= 128 backward and the deterministic backward
 /// with dropout: declined, naming why.
 TEST(Flash3DropoutReasons, DeclinedWithReason) {
   ATTNKIT_SKIP_IF_NO_CUDA();
