@@ -511,9 +511,10 @@ inline constexpr int kVarDropout = 32768;
 // (m64n72, 12.5 % more P V) -1..-4 %. The tile-diet kernels only (O written by its tile's first
 // P V, never zeroed): in the others the 4 more accumulators made ptxas serialise the wgmmas
 // (C7511) and spill 1.5-1.9 KB. Not with score mods (dropout needs the sums before P is dropped).
+// So the traits' kTcSum alone says whether a kernel sums on the tensor core: only the
+// Consumer's (overlapped, D 128) kernels have it (kernel.cuh asserts the combination,
+// consume_tile_simple refuses the layout).
 inline constexpr int kVarTcSum = 65536;
-template <class Tr, int kVar>
-inline constexpr bool kTcRowSum = Tr::kTcSum;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
@@ -747,8 +748,7 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
 /// (n_blocks: one past the tile's last block; a split tail's piece passes its own end, tail.cuh.)
 /// kMaskFrom (Consumer::kMaskFrom): first_row holds the first block that needs the mask
 /// (Consumer::mask_from) instead of the warpgroup's first row.
-template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, bool kTcOn = true, class Sm,
-          class State>
+template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, class Sm, class State>
 __device__ __forceinline__ void mainloop_turn(
     const FwdArgs& a, Sm& sm, PipeOf<Tr>& pipe, const PingPong& turn, int it, int n_blocks,
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
@@ -764,7 +764,7 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kLegacyDesc = (kVar & kVarLegacyDesc) != 0;
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
-  constexpr bool kTc = kTcOn && kTcRowSum<Tr, kVar>;  // (consume_tile_simple: off)
+  constexpr bool kTc = Tr::kTcSum;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
     if constexpr (kMaskFrom) return nb >= first_row;
@@ -818,18 +818,12 @@ __device__ __forceinline__ void mainloop_turn(
   Clk::lap(wc, Clk::kIssue);
   ptx::mbar_wait(&sm.full_v[sp], vph);
   Clk::lap(wc, Clk::kV);
-  if constexpr (kEarly) {
-    rescale_o<Tr::kD>(o, pf);
-    if constexpr (kTc) rescale_l(sm_state.lacc, pf);
-  }
+  if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // (never with kTc: a tile-diet kernel)
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  if constexpr (Tr::kTcSum) {  // (the kTcSum layout: per-stage chunk strides)
-    const uint64_t dv = tc_v_desc<Tr>(v_base, sp);
-    if constexpr (kTc)
-      issue_pv_ext_desc<Tr, BF16>(o, sm_state.lacc, p, dv, 16 * Tr::kChunkRowBytes, pv_scale);
-    else
-      issue_pv_desc<Tr, BF16>(o, p, dv, 16 * Tr::kChunkRowBytes, pv_scale);
+  if constexpr (kTc) {  // (the kTcSum layout: per-stage chunk strides)
+    issue_pv_ext_desc<Tr, BF16>(o, sm_state.lacc, p, tc_v_desc<Tr>(v_base, sp),
+                                16 * Tr::kChunkRowBytes, pv_scale);
   } else if constexpr (kDescRedux) {
     issue_pv_desc<Tr, BF16>(o, p, stage_desc(v_base, sp, Tr::kKVChunkBytes, Tr::kKVBytes),
                             16 * Tr::kChunkRowBytes, pv_scale);
@@ -890,7 +884,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
   constexpr bool kNarrow = (kVar & kVarNarrow) != 0;
   static_assert(!kNarrow || (kScoreMod && !kTail), "flash3 kVarNarrow: the score-mod kernel");
-  // (kTcRowSum is the Consumer's: here the sums stay FADDs, on the kTcSum layout if it is on.)
+  static_assert(!Tr::kTcSum, "flash3: the row sums in P V are the Consumer's (kVarTcSum)");
   // (mainloop_turn's block of turn it is n_end - 1 - it; pc.lo / nb_lo are 0 without kVarTail /
   // kVarScoreMod.)
   const int n_end = (kTail ? pc.lo : kScoreMod ? nb_lo : 0) + n_blocks;
@@ -956,7 +950,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(pipe.ks() * Tr::kKStageBytes));
+      issue_qk<Tr, BF16, kLegacyDesc>(s, q_wg, k_base + uni(pipe.ks() * Tr::kKVBytes));
       ptx::wgmma_commit();
       turn.pass_turn();
       ptx::wgmma_wait<0>();
@@ -977,14 +971,14 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
     if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
       if (n_blocks > 1)
-        mainloop_turn<Tr, BF16, kVar, false, false>(
-            a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s, factor, pf, sm_state, sl2,
-            first_row, row0, lane, no_qa, 0, &wc, alibi_k, mask_bh, drop_bh);
+        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
+                                      factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
+                                      &wc, alibi_k, mask_bh, drop_bh);
     }
     for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
-      mainloop_turn<Tr, BF16, kVar, false, false>(
-          a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s, factor, pf, sm_state, sl2,
-          first_row, row0, lane, no_qa, 1, &wc, alibi_k, mask_bh, drop_bh);
+      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
+                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1, &wc,
+                                    alibi_k, mask_bh, drop_bh);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
@@ -995,10 +989,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      if constexpr (Tr::kTcSum) {  // (the kTcSum layout, without the row-sum columns here)
-        issue_pv_desc<Tr, BF16>(o, p, tc_v_desc<Tr>(v_base, sp), 16 * Tr::kChunkRowBytes,
-                                kDiet && n_blocks <= 1 ? 0 : 1);
-      } else if constexpr (kDiet) {  // a one-block tile: this is its only P V (O = P V)
+      if constexpr (kDiet) {  // a one-block tile: this is its only P V (O = P V)
         issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes),
                                         16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes,
                                         n_blocks > 1 ? 1 : 0);
@@ -1435,7 +1426,7 @@ struct Consumer {
                 "flash3: kVarQReg is D = 128, 128-key tiles, 2 consumer warpgroups");
   static constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
-  static constexpr bool kTc = kTcRowSum<Tr, kVar>;
+  static constexpr bool kTc = Tr::kTcSum;
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1511,7 +1502,9 @@ struct Consumer {
     if constexpr (kTc) {
       fence_regs(state.lacc);
       const float l[2] = {state.lacc[0], state.lacc[2]};
-      OnlineSoftmax<kBN>::finalize_l(l, m, a.scale, inv, lse);
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        OnlineSoftmax<kBN>::finalize_row(l[r], m[r], a.scale, inv[r], lse[r]);
     } else {
       state.finalize(a.scale, inv, lse);
     }
@@ -1534,22 +1527,15 @@ struct Consumer {
     // the zero block follows the K/V region, SmemLayout.)
     constexpr int kVOff = Tr::kQStages * Tr::kQBytes + Tr::kStagesK * Tr::kKVBytes;
     constexpr int kZeroOff = Tr::kQStages * Tr::kQBytes + Tr::kKVRegionBytes;
-    if constexpr (Tr::kTcSum) {  // per-stage chunk strides (FwdTraits::kTcSum); V from k = v
+    if constexpr (kTc) {  // per-stage chunk strides (FwdTraits::kTcSum); V from k = v
       const int vs = pipe.vs(-1);
       const int off = pending ? Tr::kQStages * Tr::kQBytes + Tr::v_off(vs) : kZeroOff;
       const uint32_t base = ptx::smem_u32(sm.q) + (kUniform ? warp_uniform(off) : off);
       const uint32_t lbo = pending ? Tr::v_lbo(vs) : 16 * Tr::kChunkRowBytes;
       const uint32_t kk_stride = pending ? 16 * Tr::kChunkRowBytes : 0;
       const uint64_t db = ptx::Sw128Desc::make(base, lbo, 1024);
-      if constexpr (kEarly) {  // O = 0 without a pending P V
-        rescale_o<Tr::kD>(o, pf);
-        if constexpr (kTc) rescale_l(state.lacc, pf);
-      }
-      ptx::wgmma_fence();
-      if constexpr (kTc)
-        issue_pv_ext_desc<Tr, BF16>(o, state.lacc, p, db, kk_stride, kDiet ? pacc : 1);
-      else
-        issue_pv_desc<Tr, BF16>(o, p, db, kk_stride, kDiet ? pacc : 1);
+      ptx::wgmma_fence();  // (a tile-diet kernel: no early rescale)
+      issue_pv_ext_desc<Tr, BF16>(o, state.lacc, p, db, kk_stride, kDiet ? pacc : 1);
       ptx::wgmma_commit();
       return;
     }

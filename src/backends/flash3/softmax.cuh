@@ -27,9 +27,9 @@ struct OnlineSoftmax {
   static constexpr float kLazyLog2 = 8.f;    // kLazy: the reference moves past 2^8 growth
   float row_max[2];
   float row_sum[2];  // per-thread partial sums (quad-reduced in finalize)
-  // kTcRowSum (mainloop.cuh): the row sums as wgmma accumulator columns (P x ones), complete per
-  // row: lacc[0], lacc[1] = row r = 0, lacc[2], lacc[3] = row r = 1 (equal columns); rescaled with
-  // O, written by the first P V of a tile. Unused (and dead) otherwise.
+  // kTcSum (mainloop.cuh kVarTcSum): the row sums as wgmma accumulator columns (P x ones),
+  // complete per row: lacc[0], lacc[1] = row r = 0, lacc[2], lacc[3] = row r = 1 (equal
+  // columns); rescaled with O, written by the first P V of a tile. Unused (and dead) otherwise.
   float lacc[4];
 
   __device__ __forceinline__ void init() {
@@ -53,7 +53,7 @@ struct OnlineSoftmax {
   /// (lse = ref * scale + log l). P <= 256 is representable in bf16 and f16 (same relative
   /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
   /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
-  /// kNoSum (kTcRowSum): the row sums are not accumulated here (the tensor core sums P);
+  /// kNoSum (kTcSum): the row sums are not accumulated here (the tensor core sums P);
   /// row_sum then holds each row's last p (mainloop.cuh softmax_before_wait orders on it).
   template <bool kTree = true, bool kLazy = false, bool kNoSum = false>
   __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
@@ -130,7 +130,9 @@ struct OnlineSoftmax {
       row_sum[r] = s[4 * (kBlockN / 8 - 1) + 2 * r + 1];
   }
 
-  /// Quad-reduces the sums; returns 1/l per row (0 for an empty row) and the natural-log lse.
+  /// 1/l (0 for an empty row) and the natural-log lse of a row from its complete sum l and
+  /// reference max m (finalize's quad-reduced sums, or the Consumer's kTcSum sums from the
+  /// accumulator, read after the wgmma that last added to them completed).
   /// 1 / l by rcp.approx and the log by lg2.approx: a non-empty row's l is >= 1 (the reference
   /// max's own p is 2^0; the lazy reference only lags the true max), so ftz and range never
   /// apply, and 1 / l moves by at most 1 ulp before the bf16 rounding. The IEEE reciprocal cost
@@ -138,33 +140,22 @@ struct OnlineSoftmax {
   /// measured +1.3..+2.0 % at D 64 S 1k, +0.5..+1.0 % at 4k, +0.3..+2.0 % at D 128 S 1k
   /// (session 34 call 1: against the IEEE build in one process, cuDNN timed in the same loop;
   /// bench/notes/session34.md).
-  /// finalize from complete row sums l[r] and reference maxima m[r] (kTcRowSum: l from lacc,
-  /// after the wgmma that last added to it completed; m saved before the next tile's step).
-  __device__ __forceinline__ static void finalize_l(const float (&l)[2], const float (&m)[2],
-                                                    float scale, float (&inv)[2], float (&lse)[2]) {
+  __device__ __forceinline__ static void finalize_row(float l, float m, float scale, float& inv,
+                                                      float& lse) {
     constexpr float kLn2 = 0.693147180559945f;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const bool empty = !(l[r] > 0.f);
-      inv[r] = empty ? 0.f : attnkit::cuda::rcp_approx(l[r]);
-      lse[r] = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l[r]), kLn2, m[r] * scale);
-    }
-  }
-  __device__ __forceinline__ void finalize_tc(float scale, float (&inv)[2], float (&lse)[2]) const {
-    const float l[2] = {lacc[0], lacc[2]}, m[2] = {row_max[0], row_max[1]};
-    finalize_l(l, m, scale, inv, lse);
+    const bool empty = !(l > 0.f);
+    inv = empty ? 0.f : attnkit::cuda::rcp_approx(l);
+    lse = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l), kLn2, m * scale);
   }
 
+  /// Quad-reduces the per-thread sums; finalize_row per row.
   __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
-    constexpr float kLn2 = 0.693147180559945f;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float l = row_sum[r];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const bool empty = !(l > 0.f);
-      inv[r] = empty ? 0.f : attnkit::cuda::rcp_approx(l);
-      lse[r] = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l), kLn2, row_max[r] * scale);
+      finalize_row(l, row_max[r], scale, inv[r], lse[r]);
     }
   }
 };

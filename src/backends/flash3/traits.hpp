@@ -63,7 +63,7 @@ struct FwdTraits {
   static constexpr int kStagesK = kRing ? RS : kFused ? 1 : 2;
   static_assert(VS == 2 || VS == 3, "flash3 forward: 2 or 3 V stages");
   static constexpr int kStagesV = kRing ? 0 : kFused ? 1 : VS;
-  // kTcSum (TC; mainloop.cuh kTcRowSum): P V is issued as m64n136k16, its B operand = V's two
+  // kTcSum (TC; mainloop.cuh kVarTcSum): P V is issued as m64n136k16, its B operand = V's two
   // 64-column chunks (MN-major, chunk c at the descriptor's base + c x LBO) and a third chunk of
   // 16-bit ones, so the 8 extra accumulator columns are the row sums of exactly the P that P V
   // multiplies, and the 64 FADDs per thread and turn go (session 40). The ones chunk must sit at
