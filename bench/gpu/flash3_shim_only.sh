@@ -33,11 +33,13 @@ NV="nvcc -std=c++20 -O3 $ARCH -I $SRC/include -I $SRC/src $DEFS -Xcompiler -fPIC
   echo "$NV -x cu -c $SRC/src/cuda/workspace.cpp -o $B/workspace.o"
   # (bwd_launch.cuh asks cuda::device_info for the SM count since session 26)
   echo "$NV -x cu -c $SRC/src/cuda/device_info.cpp -o $B/device_info.o"
+  # (launch.cuh reads ATTNKIT_FLASH3_FWD_FP32_ROWSUM through core/env.hpp since session 40)
+  echo "$NV -x cu -c $SRC/src/core/env.cpp -o $B/env.o"
   echo "$NV -x cu -c $SRC/bench/gpu/flash3_shim.cpp -o $B/shim.o"
 } > "$B/jobs.txt"
 t0=$(date +%s)
 xargs -P 16 -I{} bash -c "{} 2>&1" < "$B/jobs.txt" > "$B/build.log" 2>&1
 # (the backward has no D 256 instantiation: link the objects that exist)
-nvcc $ARCH -shared -o "$B/libflash3_shim.so" "$B"/shim.o "$B"/backend.o "$B"/workspace.o "$B"/device_info.o \
+nvcc $ARCH -shared -o "$B/libflash3_shim.so" "$B"/shim.o "$B"/backend.o "$B"/workspace.o "$B"/device_info.o "$B"/env.o \
   $(ls "$B"/fwd_*.o "$B"/bwd_*.o 2>/dev/null) >> "$B/build.log" 2>&1 || { echo "LINK shim FAILED ($SRC)"; tail -20 "$B/build.log"; exit 1; }
 echo "shim $SRC -> $B/libflash3_shim.so: $(( $(date +%s) - t0 )) s"

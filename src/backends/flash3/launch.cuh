@@ -20,6 +20,7 @@
 #include "backends/flash3/smem_opt_in.hpp"
 #include "backends/flash3/tensor_map.hpp"
 #include "backends/flash3/traits.hpp"
+#include "core/env.hpp"
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/pdl.hpp"
@@ -211,12 +212,10 @@ inline int epi_wide_auto(const Params& p, int D) {
 }
 
 /// Session 40: slot 31 with the row sums in P V (kTcSumSlot) unless Tuning::tc_row_sum = 0 or
-/// ATTNKIT_FLASH3_FWD_FP32_ROWSUM=1 (read per call): lse from the fp32 sum of the unrounded P
-/// instead of the tensor core's sum of the 16-bit P (docs/numerics.md).
+/// ATTNKIT_FLASH3_FWD_FP32_ROWSUM is set (core/env.hpp flag; read per call): lse from the fp32
+/// sum of the unrounded P instead of the tensor core's sum of the 16-bit P (docs/numerics.md).
 inline bool tc_row_sum_on() {
-  if (tuning().tc_row_sum == 0) return false;
-  const char* e = std::getenv("ATTNKIT_FLASH3_FWD_FP32_ROWSUM");
-  return e == nullptr || e[0] != '1';
+  return tuning().tc_row_sum != 0 && !env::flag("ATTNKIT_FLASH3_FWD_FP32_ROWSUM");
 }
 
 template <int D, bool BF16, int BN, int WGs, int VS = 2, int RS = 0>
