@@ -87,6 +87,20 @@ def timed_entry(timer, fn, flops, pause):
     return {"ms": round(ms, 4), "runs": runs, "tflops": round(flops / (ms * 1e-3) / 1e12, 1)}
 
 
+def finish_row(doc, res, head, parts, peers, json_path):
+    """A bench/gpu script's row done: appended to doc, logged as `head | parts || flash3's ratio
+    to each of peers` (those timed), and doc rewritten to json_path (if any), so that a run cut
+    short keeps its rows."""
+    doc["rows"].append(res)
+    f3 = res["impls"].get("flash3", {}).get("tflops")
+    ratios = [f"/{p} {f3 / res['impls'][p]['tflops']:.2f}"
+              for p in peers if f3 and res["impls"].get(p, {}).get("tflops")]
+    log(f"{head} | " + " | ".join(parts) + " || " + " ".join(ratios))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(doc, f, indent=1)
+
+
 def parse_sizes(text):
     out = []
     for tok in text.split(","):

@@ -18,7 +18,6 @@ same call without dropout (what dropout costs).
       [--runs 20] [--json out.json]
 """
 import argparse
-import json
 import os
 import sys
 
@@ -27,7 +26,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 from peers import TOKENS, HIDDEN, Timer, log, parse_sizes, run_doc  # noqa: E402
-from peers import sdpa_backward_fn, timed_entry  # noqa: E402
+from peers import finish_row, sdpa_backward_fn, timed_entry  # noqa: E402
 from peers import attnkit_bwd_from_own_forward  # noqa: E402
 from peers import rel_err as rel  # noqa: E402
 
@@ -145,18 +144,11 @@ def main():
                         parts.append(f"{name} {entry['tflops']}")
                     res["impls"][name] = entry
                     del fn
-                doc["rows"].append(res)
-                f3 = res["impls"].get("flash3", {}).get("tflops")
-                ratios = [f"/{p} {f3 / res['impls'][p]['tflops']:.2f}"
-                          for p in ("flash", "sdpa_fa2", "flash3_nodrop")
-                          if f3 and res["impls"].get(p, {}).get("tflops")]
-                log(f"{args.pas} p={args.p} {'c ' if causal else 'nc'} D={d:3d} S={s:5d} | " +
-                    " | ".join(parts) + " || " + " ".join(ratios))
+                finish_row(doc, res,
+                           f"{args.pas} p={args.p} {'c ' if causal else 'nc'} D={d:3d} S={s:5d}",
+                           parts, ("flash", "sdpa_fa2", "flash3_nodrop"), args.json)
                 del sets
                 torch.cuda.empty_cache()
-                if args.json:
-                    with open(args.json, "w") as f:
-                        json.dump(doc, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ the first impl of --impls is the reference in both passes (forward: its whole ou
 """
 import argparse
 import ctypes
-import json
 import os
 import sys
 
@@ -46,7 +45,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import torch  # noqa: E402
 from attnkit_c import AttnkitC, tensor_of  # noqa: E402
 from peers import TOKENS, HIDDEN, Timer, log, parse_sizes, run_doc  # noqa: E402
-from peers import sdpa_backward_fn, timed_entry  # noqa: E402
+from peers import finish_row, sdpa_backward_fn, timed_entry  # noqa: E402
 from peers import attnkit_bwd_from_own_forward  # noqa: E402
 from peers import rel_err as rel  # noqa: E402
 
@@ -224,19 +223,11 @@ def main():
                         parts.append(f"{name} {entry['tflops']}")
                     res["impls"][name] = entry
                     del fn
-                doc["rows"].append(res)
-                f3 = res["impls"].get("flash3", {}).get("tflops")
-                ratios = [f"/{p} {f3 / res['impls'][p]['tflops']:.2f}"
-                          for p in ("cudnn", "flash", "sdpa_eff")
-                          if f3 and res["impls"].get(p, {}).get("tflops")]
                 tag = (" cap" if cap > 0 else "") + (f" drop{drop}" if drop > 0 else "")
-                log(f"{args.pas} {kind:4s}{tag} D={d:3d} S={s:5d} | " + " | ".join(parts) + " || " +
-                    " ".join(ratios))
+                finish_row(doc, res, f"{args.pas} {kind:4s}{tag} D={d:3d} S={s:5d}", parts,
+                           ("cudnn", "flash", "sdpa_eff"), args.json)
                 del sets
                 torch.cuda.empty_cache()
-                if args.json:
-                    with open(args.json, "w") as f:
-                        json.dump(doc, f, indent=1)
 
 
 if __name__ == "__main__":
