@@ -58,17 +58,27 @@ inline uint32_t dropout_threshold_for(double p) {
   return ti;
 }
 
+/// The Philox draw of column group `group` (= j / 4) of row i of sequence-head bh (= b Hq + h):
+/// the counter and key of the file comment, in one place for every backend.
+ATTNKIT_HD Philox4 dropout_draw(uint32_t group, uint32_t i, uint32_t bh, uint64_t seed,
+                                uint64_t offset) {
+  return philox4x32_10(group, i, bh, static_cast<uint32_t>(offset), static_cast<uint32_t>(seed),
+                       static_cast<uint32_t>(seed >> 32) + static_cast<uint32_t>(offset >> 32));
+}
+
+/// Whether a draw's word keeps its element (its 24-bit uniform against the threshold).
+ATTNKIT_HD bool dropout_word_keeps(uint32_t word, uint32_t threshold) {
+  return (word >> 8) >= threshold;
+}
+
 /// The four keep decisions for columns 4*(j/4) .. 4*(j/4)+3 of row (b, h, i): bit w set = kept.
 ATTNKIT_HD uint32_t dropout_keep_bits4(uint64_t seed, uint64_t offset, int64_t b, int64_t h,
                                        int64_t heads_q, int64_t i, int64_t j, uint32_t threshold) {
-  const Philox4 r =
-      philox4x32_10(static_cast<uint32_t>(j >> 2), static_cast<uint32_t>(i),
-                    static_cast<uint32_t>(b * heads_q + h), static_cast<uint32_t>(offset),
-                    static_cast<uint32_t>(seed),
-                    static_cast<uint32_t>(seed >> 32) + static_cast<uint32_t>(offset >> 32));
+  const Philox4 r = dropout_draw(static_cast<uint32_t>(j >> 2), static_cast<uint32_t>(i),
+                                 static_cast<uint32_t>(b * heads_q + h), seed, offset);
   uint32_t bits = 0;
   for (int w = 0; w < 4; ++w)
-    bits |= ((r.x[w] >> 8) >= threshold ? 1u : 0u) << w;
+    bits |= (dropout_word_keeps(r.x[w], threshold) ? 1u : 0u) << w;
   return bits;
 }
 

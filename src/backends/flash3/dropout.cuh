@@ -31,20 +31,16 @@ __device__ __forceinline__ void dropout_keep_bits(const FwdArgs& a, int n0, int 
   const int mine_r = lane & 1;
   const uint32_t i = static_cast<uint32_t>(row0 + 8 * mine_r);
   const uint32_t g0 = static_cast<uint32_t>(n0 + 2 * (lane & 3)) >> 2;
-  const uint32_t k0 = static_cast<uint32_t>(a.drop_seed);
-  const uint32_t k1 =
-      static_cast<uint32_t>(a.drop_seed >> 32) + static_cast<uint32_t>(a.drop_offset >> 32);
-  const uint32_t c3 = static_cast<uint32_t>(a.drop_offset);
   uint32_t mine = 0, theirs = 0;
   // 2 draws at a time: fully unrolled (16 at D 128) ptxas spilled 244 bytes in the D 128 kernel,
   // unrolled by 1, 2 or 4 it spills 92 (the mask build alone: 88; CUDA 13.0, -Xptxas -v).
 #pragma unroll 2
   for (int j = 0; j < kBlockN / 8; ++j) {
-    const Philox4 r = philox4x32_10(g0 + 2 * j, i, bh, c3, k0, k1);
+    const Philox4 r = dropout_draw(g0 + 2 * j, i, bh, a.drop_seed, a.drop_offset);
     uint32_t b4 = 0;
 #pragma unroll
     for (int w = 0; w < 4; ++w)
-      b4 |= ((r.x[w] >> 8) >= a.drop_threshold ? 1u : 0u) << w;
+      b4 |= (dropout_word_keeps(r.x[w], a.drop_threshold) ? 1u : 0u) << w;
     // Words 2 (lane & 1) + e are this thread's columns: the even lane's 0, 1, the odd one's 2, 3.
     mine |= ((b4 >> (2 * mine_r)) & 3u) << (2 * j);
     theirs |= ((b4 >> (2 - 2 * mine_r)) & 3u) << (2 * j);
@@ -86,16 +82,13 @@ __device__ __forceinline__ uint32_t bwd_dropout_keep_bits(uint64_t seed, uint64_
   static_assert(kJ >= 1 && kJ <= 8, "a byte per word");
   const int t = (lane >> 2) & 3, r = t >> 1, e = t & 1;
   const uint32_t group = static_cast<uint32_t>(key_r0 + 8 * r) >> 2;
-  const uint32_t k0 = static_cast<uint32_t>(seed);
-  const uint32_t k1 = static_cast<uint32_t>(seed >> 32) + static_cast<uint32_t>(offset >> 32);
-  const uint32_t c3 = static_cast<uint32_t>(offset);
   uint32_t packed = 0;  // bit 8 w + j: word w of draw j
 #pragma unroll 2
   for (int j = 0; j < kJ; ++j) {
-    const Philox4 o = philox4x32_10(group, static_cast<uint32_t>(q0 + 8 * j + e), bh, c3, k0, k1);
+    const Philox4 o = dropout_draw(group, static_cast<uint32_t>(q0 + 8 * j + e), bh, seed, offset);
 #pragma unroll
     for (int w = 0; w < 4; ++w)
-      packed |= ((o.x[w] >> 8) >= threshold ? 1u : 0u) << (8 * w + j);
+      packed |= (dropout_word_keeps(o.x[w], threshold) ? 1u : 0u) << (8 * w + j);
   }
   uint32_t keep = 0;
 #pragma unroll
