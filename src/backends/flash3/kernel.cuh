@@ -65,9 +65,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     fwd_kernel(const __grid_constant__ FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tr = FwdTraitsOf<D, BN, WGs, VS, kVar, CL, RS>;
-  static_assert((kVar & kVarTcSum) == 0 ||
-                    ((kVar & kVarTileDiet) != 0 && (kVar & kVarScoreMod) == 0 && D == 128),
-                "flash3: the row sums in P V (kVarTcSum) are a D = 128 tile-diet kernel's");
+  static_assert((kVar & kVarTcSum) == 0 || ((kVar & kVarScoreMod) == 0 &&
+                                            ((D == 128 && (kVar & kVarTileDiet) != 0) || D == 256)),
+                "flash3: the row sums in P V (kVarTcSum): D = 128 tile-diet kernels, D = 256");
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -128,8 +128,10 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   // kTcSum: the chunk of ones after both V stages (P V's 8 row-sum columns): 1.0 in bf16 / f16.
   if constexpr (Tr::kTcSum) {
     constexpr uint32_t kOne2 = BF16 ? 0x3F803F80u : 0x3C003C00u;
-    for (int i = threadIdx.x; i < Tr::kTcChunk / 16; i += Tr::kThreads)
-      reinterpret_cast<uint4*>(sm.ones)[i] = make_uint4(kOne2, kOne2, kOne2, kOne2);
+    for (int j = 0; j < Tr::kTcOnesChunks; ++j)
+      for (int i = threadIdx.x; i < Tr::kTcChunk / 16; i += Tr::kThreads)
+        reinterpret_cast<uint4*>(sm.ones + j * Tr::kTcOnesStride)[i] =
+            make_uint4(kOne2, kOne2, kOne2, kOne2);
   }
   ptx::fence_proxy_async_smem();
   __syncthreads();

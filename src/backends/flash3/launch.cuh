@@ -393,11 +393,24 @@ void launch_forward(const Params& p) {
       smem = TrTc::kSmemBytes;
     }
   }
+  // Session 40 (wip, A/B only: Tuning::tc_row_sum = 2): D 256's ordered 64-key kernels (slot 27,
+  // and the diet's slot 29) with the row sums in P V (two P V wgmmas a k-step, traits.hpp).
+  if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2) {
+    if (tuning().tc_row_sum == 2 && (slot_id == 16 + 11 || slot_id == 16 + 13)) {
+      constexpr int kV11 = kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTcSum;
+      constexpr int kV13 = kDietVar | kVarOrdered | kVarTcSum;
+      const bool diet13 = slot_id == 16 + 13;
+      kernel =
+          diet13 ? fwd_kernel<D, BF16, BN, WGs, VS, kV13> : fwd_kernel<D, BF16, BN, WGs, VS, kV11>;
+      smem = FwdTraitsOf<D, BN, WGs, VS, kV11>::kSmemBytes;
+      slot_id = diet13 ? kTcSum256DietSlot : kTcSum256Slot;
+    }
+  }
   set_last_forward_slot(slot_id);
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[kTcSumSlot + 1][kMaxDevices] = {};
+  static std::atomic<int> attr_set[kTcSum256DietSlot + 1][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

@@ -238,10 +238,10 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
     for (int c = 0; c < Tr::kChunks; ++c) {
       if constexpr (Tr::kCluster == 2) {
         if (c % 2 == rank)
-          cl::tma_load_4d_multicast(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v, &sm.full_v[s],
-                                    c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
+          cl::tma_load_4d_multicast(sm.v + Tr::v_chunk_off(s, c), &a.tma_v, &sm.full_v[s], c * 64,
+                                    nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
       } else {
-        ptx::tma_load_4d(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v, &sm.full_v[s], c * 64,
+        ptx::tma_load_4d(sm.v + Tr::v_chunk_off(s, c), &a.tma_v, &sm.full_v[s], c * 64,
                          nb * Tr::kBlockN + kv_row0, hkv, b);
       }
     }
@@ -535,13 +535,47 @@ __device__ __forceinline__ void issue_pv_ext_desc(float (&o)[Tr::kD / 2], float 
 
 /// V stage sp's kk = 0 descriptor on the kTcSum layout: address and chunk stride (both in the low
 /// word) per stage, the low word through REDUX (warp-uniform, all lanes active).
-template <class Tr>
+/// (kH: the half of D = 256's V, FwdTraits::tc_desc_off.)
+template <class Tr, int kH = 0>
 __device__ __forceinline__ uint64_t tc_v_desc(uint32_t v_base, int sp) {
   namespace ptx = attnkit::cuda::sm90;
-  const uint64_t d0 = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::v_lbo(0), 1024);
-  const uint64_t d1 = ptx::Sw128Desc::make(v_base + Tr::v_off(1), Tr::v_lbo(1), 1024);
+  const uint64_t d0 =
+      ptx::Sw128Desc::make(v_base + Tr::tc_desc_off(0, kH), Tr::tc_desc_lbo(0, kH), 1024);
+  const uint64_t d1 =
+      ptx::Sw128Desc::make(v_base + Tr::tc_desc_off(1, kH), Tr::tc_desc_lbo(1, kH), 1024);
   const uint32_t lo = static_cast<uint32_t>(sp == 0 ? d0 : d1);
   return (d0 & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
+}
+
+/// P V on the kTcSum layout for V stage sp, with the row sums into l: D = 128 one m64n(128 + 8)
+/// wgmma per k-step; D = 256 two, columns 0-127 and 128-255 + 8 (the sums).
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_pv_tc(float (&o)[Tr::kD / 2], float (&l)[4],
+                                            const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_base,
+                                            int sp, int scale_first) {
+  constexpr uint32_t kKk = 16 * Tr::kChunkRowBytes;  // 16 keys along a chunk
+  if constexpr (Tr::kD == 128) {
+    issue_pv_ext_desc<Tr, BF16>(o, l, p, tc_v_desc<Tr>(v_base, sp), kKk, scale_first);
+  } else {
+    static_assert(Tr::kD == 256, "flash3: the kTcSum layout is D = 128 or 256");
+    // (stage sp at base + sp x 5C, the plain kernel's form; the second half 2C on: desc_add)
+    namespace ptx = attnkit::cuda::sm90;
+    const uint64_t db = ptx::Sw128Desc::make(v_base + Tr::tc_desc_off(0, 0), Tr::kTcChunk, 1024);
+    const uint64_t dsp = desc_add(db, sp * Tr::kTcVStageBytes);
+    const uint64_t d0 =
+        (dsp & 0xFFFFFFFF00000000ull) |
+        static_cast<uint32_t>(warp_uniform(static_cast<int>(static_cast<uint32_t>(dsp))));
+    const uint64_t d1 = desc_add(d0, 2 * Tr::kTcChunk);
+    float(&lo)[64] = *reinterpret_cast<float(*)[64]>(&o[0]);
+    float(&hi)[64] = *reinterpret_cast<float(*)[64]>(&o[64]);
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+      const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+      const int sc = kk == 0 ? scale_first : 1;
+      Wgmma<128, BF16>::rs(lo, a, desc_add(d0, kk * kKk), sc);
+      WgmmaExt<128, BF16>::rs(hi, l, a, desc_add(d1, kk * kKk), sc);
+    }
+  }
 }
 
 /// l rows r = 0/1 *= f[r] (the m64n8 accumulator: l[2 r + e]).
@@ -821,9 +855,8 @@ __device__ __forceinline__ void mainloop_turn(
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // (never with kTc: a tile-diet kernel)
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  if constexpr (kTc) {  // (the kTcSum layout: per-stage chunk strides)
-    issue_pv_ext_desc<Tr, BF16>(o, sm_state.lacc, p, tc_v_desc<Tr>(v_base, sp),
-                                16 * Tr::kChunkRowBytes, pv_scale);
+  if constexpr (kTc) {  // (the kTcSum layout)
+    issue_pv_tc<Tr, BF16>(o, sm_state.lacc, p, v_base, sp, pv_scale);
   } else if constexpr (kDescRedux) {
     issue_pv_desc<Tr, BF16>(o, p, stage_desc(v_base, sp, Tr::kKVChunkBytes, Tr::kKVBytes),
                             16 * Tr::kChunkRowBytes, pv_scale);
@@ -884,7 +917,9 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
   constexpr bool kNarrow = (kVar & kVarNarrow) != 0;
   static_assert(!kNarrow || (kScoreMod && !kTail), "flash3 kVarNarrow: the score-mod kernel");
-  static_assert(!Tr::kTcSum, "flash3: the row sums in P V are the Consumer's (kVarTcSum)");
+  // kTc: the row sums in P V (kVarTcSum) at D = 256 (wip, session 41); D = 128's run the Consumer.
+  constexpr bool kTc = Tr::kTcSum;
+  static_assert(!kTc || Tr::kD == 256, "flash3: D = 128's row sums in P V are the Consumer's");
   // (mainloop_turn's block of turn it is n_end - 1 - it; pc.lo / nb_lo are 0 without kVarTail /
   // kVarScoreMod.)
   const int n_end = (kTail ? pc.lo : kScoreMod ? nb_lo : 0) + n_blocks;
@@ -905,12 +940,14 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   float o[Tr::kD / 2];
   // (kDiet: O is written by the first P V (scale-d 0) before it is read; zeroed below only for
   // a tile without keys, whose O is stored as it is.)
+  OnlineSoftmax<kBN> sm_state;
   if constexpr (!kDiet) {
 #pragma unroll
     for (int i = 0; i < Tr::kD / 2; ++i)
       o[i] = 0.f;
+    if constexpr (kTc)
+      sm_state.lacc[0] = sm_state.lacc[1] = sm_state.lacc[2] = sm_state.lacc[3] = 0.f;
   }
-  OnlineSoftmax<kBN> sm_state;
   sm_state.init();
 
   if (n_blocks > 0 && m_block * Tr::kBlockM + cwg * 64 >= a.seqlen_q) {
@@ -960,7 +997,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
         score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k, mask_bh);
       else if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      sm_state.template step<!kLegacyDesc, kLazy>(s, sl2, factor);  // O = 0: nothing to rescale
+      sm_state.template step<!kLegacyDesc, kLazy, kTc>(s, sl2, factor);  // O = 0: no rescale
       if constexpr ((kVar & kVarDropout) != 0)
         dropout_tile<kBN>(s, a, nb * kBN, row0, lane, drop_bh);
       convert_p<kBN, BF16>(s, p);
@@ -984,12 +1021,18 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     {
       const int sp = pipe.vs(n_blocks - 1);
       ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_blocks - 1));
-      if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);
+      if constexpr (kEarly) {
+        rescale_o<Tr::kD>(o, pf);
+        if constexpr (kTc) rescale_l(sm_state.lacc, pf);
+      }
       fence_regs(o);
       fence_regs(p);
+      if constexpr (kTc) fence_regs(sm_state.lacc);
       turn.wait_turn();
       ptx::wgmma_fence();
-      if constexpr (kDiet) {  // a one-block tile: this is its only P V (O = P V)
+      if constexpr (kTc) {  // (the kTcSum layout)
+        issue_pv_tc<Tr, BF16>(o, sm_state.lacc, p, v_base, sp, kDiet && n_blocks <= 1 ? 0 : 1);
+      } else if constexpr (kDiet) {  // a one-block tile: this is its only P V (O = P V)
         issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes),
                                         16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes,
                                         n_blocks > 1 ? 1 : 0);
@@ -1000,6 +1043,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       turn.pass_turn();
       ptx::wgmma_wait<0>();
       fence_regs(o);
+      if constexpr (kTc) fence_regs(sm_state.lacc);
       release_kv<Tr>(&sm.empty_v[sp], lane);
     }
     pipe.count += n_blocks;
@@ -1007,7 +1051,18 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     wc.put(a, qi.count - 1, cwg, tid);          // (words 4-10: turns 1 .. n-1, WaitClock)
   }
   float inv[2], lse[2];
-  sm_state.finalize(a.scale, inv, lse);
+  if constexpr (kTc) {  // (no keys: the FADD state's l = 0; lacc was never written)
+    if (n_blocks > 0) {
+      const float l[2] = {sm_state.lacc[0], sm_state.lacc[2]};
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        OnlineSoftmax<kBN>::finalize_row(l[r], sm_state.row_max[r], a.scale, inv[r], lse[r]);
+    } else {
+      sm_state.finalize(a.scale, inv, lse);
+    }
+  } else {
+    sm_state.finalize(a.scale, inv, lse);
+  }
   if constexpr (kDiet) {
     if (n_blocks <= 0) {  // no visible key: out = 0 (from an array of its own: zeroing o here
       // made the compiler zero it on every path, o being undefined on the others)

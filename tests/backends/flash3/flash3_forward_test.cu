@@ -374,7 +374,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "tc_off" (session 40): slot 31 without the row sums in P V (Tuning::tc_row_sum; auto: on
   // wherever slot 31 runs, so "long" and the D = 128 "ordered" / "tail" cases past 2048 keys run
   // the kTcSumSlot kernel).
-  flash3::tuning().tc_row_sum = c.tag == "tc_off" ? 0 : -1;
+  // "tc256" (wip, session 40): D 256's ordered 64-key kernels with the row sums in P V
+  // (tc_row_sum = 2; slot kTcSum256DietSlot up to Sk 4096, where the diet runs, else
+  // kTcSum256Slot); elsewhere the default.
+  flash3::tuning().tc_row_sum = c.tag == "tc_off" ? 0 : c.tag == "tc256" ? 2 : -1;
   // "early"/"v3"/"early_v3": O rescaled before its P V issue; 3-stage V ring (session 3 knobs).
   flash3::tuning().early_rescale = c.tag == "early" || c.tag == "early_v3";
   flash3::tuning().v_stages = c.tag == "v3" || c.tag == "early_v3" ? 3 : 2;
@@ -482,6 +485,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (c.tag == "long" && c.d == 128) want_slot = flash3::kTcSumSlot;  // (Sk >= 2048)
   // (Sk 2048: ordered, with it, only with the row sums: without them slot 15.)
   if (c.tag == "tc_off" && c.d == 128) want_slot = c.sk > 2048 ? 16 + 15 : 15;
+  if (c.tag == "tc256" && c.d == 256)
+    want_slot = c.sk <= 4096 ? flash3::kTcSum256DietSlot : flash3::kTcSum256Slot;
   if (c.tag == "long" && c.d == 64) want_slot = 14;  // (the diet at every Sk since session 16)
   // Session 23: softcap / ALiBi / window calls run their own kernel, whatever the knobs say.
   if (c.score_mod()) want_slot = flash3::kScoreModSlot;
@@ -625,6 +630,14 @@ std::vector<Cfg> cases() {
       add({"unordered", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::top_left});
       add({"tc_off", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::bottom_right});
       add({"tc_off", 1, 300, 2048, 4, 2, 0, DType::bf16, Causal::none});
+      // (wip) D 256 with the row sums in P V: rows without keys (br, Sq > Sk), GQA, partial
+      // K/V blocks, one-block tiles, jumping maxima (amp 4: the lazy rescale's branch), past
+      // Sk 4096 (slot 27's build) with the GPU reference.
+      for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
+        add({"tc256", 1, 300, 77, 4, 2, 0, DType::bf16, cz});
+      add({"tc256", 2, 700, 900, 8, 2, 0, DType::bf16, Causal::bottom_right});
+      add({"tc256", 1, 200, 1000, 4, 2, 0, DType::bf16, Causal::none, false, false, false, 4.f});
+      add({"tc256", 1, 300, 5000, 4, 1, 0, DType::bf16, Causal::none, false, false, true});
       add({"long", 1, 300, 2048, 4, 2, 0, DType::bf16, Causal::bottom_right});
       add({"tc_off", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
       add({"unordered", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
