@@ -214,6 +214,9 @@ inline int epi_wide_auto(const Params& p, int D) {
 /// Session 40: slot 31 with the row sums in P V (kTcSumSlot) unless Tuning::tc_row_sum = 0 or
 /// ATTNKIT_FLASH3_FWD_FP32_ROWSUM is set (core/env.hpp flag; read per call): lse from the fp32
 /// sum of the unrounded P instead of the tensor core's sum of the 16-bit P (docs/numerics.md).
+/// Session 41: D 256's diet kernel (slot 29, Sk <= 4096) sums on the tensor core from this many
+/// keys (it lost 1.1..2.5 % at 1k, gained 1.7..3.5 % at 4k).
+inline constexpr int kTc256MinSeqlenK = 2048;
 inline bool tc_row_sum_on() {
   return tuning().tc_row_sum != 0 && !env::flag("ATTNKIT_FLASH3_FWD_FP32_ROWSUM");
 }
@@ -393,13 +396,19 @@ void launch_forward(const Params& p) {
       smem = TrTc::kSmemBytes;
     }
   }
-  // Session 40 (wip, A/B only: Tuning::tc_row_sum = 2): D 256's ordered 64-key kernels (slot 27,
-  // and the diet's slot 29) with the row sums in P V (two P V wgmmas a k-step, traits.hpp).
+  // Session 41: D 256's ordered 64-key kernels (slot 27 past Sk 4096, the diet's slot 29 up to
+  // it) with the row sums in P V (two P V wgmmas a k-step, traits.hpp; 210 KB). Same process
+  // against two copies of the default (bench/results/2026-11-30-h200-flash3-s41.md call 1): slot
+  // 27's twin +2.7..+4.4 % at S 16k, slot 29's +1.7..+3.5 % at 4k but -1.1..-2.5 % at 1k (as at
+  // D 128: per-tile costs weigh more there). Auto: slot 27 always, slot 29 from Sk
+  // kTc256MinSeqlenK; Tuning::tc_row_sum = 1 forces both.
   if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2) {
-    if (tuning().tc_row_sum == 2 && (slot_id == 16 + 11 || slot_id == 16 + 13)) {
+    const bool diet13 = slot_id == 16 + 13;
+    const bool tc_here = tc_row_sum_on() && (tuning().tc_row_sum > 0 || !diet13 ||
+                                             p.seqlen_k >= kTc256MinSeqlenK);
+    if ((slot_id == 16 + 11 || diet13) && tc_here) {
       constexpr int kV11 = kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTcSum;
       constexpr int kV13 = kDietVar | kVarOrdered | kVarTcSum;
-      const bool diet13 = slot_id == 16 + 13;
       kernel =
           diet13 ? fwd_kernel<D, BF16, BN, WGs, VS, kV13> : fwd_kernel<D, BF16, BN, WGs, VS, kV11>;
       smem = FwdTraitsOf<D, BN, WGs, VS, kV11>::kSmemBytes;

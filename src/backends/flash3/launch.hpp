@@ -164,8 +164,9 @@ struct Tuning {
   // columns of P V (mainloop.cuh kVarTcSum; launch slot kTcSumSlot): l then sums the 16-bit P
   // that P V multiplies (lse moves by at most log(1 + 2^-8) in bf16 against fp32 sums of the
   // unrounded P). -1 = auto (on wherever slot 31 runs; the ordered softmax's auto then starts at
-  // Sk 2048 instead of past it), 0 = off (slot 31 itself); 2 (wip, A/B only) also D 256's
-  // ordered 64-key kernels (kTcSum256Slot, kTcSum256DietSlot).
+  // Sk 2048 instead of past it), 0 = off (slot 31 itself). Session 41: also D 256's ordered
+  // 64-key kernels (kTcSum256Slot past Sk 4096; kTcSum256DietSlot up to it, from Sk 2048 by
+  // auto); 1 = on wherever a kernel has the twin (D 256's diet at any Sk too).
   int tc_row_sum = -1;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
@@ -183,8 +184,8 @@ inline constexpr int kMaskSlot = 34;      // its build with a mask (session 24)
 inline constexpr int kNarrowSlot = 35;    // D 96 / 192 on the 128 / 256 build (session 25)
 inline constexpr int kDropoutSlot = 36;   // the mask build with dropout (session 39)
 inline constexpr int kTcSumSlot = 37;     // slot 31's kernel with the row sums in P V (session 40)
-inline constexpr int kTcSum256Slot = 38;  // D 256: slot 27's, tc_row_sum = 2 (wip, A/B only)
-inline constexpr int kTcSum256DietSlot = 39;  // D 256: slot 29's, tc_row_sum = 2 (wip, A/B only)
+inline constexpr int kTcSum256Slot = 38;      // D 256: slot 27's with them (session 41)
+inline constexpr int kTcSum256DietSlot = 39;  // D 256: slot 29's with them (session 41)
 int last_forward_slot();
 void set_last_forward_slot(int slot);
 /// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).
