@@ -404,8 +404,8 @@ void launch_forward(const Params& p) {
   // kTc256MinSeqlenK; Tuning::tc_row_sum = 1 forces both.
   if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2) {
     const bool diet13 = slot_id == 16 + 13;
-    const bool tc_here = tc_row_sum_on() && (tuning().tc_row_sum > 0 || !diet13 ||
-                                             p.seqlen_k >= kTc256MinSeqlenK);
+    const bool tc_here =
+        tc_row_sum_on() && (tuning().tc_row_sum > 0 || !diet13 || p.seqlen_k >= kTc256MinSeqlenK);
     if ((slot_id == 16 + 11 || diet13) && tc_here) {
       constexpr int kV11 = kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTcSum;
       constexpr int kV13 = kDietVar | kVarOrdered | kVarTcSum;

@@ -184,7 +184,7 @@ inline constexpr int kMaskSlot = 34;      // its build with a mask (session 24)
 inline constexpr int kNarrowSlot = 35;    // D 96 / 192 on the 128 / 256 build (session 25)
 inline constexpr int kDropoutSlot = 36;   // the mask build with dropout (session 39)
 inline constexpr int kTcSumSlot = 37;     // slot 31's kernel with the row sums in P V (session 40)
-inline constexpr int kTcSum256Slot = 38;      // D 256: slot 27's with them (session 41)
+inline constexpr int kTcSum256Slot = 38;  // D 256: slot 27's with them (session 41)
 inline constexpr int kTcSum256DietSlot = 39;  // D 256: slot 29's with them (session 41)
 int last_forward_slot();
 void set_last_forward_slot(int slot);
