@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     constexpr uint32_t kOne2 = BF16 ? 0x3F803F80u : 0x3C003C00u;
     for (int j = 0; j < Tr::kTcOnesChunks; ++j)
       for (int i = threadIdx.x; i < Tr::kTcChunk / 16; i += Tr::kThreads)
-        reinterpret_cast<uint4*>(sm.ones + j * Tr::kTcOnesStride)[i] =
+        reinterpret_cast<uint4*>(sm.ones + j * Tr::kTcVStageBytes)[i] =
             make_uint4(kOne2, kOne2, kOne2, kOne2);
   }
   ptx::fence_proxy_async_smem();

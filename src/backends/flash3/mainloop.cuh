@@ -238,10 +238,10 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
     for (int c = 0; c < Tr::kChunks; ++c) {
       if constexpr (Tr::kCluster == 2) {
         if (c % 2 == rank)
-          cl::tma_load_4d_multicast(sm.v + Tr::v_chunk_off(s, c), &a.tma_v, &sm.full_v[s], c * 64,
-                                    nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
+          cl::tma_load_4d_multicast(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v, &sm.full_v[s],
+                                    c * 64, nb * Tr::kBlockN + kv_row0, hkv, b, 0x3);
       } else {
-        ptx::tma_load_4d(sm.v + Tr::v_chunk_off(s, c), &a.tma_v, &sm.full_v[s], c * 64,
+        ptx::tma_load_4d(sm.v + Tr::v_off(s) + c * Tr::v_lbo(s), &a.tma_v, &sm.full_v[s], c * 64,
                          nb * Tr::kBlockN + kv_row0, hkv, b);
       }
     }
@@ -535,14 +535,11 @@ __device__ __forceinline__ void issue_pv_ext_desc(float (&o)[Tr::kD / 2], float 
 
 /// V stage sp's kk = 0 descriptor on the kTcSum layout: address and chunk stride (both in the low
 /// word) per stage, the low word through REDUX (warp-uniform, all lanes active).
-/// (kH: the half of D = 256's V, FwdTraits::tc_desc_off.)
-template <class Tr, int kH = 0>
+template <class Tr>
 __device__ __forceinline__ uint64_t tc_v_desc(uint32_t v_base, int sp) {
   namespace ptx = attnkit::cuda::sm90;
-  const uint64_t d0 =
-      ptx::Sw128Desc::make(v_base + Tr::tc_desc_off(0, kH), Tr::tc_desc_lbo(0, kH), 1024);
-  const uint64_t d1 =
-      ptx::Sw128Desc::make(v_base + Tr::tc_desc_off(1, kH), Tr::tc_desc_lbo(1, kH), 1024);
+  const uint64_t d0 = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::v_lbo(0), 1024);
+  const uint64_t d1 = ptx::Sw128Desc::make(v_base + Tr::v_off(1), Tr::v_lbo(1), 1024);
   const uint32_t lo = static_cast<uint32_t>(sp == 0 ? d0 : d1);
   return (d0 & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
 }
@@ -560,7 +557,7 @@ __device__ __forceinline__ void issue_pv_tc(float (&o)[Tr::kD / 2], float (&l)[4
     static_assert(Tr::kD == 256, "flash3: the kTcSum layout is D = 128 or 256");
     // (stage sp at base + sp x 5C, the plain kernel's form; the second half 2C on: desc_add)
     namespace ptx = attnkit::cuda::sm90;
-    const uint64_t db = ptx::Sw128Desc::make(v_base + Tr::tc_desc_off(0, 0), Tr::kTcChunk, 1024);
+    const uint64_t db = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::kTcChunk, 1024);
     const uint64_t dsp = desc_add(db, sp * Tr::kTcVStageBytes);
     const uint64_t d0 =
         (dsp & 0xFFFFFFFF00000000ull) |

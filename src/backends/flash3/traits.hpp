@@ -73,16 +73,14 @@ struct FwdTraits {
   // V0's chunk stride is C, V1's 3C (both reach 8C), the K stages are 3C apart: 144 KB, 16 KB
   // more than the plain region (216 KB in all with both Q buffers).
   // v_off / v_lbo: V stage s's offset from SmemLayout::v (= k here) and its chunk stride.
-  // D = 256 (64-key tiles, C = 8 KB; wip, session 40, not measured): P V as two wgmmas per
-  // k-step, columns 0-127 (m64n128k16) and 128-255 + the sums (m64n136k16). A chunk of ones per
-  // V stage (16 KB for both fits at D 256), so a stage is 5 contiguous chunks and every
-  // descriptor is the plain kernel's (base + stage x 5C, LBO C; the second half's = the first's
-  // + 2C):  K0 [0, 4C) | K1 [4C, 8C) | V0.0-3 [8C, 12C) | ones [12C] | V1.0-3 [13C, 17C) |
-  // ones [17C]   (144 KB: 16 KB more than the plain region; 210 KB in all).
-  // (A first version shared one ones chunk between the stages through per-stage LBOs, as at
-  // D 128: its descriptor selects cost ~22 uniform instructions a turn, 604 -> 599 in all.)
-  // (tc_desc_off / tc_desc_lbo: the descriptor of V stage s's half h; v_chunk_off: where the
-  // producer puts chunk c of V stage s.)
+  // D = 256 (64-key tiles, C = 8 KB; session 41): P V as two wgmmas per k-step, columns 0-127
+  // (m64n128k16) and 128-255 + the sums (m64n136k16). A chunk of ones per V stage (16 KB for
+  // both fits at D 256), so a stage is 5 contiguous chunks and every descriptor is the plain
+  // kernel's form (base + stage x 5C, LBO C; the second half's = the first's + 2C):
+  //   K0 [0, 4C) | K1 [4C, 8C) | V0.0-3 [8C, 12C) | ones [12C] | V1.0-3 [13C, 17C) | ones [17C]
+  // (144 KB: 16 KB more than the plain region; 210 KB in all). A first version shared one ones
+  // chunk between the stages through per-stage LBOs, as at D 128: its descriptor selects cost
+  // ~22 uniform instructions a turn (SASS turn 604 -> 599 against 604 -> 532 for this one).
   static constexpr bool kTcSum = TC;
   static_assert(!TC || (((D == 128 && kBlockN == 128) || (D == 256 && kBlockN == 64)) && VS == 2 &&
                         CL == 1 && RS == 0),
@@ -95,25 +93,18 @@ struct FwdTraits {
                                                 : (kStagesK + kStagesV) * kBlockN * D * 2;
   static constexpr int kKStageBytes = kTcSum && D == 128 ? 3 * kTcChunk : kBlockN * D * 2;
   static constexpr int kOnesOff = kTcSum ? (D == 128 ? 8 : 12) * kTcChunk : 0;
-  // The ones chunks (kernel.cuh fills them): D = 128 one, D = 256 one per V stage, 5C apart.
+  // The ones chunks (kernel.cuh fills them): D = 128 one, D = 256 one after each V stage.
   static constexpr int kTcOnesChunks = kTcSum ? (D == 128 ? 1 : 2) : 0;
-  static constexpr int kTcOnesStride = 5 * kTcChunk;
   static constexpr int kTcVStageBytes = 5 * kTcChunk;  // D = 256: 4 chunks of V + ones
+  // V stage s's offset from SmemLayout::v (= k with kTcSum) and its chunk stride; the producer
+  // puts V's chunk c of stage s at v_off(s) + c x v_lbo(s).
   __host__ __device__ static constexpr int v_off(int s) {
-    return kTcSum ? (6 - 4 * s) * kTcChunk : s * kBlockN * D * 2;
+    return !kTcSum    ? s * kBlockN * D * 2
+           : D == 128 ? (6 - 4 * s) * kTcChunk
+                      : 8 * kTcChunk + s * kTcVStageBytes;
   }
   __host__ __device__ static constexpr int v_lbo(int s) {
-    return kTcSum ? (1 + 2 * s) * kTcChunk : kTcChunk;
-  }
-  __host__ __device__ static constexpr int tc_desc_off(int s, int h) {
-    return D == 128 ? v_off(s) : (8 + 5 * s + 2 * h) * kTcChunk;
-  }
-  __host__ __device__ static constexpr int tc_desc_lbo(int s, int h) {
-    return D == 128 ? v_lbo(s) : kTcChunk;
-  }
-  __host__ __device__ static constexpr int v_chunk_off(int s, int c) {
-    return !kTcSum || D == 128 ? v_off(s) + c * v_lbo(s)
-                               : tc_desc_off(s, c / 2) + (c % 2) * tc_desc_lbo(s, c / 2);
+    return kTcSum && D == 128 ? (1 + 2 * s) * kTcChunk : kTcChunk;
   }
   static_assert(CL == 1 || (CL == 2 && D >= 128), "flash3 forward: cluster of 2 needs D >= 128");
   static constexpr int kCluster = CL;
