@@ -19,7 +19,11 @@ VARIANTS = {"early": {"early": 1}, "v3": {"vst": 3}, "ordered": {"ordered": 1}, 
             "base": {"uni": 0, "lazy": 0}, "uni": {"uni": 1, "lazy": 0}, "unilazy": {"uni": 1, "lazy": 1},
             "qreg": {"qreg": 1}, "diet": {"diet": 1},
             # session 19: the split tail (both launches), and its launch 2 alone (tail_probe)
-            "tail": {"tail": 1}, "k2": {"tail": 1, "tprobe": 2}}
+            "tail": {"tail": 1}, "k2": {"tail": 1, "tprobe": 2},
+            # session 41: the row sums in P V off / forced (tc_row_sum 0 / 1), with the ordered
+            # softmax forced (D 128 1k: slot 31 / its twin 37 instead of the auto's slot 15)
+            "tc0": {"tc": 0}, "tc": {"tc": 1}, "ordtc0": {"ordered": 1, "tc": 0},
+            "ordtc": {"ordered": 1}}
 
 
 def main():
