@@ -13,18 +13,32 @@ defaults (or those knobs in it) as a variant in the same loop: a build switch ag
 default build, in one process (shims built with flash3_shim_only.sh F3_DEFS=..., whose
 -fno-gnu-unique keeps their statics apart; flash3_defs_ab.sh does both in one call).
 
+Session 41, --blocks SEC: each variant (and cuDNN) runs back to back for SEC seconds after a
+0.3 s preheat, in turn (A B C, then reversed in odd rounds), instead of call by call, with
+nvidia-smi sampling the SM clock and board power (bench/smi_clocks.py): each variant's row then
+also says its clock, power, TFLOP/s per GHz (work per cycle) and GFLOP per joule. Why: under ncu's
+locked clock the row-sum kernels took fewer cycles at S 1k than the kernels without them, while
+the interleaved timing read them 1-2.5 % slower: at the 700 W cap, a kernel's power sets its
+clock, and the interleaved calls cannot say whose power it was.
+
 usage: flash3_knob_ab.py --lib build_f3/libflash3_shim.so --d 256 --s 1024,4096 --causal 0,1 \
            --variant base=qpf:0 --variant pf4=qpf:4 [--reps 30] [--rounds 2] [--json out.json]
+           [--blocks 1.0]
 """
 import argparse
+import atexit
+import datetime
 import json
 import os
+import statistics
 import sys
+import time
 
 import torch
 from torch.nn.attention import SDPBackend
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from flash3_tail_probe import time_interleaved  # noqa: E402
 from flash3_vs_peers import load, make_flash3, make_sdpa  # noqa: E402
 
@@ -36,6 +50,35 @@ def parse_variant(text):
         key, _, val = item.partition(":")
         kw[key] = int(val)
     return name, kw
+
+
+def time_blocks(setups, seconds, round_no, windows):
+    """Median ms per call of each (setup, run) in setups, each run back to back for `seconds`
+    after a 0.3 s preheat, in list order (reversed for odd round_no); appends each block's
+    (start, end) datetimes to windows[i]."""
+    ms = [0.0] * len(setups)
+    order = list(range(len(setups)))
+    for i in order if round_no % 2 == 0 else order[::-1]:
+        setup, run = setups[i]
+        setup()
+        t_end = time.perf_counter() + 0.3
+        while time.perf_counter() < t_end:  # preheat: the clock the board holds under this load
+            run()
+            torch.cuda.synchronize()
+        times = []
+        t0 = datetime.datetime.now()
+        t_end = time.perf_counter() + seconds
+        while time.perf_counter() < t_end:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(8):
+                run()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b) / 8)
+        windows[i].append((t0, datetime.datetime.now()))
+        ms[i] = statistics.median(times)
+    return ms
 
 
 def main():
@@ -51,6 +94,9 @@ def main():
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--blocks", type=float, default=0.0,
+                    help="SEC > 0: time each variant in a block of SEC seconds (after a 0.3 s "
+                         "preheat) with its SM clock and board power from nvidia-smi")
     ap.add_argument("--max-err", type=float, default=0.05,
                     help="flag a variant whose first output differs from cuDNN's by more")
     args = ap.parse_args()
@@ -68,6 +114,11 @@ def main():
         shims.append((name, fn_x, lambda set_x=set_x, kw=kw: set_x(**kw), set_x.last_slot))
     names = [n for n, _ in variants] + [n for n, _, _, _ in shims]
     rows = []
+    sampler = None
+    if args.blocks > 0:
+        from smi_clocks import ClockSampler
+        sampler = ClockSampler()
+        atexit.register(sampler.close)  # (an exception must not leave nvidia-smi running)
     torch.manual_seed(0)
     for d in map(int, args.d.split(",")):
         for s in map(int, args.s.split(",")):
@@ -107,7 +158,11 @@ def main():
                       (f"  MISMATCH: {' '.join(bad)}" if bad else ""), flush=True)
                 setups.append((set_tuning, make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)))
                 for r in range(args.rounds):
-                    ms = time_interleaved(setups, args.reps)
+                    windows = [[] for _ in setups]
+                    if args.blocks > 0:
+                        ms = time_blocks(setups, args.blocks, r, windows)
+                    else:
+                        ms = time_interleaved(setups, args.reps)
                     tf = [flops / t / 1e9 for t in ms]
                     cudnn = tf[-1]
                     line = [f"D={d:3d} S={s:5d} {'causal' if causal else 'nc    '} r{r}"]
@@ -119,13 +174,41 @@ def main():
                     rows.append({"d": d, "s": s, "causal": causal, "round": r,
                                  "tflops": dict(zip(names, tf)),
                                  "cudnn": cudnn, "slots": slots, "max_err": errs})
+                    if args.blocks > 0:
+                        rows[-1]["windows"] = dict(zip(names + ["cuDNN"], windows))
                 set_tuning()
+    if sampler is not None and sampler.available:
+        # The clocks from the complete file, read once nvidia-smi stopped (it may hold samples
+        # back until then; peers.py does the same).
+        sampler.stop()
+        from smi_clocks import in_window, summarize
+        samples = sampler.samples()
+        print("blocks: SM clock (median, min), board power, power-cap share; TFLOP/s per GHz of "
+              "SM clock and GFLOP per joule of board power")
+        for row in rows:
+            row["clock"] = {}
+            for name, wins in row.pop("windows").items():
+                c = summarize([x for w in wins for x in in_window(samples, *w)])
+                row["clock"][name] = c
+                x = row["cudnn"] if name == "cuDNN" else row["tflops"][name]
+                head = f"D={row['d']:3d} S={row['s']:5d} {'causal' if row['causal'] else 'nc    '} " \
+                       f"r{row['round']} {name:8s} {x:6.1f} TFLOP/s"
+                if c is None:
+                    print(head + ": no sample", flush=True)
+                    continue
+                print(head + f" at {c['sm_mhz']} MHz (min {c['sm_mhz_min']}), "
+                      f"{c['power_w']:.0f} W, cap {c['power_capped']:.2f}: "
+                      f"{x / (c['sm_mhz'] / 1000):6.1f} TFLOP/s per GHz, "
+                      f"{x / c['power_w'] * 1000:5.0f} GFLOP/J", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"variants": [{"name": n, "knobs": kw} for n, kw in variants] +
                        [{"name": n, "shim": t.partition("=")[2]}
                         for (n, _, _, _), t in zip(shims, args.shim)],
-                       "reps": args.reps, "rows": rows}, f, indent=1)
+                       "reps": args.reps, "blocks_s": args.blocks, "rows": rows}, f, indent=1,
+                      default=str)
+    if sampler is not None:
+        sampler.close()
 
 
 if __name__ == "__main__":
