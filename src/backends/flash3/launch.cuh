@@ -399,9 +399,9 @@ void launch_forward(const Params& p) {
   // Session 41: D 256's ordered 64-key kernels (slot 27 past Sk 4096, the diet's slot 29 up to
   // it) with the row sums in P V (two P V wgmmas a k-step, traits.hpp; 210 KB). Same process
   // against two copies of the default (bench/results/2026-11-30-h200-flash3-s41.md call 1): slot
-  // 27's twin +2.7..+4.4 % at S 16k, slot 29's +1.7..+3.5 % at 4k but -1.1..-2.5 % at 1k (as at
-  // D 128: per-tile costs weigh more there). Auto: slot 27 always, slot 29 from Sk
-  // kTc256MinSeqlenK; Tuning::tc_row_sum = 1 forces both.
+  // 27's twin +2.7..+4.4 % at S 16k, slot 29's +1.7..+3.5 % at 4k but -1.1..-2.5 % at 1k (not
+  // in cycles: at the board's power cap, call 6, where the D 128 twin's clock dropped 4.5 %).
+  // Auto: slot 27 always, slot 29 from Sk kTc256MinSeqlenK; Tuning::tc_row_sum = 1 forces both.
   if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2) {
     const bool diet13 = slot_id == 16 + 13;
     const bool tc_here =
@@ -647,7 +647,7 @@ template <int D, bool BF16>
 void run_forward(const Params& p) {
   if constexpr (D >= 128) {  // (a 96 / 192 head dim: backend.cpp sends it here)
     if (p.head_dim < D) {
-      if (p.has_dropout()) {  // (session 39, wip/f3drop39: dense only; the backend declines varlen)
+      if (p.has_dropout()) {  // (session 40: dense only; the backend declines varlen)
         if (p.varlen)
           throw Error(ErrorCode::kUnsupported, "flash3 head dims 96 / 192: no varlen dropout");
         return launch_forward_score_mod<D, BF16, false, true, true, true>(p);

@@ -40,7 +40,8 @@ struct SmemLayout {
   uint8_t* k;  // stage s at k + s * kKStageBytes
   uint8_t* v;
   uint8_t* zero;      // [kD / 64][16][64] zeros (FwdTraits::kZeroBytes)
-  uint8_t* ones;      // kTcSum: the chunk of 16-bit ones after both V stages (FwdTraits)
+  uint8_t* ones;      // kTcSum: the 16-bit ones (FwdTraits: after both V stages at D 128,
+                      // after each at D 256, kTcVStageBytes apart)
   uint64_t* full_q;   // [kQStages] TMA -> consumers (tx bytes)
   uint64_t* empty_q;  // [kQStages] consumer warps -> producer: that Q is no longer read
   uint64_t* full_k;
@@ -317,6 +318,13 @@ __device__ __forceinline__ uint64_t desc_add(uint64_t d, uint32_t bytes) {
   return (d & 0xFFFFFFFF00000000ull) | lo;
 }
 
+/// d with its low word (address, LBO) through REDUX (warp_uniform; all 32 lanes active), so
+/// ptxas keeps a stage-dependent descriptor in uniform registers.
+__device__ __forceinline__ uint64_t uniform_lo(uint64_t d) {
+  return (d & 0xFFFFFFFF00000000ull) |
+         static_cast<uint32_t>(warp_uniform(static_cast<int>(static_cast<uint32_t>(d))));
+}
+
 /// issue_qk from the k-step 0 descriptors of Q_wg (da0) and of the K stage (db0).
 template <class Tr, bool BF16>
 __device__ __forceinline__ void issue_qk_desc(float (&s)[Tr::kBlockN / 2], uint64_t da0,
@@ -511,9 +519,11 @@ inline constexpr int kVarDropout = 32768;
 // (m64n72, 12.5 % more P V) -1..-4 %. The tile-diet kernels only (O written by its tile's first
 // P V, never zeroed): in the others the 4 more accumulators made ptxas serialise the wgmmas
 // (C7511) and spill 1.5-1.9 KB. Not with score mods (dropout needs the sums before P is dropped).
-// So the traits' kTcSum alone says whether a kernel sums on the tensor core: only the
-// Consumer's (overlapped, D 128) kernels have it (kernel.cuh asserts the combination,
-// consume_tile_simple refuses the layout).
+// So the traits' kTcSum alone says whether a kernel sums on the tensor core. Session 41: D 256
+// too (consume_tile_simple; two P V wgmmas a k-step, issue_pv_tc), its slot-27 kernel (not a
+// diet kernel: the sums start from zeroed accumulators there) and slot 29's: +2.7..+4.4 % at
+// 16k, +1.7..+3.5 % at 4k (bench/results/2026-11-30-h200-flash3-s41.md). kernel.cuh asserts the
+// combinations.
 inline constexpr int kVarTcSum = 65536;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
@@ -540,8 +550,7 @@ __device__ __forceinline__ uint64_t tc_v_desc(uint32_t v_base, int sp) {
   namespace ptx = attnkit::cuda::sm90;
   const uint64_t d0 = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::v_lbo(0), 1024);
   const uint64_t d1 = ptx::Sw128Desc::make(v_base + Tr::v_off(1), Tr::v_lbo(1), 1024);
-  const uint32_t lo = static_cast<uint32_t>(sp == 0 ? d0 : d1);
-  return (d0 & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(warp_uniform(static_cast<int>(lo)));
+  return uniform_lo(sp == 0 ? d0 : d1);  // (both have the same high word: SBO, swizzle)
 }
 
 /// P V on the kTcSum layout for V stage sp, with the row sums into l: D = 128 one m64n(128 + 8)
@@ -558,10 +567,7 @@ __device__ __forceinline__ void issue_pv_tc(float (&o)[Tr::kD / 2], float (&l)[4
     // (stage sp at base + sp x 5C, the plain kernel's form; the second half 2C on: desc_add)
     namespace ptx = attnkit::cuda::sm90;
     const uint64_t db = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::kTcChunk, 1024);
-    const uint64_t dsp = desc_add(db, sp * Tr::kTcVStageBytes);
-    const uint64_t d0 =
-        (dsp & 0xFFFFFFFF00000000ull) |
-        static_cast<uint32_t>(warp_uniform(static_cast<int>(static_cast<uint32_t>(dsp))));
+    const uint64_t d0 = uniform_lo(desc_add(db, sp * Tr::kTcVStageBytes));
     const uint64_t d1 = desc_add(d0, 2 * Tr::kTcChunk);
     float(&lo)[64] = *reinterpret_cast<float(*)[64]>(&o[0]);
     float(&hi)[64] = *reinterpret_cast<float(*)[64]>(&o[64]);
@@ -836,9 +842,7 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kDescRedux =
       kUniform && (Tr::kD == 64 || Tr::kD == 128) && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
   auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo, int stride) {
-    const uint64_t d = desc_add(ptx::Sw128Desc::make(base, lbo, 1024), stage * stride);
-    return (d & 0xFFFFFFFF00000000ull) |
-           static_cast<uint32_t>(warp_uniform(static_cast<int>(static_cast<uint32_t>(d))));
+    return uniform_lo(desc_add(ptx::Sw128Desc::make(base, lbo, 1024), stage * stride));
   };
   if constexpr (kDescRedux)
     issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024),
@@ -914,7 +918,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
   constexpr bool kNarrow = (kVar & kVarNarrow) != 0;
   static_assert(!kNarrow || (kScoreMod && !kTail), "flash3 kVarNarrow: the score-mod kernel");
-  // kTc: the row sums in P V (kVarTcSum) at D = 256 (wip, session 41); D = 128's run the Consumer.
+  // kTc: the row sums in P V (kVarTcSum) at D = 256 (session 41); D = 128's run the Consumer.
   constexpr bool kTc = Tr::kTcSum;
   static_assert(!kTc || Tr::kD == 256, "flash3: D = 128's row sums in P V are the Consumer's");
   // (mainloop_turn's block of turn it is n_end - 1 - it; pc.lo / nb_lo are 0 without kVarTail /
@@ -1050,10 +1054,9 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   float inv[2], lse[2];
   if constexpr (kTc) {  // (no keys: the FADD state's l = 0; lacc was never written)
     if (n_blocks > 0) {
-      const float l[2] = {sm_state.lacc[0], sm_state.lacc[2]};
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        OnlineSoftmax<kBN>::finalize_row(l[r], sm_state.row_max[r], a.scale, inv[r], lse[r]);
+      // (a copy of the maxima: row_max itself as the argument moved the D 256 kernels' code)
+      const float m[2] = {sm_state.row_max[0], sm_state.row_max[1]};
+      OnlineSoftmax<kBN>::finalize_acc(sm_state.lacc, m, a.scale, inv, lse);
     } else {
       sm_state.finalize(a.scale, inv, lse);
     }
@@ -1553,10 +1556,7 @@ struct Consumer {
                                                    float (&lse)[2]) {
     if constexpr (kTc) {
       fence_regs(state.lacc);
-      const float l[2] = {state.lacc[0], state.lacc[2]};
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        OnlineSoftmax<kBN>::finalize_row(l[r], m[r], a.scale, inv[r], lse[r]);
+      OnlineSoftmax<kBN>::finalize_acc(state.lacc, m, a.scale, inv, lse);
     } else {
       state.finalize(a.scale, inv, lse);
     }

@@ -148,6 +148,17 @@ struct OnlineSoftmax {
     lse = empty ? -INFINITY : fmaf(attnkit::cuda::lg2_approx(l), kLn2, m * scale);
   }
 
+  /// finalize_row per row from the kTcSum sums (lacc: row r's complete sum in lacc[2 r], read
+  /// after the wgmma that last added to them completed) and reference maxima m.
+  __device__ __forceinline__ static void finalize_acc(const float (&lacc)[4], const float (&m)[2],
+                                                      float scale, float (&inv)[2],
+                                                      float (&lse)[2]) {
+    const float l[2] = {lacc[0], lacc[2]};
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      finalize_row(l[r], m[r], scale, inv[r], lse[r]);
+  }
+
   /// Quad-reduces the per-thread sums; finalize_row per row.
   __device__ __forceinline__ void finalize(float scale, float (&inv)[2], float (&lse)[2]) {
 #pragma unroll
