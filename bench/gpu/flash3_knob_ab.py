@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from flash3_tail_probe import time_interleaved  # noqa: E402
 from flash3_vs_peers import load, make_flash3, make_sdpa  # noqa: E402
+from peers import preheat  # noqa: E402  (bench/peers.py)
 
 
 def parse_variant(text):
@@ -61,10 +62,7 @@ def time_blocks(setups, seconds, round_no, windows):
     for i in order if round_no % 2 == 0 else order[::-1]:
         setup, run = setups[i]
         setup()
-        t_end = time.perf_counter() + 0.3
-        while time.perf_counter() < t_end:  # preheat: the clock the board holds under this load
-            run()
-            torch.cuda.synchronize()
+        preheat(torch, lambda _i, run=run: run(), 0.3)  # the clock the board holds under this load
         times = []
         t0 = datetime.datetime.now()
         t_end = time.perf_counter() + seconds
@@ -181,14 +179,14 @@ def main():
         # The clocks from the complete file, read once nvidia-smi stopped (it may hold samples
         # back until then; peers.py does the same).
         sampler.stop()
-        from smi_clocks import in_window, summarize
+        from smi_clocks import row_clock
         samples = sampler.samples()
         print("blocks: SM clock (median, min), board power, power-cap share; TFLOP/s per GHz of "
               "SM clock and GFLOP per joule of board power")
         for row in rows:
             row["clock"] = {}
             for name, wins in row.pop("windows").items():
-                c = summarize([x for w in wins for x in in_window(samples, *w)])
+                c = row_clock(samples, wins)
                 row["clock"][name] = c
                 x = row["cudnn"] if name == "cuDNN" else row["tflops"][name]
                 head = f"D={row['d']:3d} S={row['s']:5d} {'causal' if row['causal'] else 'nc    '} " \
