@@ -650,6 +650,24 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 /// sequence's, or TMA's zero fill) and contribute nothing: their lse2 is +inf (P = 0, so dS = 0)
 /// and keys past it are masked as keys past Sk.
 
+/// The 128B-swizzle descriptor of shared address addr0 + off (stride byte offset 1024, leading
+/// byte offset lbo) from d0 = bwd_desc0(addr0, lbo): kUniDesc adds off to d0's low word (d0's
+/// low word came through REDUX: uniform registers), the old form rebuilds it (bwd_traits.hpp).
+__device__ __forceinline__ uint64_t bwd_desc0(uint32_t addr0, uint32_t lbo) {
+  const uint64_t d = attnkit::cuda::sm90::Sw128Desc::make(addr0, lbo, 1024);
+  if constexpr (kUniDesc)
+    return uniform_lo(d);
+  else
+    return d;
+}
+__device__ __forceinline__ uint64_t bwd_desc_at(uint64_t d0, uint32_t addr0, uint32_t off,
+                                                uint32_t lbo) {
+  if constexpr (kUniDesc)
+    return desc_add(d0, off);
+  else
+    return attnkit::cuda::sm90::Sw128Desc::make(addr0 + off, lbo, 1024);
+}
+
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
           int kMod = 0, bool kVarlen = false, bool kDet = false>
@@ -896,16 +914,17 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     float st[kBM / 2], dpt[kBM / 2];
     auto gemm_wt = [&](float(&acc)[kBM / 2], const uint32_t(&wf)[kKVRegs ? 16 : 1], uint32_t w_s,
                        uint32_t b_s) {
+      const uint64_t dw0 = kKVRegs ? 0 : bwd_desc0(w_s, 16), db0 = bwd_desc0(b_s, 16);
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
         const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
         const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
         if constexpr (kKVRegs) {
           const uint32_t af[4] = {wf[4 * ks], wf[4 * ks + 1], wf[4 * ks + 2], wf[4 * ks + 3]};
-          WS::template rs<0>(acc, af, ptx::Sw128Desc::make(b_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+          WS::template rs<0>(acc, af, bwd_desc_at(db0, b_s, offq, 16), ks > 0 ? 1 : 0);
         } else {
-          WS::template ss<0, 0>(acc, ptx::Sw128Desc::make(w_s + off, 16, 1024),
-                                ptx::Sw128Desc::make(b_s + offq, 16, 1024), ks > 0 ? 1 : 0);
+          WS::template ss<0, 0>(acc, bwd_desc_at(dw0, w_s, off, 16),
+                                bwd_desc_at(db0, b_s, offq, 16), ks > 0 ? 1 : 0);
         }
       }
       ptx::wgmma_commit();
@@ -1121,20 +1140,21 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     uint32_t pp[kBM / 4], pds[kBM / 4];
     // dV_w += P^T dO, dK_w += dS^T Q: A from registers, B = dO / Q MN-major (K = kBM queries).
     auto issue_dv = [&] {
+      const uint64_t d0 = bwd_desc0(do_s, Tr::kQChunkBytes);
 #pragma unroll
       for (int kk = 0; kk < kBM / 16; ++kk) {
         const uint32_t af[4] = {pp[4 * kk], pp[4 * kk + 1], pp[4 * kk + 2], pp[4 * kk + 3]};
-        WD::template rs<1>(
-            dv, af, ptx::Sw128Desc::make(do_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024),
-            1);
+        WD::template rs<1>(dv, af, bwd_desc_at(d0, do_s, kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes),
+                           1);
       }
     };
     auto issue_dk = [&] {
+      const uint64_t d0 = bwd_desc0(q_s, Tr::kQChunkBytes);
 #pragma unroll
       for (int kk = 0; kk < kBM / 16; ++kk) {
         const uint32_t af[4] = {pds[4 * kk], pds[4 * kk + 1], pds[4 * kk + 2], pds[4 * kk + 3]};
-        WD::template rs<1>(
-            dk, af, ptx::Sw128Desc::make(q_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
+        WD::template rs<1>(dk, af, bwd_desc_at(d0, q_s, kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes),
+                           1);
       }
     };
     if constexpr (kDvEarly) {
@@ -1253,12 +1273,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const int key_off0 = (Tr::kDqSplitD || Tr::kDqSplitM) ? 0 : 64 * w;
     const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
     ptx::wgmma_fence();
+    const uint64_t dds0 = bwd_desc0(ds_u32, Tr::kDSChunkBytes);
+    const uint64_t dk0 = bwd_desc0(k_cols, Tr::kKChunkBytes);
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
       const uint32_t roff = (key_off0 + 16 * kk) * Tr::kRowBytes;
-      WQ::template ss<1, 1>(dq, ptx::Sw128Desc::make(ds_u32 + roff, Tr::kDSChunkBytes, 1024),
-                            ptx::Sw128Desc::make(k_cols + roff, Tr::kKChunkBytes, 1024),
-                            kk > 0 ? 1 : 0);
+      WQ::template ss<1, 1>(dq, bwd_desc_at(dds0, ds_u32, roff, Tr::kDSChunkBytes),
+                            bwd_desc_at(dk0, k_cols, roff, Tr::kKChunkBytes), kk > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
     if constexpr (kDqFirst) {

@@ -167,6 +167,21 @@ inline constexpr int64_t kTmaKvMaxSkNarrow = 4096;
 template <int D>
 inline constexpr bool kLateFence = (ATTNKIT_FLASH3_BWD_LATE_FENCE & (D == 64 ? 1 : 2)) != 0;
 
+// kUniDesc (ATTNKIT_FLASH3_BWD_UNI_DESC, default 1; session 42): the D 64 / 128 kernel's wgmma
+//   descriptors as the forward's since session 3 (mainloop.cuh kVarUniformDesc / kDescRedux):
+//   each GEMM's k-step 0 descriptor built once, its low word through REDUX (uniform_lo, so a
+//   stage-dependent address lives in uniform registers), every later k-step desc_add(d0, offset):
+//   one UIADD3 per operand instead of a rebuild. The old form (0) rebuilt both descriptors of
+//   every wgmma in vector registers: 12-13 instructions between the S^T / dP^T / dQ HGMMAs (LOP3,
+//   SHF, VIADD, R2UR x 2, UMOV, ...; the D 128 default kernel's SASS, nvcc 13.0), ~24 SS wgmmas an
+//   item and warp. Same wgmmas, same operands: dK / dV bitwise equal. A build switch, as the
+//   late fence, so no kernel is instantiated twice for it (bench/gpu/flash3_bwd_modes.sh
+//   FLAVOURS A/Bs it).
+#ifndef ATTNKIT_FLASH3_BWD_UNI_DESC
+#define ATTNKIT_FLASH3_BWD_UNI_DESC 1
+#endif
+inline constexpr bool kUniDesc = ATTNKIT_FLASH3_BWD_UNI_DESC != 0;
+
 // ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS (session 9, helper f3bwd12; on main since session 10):
 //   TIMING BUILDS ONLY, dQ IS WRONG. 1 drops the dQ atomics (RED.E.ADD.F32x4 / F32x2) of the
 //   consumers' atomic dQ path and keeps everything else (the dQ GEMM, its wait, its registers

@@ -21,6 +21,7 @@
 #include "backends/flash3/epilogue.cuh"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/mask_blocks.hpp"
+#include "backends/flash3/reg_ops.cuh"
 #include "backends/flash3/score_mod.cuh"
 #include "backends/flash3/softmax.cuh"
 #include "backends/flash3/tail.cuh"
@@ -98,15 +99,6 @@ struct PipeIndex {
 };
 template <class Tr>  // (the chunk ring has no V stages: RingPos indexes it)
 using PipeOf = PipeIndex<Tr::kStagesK, (Tr::kStagesV > 0 ? Tr::kStagesV : 1)>;
-
-/// x (the same in every lane) through REDUX, whose result is a uniform register: ptxas then
-/// keeps what is derived from it (ring slot addresses, wgmma descriptors) in the uniform
-/// datapath instead of rebuilding each descriptor in vector registers and moving it with R2UR
-/// per wgmma (its own analysis does not prove loop-carried ring positions uniform). All 32 lanes
-/// must be active.
-__device__ __forceinline__ int warp_uniform(int x) {
-  return static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(x)));
-}
 
 /// Position of chunk j of K/V block c in the K/V chunk ring (FwdTraits::kRing): the stream is
 /// K(c) = chunks 8c .. 8c+3, V(c) = 8c+4 .. 8c+7 (c = PipeIndex::count, blocks over all tiles of
@@ -306,24 +298,6 @@ struct PingPong {
     if (on) attnkit::cuda::sm90::named_bar_arrive(1 + (me + 1 == n ? 0 : me + 1), 256);
   }
 };
-
-/// Descriptor `d` moved `bytes` further in shared memory: only the 14-bit start-address field
-/// (bits 0-13, address >> 4) changes, and it cannot carry out since every shared address here
-/// is < 256 KB. Adding to the low word alone keeps the high word (strides, swizzle mode) a loop
-/// invariant: per wgmma one integer add instead of rebuilding the descriptor (5-6 vector
-/// instructions + 2 R2UR per wgmma in the SASS of v5; run 1 of session 3 counted 682 issued
-/// instructions per warp and K/V block at D = 128 vs cuDNN's 621).
-__device__ __forceinline__ uint64_t desc_add(uint64_t d, uint32_t bytes) {
-  const uint32_t lo = static_cast<uint32_t>(d) + (bytes >> 4);
-  return (d & 0xFFFFFFFF00000000ull) | lo;
-}
-
-/// d with its low word (address, LBO) through REDUX (warp_uniform; all 32 lanes active), so
-/// ptxas keeps a stage-dependent descriptor in uniform registers.
-__device__ __forceinline__ uint64_t uniform_lo(uint64_t d) {
-  return (d & 0xFFFFFFFF00000000ull) |
-         static_cast<uint32_t>(warp_uniform(static_cast<int>(static_cast<uint32_t>(d))));
-}
 
 /// issue_qk from the k-step 0 descriptors of Q_wg (da0) and of the K stage (db0).
 template <class Tr, bool BF16>

@@ -10,6 +10,33 @@
 
 namespace attnkit::flash3 {
 
+/// x (the same in every lane) through REDUX, whose result is a uniform register: ptxas then
+/// keeps what is derived from it (ring slot addresses, wgmma descriptors) in the uniform
+/// datapath instead of rebuilding each descriptor in vector registers and moving it with R2UR
+/// per wgmma (its own analysis does not prove loop-carried ring positions uniform). All 32 lanes
+/// must be active.
+__device__ __forceinline__ int warp_uniform(int x) {
+  return static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(x)));
+}
+
+/// Descriptor `d` moved `bytes` further in shared memory: only the 14-bit start-address field
+/// (bits 0-13, address >> 4) changes, and it cannot carry out since every shared address here
+/// is < 256 KB. Adding to the low word alone keeps the high word (strides, swizzle mode) a loop
+/// invariant: per wgmma one integer add instead of rebuilding the descriptor (5-6 vector
+/// instructions + 2 R2UR per wgmma in the SASS of v5; run 1 of session 3 counted 682 issued
+/// instructions per warp and K/V block at D = 128 vs cuDNN's 621).
+__device__ __forceinline__ uint64_t desc_add(uint64_t d, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(d) + (bytes >> 4);
+  return (d & 0xFFFFFFFF00000000ull) | lo;
+}
+
+/// d with its low word (address, LBO) through REDUX (warp_uniform; all 32 lanes active), so
+/// ptxas keeps a stage-dependent descriptor in uniform registers.
+__device__ __forceinline__ uint64_t uniform_lo(uint64_t d) {
+  return (d & 0xFFFFFFFF00000000ull) |
+         static_cast<uint32_t>(warp_uniform(static_cast<int>(static_cast<uint32_t>(d))));
+}
+
 /// Two fp32 values rounded to one packed 16-bit pair (bf16 or f16), low half = a.
 template <bool BF16>
 __device__ __forceinline__ uint32_t pack2(float a, float b) {
