@@ -39,6 +39,9 @@ for f in "${FL_BUILD[@]}"; do
   done
   nvcc -std=c++20 -O2 -I include -I src -c src/cuda/workspace.cpp \
     -o /tmp/f3modes/$name-workspace.o > /tmp/f3modes/$name-workspace.log 2>&1 &
+  # (bwd_launch.cuh asks cuda::device_info for the SM count since session 26)
+  nvcc -std=c++20 -O2 -I include -I src -x cu -c src/cuda/device_info.cpp \
+    -o /tmp/f3modes/$name-device_info.o > /tmp/f3modes/$name-device_info.log 2>&1 &
 done
 wait
 for f in "${FL_BUILD[@]}"; do
