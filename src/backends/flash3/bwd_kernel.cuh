@@ -1221,14 +1221,21 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // pds[2j + r] = (key row 16 warp + lane/4 + 8r, query columns 8j + qc, +1).
     const int ds_buffer = Tr::kDSBuffers > 1 ? (it & 1) : 0;
     uint8_t* ds_buf = smem + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
+    if constexpr (kDsStsm) {
+      // The warp's 16 key rows (64 w + 16 warp ..) by stmatrix.x4, 16 query columns each: the
+      // same bytes as the 32-bit stores below, in kBM / 16 instructions instead of kBM / 4.
+      stmatrix_packed_rows<kBM, Tr::kDSChunkBytes>(
+          lane, ptx::smem_u32(ds_buf) + (64 * w + 16 * warp) * 128, pds);
+    } else {
 #pragma unroll
-    for (int j = 0; j < kBM / 8; ++j)
+      for (int j = 0; j < kBM / 8; ++j)
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int kr = 64 * w + 16 * warp + lane / 4 + 8 * r;
-        *reinterpret_cast<uint32_t*>(ds_buf + (j / 8) * Tr::kDSChunkBytes + kr * 128 +
-                                     (((j % 8) ^ (kr & 7)) * 16) + 2 * qc) = pds[2 * j + r];
-      }
+        for (int r = 0; r < 2; ++r) {
+          const int kr = 64 * w + 16 * warp + lane / 4 + 8 * r;
+          *reinterpret_cast<uint32_t*>(ds_buf + (j / 8) * Tr::kDSChunkBytes + kr * 128 +
+                                       (((j % 8) ^ (kr & 7)) * 16) + 2 * qc) = pds[2 * j + r];
+        }
+    }
     // Generic-proxy stores -> the dQ wgmma reads (both WGs'), after the barrier below. kLateFence
     // (bwd_traits.hpp): after dV's issue, which reads none of them (see there).
     constexpr bool kFenceAfterDv = kLateFence<D> && !kDvEarly;
@@ -1379,9 +1386,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       for (int i = 0; i < Tr::kDqN / 2; ++i)
         asm volatile("" ::"f"(dq[i]));
     } else if (a.dq_vec4) {
+      // kRedBase: one address per thread, the j-th RED at + 2 KB j (an immediate offset in the
+      // REDG). (j * 128 + tid) * 4 in int had ptxas build each of the 8 64-bit addresses on its
+      // own: ~40 LEA / IMAD / IADD3 / VIADD for 8 REDs in the D 128 default's SASS.
+      float* my = part + (kRedBase ? tid * 4 : 0);
 #pragma unroll
       for (int j = 0; j < Tr::kDqN / 8; ++j)
-        atomicAdd(reinterpret_cast<float4*>(part + (j * 128 + tid) * 4),
+        atomicAdd(reinterpret_cast<float4*>(kRedBase ? my + j * 512 : part + (j * 128 + tid) * 4),
                   make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
     } else {
 #pragma unroll

@@ -182,6 +182,21 @@ inline constexpr bool kLateFence = (ATTNKIT_FLASH3_BWD_LATE_FENCE & (D == 64 ? 1
 #endif
 inline constexpr bool kUniDesc = ATTNKIT_FLASH3_BWD_UNI_DESC != 0;
 
+// kDsStsm (ATTNKIT_FLASH3_BWD_DS_STSM, default 1; session 42): dS^T to shared memory by
+//   stmatrix.x4 (reg_ops.cuh stmatrix_packed_rows: kBM / 16 per thread) instead of kBM / 4 32-bit
+//   st.shared with their swizzled addresses (16 STS + ~35 LOP3 / IADD3 / IMAD at D 128); cuDNN's
+//   kernel writes dS^T with STSM too (session 3's ncu). Same bytes at the same places.
+// kRedBase (ATTNKIT_FLASH3_BWD_RED_BASE, default 1; session 42): the float4 dQ REDs from one
+//   per-thread address with immediate offsets (bwd_kernel.cuh says why).
+#ifndef ATTNKIT_FLASH3_BWD_DS_STSM
+#define ATTNKIT_FLASH3_BWD_DS_STSM 1
+#endif
+inline constexpr bool kDsStsm = ATTNKIT_FLASH3_BWD_DS_STSM != 0;
+#ifndef ATTNKIT_FLASH3_BWD_RED_BASE
+#define ATTNKIT_FLASH3_BWD_RED_BASE 1
+#endif
+inline constexpr bool kRedBase = ATTNKIT_FLASH3_BWD_RED_BASE != 0;
+
 // ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS (session 9, helper f3bwd12; on main since session 10):
 //   TIMING BUILDS ONLY, dQ IS WRONG. 1 drops the dQ atomics (RED.E.ADD.F32x4 / F32x2) of the
 //   consumers' atomic dQ path and keeps everything else (the dQ GEMM, its wait, its registers

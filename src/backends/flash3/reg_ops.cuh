@@ -89,4 +89,22 @@ __device__ __forceinline__ void stmatrix_acc_rows(int lane, uint32_t stage, Valu
   }
 }
 
+/// stmatrix_acc_rows for values already packed as the m64 accumulator's 16-bit pairs
+/// (packed[2 jj + r] = row lane / 4 + 8 r, columns 8 jj + 2 (lane % 4), + 1: what
+/// pack2(acc[4 jj + 2 r], acc[4 jj + 2 r + 1]) gives), kCols columns from the warp's first row
+/// at `stage` (1024-aligned chunks of 128-byte rows, 128B swizzle, kChunkBytes apart).
+template <int kCols, int kChunkBytes>
+__device__ __forceinline__ void stmatrix_packed_rows(int lane, uint32_t stage,
+                                                     const uint32_t (&packed)[kCols / 4]) {
+  const int l7 = lane & 7, hi = (lane >> 4) & 1;
+  const uint32_t row_addr = stage + static_cast<uint32_t>((l7 + 8 * ((lane >> 3) & 1)) * 128);
+#pragma unroll
+  for (int j = 0; j < kCols / 16; ++j) {
+    const int g = 2 * (j % 4) + hi;
+    const uint32_t addr = row_addr + (j / 4) * kChunkBytes + static_cast<uint32_t>((g ^ l7) << 4);
+    attnkit::cuda::sm90::stmatrix_x4(addr, packed[4 * j], packed[4 * j + 1], packed[4 * j + 2],
+                                     packed[4 * j + 3]);
+  }
+}
+
 }  // namespace attnkit::flash3
