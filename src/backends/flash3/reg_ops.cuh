@@ -64,6 +64,27 @@ __device__ __forceinline__ void fence_regs(uint32_t (&x)[N]) {
     attnkit::cuda::sm90::reg_fence(x[i]);
 }
 
+/// The 16 x kCols rows of a warp's m64 accumulator, as 16-bit pairs (reg(i) = the pair of
+/// accumulator elements 2 i, 2 i + 1: row lane / 4 + 8 (i % 2), columns 8 (i / 2) + 2 (lane % 4),
+/// + 1), by stmatrix.x4 from the warp's first row at `stage` (1024-aligned chunks of 128-byte
+/// rows, 128B swizzle, kChunkBytes apart): stmatrix_acc_rows, stmatrix_packed_rows.
+template <int kCols, int kChunkBytes, class Reg>
+__device__ __forceinline__ void stmatrix_rows(int lane, uint32_t stage, Reg reg) {
+  const int l7 = lane & 7, hi = (lane >> 4) & 1;
+  // Row of the warp's 16 that this lane addresses: matrix (lane / 8) & 1 is the upper / lower 8.
+  const uint32_t row_addr = stage + static_cast<uint32_t>((l7 + 8 * ((lane >> 3) & 1)) * 128);
+#pragma unroll
+  for (int j = 0; j < kCols / 16; ++j) {
+    // Matrices 0 / 1: rows 0-7 / 8-15 of columns 16 j .. + 7 (16-byte group 2 j of its chunk);
+    // 2 / 3: the same rows of columns 16 j + 8 .. + 15. 128B swizzle: group g of row r at unit
+    // (g % 8) ^ (r % 8), r % 8 = l7 (stage is 1024-aligned).
+    const int g = 2 * (j % 4) + hi;
+    const uint32_t addr = row_addr + (j / 4) * kChunkBytes + static_cast<uint32_t>((g ^ l7) << 4);
+    attnkit::cuda::sm90::stmatrix_x4(addr, reg(4 * j), reg(4 * j + 1), reg(4 * j + 2),
+                                     reg(4 * j + 3));
+  }
+}
+
 /// One warp's 16 rows x kD columns of an m64nkD accumulator (acc[4 j + 2 r + e] = row lane / 4 +
 /// 8 r, column 8 j + 2 (lane % 4) + e), value(i) = the fp32 to store for accumulator index i,
 /// rounded by pack2, go with kD / 16 stmatrix.x4 into `stage`: the shared address of the warp's
@@ -72,21 +93,8 @@ __device__ __forceinline__ void fence_regs(uint32_t (&x)[N]) {
 /// epilogue (epilogue.cuh store_output_tma) and the backward's dK / dV one (kTmaKV) use it.
 template <int kD, int kChunkBytes, bool BF16, class Value>
 __device__ __forceinline__ void stmatrix_acc_rows(int lane, uint32_t stage, Value value) {
-  const int l7 = lane & 7, hi = (lane >> 4) & 1;
-  // Row of the warp's 16 that this lane addresses: matrix (lane / 8) & 1 is the upper / lower 8.
-  const uint32_t row_addr = stage + static_cast<uint32_t>((l7 + 8 * ((lane >> 3) & 1)) * 128);
-#pragma unroll
-  for (int j = 0; j < kD / 16; ++j) {
-    // Matrices 0 / 1: rows 0-7 / 8-15 of columns 16 j .. + 7 (16-byte group 2 j of its chunk);
-    // 2 / 3: the same rows of columns 16 j + 8 .. + 15. 128B swizzle: group g of row r at unit
-    // (g % 8) ^ (r % 8), r % 8 = l7 (stage is 1024-aligned).
-    const int g = 2 * (j % 4) + hi;
-    const uint32_t addr = row_addr + (j / 4) * kChunkBytes + static_cast<uint32_t>((g ^ l7) << 4);
-    attnkit::cuda::sm90::stmatrix_x4(addr, pack2<BF16>(value(8 * j + 0), value(8 * j + 1)),
-                                     pack2<BF16>(value(8 * j + 2), value(8 * j + 3)),
-                                     pack2<BF16>(value(8 * j + 4), value(8 * j + 5)),
-                                     pack2<BF16>(value(8 * j + 6), value(8 * j + 7)));
-  }
+  stmatrix_rows<kD, kChunkBytes>(
+      lane, stage, [&](int i) { return pack2<BF16>(value(2 * i), value(2 * i + 1)); });
 }
 
 /// stmatrix_acc_rows for values already packed as the m64 accumulator's 16-bit pairs
@@ -96,15 +104,7 @@ __device__ __forceinline__ void stmatrix_acc_rows(int lane, uint32_t stage, Valu
 template <int kCols, int kChunkBytes>
 __device__ __forceinline__ void stmatrix_packed_rows(int lane, uint32_t stage,
                                                      const uint32_t (&packed)[kCols / 4]) {
-  const int l7 = lane & 7, hi = (lane >> 4) & 1;
-  const uint32_t row_addr = stage + static_cast<uint32_t>((l7 + 8 * ((lane >> 3) & 1)) * 128);
-#pragma unroll
-  for (int j = 0; j < kCols / 16; ++j) {
-    const int g = 2 * (j % 4) + hi;
-    const uint32_t addr = row_addr + (j / 4) * kChunkBytes + static_cast<uint32_t>((g ^ l7) << 4);
-    attnkit::cuda::sm90::stmatrix_x4(addr, packed[4 * j], packed[4 * j + 1], packed[4 * j + 2],
-                                     packed[4 * j + 3]);
-  }
+  stmatrix_rows<kCols, kChunkBytes>(lane, stage, [&](int i) { return packed[i]; });
 }
 
 }  // namespace attnkit::flash3
