@@ -887,6 +887,15 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // on) and the value that hands it on.
   int* held = nullptr;
   int held_next = 0;
+  // The item-invariant descriptor bases (K_w, V_w for S^T / dP^T, K's dQ columns), through REDUX
+  // once here rather than at every item's start (kDescHoist, session 42: ~10 instructions between
+  // the full[s] wait and the first S^T wgmma).
+  const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
+  [[maybe_unused]] uint64_t dkw0 = 0, dvw0 = 0, dkc0 = 0;
+  if constexpr (kDescHoist) {
+    if constexpr (!kKVRegs) dkw0 = bwd_desc0(k_w, 16), dvw0 = bwd_desc0(v_w, 16);
+    dkc0 = bwd_desc0(k_cols, Tr::kKChunkBytes);
+  }
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
     const uint32_t ph = (it / kStages) & 1;
@@ -913,8 +922,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // wf, kKVRegs) and B the Q / dO tile at b_s.
     float st[kBM / 2], dpt[kBM / 2];
     auto gemm_wt = [&](float(&acc)[kBM / 2], const uint32_t(&wf)[kKVRegs ? 16 : 1], uint32_t w_s,
-                       uint32_t b_s) {
-      const uint64_t dw0 = kKVRegs ? 0 : bwd_desc0(w_s, 16), db0 = bwd_desc0(b_s, 16);
+                       uint64_t dw_hoisted, uint32_t b_s) {
+      const uint64_t dw0 = kKVRegs ? 0 : kDescHoist ? dw_hoisted : bwd_desc0(w_s, 16);
+      const uint64_t db0 = bwd_desc0(b_s, 16);
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
         const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
@@ -930,8 +940,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       ptx::wgmma_commit();
     };
     ptx::wgmma_fence();
-    gemm_wt(st, kf, k_w, q_s);
-    gemm_wt(dpt, vf, v_w, do_s);
+    gemm_wt(st, kf, k_w, dkw0, q_s);
+    gemm_wt(dpt, vf, v_w, dvw0, do_s);
     // kIdiet: advance to item it + 1 (the kStat 2 / 3 refill's) under the two GEMMs, not at the
     // loop head (the head's instructions sit between the previous dK wait and the S^T issue).
     if constexpr (kIdiet) cur = walk.next(cur);
@@ -974,6 +984,17 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       ptx::named_bar_sync(2 + w, 128);
       stat = st_w;
     }
+    // Staged value i + e (i even): both staging forms put a WG's rows at 512-byte multiples and
+    // qc is even, so the (e = 0, 1) pair is one 8-byte load (kStatAligned, session 42; the
+    // element form compiled to two LDS.32 a pair).
+    auto stat_at = [&](int i, int e) {
+      if constexpr (kStatAligned) {
+        const float2 v = *reinterpret_cast<const float2*>(stat + i);
+        return e ? v.y : v.x;
+      } else {
+        return stat[i + e];
+      }
+    };
     // Query column 8j + qc + e = row 8 (j % 4) + qc + e + 32 (j / 4) of the block.
     auto lse2_of = [&](int j, int e) {
       if constexpr (kDirect)
@@ -981,7 +1002,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       else if constexpr (kStatShfl)
         return __shfl_sync(0xffffffffu, my_l2[j / 4], 8 * (j % 4) + qc + e);
       else
-        return stat[8 * j + qc + e];
+        return stat_at(8 * j + qc, e);
     };
     auto delta_of = [&](int j, int e) {
       if constexpr (kDirect)
@@ -989,7 +1010,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       else if constexpr (kStatShfl)
         return __shfl_sync(0xffffffffu, my_dl[j / 4], 8 * (j % 4) + qc + e);
       else
-        return stat[kBM + 8 * j + qc + e];
+        return stat_at(kBM + 8 * j + qc, e);
     };
 
     // P^T = exp2(S^T scale_log2 - lse2), masked where key >= Sk or (causal) key > row + offset.
@@ -1278,10 +1299,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const uint32_t ds_u32 =
         base + Tr::kOffDS + ds_buffer * Tr::kDSBytes + (Tr::kDqSplitM ? w * Tr::kDSChunkBytes : 0);
     const int key_off0 = (Tr::kDqSplitD || Tr::kDqSplitM) ? 0 : 64 * w;
-    const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
     ptx::wgmma_fence();
     const uint64_t dds0 = bwd_desc0(ds_u32, Tr::kDSChunkBytes);
-    const uint64_t dk0 = bwd_desc0(k_cols, Tr::kKChunkBytes);
+    const uint64_t dk0 = kDescHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
       const uint32_t roff = (key_off0 + 16 * kk) * Tr::kRowBytes;

@@ -196,6 +196,18 @@ inline constexpr bool kDsStsm = ATTNKIT_FLASH3_BWD_DS_STSM != 0;
 #define ATTNKIT_FLASH3_BWD_RED_BASE 1
 #endif
 inline constexpr bool kRedBase = ATTNKIT_FLASH3_BWD_RED_BASE != 0;
+// kStatAligned (ATTNKIT_FLASH3_BWD_STAT_ALIGNED, default 1; session 42): the staged lse2 / delta
+//   pairs read as 8-byte loads (bwd_kernel.cuh says why).
+#ifndef ATTNKIT_FLASH3_BWD_STAT_ALIGNED
+#define ATTNKIT_FLASH3_BWD_STAT_ALIGNED 1
+#endif
+inline constexpr bool kStatAligned = ATTNKIT_FLASH3_BWD_STAT_ALIGNED != 0;
+// kDescHoist (ATTNKIT_FLASH3_BWD_DESC_HOIST, default 1; session 42): kUniDesc's item-invariant
+//   descriptor bases built once before the item loop (bwd_kernel.cuh). Needs kUniDesc.
+#ifndef ATTNKIT_FLASH3_BWD_DESC_HOIST
+#define ATTNKIT_FLASH3_BWD_DESC_HOIST 1
+#endif
+inline constexpr bool kDescHoist = ATTNKIT_FLASH3_BWD_DESC_HOIST != 0 && kUniDesc;
 
 // ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS (session 9, helper f3bwd12; on main since session 10):
 //   TIMING BUILDS ONLY, dQ IS WRONG. 1 drops the dQ atomics (RED.E.ADD.F32x4 / F32x2) of the
