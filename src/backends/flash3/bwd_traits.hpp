@@ -196,12 +196,15 @@ inline constexpr bool kDsStsm = ATTNKIT_FLASH3_BWD_DS_STSM != 0;
 #define ATTNKIT_FLASH3_BWD_RED_BASE 1
 #endif
 inline constexpr bool kRedBase = ATTNKIT_FLASH3_BWD_RED_BASE != 0;
-// kStatAligned (ATTNKIT_FLASH3_BWD_STAT_ALIGNED, default 1; session 42): the staged lse2 / delta
-//   pairs read as 8-byte loads (bwd_kernel.cuh says why).
+// kStatAligned (ATTNKIT_FLASH3_BWD_STAT_ALIGNED, a mask as the late fence's: 1 = D 64, 2 = D 128;
+//   default 1; session 42): the staged lse2 / delta pairs read as 8-byte loads (bwd_kernel.cuh
+//   says why). Session 42 call 8 (flash3_bwd_modes.sh, 4 rounds, against both off): D 64
+//   +0.6..+1.1 % in every row, D 128 -0.3..-0.8 % (with the descriptor hoist: not additive).
 #ifndef ATTNKIT_FLASH3_BWD_STAT_ALIGNED
 #define ATTNKIT_FLASH3_BWD_STAT_ALIGNED 1
 #endif
-inline constexpr bool kStatAligned = ATTNKIT_FLASH3_BWD_STAT_ALIGNED != 0;
+template <int D>
+inline constexpr bool kStatAligned = (ATTNKIT_FLASH3_BWD_STAT_ALIGNED & (D == 64 ? 1 : 2)) != 0;
 // kDescHoist (ATTNKIT_FLASH3_BWD_DESC_HOIST, default 1; session 42): kUniDesc's item-invariant
 //   descriptor bases built once before the item loop (bwd_kernel.cuh). Needs kUniDesc.
 #ifndef ATTNKIT_FLASH3_BWD_DESC_HOIST
