@@ -847,6 +847,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // head, so the refill of item it + 1 reads cur.row).
   ItemCursor cur{};
   if constexpr (kIdiet) cur = walk.at(a, bt, item_at(0));
+  // kItemHoist: the 64-row refill's per-thread source (lse2 or delta by thread) chosen once here,
+  // not per item (~20 instructions of 64-bit select and address arithmetic in the D 128 default).
+  const float* stat_src = tid < 64 ? a.lse2 + tid : a.delta + (tid - 64);
   auto prefetch_stats = [&](int it2) {
     int64_t r;
     if constexpr (kIdiet) {
@@ -859,6 +862,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     if constexpr (kBM == 128) {
       sm80::cp_async_4(dst, a.lse2 + r + tid, true);
       sm80::cp_async_4(dst + kBM * 4, a.delta + r + tid, true);
+    } else if constexpr (kItemHoist) {
+      sm80::cp_async_4(dst, stat_src + r, true);
     } else {
       sm80::cp_async_4(dst, tid < 64 ? a.lse2 + r + tid : a.delta + r + tid - 64, true);
     }
@@ -888,11 +893,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   int* held = nullptr;
   int held_next = 0;
   // The item-invariant descriptor bases (K_w, V_w for S^T / dP^T, K's dQ columns), through REDUX
-  // once here rather than at every item's start (kDescHoist, session 42: ~10 instructions between
+  // once here rather than at every item's start (kItemHoist, session 42: ~10 instructions between
   // the full[s] wait and the first S^T wgmma).
   const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
   [[maybe_unused]] uint64_t dkw0 = 0, dvw0 = 0, dkc0 = 0;
-  if constexpr (kDescHoist) {
+  if constexpr (kItemHoist) {
     if constexpr (!kKVRegs) dkw0 = bwd_desc0(k_w, 16), dvw0 = bwd_desc0(v_w, 16);
     dkc0 = bwd_desc0(k_cols, Tr::kKChunkBytes);
   }
@@ -923,7 +928,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     float st[kBM / 2], dpt[kBM / 2];
     auto gemm_wt = [&](float(&acc)[kBM / 2], const uint32_t(&wf)[kKVRegs ? 16 : 1], uint32_t w_s,
                        uint64_t dw_hoisted, uint32_t b_s) {
-      const uint64_t dw0 = kKVRegs ? 0 : kDescHoist ? dw_hoisted : bwd_desc0(w_s, 16);
+      const uint64_t dw0 = kKVRegs ? 0 : kItemHoist ? dw_hoisted : bwd_desc0(w_s, 16);
       const uint64_t db0 = bwd_desc0(b_s, 16);
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
@@ -1301,7 +1306,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const int key_off0 = (Tr::kDqSplitD || Tr::kDqSplitM) ? 0 : 64 * w;
     ptx::wgmma_fence();
     const uint64_t dds0 = bwd_desc0(ds_u32, Tr::kDSChunkBytes);
-    const uint64_t dk0 = kDescHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);
+    const uint64_t dk0 = kItemHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
       const uint32_t roff = (key_off0 + 16 * kk) * Tr::kRowBytes;

@@ -205,12 +205,15 @@ inline constexpr bool kRedBase = ATTNKIT_FLASH3_BWD_RED_BASE != 0;
 #endif
 template <int D>
 inline constexpr bool kStatAligned = (ATTNKIT_FLASH3_BWD_STAT_ALIGNED & (D == 64 ? 1 : 2)) != 0;
-// kDescHoist (ATTNKIT_FLASH3_BWD_DESC_HOIST, default 1; session 42): kUniDesc's item-invariant
-//   descriptor bases built once before the item loop (bwd_kernel.cuh). Needs kUniDesc.
-#ifndef ATTNKIT_FLASH3_BWD_DESC_HOIST
-#define ATTNKIT_FLASH3_BWD_DESC_HOIST 1
+// kItemHoist (ATTNKIT_FLASH3_BWD_ITEM_HOIST, default 1; session 42): item-invariant values built
+//   once before the item loop (bwd_kernel.cuh): kUniDesc's descriptor bases of K_w, V_w and the
+//   dQ K columns (with their REDUX; session 42 call 8, as "hoist": D 128 +1.3 % at 1k, +0.2..+1.4
+//   % at 4k, -0.4..-0.8 % at 16k, D 64 +0.1..+0.6 %) and the 64-row stat refill's source pointer
+//   (added after call 8, compile-only).
+#ifndef ATTNKIT_FLASH3_BWD_ITEM_HOIST
+#define ATTNKIT_FLASH3_BWD_ITEM_HOIST 1
 #endif
-inline constexpr bool kDescHoist = ATTNKIT_FLASH3_BWD_DESC_HOIST != 0 && kUniDesc;
+inline constexpr bool kItemHoist = ATTNKIT_FLASH3_BWD_ITEM_HOIST != 0;
 
 // ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS (session 9, helper f3bwd12; on main since session 10):
 //   TIMING BUILDS ONLY, dQ IS WRONG. 1 drops the dQ atomics (RED.E.ADD.F32x4 / F32x2) of the
