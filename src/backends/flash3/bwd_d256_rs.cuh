@@ -105,12 +105,13 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
     {
       const uint32_t a_s = w == 0 ? k_s : v_s, b_s = w == 0 ? q_s : do_s;
       ptx::wgmma_fence();
+      const uint64_t da0 = bwd_desc0<kUniDesc256>(a_s, 16), db0 = bwd_desc0<kUniDesc256>(b_s, 16);
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
         const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
         const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + (ks % 4) * 32;
-        const uint64_t da = ptx::Sw128Desc::make(a_s + off, 16, 1024);
-        const uint64_t db = ptx::Sw128Desc::make(b_s + offq, 16, 1024);
+        const uint64_t da = bwd_desc_at<kUniDesc256>(da0, a_s, off, 16);
+        const uint64_t db = bwd_desc_at<kUniDesc256>(db0, b_s, offq, 16);
         if (ks == 0)
           WG64::template ss_first<0, 0>(sg, da, db);
         else
@@ -187,11 +188,12 @@ __device__ __forceinline__ void d256_rs_consumer(const BwdArgs& a, uint8_t* smem
     {
       const uint32_t b_s = w == 0 ? do_s : q_s;
       ptx::wgmma_fence();
+      const uint64_t db0 = bwd_desc0<kUniDesc256>(b_s, Tr::kQChunkBytes);
 #pragma unroll
       for (int kk = 0; kk < kBM / 16; ++kk) {
         const uint32_t af[4] = {pk[4 * kk], pk[4 * kk + 1], pk[4 * kk + 2], pk[4 * kk + 3]};
         W256::rs(acc, af,
-                 ptx::Sw128Desc::make(b_s + kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes, 1024), 1);
+                 bwd_desc_at<kUniDesc256>(db0, b_s, kk * 16 * Tr::kRowBytes, Tr::kQChunkBytes), 1);
       }
       ptx::wgmma_commit();
     }

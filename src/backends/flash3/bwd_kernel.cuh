@@ -416,6 +416,27 @@ __device__ __forceinline__ void init_bwd_ring(uint64_t* full_kv, uint64_t* full,
   }
 }
 
+/// The 128B-swizzle descriptor of shared address addr0 + off (stride byte offset 1024, leading
+/// byte offset lbo) from d0 = bwd_desc0(addr0, lbo): kUni (kUniDesc; the D 256 kernels:
+/// kUniDesc256) adds off to d0's low word (d0's low word came through REDUX: uniform registers),
+/// the old form rebuilds it (bwd_traits.hpp).
+template <bool kUni = kUniDesc>
+__device__ __forceinline__ uint64_t bwd_desc0(uint32_t addr0, uint32_t lbo) {
+  const uint64_t d = attnkit::cuda::sm90::Sw128Desc::make(addr0, lbo, 1024);
+  if constexpr (kUni)
+    return uniform_lo(d);
+  else
+    return d;
+}
+template <bool kUni = kUniDesc>
+__device__ __forceinline__ uint64_t bwd_desc_at(uint64_t d0, uint32_t addr0, uint32_t off,
+                                                uint32_t lbo) {
+  if constexpr (kUni)
+    return desc_add(d0, off);
+  else
+    return attnkit::cuda::sm90::Sw128Desc::make(addr0 + off, lbo, 1024);
+}
+
 /// The D 256 backward's dQ part w (both layouts, bwd_kernel_d256.cuh / bwd_d256_rs.cuh): issues
 /// dq [64 queries x 128 columns] = dS K[:, 128 w ..] as kBN / 16 SS wgmmas (no fence, no commit).
 /// A = the dS^T tile [kBN keys][64 queries] at ds_u (MN-major, 128B swizzle, tile_bytes), B = K's
@@ -425,10 +446,13 @@ __device__ __forceinline__ void issue_dq_d256(float (&dq)[64], uint32_t ds_u, ui
                                               int row_bytes, int tile_bytes, int chunk_bytes) {
   namespace ptx = attnkit::cuda::sm90;
 #pragma unroll
+  const uint32_t kc_u = k_u + 2 * w * chunk_bytes;
+  const uint64_t da0 = bwd_desc0<kUniDesc256>(ds_u, tile_bytes);
+  const uint64_t db0 = bwd_desc0<kUniDesc256>(kc_u, chunk_bytes);
   for (int kk = 0; kk < kBN / 16; ++kk) {
     const uint32_t roff = kk * 16 * row_bytes;
-    const uint64_t da = ptx::Sw128Desc::make(ds_u + roff, tile_bytes, 1024);
-    const uint64_t db = ptx::Sw128Desc::make(k_u + 2 * w * chunk_bytes + roff, chunk_bytes, 1024);
+    const uint64_t da = bwd_desc_at<kUniDesc256>(da0, ds_u, roff, tile_bytes);
+    const uint64_t db = bwd_desc_at<kUniDesc256>(db0, kc_u, roff, chunk_bytes);
     if (kk == 0)  // (write-only: the previous item's dQ is dead to the compiler)
       WD::template ss_first<1, 1>(dq, da, db);
     else
@@ -649,24 +673,6 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 /// of the packed maps (TMA coordinate b = 0). Rows past its sequence are loaded (the next
 /// sequence's, or TMA's zero fill) and contribute nothing: their lse2 is +inf (P = 0, so dS = 0)
 /// and keys past it are masked as keys past Sk.
-
-/// The 128B-swizzle descriptor of shared address addr0 + off (stride byte offset 1024, leading
-/// byte offset lbo) from d0 = bwd_desc0(addr0, lbo): kUniDesc adds off to d0's low word (d0's
-/// low word came through REDUX: uniform registers), the old form rebuilds it (bwd_traits.hpp).
-__device__ __forceinline__ uint64_t bwd_desc0(uint32_t addr0, uint32_t lbo) {
-  const uint64_t d = attnkit::cuda::sm90::Sw128Desc::make(addr0, lbo, 1024);
-  if constexpr (kUniDesc)
-    return uniform_lo(d);
-  else
-    return d;
-}
-__device__ __forceinline__ uint64_t bwd_desc_at(uint64_t d0, uint32_t addr0, uint32_t off,
-                                                uint32_t lbo) {
-  if constexpr (kUniDesc)
-    return desc_add(d0, off);
-  else
-    return attnkit::cuda::sm90::Sw128Desc::make(addr0 + off, lbo, 1024);
-}
 
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,

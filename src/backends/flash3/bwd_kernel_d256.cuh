@@ -303,12 +303,13 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     // S^T_w = K Q_w^T and dP^T_w = V dO_w^T: 16 k-steps over D (4 column chunks x 4 steps).
     float st[16], dpt[16];
     auto gemm_t = [&](float(&acc)[16], uint32_t w_s, uint32_t b_s) {
+      const uint64_t da0 = bwd_desc0<kUniDesc256>(w_s, 16), db0 = bwd_desc0<kUniDesc256>(b_s, 16);
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
         const uint32_t off = (ks / 4) * Tr::kKChunkBytes + (ks % 4) * 32;
         const uint32_t offq = (ks / 4) * Tr::kQChunkBytes + qw * Tr::kRowBytes + (ks % 4) * 32;
-        const uint64_t da = ptx::Sw128Desc::make(w_s + off, 16, 1024);
-        const uint64_t db = ptx::Sw128Desc::make(b_s + offq, 16, 1024);
+        const uint64_t da = bwd_desc_at<kUniDesc256>(da0, w_s, off, 16);
+        const uint64_t db = bwd_desc_at<kUniDesc256>(db0, b_s, offq, 16);
         if (ks == 0)  // (write-only: acc's previous item is dead to the compiler)
           WS::template ss_first<0, 0>(acc, da, db);
         else
@@ -399,18 +400,21 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
     const uint32_t pt_u = base + Tr::kOffPT + buf * Tr::kTileBytes;
     const uint32_t ds_u = base + Tr::kOffDS + buf * Tr::kTileBytes;
     auto issue_dvdk = [&] {
+      constexpr bool kU = kUniDesc256;
+      const uint64_t dpt0 = bwd_desc0<kU>(pt_u, 16), ddo0 = bwd_desc0<kU>(do_s, Tr::kQChunkBytes);
 #pragma unroll
       for (int kk = 0; kk < kBM / 16; ++kk) {
         const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
-        WD::template ss<0, 1>(dv, ptx::Sw128Desc::make(pt_u + kk * 32, 16, 1024),
-                              ptx::Sw128Desc::make(do_s + boff, Tr::kQChunkBytes, 1024), 1);
+        WD::template ss<0, 1>(dv, bwd_desc_at<kU>(dpt0, pt_u, kk * 32, 16),
+                              bwd_desc_at<kU>(ddo0, do_s, boff, Tr::kQChunkBytes), 1);
       }
       ptx::wgmma_commit();  // dV its own group
+      const uint64_t dds0 = bwd_desc0<kU>(ds_u, 16), dq0 = bwd_desc0<kU>(q_s, Tr::kQChunkBytes);
 #pragma unroll
       for (int kk = 0; kk < kBM / 16; ++kk) {
         const uint32_t boff = 2 * w * Tr::kQChunkBytes + kk * 16 * Tr::kRowBytes;
-        WD::template ss<0, 1>(dk, ptx::Sw128Desc::make(ds_u + kk * 32, 16, 1024),
-                              ptx::Sw128Desc::make(q_s + boff, Tr::kQChunkBytes, 1024), 1);
+        WD::template ss<0, 1>(dk, bwd_desc_at<kU>(dds0, ds_u, kk * 32, 16),
+                              bwd_desc_at<kU>(dq0, q_s, boff, Tr::kQChunkBytes), 1);
       }
       ptx::wgmma_commit();
     };

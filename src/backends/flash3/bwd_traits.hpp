@@ -181,6 +181,13 @@ inline constexpr bool kLateFence = (ATTNKIT_FLASH3_BWD_LATE_FENCE & (D == 64 ? 1
 #define ATTNKIT_FLASH3_BWD_UNI_DESC 1
 #endif
 inline constexpr bool kUniDesc = ATTNKIT_FLASH3_BWD_UNI_DESC != 0;
+// kUniDesc256 (ATTNKIT_FLASH3_BWD_D256_UNI_DESC, default 1; session 42, compile-only): the same
+//   descriptor form in the D 256 backward kernels (bwd_kernel_d256.cuh's split layout,
+//   bwd_d256_rs.cuh, issue_dq_d256), whose S^T / dP^T GEMMs take 16 k-steps each.
+#ifndef ATTNKIT_FLASH3_BWD_D256_UNI_DESC
+#define ATTNKIT_FLASH3_BWD_D256_UNI_DESC 1
+#endif
+inline constexpr bool kUniDesc256 = ATTNKIT_FLASH3_BWD_D256_UNI_DESC != 0;
 
 // kDsStsm (ATTNKIT_FLASH3_BWD_DS_STSM, default 1; session 42): dS^T to shared memory by
 //   stmatrix.x4 (reg_ops.cuh stmatrix_packed_rows: kBM / 16 per thread) instead of kBM / 4 32-bit
