@@ -176,7 +176,9 @@ inline constexpr bool kLateFence = (ATTNKIT_FLASH3_BWD_LATE_FENCE & (D == 64 ? 1
 //   SHF, VIADD, R2UR x 2, UMOV, ...; the D 128 default kernel's SASS, nvcc 13.0), ~24 SS wgmmas an
 //   item and warp. Same wgmmas, same operands: dK / dV bitwise equal. A build switch, as the
 //   late fence, so no kernel is instantiated twice for it (bench/gpu/flash3_bwd_modes.sh
-//   FLAVOURS A/Bs it).
+//   FLAVOURS A/Bs it). Session 42 (H200, one process per build and round, 4-6 rounds ABBA;
+//   bench/results/2026-11-30-h200-flash3-s42.md calls 3 / 5): D 128 +2.4 / +2.1 % at S 1k
+//   (non-causal / causal), +0.6..+1.3 % at 16k, ~0 at 4k; D 64 -0.5..+0.3 %.
 #ifndef ATTNKIT_FLASH3_BWD_UNI_DESC
 #define ATTNKIT_FLASH3_BWD_UNI_DESC 1
 #endif
@@ -195,6 +197,9 @@ inline constexpr bool kUniDesc256 = ATTNKIT_FLASH3_BWD_D256_UNI_DESC != 0;
 //   kernel writes dS^T with STSM too (session 3's ncu). Same bytes at the same places.
 // kRedBase (ATTNKIT_FLASH3_BWD_RED_BASE, default 1; session 42): the float4 dQ REDs from one
 //   per-thread address with immediate offsets (bwd_kernel.cuh says why).
+// Session 42 call 6 (as kUniDesc's, on top of it), against both off: D 64 +1.8..+2.3 % in every
+//   row (each about half), D 128 +3.9 / +3.0 % at 1k (stmatrix alone +3.9 / +3.0), +1.1 / +1.8 %
+//   at 4k, +2.5 / +1.7 % at 16k (the REDs alone +1.9 % at 16k non-causal).
 #ifndef ATTNKIT_FLASH3_BWD_DS_STSM
 #define ATTNKIT_FLASH3_BWD_DS_STSM 1
 #endif
