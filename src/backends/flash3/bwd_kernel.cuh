@@ -1420,10 +1420,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       // kRedBase: one address per thread, the j-th RED at + 2 KB j (an immediate offset in the
       // REDG). (j * 128 + tid) * 4 in int had ptxas build each of the 8 64-bit addresses on its
       // own: ~40 LEA / IMAD / IADD3 / VIADD for 8 REDs in the D 128 default's SASS.
-      float* my = part + (kRedBase ? tid * 4 : 0);
+      float* const mine = part + tid * 4;  // (this thread's float4 of part 0)
 #pragma unroll
       for (int j = 0; j < Tr::kDqN / 8; ++j)
-        atomicAdd(reinterpret_cast<float4*>(kRedBase ? my + j * 512 : part + (j * 128 + tid) * 4),
+        atomicAdd(reinterpret_cast<float4*>(kRedBase ? mine + j * 512 : part + (j * 128 + tid) * 4),
                   make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
     } else {
 #pragma unroll
