@@ -323,6 +323,9 @@ int main(int argc, char** argv) {
     try {
       if (D == 64) run_one<64>(S, cz != 0);
       if (D == 128) run_one<128>(S, cz != 0);
+      // Session 42: D 256 (bwd_launch_d256.cuh; BwdTuning's D 64 / 128 knobs do not apply, so
+      // only "default" means anything there).
+      if (D == 256) run_one<256>(S, cz != 0);
     } catch (const std::exception& e) {
       std::printf("S=%d D=%d causal=%d: error %s\n", S, D, cz, e.what());
     }

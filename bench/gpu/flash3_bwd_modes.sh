@@ -31,8 +31,13 @@ IFS='|' read -r -a FL <<< "$FLAVOURS"
 [ "${SKIP_BUILD:-0}" = 1 ] && FL_BUILD=() || FL_BUILD=("${FL[@]}")
 for f in "${FL_BUILD[@]}"; do
   name=${f%%:*}; defs=${f#*:}
+  # (D 256 since session 42: its bf16 launcher also references the varlen and deterministic
+  # TUs' kernels)
   for tu in bench/gpu/flash3_bwd_ab.cu src/backends/flash3/instantiations/bwd_d64_bf16.cu \
-            src/backends/flash3/instantiations/bwd_d128_bf16.cu; do
+            src/backends/flash3/instantiations/bwd_d128_bf16.cu \
+            src/backends/flash3/instantiations/bwd_d256_bf16.cu \
+            src/backends/flash3/instantiations/bwd_d256_varlen_bf16.cu \
+            src/backends/flash3/instantiations/bwd_d256_det.cu; do
     o=/tmp/f3modes/$name-$(basename $tu .cu).o
     nvcc -std=c++20 -O3 -lineinfo $defs -gencode=arch=compute_90a,code=sm_90a -I include -I src \
       -c $tu -o $o > /tmp/f3modes/$name-$(basename $tu .cu).log 2>&1 &
