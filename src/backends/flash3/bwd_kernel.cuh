@@ -695,6 +695,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     va = varlen_bwd_args<D, Tr::kBlockM>(maps, sb, q0, k0);
   }
   const BwdArgs& a = kVarlen ? va : maps;
+  // The score-mod kernels keep kItemHoist's values per item: hoisted, their 4 / 5 / 7 kinds at
+  // D 128 spilled 20-72 B a thread (4-8 B without; nvcc 13.0, session 43).
+  constexpr bool kHoist = kItemHoist && kMod == 0;
   static_assert(!kVarlen || !kTmaKV, "varlen: dK / dV stores bounded per sequence (no TMA)");
   static_assert(!kDet || (!kDecoupled && kDqFirst && kMod == 0 && !kVarlen),
                 "deterministic: the coupled dQ-first kernels without score mods or varlen");
@@ -868,7 +871,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     if constexpr (kBM == 128) {
       sm80::cp_async_4(dst, a.lse2 + r + tid, true);
       sm80::cp_async_4(dst + kBM * 4, a.delta + r + tid, true);
-    } else if constexpr (kItemHoist) {
+    } else if constexpr (kHoist) {
       sm80::cp_async_4(dst, stat_src + r, true);
     } else {
       sm80::cp_async_4(dst, tid < 64 ? a.lse2 + r + tid : a.delta + r + tid - 64, true);
@@ -901,11 +904,13 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // The item-invariant descriptor bases (K_w, V_w for S^T / dP^T, K's dQ columns), through REDUX
   // once here rather than at every item's start (kItemHoist, session 42: ~10 instructions between
   // the full[s] wait and the first S^T wgmma).
-  const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
+  // (K's dQ columns: k_cols, rebuilt in the loop without the hoist: the score-mod kernels spilled
+  // more with it live across items.)
   [[maybe_unused]] uint64_t dkw0 = 0, dvw0 = 0, dkc0 = 0;
-  if constexpr (kItemHoist) {
+  if constexpr (kHoist) {
     if constexpr (!kKVRegs) dkw0 = bwd_desc0(k_w, 16), dvw0 = bwd_desc0(v_w, 16);
-    dkc0 = bwd_desc0(k_cols, Tr::kKChunkBytes);
+    dkc0 =
+        bwd_desc0(base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0), Tr::kKChunkBytes);
   }
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
@@ -934,7 +939,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     float st[kBM / 2], dpt[kBM / 2];
     auto gemm_wt = [&](float(&acc)[kBM / 2], const uint32_t(&wf)[kKVRegs ? 16 : 1], uint32_t w_s,
                        uint64_t dw_hoisted, uint32_t b_s) {
-      const uint64_t dw0 = kKVRegs ? 0 : kItemHoist ? dw_hoisted : bwd_desc0(w_s, 16);
+      const uint64_t dw0 = kKVRegs ? 0 : kHoist ? dw_hoisted : bwd_desc0(w_s, 16);
       const uint64_t db0 = bwd_desc0(b_s, 16);
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
@@ -1310,9 +1315,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const uint32_t ds_u32 =
         base + Tr::kOffDS + ds_buffer * Tr::kDSBytes + (Tr::kDqSplitM ? w * Tr::kDSChunkBytes : 0);
     const int key_off0 = (Tr::kDqSplitD || Tr::kDqSplitM) ? 0 : 64 * w;
+    const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
     ptx::wgmma_fence();
     const uint64_t dds0 = bwd_desc0(ds_u32, Tr::kDSChunkBytes);
-    const uint64_t dk0 = kItemHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);
+    const uint64_t dk0 = kHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
       const uint32_t roff = (key_off0 + 16 * kk) * Tr::kRowBytes;
