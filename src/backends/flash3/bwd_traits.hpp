@@ -183,9 +183,12 @@ inline constexpr bool kLateFence = (ATTNKIT_FLASH3_BWD_LATE_FENCE & (D == 64 ? 1
 #define ATTNKIT_FLASH3_BWD_UNI_DESC 1
 #endif
 inline constexpr bool kUniDesc = ATTNKIT_FLASH3_BWD_UNI_DESC != 0;
-// kUniDesc256 (ATTNKIT_FLASH3_BWD_D256_UNI_DESC, default 1; session 42, compile-only): the same
-//   descriptor form in the D 256 backward kernels (bwd_kernel_d256.cuh's split layout,
-//   bwd_d256_rs.cuh, issue_dq_d256), whose S^T / dP^T GEMMs take 16 k-steps each.
+// kUniDesc256 (ATTNKIT_FLASH3_BWD_D256_UNI_DESC, default 1; session 42, first run in session 43):
+//   the same descriptor form in the D 256 backward kernels (bwd_kernel_d256.cuh's split layout,
+//   bwd_d256_rs.cuh, issue_dq_d256), whose S^T / dP^T GEMMs take 16 k-steps each: -136..-200 SASS
+//   instructions a kernel (the RS default 2,176 -> 1,992). Session 43 call 1 (flash3_bwd_modes.sh,
+//   6 rounds, with kStatAligned / kItemHoist, against all three off; dK / dV bitwise): D 256 +1.5
+//   / +0.9 % at 1k (non-causal / causal), +2.6..+3.0 % at 4k, +3.5 % at 16k.
 #ifndef ATTNKIT_FLASH3_BWD_D256_UNI_DESC
 #define ATTNKIT_FLASH3_BWD_D256_UNI_DESC 1
 #endif
@@ -212,6 +215,7 @@ inline constexpr bool kRedBase = ATTNKIT_FLASH3_BWD_RED_BASE != 0;
 //   default 1; session 42): the staged lse2 / delta pairs read as 8-byte loads (bwd_kernel.cuh
 //   says why). Session 42 call 8 (flash3_bwd_modes.sh, 4 rounds, against both off): D 64
 //   +0.6..+1.1 % in every row, D 128 -0.3..-0.8 % (with the descriptor hoist: not additive).
+//   Session 43 call 1 (D 64 mask, with kItemHoist, against both off, 6 rounds): D 64 +0.4..+1.6 %.
 #ifndef ATTNKIT_FLASH3_BWD_STAT_ALIGNED
 #define ATTNKIT_FLASH3_BWD_STAT_ALIGNED 1
 #endif
@@ -221,7 +225,10 @@ inline constexpr bool kStatAligned = (ATTNKIT_FLASH3_BWD_STAT_ALIGNED & (D == 64
 //   once before the item loop (bwd_kernel.cuh): kUniDesc's descriptor bases of K_w, V_w and the
 //   dQ K columns (with their REDUX; session 42 call 8, as "hoist": D 128 +1.3 % at 1k, +0.2..+1.4
 //   % at 4k, -0.4..-0.8 % at 16k, D 64 +0.1..+0.6 %) and the 64-row stat refill's source pointer
-//   (added after call 8, compile-only).
+//   (D 128 default 2,176 -> 2,152 instructions). Session 43 call 1 (against off, 6 rounds): D 128
+//   +0.3 / 0 % at 1k, +0.9..+1.7 % at 4k, +0.7 % at 16k non-causal, -1 % at 16k causal (its
+//   processes spread 562-628 in every flavour: noise). Not in the score-mod kernels (kMod != 0:
+//   they spilled more with it, bwd_kernel.cuh).
 #ifndef ATTNKIT_FLASH3_BWD_ITEM_HOIST
 #define ATTNKIT_FLASH3_BWD_ITEM_HOIST 1
 #endif
