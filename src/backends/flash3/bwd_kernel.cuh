@@ -445,10 +445,10 @@ template <typename WD, int kBN>
 __device__ __forceinline__ void issue_dq_d256(float (&dq)[64], uint32_t ds_u, uint32_t k_u, int w,
                                               int row_bytes, int tile_bytes, int chunk_bytes) {
   namespace ptx = attnkit::cuda::sm90;
-#pragma unroll
   const uint32_t kc_u = k_u + 2 * w * chunk_bytes;
   const uint64_t da0 = bwd_desc0<kUniDesc256>(ds_u, tile_bytes);
   const uint64_t db0 = bwd_desc0<kUniDesc256>(kc_u, chunk_bytes);
+#pragma unroll
   for (int kk = 0; kk < kBN / 16; ++kk) {
     const uint32_t roff = kk * 16 * row_bytes;
     const uint64_t da = bwd_desc_at<kUniDesc256>(da0, ds_u, roff, tile_bytes);
