@@ -187,7 +187,7 @@ void expect_dk_dv_bitwise_equal(const check::Case& c, const Tune& tune, const st
 
 // Default variant per call (bwd_launch.cuh default_variant, session 5: D = 64 128-row blocks +
 // atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
-// registers), D = 128 coupled + atomics + dQ-first + prefetched lse2/delta with the late refill
+// registers), lse2 / delta prefetched (stat 2) since session 43, D = 128 coupled + atomics + dQ-first + prefetched lse2/delta with the late refill
 // (+pfl, session 6); float4 dQ layout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
@@ -617,6 +617,9 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
   // Session 6: D = 128 defaults to the late refill (+pfl, stat 3) in both causal modes.
   for (bool causal : {false, true})
     EXPECT_EQ(flash3::bwd::default_variant(128, causal).stat, 3) << causal;
+  // Session 43: D = 64 (128-row blocks) prefetches lse2 / delta one item ahead (stat 2).
+  for (bool causal : {false, true})
+    EXPECT_EQ(flash3::bwd::default_variant(64, causal).stat, 2) << causal;
 }
 
 // "+vpp" / "+vcv" (session 6) parse into Variant::prep_vec / conv_vec, the defaults take 1v and
