@@ -187,7 +187,8 @@ void expect_dk_dv_bitwise_equal(const check::Case& c, const Tune& tune, const st
 
 // Default variant per call (bwd_launch.cuh default_variant, session 5: D = 64 128-row blocks +
 // atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
-// registers), lse2 / delta prefetched (stat 2) since session 43, D = 128 coupled + atomics + dQ-first + prefetched lse2/delta with the late refill
+// registers), lse2 / delta prefetched (stat 2) since session 43, D = 128 coupled + atomics +
+// dQ-first + prefetched lse2/delta with the late refill
 // (+pfl, session 6); float4 dQ layout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
