@@ -6,9 +6,10 @@
 // runs one variant (for ncu), F3AB_REPS=n sets the timed runs.
 // lse is set to a plausible
 // log(Sk) + 1 (timing does not depend on it; correctness is the tests' job).
-// Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I include -I src \
-//          bench/gpu/flash3_bwd_ab.cu src/cuda/workspace.cpp \
-//          src/backends/flash3/instantiations/bwd_d{64,128}_bf16.cu -o flash3_bwd_ab
+// Build: bench/gpu/flash3_bwd_modes.sh builds it (one object per TU, in parallel): this file,
+//   src/cuda/workspace.cpp, src/cuda/device_info.cpp (as CUDA) and the instantiations
+//   bwd_d{64,128,256}_bf16.cu, bwd_d256_varlen_bf16.cu, bwd_d256_det.cu (the D 256 launcher
+//   references the varlen and deterministic kernels), nvcc -std=c++20 -O3 sm_90a.
 // Run:   ./flash3_bwd_ab [S,D,causal ...]   (default: a small grid)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -232,6 +233,7 @@ void run_one(int S, bool causal) {
   const std::string suffix = std::getenv("F3AB_SUFFIX") ? std::getenv("F3AB_SUFFIX") : "";
   const int reps = std::getenv("F3AB_REPS") ? std::atoi(std::getenv("F3AB_REPS")) : 30;
   for (const Variant& var : variants) {
+    if (D == 256 && var.name != std::string("default")) continue;  // (no D 256 knobs here)
     if (var.d64_only && D != 64) continue;
     if (var.d128_only && D != 128) continue;
     if (only != nullptr && std::string(only) != var.name) continue;

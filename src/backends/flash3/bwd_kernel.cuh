@@ -444,7 +444,6 @@ __device__ __forceinline__ uint64_t bwd_desc_at(uint64_t d0, uint32_t addr0, uin
 template <typename WD, int kBN>
 __device__ __forceinline__ void issue_dq_d256(float (&dq)[64], uint32_t ds_u, uint32_t k_u, int w,
                                               int row_bytes, int tile_bytes, int chunk_bytes) {
-  namespace ptx = attnkit::cuda::sm90;
   const uint32_t kc_u = k_u + 2 * w * chunk_bytes;
   const uint64_t da0 = bwd_desc0<kUniDesc256>(ds_u, tile_bytes);
   const uint64_t db0 = bwd_desc0<kUniDesc256>(kc_u, chunk_bytes);
@@ -858,6 +857,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   if constexpr (kIdiet) cur = walk.at(a, bt, item_at(0));
   // kItemHoist: the 64-row refill's per-thread source (lse2 or delta by thread) chosen once here,
   // not per item (~20 instructions of 64-bit select and address arithmetic in the D 128 default).
+  // Read only by kHoist's 64-row refill below; dead (and removed) in every other kernel.
   const float* stat_src = tid < 64 ? a.lse2 + tid : a.delta + (tid - 64);
   auto prefetch_stats = [&](int it2) {
     int64_t r;

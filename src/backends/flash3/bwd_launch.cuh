@@ -517,9 +517,10 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
   if (d == 64 && (!causal || kD64CausalM128)) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;
     // lse2 / delta prefetched one item ahead (kStat 2) since session 43: ncu had 7.7 % of the
-    // warp samples on the in-item staging's STS waiting for its LDG; H200, flash3_bwd_modes.sh
-    // default+pf, 6 rounds: +1.8 / +2.1 % at 1k (non-causal / causal), -1.1 / +2.0 % at 4k (the
-    // -1.1 inside its spread), +0.5 / +1.2 % at 16k.
+    // warp samples on the in-item staging's STS waiting for its LDG; H200, flash3_bwd_modes.sh,
+    // 6 rounds (as variant default+pf; default-pf is the old load now): +1.8 / +2.1 % at 1k
+    // (non-causal / causal), +2.0 % at 4k causal, +0.5 / +1.2 % at 16k; 4k non-causal mixed
+    // (-1.1 %: 4 of 6 prefetch processes below 5 of 6 default ones, 2 above all).
     v.stat = 2;
   } else if (d == 64) {
     v.decoupled = true, v.dq_bulk = false, v.kv_regs = true;

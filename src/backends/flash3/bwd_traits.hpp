@@ -188,7 +188,8 @@ inline constexpr bool kUniDesc = ATTNKIT_FLASH3_BWD_UNI_DESC != 0;
 //   bwd_d256_rs.cuh, issue_dq_d256), whose S^T / dP^T GEMMs take 16 k-steps each: -136..-200 SASS
 //   instructions a kernel (the RS default 2,176 -> 1,992). Session 43 call 1 (flash3_bwd_modes.sh,
 //   6 rounds, with kStatAligned / kItemHoist, against all three off; dK / dV bitwise): D 256 +1.5
-//   / +0.9 % at 1k (non-causal / causal), +2.6..+3.0 % at 4k, +3.5 % at 16k.
+//   / +0.9 % at 1k (non-causal / causal); non-causal only at 4k / 16k: +2.6 / +3.0 %, +3.5 / +3.6
+//   % (two copies of the build).
 #ifndef ATTNKIT_FLASH3_BWD_D256_UNI_DESC
 #define ATTNKIT_FLASH3_BWD_D256_UNI_DESC 1
 #endif
