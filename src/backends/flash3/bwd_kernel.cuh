@@ -901,16 +901,16 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // on) and the value that hands it on.
   int* held = nullptr;
   int held_next = 0;
+  // K's columns this WG's dQ GEMM reads (B). Without the hoist it is rebuilt in the loop: the
+  // score-mod kernels spilled more with it live across items.
+  auto k_cols_of = [&] { return base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0); };
   // The item-invariant descriptor bases (K_w, V_w for S^T / dP^T, K's dQ columns), through REDUX
   // once here rather than at every item's start (kItemHoist, session 42: ~10 instructions between
   // the full[s] wait and the first S^T wgmma).
-  // (K's dQ columns: k_cols, rebuilt in the loop without the hoist: the score-mod kernels spilled
-  // more with it live across items.)
   [[maybe_unused]] uint64_t dkw0 = 0, dvw0 = 0, dkc0 = 0;
   if constexpr (kHoist) {
     if constexpr (!kKVRegs) dkw0 = bwd_desc0(k_w, 16), dvw0 = bwd_desc0(v_w, 16);
-    dkc0 =
-        bwd_desc0(base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0), Tr::kKChunkBytes);
+    dkc0 = bwd_desc0(k_cols_of(), Tr::kKChunkBytes);
   }
   for (int it = 0; it < items; ++it) {
     const int s = it % kStages;
@@ -1315,7 +1315,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     const uint32_t ds_u32 =
         base + Tr::kOffDS + ds_buffer * Tr::kDSBytes + (Tr::kDqSplitM ? w * Tr::kDSChunkBytes : 0);
     const int key_off0 = (Tr::kDqSplitD || Tr::kDqSplitM) ? 0 : 64 * w;
-    const uint32_t k_cols = base + Tr::kOffK + (Tr::kDqSplitD ? w * Tr::kKChunkBytes : 0);
+    const uint32_t k_cols = k_cols_of();
     ptx::wgmma_fence();
     const uint64_t dds0 = bwd_desc0(ds_u32, Tr::kDSChunkBytes);
     const uint64_t dk0 = kHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);

@@ -144,6 +144,11 @@ inline constexpr int64_t kTmaKvMaxSk128 = 1024;
 // saves the scratch copy of dK / dV, ~75 us a call at 16k tokens; see kTmaKvDefault's costs).
 inline constexpr int64_t kTmaKvMaxSkNarrow = 4096;
 
+/// A per-head-dim build mask (bit 0 = D 64, bit 1 = D 128), as the switches below take.
+constexpr bool d_mask_has(int mask, int d) {
+  return (mask & (d == 64 ? 1 : 2)) != 0;
+}
+
 // kLateFence (ATTNKIT_FLASH3_BWD_LATE_FENCE, a mask: 1 = D 64, 2 = D 128; default 1; session 9
 //   helper f3bwd12's "+lfence" as a build switch since session 10, so no kernel is instantiated
 //   twice for it): the dS^T proxy fence (fence.proxy.async.shared::cta, MEMBAR + FENCE.VIEW.ASYNC.S
@@ -165,7 +170,7 @@ inline constexpr int64_t kTmaKvMaxSkNarrow = 4096;
 #define ATTNKIT_FLASH3_BWD_LATE_FENCE 1
 #endif
 template <int D>
-inline constexpr bool kLateFence = (ATTNKIT_FLASH3_BWD_LATE_FENCE & (D == 64 ? 1 : 2)) != 0;
+inline constexpr bool kLateFence = d_mask_has(ATTNKIT_FLASH3_BWD_LATE_FENCE, D);
 
 // kUniDesc (ATTNKIT_FLASH3_BWD_UNI_DESC, default 1; session 42): the D 64 / 128 kernel's wgmma
 //   descriptors as the forward's since session 3 (mainloop.cuh kVarUniformDesc / kDescRedux):
@@ -221,7 +226,7 @@ inline constexpr bool kRedBase = ATTNKIT_FLASH3_BWD_RED_BASE != 0;
 #define ATTNKIT_FLASH3_BWD_STAT_ALIGNED 1
 #endif
 template <int D>
-inline constexpr bool kStatAligned = (ATTNKIT_FLASH3_BWD_STAT_ALIGNED & (D == 64 ? 1 : 2)) != 0;
+inline constexpr bool kStatAligned = d_mask_has(ATTNKIT_FLASH3_BWD_STAT_ALIGNED, D);
 // kItemHoist (ATTNKIT_FLASH3_BWD_ITEM_HOIST, default 1; session 42): item-invariant values built
 //   once before the item loop (bwd_kernel.cuh): kUniDesc's descriptor bases of K_w, V_w and the
 //   dQ K columns (with their REDUX; session 42 call 8, as "hoist": D 128 +1.3 % at 1k, +0.2..+1.4
