@@ -223,6 +223,9 @@ void run_one(int S, bool causal) {
       // staging STS waiting for the LDG): +0.5..+2.1 % in 5 of 6 rows, the default since.
       // default-pf is the old in-item load (kStat 0), for A/Bs against it.
       {"default-pf", -1, -1, -1, -1, 0, -1, true, -1, -1, -1, -1, false, -1, -1, -1, -1},
+      // Session 44: D = 128 on 80-row query blocks (bwd_traits.hpp kDqTrans; FA3's non-causal D
+      // 128 tiling): the default's structure otherwise (kStat 3, idiet, tmakv as the default's).
+      {"default+m80", -1, -1, 80, -1, -1, -1, false, -1, -1, 0, 0, true, -1, -1, -1, -1},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs

@@ -144,6 +144,15 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
                "r"(r0), "r"(r1), "r"(r2), "r"(r3)
                : "memory");
 }
+/// stmatrix .x4 .trans: as stmatrix_x4, each 8x8 matrix stored transposed: the row lane l
+/// addresses (row l % 8 of matrix l / 8) receives column l % 8 of the fragment, i.e. the 8
+/// fragment rows' elements at that column, in fragment-row order.
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1,
+                                                  uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
 
 // ---------------------------------------------------------------------------------------------
 // Named barriers (bar.sync / bar.arrive on ids 1..15; id 0 is __syncthreads). `threads` counts

@@ -262,6 +262,57 @@ __global__ void __launch_bounds__(256)
 }
 
 // ---------------------------------------------------------------------------------------------
+// 3t (session 44). dQ conversion of the 80-row kernel's workspace (bwd_traits.hpp kDqTrans): tile
+// t (80 query rows x D) is D / 64 parts of 64 D columns x 80 queries; part p's float4 (j, tid) at
+// (j * 128 + tid) * 4 holds dQ^T rows (D columns) c = 64 p + 16 (tid / 32) + (tid % 32) / 4 (.x
+// .y) and c + 8 (.z .w), columns (queries) q = 8 j + 2 (tid % 4) (.x .z) and q + 1 (.y .w).
+// grid (ceil(Sq / 80), Hq, B), block 256: the tile read coalesced (10 float4 a thread at D 128),
+// scaled, rounded and transposed through shared memory ([80][D + 8] 16-bit: rows 16-byte
+// aligned), then written as rows: 16-byte stores where vec (bwd_launch.cuh rows16 of dq), 16-bit
+// ones otherwise. Columns >= head_dim (96 on the D 128 kernel) are not written.
+// ---------------------------------------------------------------------------------------------
+template <int D, bool BF16>
+__global__ void __launch_bounds__(256)
+    bwd_dq_convert_m80_kernel(const Params p, int sq_pad, const float* __restrict__ dq_acc,
+                              int vec) {
+  constexpr int kBM = 80, kLd = D + 8, kPartF4 = kBM / 8 * 128;
+  __shared__ __align__(16) uint16_t tile[kBM * kLd];
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int t = blockIdx.x;
+  const int rows = min(kBM, static_cast<int>(p.seqlen_q) - t * kBM);
+  const float4* src = reinterpret_cast<const float4*>(
+      dq_acc + ((b * p.heads_q + h) * sq_pad + static_cast<int64_t>(t) * kBM) * D);
+  const float sc = p.scale;
+  auto bits = [](float x) { return static_cast<uint16_t>(pack2<BF16>(x, 0.f) & 0xffffu); };
+  for (int f = threadIdx.x; f < kBM * D / 4; f += 256) {
+    const int part = f / kPartF4, g = f % kPartF4, j = g / 128, tid = g % 128;
+    const float4 v = __ldg(src + f);
+    const int c = 64 * part + 16 * (tid / 32) + (tid % 32) / 4, q = 8 * j + 2 * (tid % 4);
+    tile[q * kLd + c] = bits(v.x * sc);
+    tile[(q + 1) * kLd + c] = bits(v.y * sc);
+    tile[q * kLd + c + 8] = bits(v.z * sc);
+    tile[(q + 1) * kLd + c + 8] = bits(v.w * sc);
+  }
+  __syncthreads();
+  uint16_t* dq = static_cast<uint16_t*>(p.dq) + b * p.dq_st.b +
+                 static_cast<int64_t>(t) * kBM * p.dq_st.s + h * p.dq_st.h;
+  const int cols = static_cast<int>(p.head_dim);
+  if (vec) {
+    for (int u = threadIdx.x; u < rows * (D / 8); u += 256) {
+      const int i = u / (D / 8), c = 8 * (u % (D / 8));
+      if (c < cols)
+        *reinterpret_cast<uint4*>(dq + i * p.dq_st.s + c) =
+            *reinterpret_cast<const uint4*>(tile + i * kLd + c);
+    }
+  } else {
+    for (int u = threadIdx.x; u < rows * cols; u += 256) {
+      const int i = u / cols, c = u % cols;
+      dq[i * p.dq_st.s + c * p.dq_st.d] = tile[i * kLd + c];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // 2. Main kernel helpers
 // ---------------------------------------------------------------------------------------------
 
@@ -704,8 +755,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   static_assert(!kKVRegs || (D == 64 && BM == 64), "K / V fragments in registers: D 64, BM 64");
   static_assert(!(kDqFirst && kDecoupled && D >= 128), "dQ-first needs the 32-register dQ");
   static_assert(kStat == 0 || kStat == 2 || (kStat == 1 && BM == 128) ||
-                    (kStat == 3 && BM == 64 && !kDecoupled && kDqFirst),
+                    (kStat == 3 && (BM == 64 || BM == 80) && !kDecoupled && kDqFirst),
                 "lse2 / delta source");
+  static_assert(!Tr::kDqTrans || (kDqFirst && (kStat == 2 || kStat == 3) && !kDvEarly && !kMod &&
+                                  !kVarlen && !kDet),
+                "80-row blocks: the plain coupled dQ-first kernel with staged lse2 / delta");
   static_assert(!kMod || (!kDecoupled && kDqFirst && !kKVRegs && !kDvEarly && !kIdiet && !kTmaKV &&
                           ((BM == 64 && kStat == 2) || (BM == 128 && kStat == 0 && D == 64))),
                 "flash3 backward kMod: the coupled dQ-first kernel with staged lse2 / delta");
@@ -824,7 +878,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
   using WS = BwdWgmma<kBM, BF16>;  // S^T, dP^T: [64 keys x kBM queries]
   using WD = BwdWgmma<D, BF16>;
-  using WQ = BwdWgmma<Tr::kDqN, BF16>;
+  using WQ = BwdWgmma<Tr::kDqTrans ? kBM : Tr::kDqN, BF16>;  // dQ, or (kDqTrans) dQ^T
   const int w = wg - 1;  // consumer index: keys [64 w, 64 w + 64) of the block
   const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const int key_base = n0 + 64 * w;
@@ -871,6 +925,10 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     if constexpr (kBM == 128) {
       sm80::cp_async_4(dst, a.lse2 + r + tid, true);
       sm80::cp_async_4(dst + kBM * 4, a.delta + r + tid, true);
+    } else if constexpr (kBM == 80) {
+      // Staging index i = tid and tid + 128 (< 160) of [lse2 80 | delta 80].
+      sm80::cp_async_4(dst, tid < 80 ? a.lse2 + r + tid : a.delta + r + (tid - 80), true);
+      if (tid < 32) sm80::cp_async_4(dst + 128 * 4, a.delta + r + (tid + 48), true);
     } else if constexpr (kHoist) {
       sm80::cp_async_4(dst, stat_src + r, true);
     } else {
@@ -1071,7 +1129,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       if constexpr (kMk != 0) {
         using E = MaskElem<kMk>;
         constexpr int kMaskJ = 4;  // (BM 128, not launched: 4 spilled 360 bytes, 2 332, 1 484)
-        static_assert((kBM / 8) % kMaskJ == 0, "whole groups");
+        static_assert(kMk == 0 || (kBM / 8) % kMaskJ == 0, "whole groups");  // (dependent)
         const int64_t bytes = sizeof(E);
         const E* mbh = reinterpret_cast<const E*>(
             a.mask + (static_cast<int64_t>(b) * a.mask_sb + x.h * a.mask_sh) * bytes);
@@ -1258,7 +1316,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // pds[2j + r] = (key row 16 warp + lane/4 + 8r, query columns 8j + qc, +1).
     const int ds_buffer = Tr::kDSBuffers > 1 ? (it & 1) : 0;
     uint8_t* ds_buf = smem + Tr::kOffDS + ds_buffer * Tr::kDSBytes;
-    if constexpr (kDsStsm) {
+    if constexpr (Tr::kDqTrans) {
+      // dS [80 queries][128 keys] (see Tr::kDqTrans): this WG's 64 keys are chunk w, the warp's
+      // 16 of them 16-byte groups 2 warp, 2 warp + 1 of every query row.
+      stmatrix_packed_cols<kBM>(lane, warp, ptx::smem_u32(ds_buf) + w * Tr::kDSChunkBytes, pds);
+    } else if constexpr (kDsStsm) {
       // The warp's 16 key rows (64 w + 16 warp ..) by stmatrix.x4, 16 query columns each: the
       // same bytes as the 32-bit stores below, in kBM / 16 instructions instead of kBM / 4.
       stmatrix_packed_rows<kBM, Tr::kDSChunkBytes>(
@@ -1291,7 +1353,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
 
     // This WG's previous bulk reduce has finished reading its dQ stage (so after the barrier
     // every thread of the WG may overwrite it).
-    if (a.dq_bulk && tid == 0) ptx::bulk_wait_read<0>();
+    if (!Tr::kDqTrans && a.dq_bulk && tid == 0) ptx::bulk_wait_read<0>();
     if constexpr (Tr::kDecoupled && D >= 128) {
       // D = 128 decoupled: dQ needs 64 accumulator registers; with P^T / dS^T still held for
       // the in-flight RS GEMMs ptxas ran out (C7512: every wgmma serialised, plus spills), so
@@ -1311,19 +1373,34 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
 
     // dQ [64 queries x kDqN] = dS K: A = dS^T tile (MN-major: queries contiguous), B = K rows
     // (MN-major: D contiguous), K = kDqKeys keys. BM = 128: WG w's 64 queries are dS^T chunk w.
-    float dq[Tr::kDqN / 2];
+    float dq[Tr::kDqRegs];
     const uint32_t ds_u32 =
         base + Tr::kOffDS + ds_buffer * Tr::kDSBytes + (Tr::kDqSplitM ? w * Tr::kDSChunkBytes : 0);
     const int key_off0 = (Tr::kDqSplitD || Tr::kDqSplitM) ? 0 : 64 * w;
     const uint32_t k_cols = k_cols_of();
     ptx::wgmma_fence();
-    const uint64_t dds0 = bwd_desc0(ds_u32, Tr::kDSChunkBytes);
-    const uint64_t dk0 = kHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);
+    if constexpr (Tr::kDqTrans) {
+      // dQ^T [64 D columns x 80 queries] = K^T dS: A = K's column chunk w (MN-major: D
+      // contiguous, the descriptor the 64-row kernel gives B), B = dS (K-major, as Q in S^T),
+      // K = all 128 keys.
+      const uint64_t dds0 = bwd_desc0(ds_u32, 16);
+      const uint64_t dk0 = kHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);
 #pragma unroll
-    for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
-      const uint32_t roff = (key_off0 + 16 * kk) * Tr::kRowBytes;
-      WQ::template ss<1, 1>(dq, bwd_desc_at(dds0, ds_u32, roff, Tr::kDSChunkBytes),
-                            bwd_desc_at(dk0, k_cols, roff, Tr::kKChunkBytes), kk > 0 ? 1 : 0);
+      for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
+        const uint32_t roff = 16 * kk * Tr::kRowBytes;
+        const uint32_t boff = (kk / 4) * Tr::kDSChunkBytes + (kk % 4) * 32;
+        WQ::template ss<1, 0>(dq, bwd_desc_at(dk0, k_cols, roff, Tr::kKChunkBytes),
+                              bwd_desc_at(dds0, ds_u32, boff, 16), kk > 0 ? 1 : 0);
+      }
+    } else {
+      const uint64_t dds0 = bwd_desc0(ds_u32, Tr::kDSChunkBytes);
+      const uint64_t dk0 = kHoist ? dkc0 : bwd_desc0(k_cols, Tr::kKChunkBytes);
+#pragma unroll
+      for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk) {
+        const uint32_t roff = (key_off0 + 16 * kk) * Tr::kRowBytes;
+        WQ::template ss<1, 1>(dq, bwd_desc_at(dds0, ds_u32, roff, Tr::kDSChunkBytes),
+                              bwd_desc_at(dk0, k_cols, roff, Tr::kKChunkBytes), kk > 0 ? 1 : 0);
+      }
     }
     ptx::wgmma_commit();
     if constexpr (kDqFirst) {
@@ -1350,7 +1427,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // (bwd_traits.hpp, dq_tile_offset): a.dq_vec4 = 0: position ((2 j + r) * 128 + tid) * 2
     // holds dq[4 j + 2 r], dq[4 j + 2 r + 1]; 1: (j * 128 + tid) * 4 holds dq[4 j .. 4 j + 3].
     float* part = a.dq_acc + (row + (Tr::kDqSplitM ? 64 * w : 0)) * D +
-                  (Tr::kDqSplitD ? w * 64 * Tr::kDqN : 0);
+                  (Tr::kDqSplitD ? w * Tr::kDqPartFloats : 0);
     // kDet: this WG's part of tile (h, query block) takes the key blocks' sums in a fixed order,
     // descending from the key block `first` and wrapping (turn = (first - n) mod N, N = gridDim.x);
     // whoever is waited for is the next higher key block (launched before this one), except the
@@ -1394,7 +1471,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       }
       ptx::named_bar_sync(2 + w, 128);
     }
-    if (a.dq_bulk) {
+    if (!Tr::kDqTrans && a.dq_bulk) {  // (kDqTrans: no bulk path, see Tr::kDqPartBytes)
       float* sdq = reinterpret_cast<float*>(smem + Tr::kOffDQ + w * Tr::kDqPartBytes);
       if (a.dq_vec4) {
 #pragma unroll
@@ -1420,15 +1497,15 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       // dQ register here, so the dQ GEMM and its wait stay as they are; nothing holds the
       // registers after it (the REDs' asynchronous register reads are what the bound removes).
 #pragma unroll
-      for (int i = 0; i < Tr::kDqN / 2; ++i)
+      for (int i = 0; i < Tr::kDqRegs; ++i)
         asm volatile("" ::"f"(dq[i]));
-    } else if (a.dq_vec4) {
+    } else if (Tr::kDqTrans || a.dq_vec4) {  // (kDqTrans: float4 runs only)
       // kRedBase: one address per thread, the j-th RED at + 2 KB j (an immediate offset in the
       // REDG). (j * 128 + tid) * 4 in int had ptxas build each of the 8 64-bit addresses on its
       // own: ~40 LEA / IMAD / IADD3 / VIADD for 8 REDs in the D 128 default's SASS.
       float* const mine = part + tid * 4;  // (this thread's float4 of part 0)
 #pragma unroll
-      for (int j = 0; j < Tr::kDqN / 8; ++j)
+      for (int j = 0; j < Tr::kDqRegs / 4; ++j)
         atomicAdd(reinterpret_cast<float4*>(kRedBase ? mine + j * 512 : part + (j * 128 + tid) * 4),
                   make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
     } else {
@@ -1464,7 +1541,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     }
   }
   // Every reduce must have read its smem source before the CTA exits (and be complete).
-  if (a.dq_bulk && tid == 0) ptx::bulk_wait<0>();
+  if (!Tr::kDqTrans && a.dq_bulk && tid == 0) ptx::bulk_wait<0>();
   if constexpr (kDet) {  // the last item's deferred hand-over
     if (held != nullptr) {
       ptx::named_bar_sync(2 + w, 128);
@@ -1478,7 +1555,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     static_assert(64 * D * 2 <= Tr::kDqPartBytes, "dK of a WG fits its dQ stage");
     constexpr int kStageChunk = 64 * Tr::kRowBytes;  // [64 rows][64] chunks of the dK stage
     // Bulk dQ path: thread 0's last reduce has completed (above) before any warp overwrites it.
-    if (a.dq_bulk) ptx::named_bar_sync(2 + w, 128);
+    if (!Tr::kDqTrans && a.dq_bulk) ptx::named_bar_sync(2 + w, 128);
     const uint32_t dk_stage =
         base + Tr::kOffDQ + w * Tr::kDqPartBytes + 16 * warp * Tr::kRowBytes;  // 1024-aligned
     const uint32_t dv_stage = base + Tr::kOffV + (64 * w + 16 * warp) * Tr::kRowBytes;

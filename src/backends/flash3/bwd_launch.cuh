@@ -34,7 +34,7 @@ namespace bwd {
 /// One backward kernel variant (BwdTuning's knobs resolved).
 struct Variant {
   bool decoupled = true;  // warpgroups split dQ by keys (bwd_traits.hpp)
-  int block_m = 64;       // 128: D = 64 only, coupled
+  int block_m = 64;       // 128: D = 64 only, coupled; 80: D = 128 only, coupled (kDqTrans)
   bool dq_bulk = false;   // dQ by bulk reduce-add (else float2 atomics)
   bool dq_first = false;  // FA3 GEMM order (kDqFirst)
   int stat = 0;           // lse2 / delta source (kStat; 3 = 2 with the late refill, +pfl)
@@ -227,7 +227,8 @@ struct BwdRows {
 };
 template <int64_t block_m, bool kVarlen>
 inline BwdRows bwd_rows(const Params& p) {
-  static_assert(kVarlenPadRows % block_m == 0, "varlen: a query block inside one padded run");
+  static_assert(!kVarlen || kVarlenPadRows % block_m == 0,
+                "varlen: a query block inside one padded run");
   BwdRows r;
   r.m_blocks = p.seqlen_q > 0 ? (p.seqlen_q + block_m - 1) / block_m : 1;
   constexpr int64_t kPadV = kVarlenPadRows;
@@ -389,6 +390,18 @@ void launch_backward(const Params& p, const Variant& v) {
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
+  if constexpr (Tr::kDqTrans) {
+    // The 80-row kernel's workspace order (3t, bwd_dq_convert_m80_kernel).
+    if (p.seqlen_q > 0) {
+      const dim3 grid(static_cast<unsigned>(m_blocks), static_cast<unsigned>(p.heads_q),
+                      static_cast<unsigned>(p.batch));
+      bwd::bwd_dq_convert_m80_kernel<D, BF16>
+          <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc, rows16(p.dq, p.dq_st));
+      ATTNKIT_CUDA_CHECK_LAUNCH();
+    }
+    if (narrow) launch_narrow_kv_copy<D>(p, ws + head, stream);
+    return;
+  }
   // (3v writes D columns: not for a head dim below D.)
   if (p.seqlen_q > 0 && v.conv_vec && p.head_dim == D && convert_vec_ok(p, v.dq_vec4)) {
     const dim3 grid(static_cast<unsigned>((p.seqlen_q + 63) / 64 * (D / 64)),
@@ -443,6 +456,8 @@ inline bool env_variant(int d, Variant& v) {
         x.decoupled = false;
       else if (i == 0 && tok == "m128")
         x.decoupled = false, x.block_m = 128;
+      else if (i == 0 && tok == "m80")
+        x.decoupled = false, x.block_m = 80;
       else if (i == 1 && (tok == "bulk" || tok == "atomic"))
         x.dq_bulk = tok == "bulk";
       else if (i >= 2 && tok == "dqf")
@@ -577,7 +592,8 @@ void launch_stat(const Params& p, const Variant& v) {
 /// ATTNKIT_FLASH3_BWD_VARIANT (read once), then by the legacy env ATTNKIT_FLASH3_BWD_COUPLED
 /// ("1", "all" or a list of D: coupled warpgroups), then by each bwd_tuning() knob that is set.
 /// Combinations without a kernel fall back: block_m 128 only for D = 64 (it implies coupled);
-/// dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
+/// block_m 80 only for D = 128 (it implies coupled, dQ-first, stat 3, the item diet and float4
+/// atomics; 64 elsewhere; score mods, varlen and deterministic calls keep 64); dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
 /// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise); dV-early
 /// only with coupled dQ-first (ignored otherwise); the late prefetch refill (stat 3) only with
 /// coupled 64-row dQ-first (stat 2 otherwise); the item diet (+idiet) only with coupled dQ-first
@@ -624,7 +640,13 @@ void run_backward(const Params& p) {
   // the D 128 kernel ~3 % on long rows (session 10). Unless the env variant or a knob decides.
   if (p.head_dim < D && !env.first && t.tmakv < 0 && p.seqlen_k <= bwd::kTmaKvMaxSkNarrow)
     v.tmakv = true;
-  if (D != 64) v.block_m = 64;
+  if (D != 64 && !(D == 128 && v.block_m == 80)) v.block_m = 64;
+  if (v.block_m == 80) {
+    // 80-row blocks (bwd_traits.hpp kDqTrans): built only as the coupled dQ-first kernel with the
+    // late stat refill (kStat 3), the item diet and float4 atomics, with or without kTmaKV.
+    v.decoupled = false, v.dq_first = true, v.dq_bulk = false, v.dq_vec4 = true, v.stat = 3;
+    v.dv_early = false, v.idiet = true;
+  }
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;
   if (v.block_m != 128 && v.stat == 1) v.stat = 0;
@@ -733,6 +755,13 @@ void run_backward(const Params& p) {
       return bwd::launch_stat<D, BF16, false, 128, false>(p, v);
     }
     if (v.decoupled && v.dq_first) return bwd::launch_stat<D, BF16, true, 64, true>(p, v);
+  }
+  if constexpr (D == 128) {
+    if (v.block_m == 80) {
+      if (v.tmakv)
+        return bwd::launch_backward<D, BF16, false, 80, true, 3, false, false, true, true>(p, v);
+      return bwd::launch_backward<D, BF16, false, 80, true, 3, false, false, true, false>(p, v);
+    }
   }
   if (v.decoupled) return bwd::launch_stat<D, BF16, true, 64, false>(p, v);
   if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 64, true, true>(p, v);

@@ -15,8 +15,8 @@ struct BwdTuning {
   // Warpgroup coupling (bwd_traits.hpp): 1 = decoupled (dQ split by keys), 0 = coupled (lockstep;
   // D = 128 splits dQ by columns), -1 = default.
   int decoupled = -1;
-  // Query rows per iteration: 128 (D = 64 only, implies coupled; bwd_traits.hpp), 64, or -1 =
-  // default.
+  // Query rows per iteration: 128 (D = 64 only, implies coupled; bwd_traits.hpp), 80 (D = 128
+  // only, implies coupled dQ-first; bwd_traits.hpp kDqTrans), 64, or -1 = default.
   int block_m = -1;
   // GEMM order after dS^T: 1 = dQ before dK (FA3 order, bwd_kernel.cuh kDqFirst), 0 = dV, dK
   // then dQ, -1 = default. Ignored for decoupled D = 128.

@@ -259,8 +259,10 @@ inline constexpr bool kTimingSkipDqAtomics = ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_A
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
   static_assert(D == 64 || D == 128, "flash3 backward: D in {64, 128}");
-  static_assert(BM == 64 || (BM == 128 && D == 64 && !kDecoupledWGs),
-                "flash3 backward: 128-row query blocks only for D = 64, coupled");
+  static_assert(BM == 64 || (BM == 128 && D == 64 && !kDecoupledWGs) ||
+                    (BM == 80 && D == 128 && !kDecoupledWGs),
+                "flash3 backward: 128-row query blocks only for D = 64, 80-row only for D = 128, "
+                "coupled");
   static constexpr int kD = D;
   static constexpr int kBlockN = 128;  // keys per CTA: 2 consumer warpgroups x 64
   static constexpr int kBlockM = BM;   // query rows per iteration
@@ -273,14 +275,24 @@ struct BwdTraits {
   static constexpr int kQBytes = kBlockM * D * 2;           // one Q (or dO) stage
   static constexpr int kKChunkBytes = kBlockN * kRowBytes;  // [128 rows][64] chunk of K / V
   static constexpr int kKBytes = kBlockN * D * 2;
-  // dS^T [128 keys][kBlockM queries]: kBlockM / 64 chunks of [128 keys][64 queries].
-  static constexpr int kDSChunkBytes = kBlockN * kRowBytes;
+  // 80-row blocks (BM = 80, D = 128 coupled; session 44, FA3's non-causal D 128 tiling):
+  // dQ^T [64 D columns of WG w x 80 queries] = K^T dS (wgmma M is always 64, and 80 queries
+  // cannot be an MN-major 128B-swizzle extent): A = K's column chunk w (MN-major), B = dS stored
+  // [80 queries][128 keys] (K-major: two [80][64] chunks, WG w writing chunk w by
+  // stmatrix.trans). Its accumulator (40 registers) leaves in its own fragment order: the
+  // workspace part of WG w is 64 x 80 floats, thread tid's float4 j (= dQ^T rows 16 (tid / 32)
+  // + (tid % 32) / 4 (+ 8), columns 8 j + 2 (tid % 4) (+ 1)) at (j * 128 + tid) * 4
+  // (bwd_kernel.cuh bwd_dq_convert_m80_kernel undoes it).
+  static constexpr bool kDqTrans = BM == 80;
+  // dS^T [128 keys][kBlockM queries]: kBlockM / 64 chunks of [128 keys][64 queries]; kDqTrans:
+  // dS [80 queries][128 keys] as 2 chunks of [80 queries][64 keys].
+  static constexpr int kDSChunkBytes = (kDqTrans ? kBlockM : kBlockN) * kRowBytes;
   static constexpr int kDSBytes = kBlockN * kBlockM * 2;
   // dQ split between the consumers (see above).
   static constexpr bool kDecoupled = kDecoupledWGs;
   // Coupled D = 64 keeps the split by keys (N = 32 column halves would need another wgmma
   // shape) and only adds the lockstep barrier: that is run 1's kernel, kept as the fallback.
-  static constexpr bool kDqSplitD = !kDecoupled && D >= 128 && BM == 64;
+  static constexpr bool kDqSplitD = !kDecoupled && D >= 128 && (BM == 64 || BM == 80);
   // BM = 128: dQ split by query rows (WG w: rows 64 w .. 64 w + 63, all 128 keys).
   static constexpr bool kDqSplitM = BM == 128;
   // Decoupled: a WG rewrites its dS^T rows only after its own dQ GEMM read them (waited).
@@ -301,7 +313,12 @@ struct BwdTraits {
   static constexpr int kOffQ = kOffV + kKBytes;
   static constexpr int kOffDO = kOffQ + kStages * kQBytes;
   static constexpr int kOffDS = kOffDO + kStages * kQBytes;
-  static constexpr int kDqPartBytes = 64 * kDqN * 4;  // one WG's dQ tile (fp32)
+  // dQ accumulator registers per thread, and one WG's part of a workspace tile (floats).
+  static constexpr int kDqRegs = kDqTrans ? kBlockM / 2 : kDqN / 2;
+  static constexpr int kDqPartFloats = kDqRegs * 128;
+  // One WG's smem dQ stage (fp32; the bulk path's source, kTmaKV's dK staging). kDqTrans: only
+  // kTmaKV's 64 x D 16-bit dK (16 KB; no bulk path there: 227 KB would not hold it).
+  static constexpr int kDqPartBytes = 64 * kDqN * 4;
   static constexpr int kOffDQ = kOffDS + kDSBuffers * kDSBytes;
   // lse2 / delta staged per WG (BM = 128, or kStat = 2 prefetch), double-buffered by iteration
   // parity: [2 WGs][2 buffers][lse2, delta][kBlockM] fp32 (2 KB at BM = 128, 1 KB at 64).

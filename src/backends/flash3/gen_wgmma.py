@@ -39,7 +39,7 @@ BWD_HEADER = """\
 # pass -> (header comment, namespace, struct, N values, transposes as immediates?)
 PASSES = {
     "fwd": (FWD_HEADER, "attnkit::flash3", "Wgmma", (64, 80, 128, 176, 256), False),
-    "bwd": (BWD_HEADER, "attnkit::flash3::bwd", "BwdWgmma", (32, 64, 128), True),
+    "bwd": (BWD_HEADER, "attnkit::flash3::bwd", "BwdWgmma", (32, 64, 80, 128), True),
 }
 
 

@@ -107,4 +107,26 @@ __device__ __forceinline__ void stmatrix_packed_rows(int lane, uint32_t stage,
   stmatrix_rows<kCols, kChunkBytes>(lane, stage, [&](int i) { return packed[i]; });
 }
 
+/// The transpose of stmatrix_packed_rows (the D 128 backward's 80-row blocks, bwd_traits.hpp
+/// kDqTrans): packed[2 j + r] = the warp's m64 accumulator pair at row lane / 4 + 8 r (a key),
+/// columns 8 j + 2 (lane % 4), + 1 (queries), stored as [query][key] rows of one 128B-swizzled
+/// [rows][64] chunk at `chunk` (1024-aligned): query 8 j + i's row gets the warp's 16 keys
+/// (16 warp .. + 15 of the chunk's 64) as 16-byte groups 2 warp and 2 warp + 1. kCols / 16
+/// stmatrix.x4.trans: lane l addresses row l % 8 of matrix l / 8 = (j = 2 t + (l / 16), r =
+/// (l / 8) % 2); the 8 rows of one matrix land in 8 different 16-byte units (group ^ row % 8):
+/// no bank conflict.
+template <int kCols>
+__device__ __forceinline__ void stmatrix_packed_cols(int lane, int warp, uint32_t chunk,
+                                                     const uint32_t (&packed)[kCols / 4]) {
+  static_assert(kCols % 16 == 0, "whole pairs of 8-column groups");
+  const int i = lane & 7, m = lane >> 3;
+  const uint32_t unit = static_cast<uint32_t>(((2 * warp + (m & 1)) ^ i) << 4);
+  const uint32_t lane_addr = chunk + static_cast<uint32_t>((8 * (m >> 1) + i) * 128) + unit;
+#pragma unroll
+  for (int t = 0; t < kCols / 16; ++t)
+    attnkit::cuda::sm90::stmatrix_x4_trans(lane_addr + static_cast<uint32_t>(t * 16 * 128),
+                                           packed[4 * t], packed[4 * t + 1], packed[4 * t + 2],
+                                           packed[4 * t + 3]);
+}
+
 }  // namespace attnkit::flash3

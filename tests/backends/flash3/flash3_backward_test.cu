@@ -250,6 +250,25 @@ TEST_P(Flash3Backward, MatchesOracleBm128DqFirstShfl) {
   TuningScope t(0, -1, 128, 1, 1);
   expect_backward_passes(GetParam());
 }
+// Session 44: 80-row query blocks at D = 128 (bwd_traits.hpp kDqTrans: S^T / dP^T m64n80, dS
+// stored [query][key] by stmatrix.trans, dQ^T = K^T dS, its own workspace order and conversion
+// 3t), with the STG and the TMA dK / dV epilogues, on every D = 128 case (partial query blocks of
+// 80: Sq 300, 517, 777, 1024; causal both ways, rows with no visible key, GQA, BHSD, f16) and a
+// head dim of 96 on the same kernel.
+TEST_P(Flash3Backward, MatchesOracleBm80) {
+  if (GetParam().d != 128) GTEST_SKIP() << "80-row query blocks: D = 128 only";
+  for (const int tmakv : {0, 1}) {
+    TuningScope t(-1, -1, 80, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, tmakv);
+    expect_backward_passes(GetParam());
+  }
+}
+TEST(Flash3BackwardBm80, HeadDim96MatchesOracle) {
+  for (const Causal cz : {Causal::none, Causal::bottom_right})
+    for (const int tmakv : {0, 1}) {
+      TuningScope t(-1, -1, 80, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, tmakv);
+      expect_backward_passes(bwd_case(DType::bf16, 1, 300, 517, 4, 2, 96, cz));
+    }
+}
 TEST_P(Flash3Backward, MatchesOraclePrefetch) {
   TuningScope t(-1, -1, -1, -1, 2);
   expect_backward_passes(GetParam());
@@ -624,6 +643,17 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
   // Session 43: D = 64 (128-row blocks) prefetches lse2 / delta one item ahead (stat 2).
   for (bool causal : {false, true})
     EXPECT_EQ(flash3::bwd::default_variant(64, causal).stat, 2) << causal;
+}
+
+// "m80" (session 44) parses into 80-row coupled blocks; no default takes them yet.
+TEST(Flash3BackwardVariant, M80Token) {
+  flash3::bwd::Variant v, v_bad;
+  ASSERT_TRUE(parse_variant("128:m80+atomic+dqf+v4+pfl+idiet", 128, v));
+  EXPECT_TRUE(v.block_m == 80 && !v.decoupled && v.dq_first && v.stat == 3 && v.idiet);
+  EXPECT_FALSE(parse_variant("128:atomic+m80", 128, v_bad));  // (the structure comes first)
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      EXPECT_NE(flash3::bwd::default_variant(d, causal).block_m, 80) << d << " " << causal;
 }
 
 // "+vpp" / "+vcv" (session 6) parse into Variant::prep_vec / conv_vec, the defaults take 1v and
