@@ -528,6 +528,8 @@ inline bool env_variant(int d, Variant& v) {
 /// seqlen_k: the call's key count (0: not known, e.g. the tests' look at the per-D defaults), for
 /// the length-dependent choices (D = 128 +tmakv up to kTmaKvMaxSk128 keys).
 inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
+  // (D 128 causal: the 80-row blocks lost 1.1 % at 4k and won 3.8 % at 16k; 8k not measured.)
+  constexpr int64_t kM80MinSkCausal = 16384;
   Variant v;
   if (d == 64 && (!causal || kD64CausalM128)) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;
@@ -542,6 +544,11 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
   } else {
     // D = 128: +pfl (kStat 3, the lse2 / delta refill after the dS^T fence) since session 6.
     v.decoupled = false, v.dq_bulk = false, v.dq_first = true, v.stat = d == 128 ? 3 : 2;
+    // 80-row query blocks (kDqTrans, session 44; FA3's non-causal D 128 tiling) non-causal, and
+    // causal from kM80MinSkCausal keys. H200, flash3_bwd_modes.sh, 6 rounds (default+m80 /
+    // default): non-causal +2.4 / +2.9 / +3.4 % at S 1k / 4k / 16k, causal -1.1 % at 4k, +3.8 %
+    // at 16k (bench/results/2026-11-30-h200-flash3-s44-call2-m80.txt).
+    if (d == 128 && (!causal || seqlen_k >= kM80MinSkCausal)) v.block_m = 80;
   }
   v.dq_vec4 = kDqVec4;
   v.item_rot = causal ? kItemRotateCausal : d == 64 ? kItemRotate64 : kItemRotate;
@@ -641,12 +648,12 @@ void run_backward(const Params& p) {
   if (p.head_dim < D && !env.first && t.tmakv < 0 && p.seqlen_k <= bwd::kTmaKvMaxSkNarrow)
     v.tmakv = true;
   if (D != 64 && !(D == 128 && v.block_m == 80)) v.block_m = 64;
-  if (v.block_m == 80) {
-    // 80-row blocks (bwd_traits.hpp kDqTrans): built only as the coupled dQ-first kernel with the
-    // late stat refill (kStat 3), the item diet and float4 atomics, with or without kTmaKV.
-    v.decoupled = false, v.dq_first = true, v.dq_bulk = false, v.dq_vec4 = true, v.stat = 3;
-    v.dv_early = false, v.idiet = true;
-  }
+  // 80-row blocks (bwd_traits.hpp kDqTrans) are built only as the coupled dQ-first kernel with the
+  // late stat refill (kStat 3), the item diet and float4 atomics (with or without kTmaKV): any
+  // other structure asked for runs on 64-row blocks.
+  if (v.block_m == 80 && (v.decoupled || !v.dq_first || v.dq_bulk || !v.dq_vec4 || v.dv_early ||
+                          v.stat != 3 || !v.idiet))
+    v.block_m = 64;
   if (v.block_m == 128) v.decoupled = false;
   if (v.decoupled && D >= 128) v.dq_first = false;
   if (v.block_m != 128 && v.stat == 1) v.stat = 0;

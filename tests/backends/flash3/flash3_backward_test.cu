@@ -191,7 +191,8 @@ void expect_dk_dv_bitwise_equal(const check::Case& c, const Tune& tune, const st
 // atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
 // registers) + lse2 / delta prefetched (stat 2, session 43); D = 128 coupled + atomics +
 // dQ-first + prefetched lse2/delta with the late refill
-// (+pfl, session 6); float4 dQ layout).
+// (+pfl, session 6), on 80-row blocks non-causal (session 44; causal from 16k keys, which no case
+// here reaches); float4 dQ layout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
@@ -358,11 +359,12 @@ TEST_P(Flash3Backward, MatchesOraclePrefetchLate) {
 }
 // With 64-row blocks +dve changes only the issue order: same arithmetic, same per-accumulator
 // order, so dK and dV (no atomics) must be bitwise equal to the kernel without it (D = 128: the
-// default, coupled + dQ-first + prefetched lse2 / delta; D = 64: coupled 64-row + dQ-first). The
-// forward runs again for each call and is bitwise reproducible (one CTA per tile, no split).
+// causal default, coupled + dQ-first + prefetched lse2 / delta, on 64-row blocks also where the
+// default takes 80 (session 44: no +dve there); D = 64: coupled 64-row + dQ-first). The forward
+// runs again for each call and is bitwise reproducible (one CTA per tile, no split).
 TEST_P(Flash3Backward, DvEarlyDkDvBitwiseEqual) {
   const check::Case& c = GetParam();
-  const int bm = c.d == 64 ? 64 : -1, dec = c.d == 64 ? 0 : -1, dqf = c.d == 64 ? 1 : -1;
+  const int bm = 64, dec = c.d == 64 ? 0 : -1, dqf = c.d == 64 ? 1 : -1;
   expect_dk_dv_bitwise_equal(
       c, [&](int dv_early) { return TuningScope(-1, dec, bm, dqf, -1, -1, -1, -1, -1, dv_early); },
       "+dve");
@@ -409,13 +411,15 @@ TEST_P(Flash3Backward, MatchesOracleIdietOther) {
 }
 // +idiet visits the same items in the same order with the same addresses and masks: dK and dV (no
 // atomics) must be bitwise equal to the kernel without it, for the default variant of every case
-// and with the rotated item order (the cursor's wrap to the first item).
+// (D = 128 on 64-row blocks: the 80-row kernel is built with the diet only) and with the rotated
+// item order (the cursor's wrap to the first item).
 TEST_P(Flash3Backward, IdietDkDvBitwiseEqual) {
+  const int bm = GetParam().d == 128 ? 64 : -1;
   for (const int rot : {-1, 1})
     expect_dk_dv_bitwise_equal(
         GetParam(),
         [&](int idiet) {
-          return TuningScope(-1, -1, -1, -1, -1, -1, -1, rot, -1, -1, -1, -1, idiet);
+          return TuningScope(-1, -1, bm, -1, -1, -1, -1, rot, -1, -1, -1, -1, idiet);
         },
         "+idiet (rot = " + std::to_string(rot) + ")");
 }
@@ -645,15 +649,20 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
     EXPECT_EQ(flash3::bwd::default_variant(64, causal).stat, 2) << causal;
 }
 
-// "m80" (session 44) parses into 80-row coupled blocks; no default takes them yet.
-TEST(Flash3BackwardVariant, M80Token) {
+// "m80" (session 44) parses into 80-row coupled blocks; the D = 128 default takes them
+// non-causal, and causal from 16k keys (bwd_launch.cuh default_variant); D = 64 never.
+TEST(Flash3BackwardVariant, M80TokenAndDefaults) {
   flash3::bwd::Variant v, v_bad;
   ASSERT_TRUE(parse_variant("128:m80+atomic+dqf+v4+pfl+idiet", 128, v));
   EXPECT_TRUE(v.block_m == 80 && !v.decoupled && v.dq_first && v.stat == 3 && v.idiet);
   EXPECT_FALSE(parse_variant("128:atomic+m80", 128, v_bad));  // (the structure comes first)
-  for (int d : {64, 128})
+  using flash3::bwd::default_variant;
+  for (int64_t sk : {0, 1024, 4096, 16384}) {
+    EXPECT_EQ(default_variant(128, false, sk).block_m, 80) << sk;
+    EXPECT_EQ(default_variant(128, true, sk).block_m, sk >= 16384 ? 80 : 64) << sk;
     for (bool causal : {false, true})
-      EXPECT_NE(flash3::bwd::default_variant(d, causal).block_m, 80) << d << " " << causal;
+      EXPECT_EQ(default_variant(64, causal, sk).block_m, 128) << sk << " " << causal;
+  }
 }
 
 // "+vpp" / "+vcv" (session 6) parse into Variant::prep_vec / conv_vec, the defaults take 1v and
