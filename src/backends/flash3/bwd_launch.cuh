@@ -528,8 +528,9 @@ inline bool env_variant(int d, Variant& v) {
 /// seqlen_k: the call's key count (0: not known, e.g. the tests' look at the per-D defaults), for
 /// the length-dependent choices (D = 128 +tmakv up to kTmaKvMaxSk128 keys).
 inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
-  // (D 128 causal: the 80-row blocks lost 1.1 % at 4k and won 3.8 % at 16k; 8k not measured.)
-  constexpr int64_t kM80MinSkCausal = 16384;
+  // (D 128 causal, 80-row / 64-row blocks: -1.1 % at 2k and at 4k, +4.0 % at 8k, +3.8 % at 16k;
+  // session 44 calls 2 and 4.)
+  constexpr int64_t kM80MinSkCausal = 8192;
   Variant v;
   if (d == 64 && (!causal || kD64CausalM128)) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;
@@ -546,8 +547,8 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
     v.decoupled = false, v.dq_bulk = false, v.dq_first = true, v.stat = d == 128 ? 3 : 2;
     // 80-row query blocks (kDqTrans, session 44; FA3's non-causal D 128 tiling) non-causal, and
     // causal from kM80MinSkCausal keys. H200, flash3_bwd_modes.sh, 6 rounds (default+m80 /
-    // default): non-causal +2.4 / +2.9 / +3.4 % at S 1k / 4k / 16k, causal -1.1 % at 4k, +3.8 %
-    // at 16k (bench/results/2026-11-30-h200-flash3-s44-call2-m80.txt).
+    // default): non-causal +2.4 / +2.9 / +3.4 % at S 1k / 4k / 16k, causal -1.1 % at 2k and 4k,
+    // +4.0 % at 8k, +3.8 % at 16k (bench/results/2026-11-30-h200-flash3-s44-call{2,4}-m80.txt).
     if (d == 128 && (!causal || seqlen_k >= kM80MinSkCausal)) v.block_m = 80;
   }
   v.dq_vec4 = kDqVec4;

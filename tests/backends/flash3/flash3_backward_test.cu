@@ -191,7 +191,7 @@ void expect_dk_dv_bitwise_equal(const check::Case& c, const Tune& tune, const st
 // atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
 // registers) + lse2 / delta prefetched (stat 2, session 43); D = 128 coupled + atomics +
 // dQ-first + prefetched lse2/delta with the late refill
-// (+pfl, session 6), on 80-row blocks non-causal (session 44; causal from 16k keys, which no case
+// (+pfl, session 6), on 80-row blocks non-causal (session 44; causal from 8k keys, which no case
 // here reaches); float4 dQ layout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
@@ -650,16 +650,16 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
 }
 
 // "m80" (session 44) parses into 80-row coupled blocks; the D = 128 default takes them
-// non-causal, and causal from 16k keys (bwd_launch.cuh default_variant); D = 64 never.
+// non-causal, and causal from 8k keys (bwd_launch.cuh default_variant); D = 64 never.
 TEST(Flash3BackwardVariant, M80TokenAndDefaults) {
   flash3::bwd::Variant v, v_bad;
   ASSERT_TRUE(parse_variant("128:m80+atomic+dqf+v4+pfl+idiet", 128, v));
   EXPECT_TRUE(v.block_m == 80 && !v.decoupled && v.dq_first && v.stat == 3 && v.idiet);
   EXPECT_FALSE(parse_variant("128:atomic+m80", 128, v_bad));  // (the structure comes first)
   using flash3::bwd::default_variant;
-  for (int64_t sk : {0, 1024, 4096, 16384}) {
+  for (int64_t sk : {0, 1024, 4096, 8191, 8192, 16384}) {
     EXPECT_EQ(default_variant(128, false, sk).block_m, 80) << sk;
-    EXPECT_EQ(default_variant(128, true, sk).block_m, sk >= 16384 ? 80 : 64) << sk;
+    EXPECT_EQ(default_variant(128, true, sk).block_m, sk >= 8192 ? 80 : 64) << sk;
     for (bool causal : {false, true})
       EXPECT_EQ(default_variant(64, causal, sk).block_m, 128) << sk << " " << causal;
   }
