@@ -149,7 +149,7 @@ constexpr bool d_mask_has(int mask, int d) {
   return (mask & (d == 64 ? 1 : 2)) != 0;
 }
 
-// kLateFence (ATTNKIT_FLASH3_BWD_LATE_FENCE, a mask: 1 = D 64, 2 = D 128; default 1; session 9
+// kLateFence (ATTNKIT_FLASH3_BWD_LATE_FENCE, a mask: 1 = D 64, 2 = D 128; default 3; session 9
 //   helper f3bwd12's "+lfence" as a build switch since session 10, so no kernel is instantiated
 //   twice for it): the dS^T proxy fence (fence.proxy.async.shared::cta, MEMBAR + FENCE.VIEW.ASYNC.S
 //   in SASS) after the dV GEMM's issue instead of before it, FA3's and cuDNN's order, so dV's
@@ -165,9 +165,13 @@ constexpr bool d_mask_has(int mask, int d) {
 //   session 10 (bench/gpu/flash3_bwd_modes.sh, one process per binary and variant, 4 rounds
 //   ABBA, median of the per-process medians; `...-flash3-bwd-s10-modes.md`) D 64 +0.85 % median
 //   over 12 comparisons (10 positive, -1.5..+2.5 %), D 128 -2.4..+3.0 % (4k -1.2 / -2.4 % with the
-//   STG epilogue): on at D 64, off at D 128.
+//   STG epilogue): on at D 64, off at D 128. Session 44 call 5 (H200, the same tool, 6 rounds,
+//   mask 3 against 1 with D 128 on 80-row blocks non-causal; dK / dV bitwise equal): D 128 +1.6 %
+//   at 1k and +2.0 % at 16k non-causal (80 rows), +2.3 % at 4k causal (64 rows), every late-fence
+//   process above every other there; 4k non-causal / 16k causal within their noise (-0.1 / -0.8
+//   %, processes spread 582-612 / 588-665): on at D 128 too since.
 #ifndef ATTNKIT_FLASH3_BWD_LATE_FENCE
-#define ATTNKIT_FLASH3_BWD_LATE_FENCE 1
+#define ATTNKIT_FLASH3_BWD_LATE_FENCE 3
 #endif
 template <int D>
 inline constexpr bool kLateFence = d_mask_has(ATTNKIT_FLASH3_BWD_LATE_FENCE, D);
