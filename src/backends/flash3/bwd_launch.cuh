@@ -600,12 +600,14 @@ void launch_stat(const Params& p, const Variant& v) {
 /// ATTNKIT_FLASH3_BWD_VARIANT (read once), then by the legacy env ATTNKIT_FLASH3_BWD_COUPLED
 /// ("1", "all" or a list of D: coupled warpgroups), then by each bwd_tuning() knob that is set.
 /// Combinations without a kernel fall back: block_m 128 only for D = 64 (it implies coupled);
-/// block_m 80 only for D = 128 (it implies coupled, dQ-first, stat 3, the item diet and float4
-/// atomics; 64 elsewhere; score mods, varlen and deterministic calls keep 64); dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
+/// block_m 80 only for D = 128 with the coupled dQ-first structure, stat 3, the item diet, atomics
+/// and the float4 layout (64 otherwise; score mods, varlen and deterministic calls run 64);
+/// dQ-first not with decoupled D = 128; the shuffle source only with block_m 128; K / V in
 /// registers only for decoupled D = 64 with block_m 64 and stat 0 (ignored otherwise); dV-early
 /// only with coupled dQ-first (ignored otherwise); the late prefetch refill (stat 3) only with
-/// coupled 64-row dQ-first (stat 2 otherwise); the item diet (+idiet) only with coupled dQ-first
-/// without dv_early at D = 128 (64-row) or D = 64 with block_m 128 (ignored otherwise); the TMA
+/// coupled 64- or 80-row dQ-first (stat 2 otherwise); the item diet (+idiet) only with coupled
+/// dQ-first without dv_early at D = 128 (64 or 80 rows) or D = 64 with block_m 128 (ignored
+/// otherwise); the TMA
 /// dK / dV epilogue (+tmakv) on the same two structures with idiet as D's default (kIdietDefault:
 /// on at D = 128; kIdietDefault64: off at D = 64; ignored otherwise), and only where dK / dV are
 /// TMA store targets (launch_backward; the STG kernel otherwise); by default on at D = 64 and at
