@@ -609,8 +609,8 @@ void launch_stat(const Params& p, const Variant& v) {
 /// dQ-first without dv_early at D = 128 (64 or 80 rows) or D = 64 with block_m 128 (ignored
 /// otherwise); the TMA dK / dV epilogue (+tmakv) on the same structures with idiet as D's default
 /// (kIdietDefault: on at D = 128; kIdietDefault64: off at D = 64; ignored otherwise), and only
-/// where dK / dV are TMA store targets (launch_backward; the STG kernel otherwise); by default on at D = 64 and at
-/// D = 128 up to seqlen_k kTmaKvMaxSk128.
+/// where dK / dV are TMA store targets (launch_backward; the STG kernel otherwise); by default on
+/// at D = 64 and at D = 128 up to seqlen_k kTmaKvMaxSk128.
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
