@@ -7,7 +7,8 @@
 //      q heads of its GQA group, so no atomics); dQ partial sums go to the workspace with
 //      bulk TMA reduce-adds (or atomicAdd(float2)), hence not deterministic (the backend
 //      declares deterministic = false).
-//   3. bwd_dq_convert_kernel: dQ = scale * workspace, to the output dtype and strides.
+//   3. bwd_dq_convert_kernel: dQ = scale * workspace, to the output dtype and strides (3v / 3w:
+//      its vectorised forms; 3t, bwd_dq_convert_m80_kernel: the 80-row kernel's workspace order).
 // Head dims 96 / 192 (session 38) run on the D = 128 / 256 kernels, plus (except with the TMA
 // dK / dV epilogue) a 4th launch, bwd_narrow_kv_copy_kernel, that copies dK / dV out of scratch.
 #pragma once
@@ -657,7 +658,8 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 ///   2 (prefetch): BM = 128's smem staging for both BM, but filled by cp.async for item it + 1
 ///     during item it, so no L2 latency is waited for in the loop. (Register prefetch instead:
 ///     ptxas spilled 96-116 bytes at BM = 128.)
-///   3 (prefetch, late refill; session 5 round 2, variant "+pfl", coupled 64-row dQ-first only):
+///   3 (prefetch, late refill; session 5 round 2, variant "+pfl", coupled 64-row dQ-first only;
+///     since session 44 also the 80-row kernel's):
 ///     kStat 2 with the refill's cp.async issued after the dS^T fence.proxy.async (and the dV
 ///     issue) instead of before the dS^T stores. ptxas lowers every fence.proxy.async to
 ///     MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S (checked on a 10-line kernel, CUDA 13.0), and in the
@@ -903,7 +905,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
 
   // kStatPf: item it2's lse2 / delta rows -> this WG's staging buffer it2 % 2 by cp.async (no
   // registers held across the iteration). BM = 128: thread tid copies rows m0 + tid of lse2 and
-  // delta; BM = 64: staging index tid = lse2 row tid for tid < 64, delta row tid - 64 otherwise.
+  // delta; BM = 64: staging index tid = lse2 row tid for tid < 64, delta row tid - 64 otherwise;
+  // BM = 80: staging indices tid and tid + 128 (< 160) of [lse2 80 | delta 80].
   const uint32_t stat_smem = ptx::smem_u32(smem + Tr::kOffStat) + w * 2 * 2 * kBM * 4;
   // kIdiet: cursor of the consumer's current item (the loop advances it to the next item at its
   // head, so the refill of item it + 1 reads cur.row).
@@ -1058,7 +1061,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       ptx::named_bar_sync(2 + w, 128);
       stat = st_w;
     }
-    // Staged value i + e (i even): both staging forms put a WG's rows at 512-byte multiples and
+    // Staged value i + e (i even): both staging forms put a WG's rows at 512-byte (640 at BM 80)
+    // multiples and
     // qc is even, so the (e = 0, 1) pair is one 8-byte load (kStatAligned<D>, session 42; the
     // element form compiled to two LDS.32 a pair).
     auto stat_at = [&](int i, int e) {
@@ -1426,6 +1430,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     // dQ partial sums -> this WG's part of the (bh, query block) workspace tile, thread-major
     // (bwd_traits.hpp, dq_tile_offset): a.dq_vec4 = 0: position ((2 j + r) * 128 + tid) * 2
     // holds dq[4 j + 2 r], dq[4 j + 2 r + 1]; 1: (j * 128 + tid) * 4 holds dq[4 j .. 4 j + 3].
+    // (kDqTrans: the float4 form over dQ^T's fragment, j < 10, parts of 64 x 80: Tr::kDqTrans.)
     float* part = a.dq_acc + (row + (Tr::kDqSplitM ? 64 * w : 0)) * D +
                   (Tr::kDqSplitD ? w * Tr::kDqPartFloats : 0);
     // kDet: this WG's part of tile (h, query block) takes the key blocks' sums in a fixed order,

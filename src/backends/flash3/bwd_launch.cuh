@@ -329,7 +329,8 @@ void launch_backward(const Params& p, const Variant& v) {
   if constexpr (kDet) ATTNKIT_CUDA_CHECK(cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), stream));
 
   if (v.prep_vec && prep_vec_ok(p)) {
-    constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad is a multiple of 64)
+    constexpr int kRows = 256 / (D / 8);  // rows per block (sq_pad: a multiple of 64 or 80)
+    static_assert(Tr::kBlockM % kRows == 0, "whole preprocess blocks per query block");
     const dim3 grid(static_cast<unsigned>(grid_rows / kRows), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
     bwd::bwd_preprocess_vec_kernel<D, BF16, kVarlen>
@@ -427,7 +428,7 @@ namespace bwd {
 
 /// Parses env ATTNKIT_FLASH3_BWD_VARIANT (a measurement switch, read once): entries
 /// "D:name" separated by ';' or spaces, name = the A/B tool's (bench/gpu/flash3_bwd_ab.cu):
-/// {decoupled|coupled|m128}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve]
+/// {decoupled|coupled|m128|m80}+{bulk|atomic}[+dqf][+shfl|+pf|+pfl][+kv][+v4][+rot][+sl][+dve]
 /// [+vpp][+vcv][+idiet][+tmakv].
 /// Fills `v` for head dim d; false when d is not listed (or the name does not parse).
 inline bool env_variant(int d, Variant& v) {
@@ -627,7 +628,8 @@ void run_backward(const Params& p) {
   }();
   bwd::Variant v =
       env.first ? env.second : bwd::default_variant(D, p.causal != Causal::none, p.seqlen_k);
-  if (env_coupled) v.decoupled = false, v.block_m = 64;
+  // (The legacy env predates the 80-row kernel, which is coupled too: it keeps it.)
+  if (env_coupled) v.decoupled = false, v.block_m = v.block_m == 80 ? 80 : 64;
   const BwdTuning& t = bwd_tuning();
   if (t.decoupled >= 0) v.decoupled = t.decoupled != 0;
   if (t.block_m > 0) v.block_m = t.block_m;

@@ -16,14 +16,16 @@ struct BwdTuning {
   // D = 128 splits dQ by columns), -1 = default.
   int decoupled = -1;
   // Query rows per iteration: 128 (D = 64 only, implies coupled; bwd_traits.hpp), 80 (D = 128
-  // only, implies coupled dQ-first; bwd_traits.hpp kDqTrans), 64, or -1 = default.
+  // only; bwd_traits.hpp kDqTrans: runs only where the other knobs leave the coupled dQ-first
+  // structure with atomics, the float4 layout, stat_mode 3 and the item diet, else 64 rows),
+  // 64, or -1 = default (D 128: 80 non-causal and causal from 8k keys, session 44).
   int block_m = -1;
   // GEMM order after dS^T: 1 = dQ before dK (FA3 order, bwd_kernel.cuh kDqFirst), 0 = dV, dK
   // then dQ, -1 = default. Ignored for decoupled D = 128.
   int dq_first = -1;
   // lse2 / delta source (bwd_kernel.cuh kStat): 0 direct, 1 shuffles (block_m 128), 2 loaded
   // one item ahead and staged through smem, 3 = 2 with the refill issued after the dS^T fence
-  // (coupled 64-row dQ-first only; 2 elsewhere); -1 = default.
+  // (coupled 64- or 80-row dQ-first only; 2 elsewhere); -1 = default.
   int stat_mode = -1;
   // K / V rows as register A fragments for S^T / dP^T (RS instead of SS; bwd_kernel.cuh
   // kKVRegs): 1 / 0 / -1 = default. Only decoupled D = 64 with 64-row blocks and stat_mode 0.
@@ -43,13 +45,14 @@ struct BwdTuning {
   // Preprocess (bwd_kernel.cuh 1v, variant "+vpp") and dQ conversion (3v, "+vcv") with 16-byte
   // accesses (session 6): 1 / 0 / -1 = default. Apply where bwd::prep_vec_ok / convert_vec_ok
   // hold (d-stride 1, 16-byte aligned rows; the conversion also needs the float4 dQ layout), the
-  // scalar kernels 1 / 3 otherwise.
+  // scalar kernels 1 / 3 otherwise. (The 80-row kernel's workspace has a conversion of its own,
+  // bwd_dq_convert_m80_kernel, which conv_vec does not select.)
   int prep_vec = -1;
   int conv_vec = -1;
   // Per-item diet of the item loop (bwd_kernel.cuh kIdiet, variant "+idiet", session 7): the
   // (q head, query block) walk and workspace row carried from item to item instead of decoded
-  // with divisions, the mask test hoisted. Coupled dQ-first kernels without dv_early at 64-row
-  // blocks (D 128) or 128-row blocks (D 64) only (ignored otherwise): 1 / 0 / -1 = default.
+  // with divisions, the mask test hoisted. Coupled dQ-first kernels without dv_early at 64- or
+  // 80-row blocks (D 128) or 128-row blocks (D 64) only (ignored otherwise): 1 / 0 / -1 = default.
   int idiet = -1;
   // dK / dV epilogue through shared memory (stmatrix) and TMA stores instead of 32-bit STG from
   // the accumulators (bwd_kernel.cuh kTmaKV, variant "+tmakv", session 9; the forward's

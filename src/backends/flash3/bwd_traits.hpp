@@ -325,7 +325,8 @@ struct BwdTraits {
   static constexpr int kDqPartBytes = 64 * kDqN * 4;
   static constexpr int kOffDQ = kOffDS + kDSBuffers * kDSBytes;
   // lse2 / delta staged per WG (BM = 128, or kStat = 2 prefetch), double-buffered by iteration
-  // parity: [2 WGs][2 buffers][lse2, delta][kBlockM] fp32 (2 KB at BM = 128, 1 KB at 64).
+  // parity: [2 WGs][2 buffers][lse2, delta][kBlockM] fp32 (4 KB at BM = 128, 2.5 KB at 80, 2 KB
+  // at 64).
   static constexpr int kStatBytes = kConsumerWGs * 2 * 2 * kBlockM * 4;
   static constexpr int kOffStat = kOffDQ + kConsumerWGs * kDqPartBytes;
   static constexpr int kOffBars = kOffStat + kStatBytes;

@@ -270,6 +270,23 @@ TEST(Flash3BackwardBm80, HeadDim96MatchesOracle) {
       expect_backward_passes(bwd_case(DType::bf16, 1, 300, 517, 4, 2, 96, cz));
     }
 }
+// The hostile lengths (check::hostile_cases runs them at D 64 only) at D = 128 around the 80-row
+// block: lengths 0 and 1, odd ones, 79 / 80 / 81 / 161 (a last block of 1 row); the default
+// variant (80 rows non-causal, 64 causal below 8k keys) and 80 rows forced; bf16, GQA 2. Added
+// after session 44's GPU runs (review); first run in session 45.
+TEST(Flash3BackwardBm80, HostileLengthsMatchOracle) {
+  struct L {
+    int64_t sq, sk;
+  };
+  for (const L l :
+       {L{1, 1}, L{0, 5}, L{5, 0}, L{13, 31}, L{79, 67}, L{80, 80}, L{81, 161}, L{161, 81}})
+    for (const Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
+      for (const int bm : {-1, 80}) {
+        TuningScope t(-1, -1, bm);
+        SCOPED_TRACE("block_m " + std::to_string(bm));
+        expect_backward_passes(bwd_case(DType::bf16, 2, l.sq, l.sk, 4, 2, 128, cz));
+      }
+}
 TEST_P(Flash3Backward, MatchesOraclePrefetch) {
   TuningScope t(-1, -1, -1, -1, 2);
   expect_backward_passes(GetParam());
