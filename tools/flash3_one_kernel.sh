@@ -11,9 +11,10 @@
 # -DATTNKIT_FLASH3_FWD_<SWITCH>=1) reach nvcc.
 #   tools/flash3_one_kernel.sh "256, true, 0, 2, 2, 65585, 1, 0" /tmp/k38.o
 # Backward (session 42): "bwd D, BF16, kDecoupled, BM, kDqFirst, kStat, ..." (bwd_kernel.cuh's
-# bwd_kernel template arguments; the D 128 default is "bwd 128, true, false, 64, true, 3, false,
-# false, true, false", the D 64 one "bwd 64, true, false, 128, true, 0, false, false, false,
-# true") prints the instruction count and the instructions between consecutive HGMMAs.
+# bwd_kernel template arguments; the D 128 default is "bwd 128, true, false, 80, true, 3, false,
+# false, true, false" (80-row blocks since session 44; causal below 8k keys: 64 for the 4th), the
+# D 64 one "bwd 64, true, false, 128, true, 2, false, false, false, true") prints the instruction
+# count and the instructions between consecutive HGMMAs.
 set -eu
 [ $# -ge 1 ] || { sed -n 2,12p "$0" >&2; exit 2; }
 args=$1
