@@ -1062,9 +1062,8 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
       stat = st_w;
     }
     // Staged value i + e (i even): both staging forms put a WG's rows at 512-byte (640 at BM 80)
-    // multiples and
-    // qc is even, so the (e = 0, 1) pair is one 8-byte load (kStatAligned<D>, session 42; the
-    // element form compiled to two LDS.32 a pair).
+    // multiples and qc is even, so the (e = 0, 1) pair is one 8-byte load (kStatAligned<D>,
+    // session 42; the element form compiled to two LDS.32 a pair).
     auto stat_at = [&](int i, int e) {
       if constexpr (kStatAligned<D>) {
         const float2 v = *reinterpret_cast<const float2*>(stat + i);

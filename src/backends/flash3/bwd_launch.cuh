@@ -529,9 +529,6 @@ inline bool env_variant(int d, Variant& v) {
 /// seqlen_k: the call's key count (0: not known, e.g. the tests' look at the per-D defaults), for
 /// the length-dependent choices (D = 128 +tmakv up to kTmaKvMaxSk128 keys).
 inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
-  // (D 128 causal, 80-row / 64-row blocks: -1.1 % at 2k and at 4k, +4.0 % at 8k, +3.8 % at 16k;
-  // session 44 calls 2 and 4.)
-  constexpr int64_t kM80MinSkCausal = 8192;
   Variant v;
   if (d == 64 && (!causal || kD64CausalM128)) {
     v.decoupled = false, v.block_m = 128, v.dq_bulk = false, v.dq_first = true;

@@ -140,6 +140,10 @@ inline constexpr bool kIdietDefault64 = false;
 inline constexpr bool kTmaKvDefault = true;
 inline constexpr bool kTmaKvDefault64 = true;
 inline constexpr int64_t kTmaKvMaxSk128 = 1024;
+// D 128 causal calls take the 80-row blocks (kDqTrans, bwd_launch.cuh default_variant) from this
+// many keys: 80 / 64 rows -1.1 % at 2k and at 4k, +4.0 % at 8k, +3.8 % at 16k (session 44 calls
+// 2 and 4; non-causal calls take them at every length).
+inline constexpr int64_t kM80MinSkCausal = 8192;
 // Head dim 96 on the D 128 kernel (session 38, run_backward): +tmakv up to this many keys (it
 // saves the scratch copy of dK / dV, ~75 us a call at 16k tokens; see kTmaKvDefault's costs).
 inline constexpr int64_t kTmaKvMaxSkNarrow = 4096;

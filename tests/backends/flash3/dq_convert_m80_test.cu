@@ -17,6 +17,7 @@
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.cuh"
 #include "common/cuda_skip.hpp"
+#include "device_views.hpp"
 
 namespace attnkit::testing {
 namespace {
@@ -71,14 +72,13 @@ void expect_convert_right(int B, int H, int S, int hd, DqLayout lay) {
   const size_t guard = 4096, view = static_cast<size_t>(B) * S * H * row * ds;
   const size_t total = view + 2 * guard + 8;
   std::vector<uint16_t> out(total, kPoison);
-  float* d_ws = nullptr;
-  uint16_t* d_dq = nullptr;
-  ASSERT_EQ(cudaMalloc(&d_ws, ws_floats * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&d_dq, total * sizeof(uint16_t)), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(d_ws, ws.data(), ws_floats * sizeof(float), cudaMemcpyHostToDevice),
-            cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(d_dq, out.data(), total * sizeof(uint16_t), cudaMemcpyHostToDevice),
-            cudaSuccess);
+  DeviceBuffer ws_buf(ws_floats * sizeof(float)), dq_buf(total * sizeof(uint16_t));
+  ASSERT_NE(ws_buf.p, nullptr);
+  ASSERT_NE(dq_buf.p, nullptr);
+  const float* d_ws = static_cast<const float*>(ws_buf.p);
+  uint16_t* d_dq = static_cast<uint16_t*>(dq_buf.p);
+  ASSERT_EQ(cudaMemcpy(dq_buf.p, out.data(), dq_buf.bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ws_buf.p, ws.data(), ws_buf.bytes, cudaMemcpyHostToDevice), cudaSuccess);
   Params p;
   p.batch = B;
   p.heads_q = H;
@@ -92,10 +92,7 @@ void expect_convert_right(int B, int H, int S, int hd, DqLayout lay) {
   flash3::bwd::bwd_dq_convert_m80_kernel<128, true>
       <<<dim3(m_blocks, H, B), 256>>>(p, sq_pad, d_ws, vec);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(out.data(), d_dq, total * sizeof(uint16_t), cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  cudaFree(d_ws);
-  cudaFree(d_dq);
+  ASSERT_EQ(cudaMemcpy(out.data(), dq_buf.p, dq_buf.bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   std::vector<char> owned(total, 0);
   int64_t wrong = 0, stray = 0;
   for (int b = 0; b < B; ++b)
