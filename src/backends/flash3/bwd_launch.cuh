@@ -155,8 +155,8 @@ inline void set_bwd_varlen(const Params& p, const ScoreMod& m, BwdArgs& a) {
 /// .. D - 1 and S, dP and every gradient's extra columns come out 0; the preprocess sums O o dO
 /// over head_dim columns (zeroing D-wide dQ workspace rows) and the dQ conversions write head_dim
 /// columns (3v, which assumes D, is skipped). dK / dV: the TMA epilogue (kTmaKV: plain D 96 calls
-/// up to kTmaKvMaxSkNarrow keys, run_backward) stores through maps of head_dim columns, which clip
-/// the rest; the register epilogues store D-column rows, so for them dK / dV go to contiguous
+/// as D 128's, at every length since session 45) stores through maps of head_dim columns, which
+/// clip the rest; the register epilogues store D-column rows, so for them dK / dV go to contiguous
 /// [B, Sk, Hkv, D] scratch that bwd_narrow_kv_copy_kernel copies out (the main kernels stay as
 /// they are). The copy moves 2 x B x Sk x Hkv x (D + head_dim) x 2 bytes: ~290-310 MB at 16k
 /// tokens, hidden 2048, ~75 us at 4 TB/s; session 38 call 2 timed its first form (a warp per row)
@@ -527,7 +527,8 @@ inline bool env_variant(int d, Variant& v) {
 /// 16k; +dve alone mixed (376 / 483 / 520, causal 424 / 507), +pfl+dve below +pfl, D = 64 128-row
 /// +dve below the default (bench/results/2026-11-22-h100-flash3-bwd-s6-f3bwd7.md).
 /// seqlen_k: the call's key count (0: not known, e.g. the tests' look at the per-D defaults), for
-/// the length-dependent choices (D = 128 +tmakv up to kTmaKvMaxSk128 keys).
+/// the length-dependent choices (D = 128 causal 80 rows from kM80MinSkCausal keys, D = 64 +idiet
+/// from kIdietMinSk64 keys).
 inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
   Variant v;
   if (d == 64 && (!causal || kD64CausalM128)) {
@@ -555,10 +556,14 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
   v.dv_early = kDvEarlyDefault && v.dq_first;
   v.prep_vec = kPrepVecDefault;
   v.conv_vec = kConvVecDefault;
-  v.idiet =
-      (d == 64 ? kIdietDefault64 : kIdietDefault) && v.dq_first && !v.decoupled && !v.dv_early;
-  v.tmakv = (d == 64 ? kTmaKvDefault64 : kTmaKvDefault && seqlen_k <= kTmaKvMaxSk128) &&
+  // D 64: the item diet from kIdietMinSk64 keys (session 45). The TMA dK / dV epilogue is built
+  // with D's template idiet default only (kIdietDefault64: off), so run_backward drops it where
+  // the diet runs at D 64, as in the A/B that chose the diet (and keeps it where a knob turns the
+  // diet off). D 128: both at every length (session 45 dropped +tmakv's 1k cap).
+  v.idiet = (d == 64 ? kIdietDefault64 || seqlen_k >= kIdietMinSk64 : kIdietDefault) &&
             v.dq_first && !v.decoupled && !v.dv_early;
+  v.tmakv =
+      (d == 64 ? kTmaKvDefault64 : kTmaKvDefault) && v.dq_first && !v.decoupled && !v.dv_early;
   return v;
 }
 
@@ -608,7 +613,7 @@ void launch_stat(const Params& p, const Variant& v) {
 /// otherwise); the TMA dK / dV epilogue (+tmakv) on the same structures with idiet as D's default
 /// (kIdietDefault: on at D = 128; kIdietDefault64: off at D = 64; ignored otherwise), and only
 /// where dK / dV are TMA store targets (launch_backward; the STG kernel otherwise); by default on
-/// at D = 64 and at D = 128 up to seqlen_k kTmaKvMaxSk128.
+/// at D = 128 and at D = 64 below kIdietMinSk64 keys (where D 64 runs without the item diet).
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
@@ -642,12 +647,10 @@ void run_backward(const Params& p) {
   if (t.conv_vec >= 0) v.conv_vec = t.conv_vec != 0;
   if (t.idiet >= 0) v.idiet = t.idiet != 0;
   if (t.tmakv >= 0) v.tmakv = t.tmakv != 0;
-  // Session 38: a head dim of 96 (on this D = 128 kernel) takes the TMA dK / dV epilogue up to
-  // kTmaKvMaxSkNarrow keys, whose maps clip the columns past 96; past it the register epilogue
-  // and the scratch copy (narrow_kv_floats), whose ~75 us weigh < 2 % there while +tmakv costs
-  // the D 128 kernel ~3 % on long rows (session 10). Unless the env variant or a knob decides.
-  if (p.head_dim < D && !env.first && t.tmakv < 0 && p.seqlen_k <= bwd::kTmaKvMaxSkNarrow)
-    v.tmakv = true;
+  // (Session 38 gave a head dim of 96 the TMA dK / dV epilogue up to 4k keys on its own, when
+  // D 128 took it only up to 1k: since session 45 the default takes it at every length, and the
+  // register epilogue's scratch copy (narrow_kv_floats) runs only where a knob or the env turns it
+  // off or the maps cannot describe dK / dV.)
   if (D != 64 && !(D == 128 && v.block_m == 80)) v.block_m = 64;
   // 80-row blocks (bwd_traits.hpp kDqTrans) are built only as the coupled dQ-first kernel with the
   // late stat refill (kStat 3), the item diet and float4 atomics (with or without kTmaKV): any

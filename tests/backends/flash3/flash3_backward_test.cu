@@ -719,7 +719,8 @@ TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaults) {
 }
 
 // "+idiet" (session 7) parses into Variant::idiet next to the other tokens; the library
-// default runs it at D = 128 (session 8: kIdietDefault), not at D = 64 (kIdietDefault64).
+// default runs it at D = 128 (session 8: kIdietDefault) and at D = 64 from kIdietMinSk64 keys
+// (session 45; kIdietDefault64, the template default, stays off).
 TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
   const char* spec = "128:coupled+atomic+dqf+v4+pfl+vpp+idiet;64:m128+atomic+dqf+v4+vpp+idiet";
   flash3::bwd::Variant v128, v64, v_off, v_bad;
@@ -736,12 +737,18 @@ TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
         << causal;
     EXPECT_FALSE(flash3::bwd::default_variant(64, causal).idiet && !flash3::bwd::kIdietDefault64)
         << causal;
+    for (int64_t sk : {1, 1024, 2047, 2048, 4096, 16384}) {
+      EXPECT_EQ(flash3::bwd::default_variant(64, causal, sk).idiet, sk >= 2048) << sk;
+      EXPECT_TRUE(flash3::bwd::default_variant(128, causal, sk).idiet) << sk;
+    }
   }
+  EXPECT_EQ(flash3::bwd::kIdietMinSk64, 2048);
 }
 
 // "+tmakv" (session 9) parses into Variant::tmakv next to the other tokens ("tmakvx" does not),
 // the library defaults carry it as bwd_traits.hpp says (kTmaKvDefault64 / kTmaKvDefault; D = 128
-// per call up to kTmaKvMaxSk128 keys, run_backward), and the TMA-store test refuses the dK / dV
+// at every length since session 45, when it lost its 1k-key cap), and the TMA-store test refuses
+// the dK / dV
 // that a tensor map cannot describe (the backend asks only 4-byte alignment of them: those calls
 // run the STG epilogue).
 TEST(Flash3BackwardVariant, TmaKvTokenDefaultsAndMapTest) {
@@ -758,9 +765,10 @@ TEST(Flash3BackwardVariant, TmaKvTokenDefaultsAndMapTest) {
   EXPECT_FALSE(v_off.tmakv);
   for (int d : {64, 128})
     for (bool causal : {false, true})
-      EXPECT_EQ(flash3::bwd::default_variant(d, causal).tmakv,
-                d == 64 ? flash3::bwd::kTmaKvDefault64 : flash3::bwd::kTmaKvDefault)
-          << d << " " << causal;
+      for (int64_t sk : {0, 1024, 1025, 4096, 16384})
+        EXPECT_EQ(flash3::bwd::default_variant(d, causal, sk).tmakv,
+                  d == 64 ? flash3::bwd::kTmaKvDefault64 : flash3::bwd::kTmaKvDefault)
+            << d << " " << causal << " " << sk;
   alignas(16) static uint16_t buf[64];
   const Strides4 st{1024 * 8 * 128, 8 * 128, 128, 1};  // [B, S = 1024, H = 8, D = 128]
   const auto kv_store_map_ok = flash3::store_map_ok;   // dK / dV (and O) TMA store targets

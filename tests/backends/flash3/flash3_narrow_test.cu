@@ -99,11 +99,12 @@ INSTANTIATE_TEST_SUITE_P(Fwd, Flash3Narrow, ::testing::ValuesIn(narrow_cases(fal
 INSTANTIATE_TEST_SUITE_P(Bwd, Flash3Narrow, ::testing::ValuesIn(narrow_cases(true)),
                          CaseParamName{});
 
-/// D 96's two dK / dV routes (session 38, bwd_launch.cuh narrow_kv_floats): a plain call up to
-/// 4096 keys (every Bwd case above) stores through TMA maps of 96 columns (+tmakv), which clip the
-/// rest of each 128-column row; with +tmakv off (BwdTuning::tmakv = 0, as plain calls past 4096
-/// keys run) the register epilogue writes 128-column rows into scratch and a copy kernel takes 96
-/// of them. (The score-mod and deterministic cases take the scratch route either way.)
+/// D 96's two dK / dV routes (session 38, bwd_launch.cuh narrow_kv_floats): a plain call (every
+/// Bwd case above; at any length since session 45, up to 4096 keys before) stores through TMA maps
+/// of 96 columns (+tmakv), which clip the rest of each 128-column row; with +tmakv off
+/// (BwdTuning::tmakv = 0, or dK / dV that no map can describe) the register epilogue writes
+/// 128-column rows into scratch and a copy kernel takes 96 of them. (The score-mod and
+/// deterministic cases take the scratch route either way.)
 class Flash3NarrowRegisterEpilogue : public ::testing::TestWithParam<check::Case> {};
 
 TEST_P(Flash3NarrowRegisterEpilogue, MatchesOracle) {
