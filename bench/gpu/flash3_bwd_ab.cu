@@ -226,6 +226,12 @@ void run_one(int S, bool causal) {
       // Session 44: D = 128 on 80-row query blocks (bwd_traits.hpp kDqTrans; FA3's non-causal D
       // 128 tiling): the default's structure otherwise (kStat 3, idiet, tmakv as the default's).
       {"default+m80", -1, -1, 80, -1, -1, -1, false, -1, -1, 0, 0, true, -1, -1, -1, -1},
+      // Session 45: the item diet without the TMA dK / dV epilogue (D 64's default from 2k keys
+      // as of session 45; "default+idiet" at D 64 runs both since the idiet + tmakv 128-row kernel
+      // exists) and the TMA epilogue off alone.
+      {"default+idiet-tmakv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, 1, 0},
+      {"default-tmakv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, -1, 0},
+      {"default-idiet", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, 0, -1},
   };
 
   // F3AB_ONLY=name (exact) runs one variant; F3AB_VARIANTS=",a,b," (names between commas) runs

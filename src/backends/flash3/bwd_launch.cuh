@@ -611,7 +611,8 @@ void launch_stat(const Params& p, const Variant& v) {
 /// coupled 64- or 80-row dQ-first (stat 2 otherwise); the item diet (+idiet) only with coupled
 /// dQ-first without dv_early at D = 128 (64 or 80 rows) or D = 64 with block_m 128 (ignored
 /// otherwise); the TMA dK / dV epilogue (+tmakv) on the same structures with idiet as D's default
-/// (kIdietDefault: on at D = 128; kIdietDefault64: off at D = 64; ignored otherwise), and only
+/// (kIdietDefault: on at D = 128; kIdietDefault64: off at D = 64; ignored otherwise) or, at D =
+/// 64 with 128-row blocks, with the item diet and kStat 2 (session 45), and only
 /// where dK / dV are TMA store targets (launch_backward; the STG kernel otherwise); by default on
 /// at D = 128 and at D = 64 below kIdietMinSk64 keys (where D 64 runs without the item diet).
 template <int D, bool BF16>
@@ -664,8 +665,12 @@ void run_backward(const Params& p) {
   if (v.decoupled || !v.dq_first) v.dv_early = false;
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128)) v.idiet = false;
   constexpr bool kIdietDef = D == 64 ? bwd::kIdietDefault64 : bwd::kIdietDefault;
+  // Session 45: D 64's 128-row kernel is built with the item diet and the TMA dK / dV epilogue
+  // together too, for its default lse2 / delta source (kStat 2) only.
+  const bool idiet_tmakv64 = D == 64 && v.block_m == 128 && v.idiet && v.dq_first && !v.decoupled &&
+                             !v.dv_early && (v.stat == 2 || v.stat == 3);
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
-      v.idiet != kIdietDef)
+      (v.idiet != kIdietDef && !idiet_tmakv64))
     v.tmakv = false;
   if (p.deterministic) {
     // Session 25: the tuned structures' kDet builds (bwd_kernel.cuh kDet: dQ summed in key-block
@@ -759,6 +764,8 @@ void run_backward(const Params& p) {
   if constexpr (D == 64) {
     if (v.block_m == 128) {
       if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 128, true, true>(p, v);
+      if (v.tmakv && v.idiet)  // (idiet_tmakv64: kStat 2 only)
+        return bwd::launch_backward<D, BF16, false, 128, true, 2, false, false, true, true>(p, v);
       if (v.tmakv) return bwd::launch_stat<D, BF16, false, 128, true, false, kIdietDef, true>(p, v);
       if (v.dq_first && v.idiet)
         return bwd::launch_stat<D, BF16, false, 128, true, false, true>(p, v);

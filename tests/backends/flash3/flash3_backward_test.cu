@@ -482,6 +482,28 @@ TEST_P(Flash3Backward, TmaKVDkDvBitwiseEqual) {
         "+tmakv (dq_mode = " + std::to_string(dq) + ")");
 }
 
+// Session 45: the item diet with and without the TMA dK / dV epilogue forced together on every
+// case (D = 64: the 128-row kernel with both, built for kStat 2 only, and without the epilogue,
+// the default from kIdietMinSk64 keys; D = 128 on 64 / 80 rows as the case's default), and the
+// epilogue's dK / dV bitwise equal to the STG one's under the diet.
+TEST_P(Flash3Backward, MatchesOracleIdietTmaKV) {
+  if (GetParam().d == 256) GTEST_SKIP() << "D = 256: no item diet";
+  for (const int tmakv : {1, 0}) {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, tmakv);
+    SCOPED_TRACE("tmakv " + std::to_string(tmakv));
+    expect_backward_passes(GetParam());
+  }
+}
+TEST_P(Flash3Backward, IdietTmaKVDkDvBitwiseEqual) {
+  if (GetParam().d == 256) GTEST_SKIP() << "D = 256: no item diet";
+  expect_dk_dv_bitwise_equal(
+      GetParam(),
+      [&](int tmakv) {
+        return TuningScope(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, tmakv);
+      },
+      "+tmakv under +idiet");
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Flash3Backward, ::testing::ValuesIn(backward_cases()),
                          CaseParamName{});
 
