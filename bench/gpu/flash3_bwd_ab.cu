@@ -227,8 +227,7 @@ void run_one(int S, bool causal) {
       // 128 tiling): the default's structure otherwise (kStat 3, idiet, tmakv as the default's).
       {"default+m80", -1, -1, 80, -1, -1, -1, false, -1, -1, 0, 0, true, -1, -1, -1, -1},
       // Session 45: the item diet without the TMA dK / dV epilogue (D 64's default from 2k keys
-      // as of session 45; "default+idiet" at D 64 runs both since the idiet + tmakv 128-row kernel
-      // exists) and the TMA epilogue off alone.
+      // between session 45's calls 4 and 6; D 64's default has both since), and each alone off.
       {"default+idiet-tmakv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, 1, 0},
       {"default-tmakv", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, -1, 0},
       {"default-idiet", -1, -1, -1, -1, -1, -1, false, -1, -1, -1, -1, false, -1, -1, 0, -1},

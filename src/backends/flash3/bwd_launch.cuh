@@ -527,8 +527,7 @@ inline bool env_variant(int d, Variant& v) {
 /// 16k; +dve alone mixed (376 / 483 / 520, causal 424 / 507), +pfl+dve below +pfl, D = 64 128-row
 /// +dve below the default (bench/results/2026-11-22-h100-flash3-bwd-s6-f3bwd7.md).
 /// seqlen_k: the call's key count (0: not known, e.g. the tests' look at the per-D defaults), for
-/// the length-dependent choices (D = 128 causal 80 rows from kM80MinSkCausal keys, D = 64 +idiet
-/// from kIdietMinSk64 keys).
+/// the length-dependent choices (D = 128 causal 80 rows from kM80MinSkCausal keys).
 inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
   Variant v;
   if (d == 64 && (!causal || kD64CausalM128)) {
@@ -556,12 +555,10 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
   v.dv_early = kDvEarlyDefault && v.dq_first;
   v.prep_vec = kPrepVecDefault;
   v.conv_vec = kConvVecDefault;
-  // D 64: the item diet from kIdietMinSk64 keys (session 45). The TMA dK / dV epilogue is built
-  // with D's template idiet default only (kIdietDefault64: off), so run_backward drops it where
-  // the diet runs at D 64, as in the A/B that chose the diet (and keeps it where a knob turns the
-  // diet off). D 128: both at every length (session 45 dropped +tmakv's 1k cap).
-  v.idiet = (d == 64 ? kIdietDefault64 || seqlen_k >= kIdietMinSk64 : kIdietDefault) &&
-            v.dq_first && !v.decoupled && !v.dv_early;
+  // D 64 and D 128: the item diet and the TMA dK / dV epilogue at every length since session 45
+  // (before: D 64 without the diet, D 128 with the epilogue up to 1k keys; see bwd_traits.hpp).
+  v.idiet =
+      (d == 64 ? kIdietDefault64 : kIdietDefault) && v.dq_first && !v.decoupled && !v.dv_early;
   v.tmakv =
       (d == 64 ? kTmaKvDefault64 : kTmaKvDefault) && v.dq_first && !v.decoupled && !v.dv_early;
   return v;
@@ -570,8 +567,9 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
 /// kDvEarly (v.dv_early) is instantiated only for the coupled dQ-first kernels (the defaults'
 /// structures: D = 128 coupled, D = 64 128-row), without K / V in registers; kIdiet (v.idiet)
 /// for the same two structures without kDvEarly (every lse2 / delta source); kTmaKV (v.tmakv) for
-/// the same two structures with the item diet as its default for D (kIdietDefault / 64), without
-/// kDvEarly (every lse2 / delta source).
+/// the same two structures with the item diet at D 128, without it at D 64 (kTmaKvStatIdiet in
+/// run_backward), without kDvEarly (every lse2 / delta source); at D 64 with the diet too, for
+/// kStat 2 only (session 45, run_backward).
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, bool kDvEarly = false,
           bool kIdiet = false, bool kTmaKV = false>
 void launch_stat(const Params& p, const Variant& v) {
@@ -610,11 +608,10 @@ void launch_stat(const Params& p, const Variant& v) {
 /// only with coupled dQ-first (ignored otherwise); the late prefetch refill (stat 3) only with
 /// coupled 64- or 80-row dQ-first (stat 2 otherwise); the item diet (+idiet) only with coupled
 /// dQ-first without dv_early at D = 128 (64 or 80 rows) or D = 64 with block_m 128 (ignored
-/// otherwise); the TMA dK / dV epilogue (+tmakv) on the same structures with idiet as D's default
-/// (kIdietDefault: on at D = 128; kIdietDefault64: off at D = 64; ignored otherwise) or, at D =
-/// 64 with 128-row blocks, with the item diet and kStat 2 (session 45), and only
-/// where dK / dV are TMA store targets (launch_backward; the STG kernel otherwise); by default on
-/// at D = 128 and at D = 64 below kIdietMinSk64 keys (where D 64 runs without the item diet).
+/// otherwise); the TMA dK / dV epilogue (+tmakv) on the same structures with the item diet at D =
+/// 128, without it at D = 64 (kTmaKvStatIdiet), or at D = 64 with 128-row blocks with the diet
+/// and kStat 2 (session 45), and only where dK / dV are TMA store targets (launch_backward; the
+/// STG kernel otherwise); by default on, with the diet, at D = 64 and 128.
 template <int D, bool BF16>
 void run_backward(const Params& p) {
   static const std::pair<bool, bwd::Variant> env = [] {
@@ -664,13 +661,14 @@ void run_backward(const Params& p) {
   if (v.block_m != 128 && v.stat == 1) v.stat = 0;
   if (v.decoupled || !v.dq_first) v.dv_early = false;
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128)) v.idiet = false;
-  constexpr bool kIdietDef = D == 64 ? bwd::kIdietDefault64 : bwd::kIdietDefault;
-  // Session 45: D 64's 128-row kernel is built with the item diet and the TMA dK / dV epilogue
-  // together too, for its default lse2 / delta source (kStat 2) only.
+  // The item diet of the TMA dK / dV epilogue kernels built for every lse2 / delta source
+  // (launch_stat): with it at D 128, without at D 64 (session 9's defaults). Session 45: D 64's
+  // 128-row kernel is built with both too, for its default source (kStat 2) only.
+  constexpr bool kTmaKvStatIdiet = D != 64;
   const bool idiet_tmakv64 = D == 64 && v.block_m == 128 && v.idiet && v.dq_first && !v.decoupled &&
                              !v.dv_early && (v.stat == 2 || v.stat == 3);
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
-      (v.idiet != kIdietDef && !idiet_tmakv64))
+      (v.idiet != kTmaKvStatIdiet && !idiet_tmakv64))
     v.tmakv = false;
   if (p.deterministic) {
     // Session 25: the tuned structures' kDet builds (bwd_kernel.cuh kDet: dQ summed in key-block
@@ -766,7 +764,8 @@ void run_backward(const Params& p) {
       if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 128, true, true>(p, v);
       if (v.tmakv && v.idiet)  // (idiet_tmakv64: kStat 2 only)
         return bwd::launch_backward<D, BF16, false, 128, true, 2, false, false, true, true>(p, v);
-      if (v.tmakv) return bwd::launch_stat<D, BF16, false, 128, true, false, kIdietDef, true>(p, v);
+      if (v.tmakv)
+        return bwd::launch_stat<D, BF16, false, 128, true, false, kTmaKvStatIdiet, true>(p, v);
       if (v.dq_first && v.idiet)
         return bwd::launch_stat<D, BF16, false, 128, true, false, true>(p, v);
       if (v.dq_first) return bwd::launch_stat<D, BF16, false, 128, true>(p, v);
@@ -784,7 +783,8 @@ void run_backward(const Params& p) {
   if (v.decoupled) return bwd::launch_stat<D, BF16, true, 64, false>(p, v);
   if (v.dq_first && v.dv_early) return bwd::launch_stat<D, BF16, false, 64, true, true>(p, v);
   if constexpr (D != 64) {
-    if (v.tmakv) return bwd::launch_stat<D, BF16, false, 64, true, false, kIdietDef, true>(p, v);
+    if (v.tmakv)
+      return bwd::launch_stat<D, BF16, false, 64, true, false, kTmaKvStatIdiet, true>(p, v);
     if (v.dq_first && v.idiet) return bwd::launch_stat<D, BF16, false, 64, true, false, true>(p, v);
   }
   if (v.dq_first) return bwd::launch_stat<D, BF16, false, 64, true>(p, v);

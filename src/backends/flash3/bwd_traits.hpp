@@ -123,17 +123,18 @@ inline constexpr bool kConvVecDefault = false;
 //   Session 8, H100 same-process A/B (best of 20 each, TFLOP/s; bench/results/
 //   2026-11-22-h100-flash3-bwd-s8-f3bwd11.md): D 128 +0.9 / +3.2 % at S 1k (non-causal /
 //   causal), +5.4 / +1.6 % at 4k, +2.3 / +7.3 % at 16k: on. D 64 +0.6 / +1.5, +2.6 / -3.1,
-//   +0.1 / 0.0 %: mixed, off (kIdietDefault64: the kernels' template default at D 64, which the
-//   TMA dK / dV epilogue is built with).
-//   Session 45 (H200, flash3_bwd_modes.sh, 8 processes each, ABBA; bench/results/
-//   2026-11-30-h200-flash3-s45-call4-idiet-tmakv.txt), on the session 42-44 item trims: D 64
-//   +idiet (which runs without +tmakv there) -1.5 % at 1k non-causal, -6.9 % at 1k causal,
-//   +2.2 / +2.6 / +3.6 / +4.2 % non-causal at 2k / 4k / 8k / 16k, causal +1.5 % at 4k and
-//   +3.8 % at 16k (at 2k and from 8k every +idiet process above every default one): on per call
-//   from kIdietMinSk64 keys (default_variant).
+//   +0.1 / 0.0 %: mixed, off (kIdietDefault64) until session 45.
+//   Session 45 (H200, flash3_bwd_modes.sh, ABBA, one process per variant; bench/results/
+//   2026-11-30-h200-flash3-s45-call{4,6}-*.txt), on the session 42-44 item trims: the diet alone
+//   (then without the TMA dK / dV epilogue, built with the diet at D 128 only) -1.5 / -6.9 % at 1k
+//   (non-causal / causal), +2.2..+4.2 % non-causal from 2k, +3.8 % causal 16k (call 4); the diet
+//   with the epilogue, a D 64 128-row kernel of its own since call 6 (kStat 2 only), against the
+//   epilogue alone (the 1k default before): +4.2 / +3.1 % at 1k, every process above every default
+//   one; against the diet alone +5.7 / +8.4 % at 1k, +3.4 % at 2k, +1.5 / +3.4 % at 4k, -0.3 /
+//   -2.0 % at 16k (16k causal: the diet-alone processes spread 492-536). On at every length, with
+//   the epilogue.
 inline constexpr bool kIdietDefault = true;
-inline constexpr bool kIdietDefault64 = false;
-inline constexpr int64_t kIdietMinSk64 = 2048;
+inline constexpr bool kIdietDefault64 = true;
 // kTmaKvDefault (session 9, helper f3bwd13, variant "+tmakv"): the dK / dV epilogue through shared
 //   memory (stmatrix) and TMA stores (bwd_kernel.cuh kTmaKV) instead of 32-bit STG from the
 //   accumulators, as the forward's kVarTmaEpi. Session 9, H100 same-process A/B (median of 20
@@ -144,11 +145,10 @@ inline constexpr int64_t kIdietMinSk64 = 2048;
 //   `...-flash3-bwd-s10-modes.md`) put that at -1.7 / -0.9 % (4k) and -3.1 / -3.0 % (16k): session
 //   9's 4k loss was a slow process, the few % at 16k are the kernel (ncu 4k: +3.8 % cycles, same
 //   loop code). On per call up to 1k keys from then until session 45.
-//   Session 45 (H200, same runs as kIdietMinSk64's), on the session 42-44 kernels (64 rows causal
-//   below 8k keys, 80 rows otherwise): D 128 +tmakv above 1k keys +5.8 / +1.7 / +0.5 / +0.7 %
-//   causal at 2k / 4k / 8k / 16k (2k: every +tmakv process above every default one), +2.4 /
-//   +1.6 % non-causal at 4k / 16k (16k: 7 of 8 above all but one default process): on at every
-//   length.
+//   Session 45 (H200, call 4 of kIdietDefault64's runs), on the session 42-44 kernels (64 rows
+//   causal below 8k keys, 80 rows otherwise): D 128 +tmakv above 1k keys +5.8 / +1.7 / +0.5 / +0.7
+//   % causal at 2k / 4k / 8k / 16k (2k: every +tmakv process above every default one), +2.4 / +1.6
+//   % non-causal at 4k / 16k (16k: 7 of 8 above all but one default process): on at every length.
 inline constexpr bool kTmaKvDefault = true;
 inline constexpr bool kTmaKvDefault64 = true;
 // D 128 causal calls take the 80-row blocks (kDqTrans, bwd_launch.cuh default_variant) from this

@@ -465,8 +465,11 @@ TEST_P(Flash3Backward, MatchesOracleTmaKV) {
   expect_backward_passes(GetParam());
 }
 TEST_P(Flash3Backward, MatchesOracleTmaKVOther) {
-  expect_other_sources_pass(GetParam(), [](int dq, int block_m, int stat) {
-    return TuningScope(dq, 0, block_m, 1, stat, -1, -1, -1, -1, -1, -1, -1, -1, 1);
+  // (D = 64: the epilogue's kernels for the other sources are built without the diet, which is
+  // D 64's default since session 45.)
+  const int idiet = GetParam().d == 64 ? 0 : -1;
+  expect_other_sources_pass(GetParam(), [idiet](int dq, int block_m, int stat) {
+    return TuningScope(dq, 0, block_m, 1, stat, -1, -1, -1, -1, -1, -1, -1, idiet, 1);
   });
 }
 // +tmakv stores the same 16-bit values (stage_acc_rows: the STG path's products and pack2) to the
@@ -482,15 +485,16 @@ TEST_P(Flash3Backward, TmaKVDkDvBitwiseEqual) {
         "+tmakv (dq_mode = " + std::to_string(dq) + ")");
 }
 
-// Session 45: the item diet with and without the TMA dK / dV epilogue forced together on every
-// case (D = 64: the 128-row kernel with both, built for kStat 2 only, and without the epilogue,
-// the default from kIdietMinSk64 keys; D = 128 on 64 / 80 rows as the case's default), and the
-// epilogue's dK / dV bitwise equal to the STG one's under the diet.
+// Session 45: the item diet and the TMA dK / dV epilogue forced in each combination on every
+// case (D = 64: the 128-row kernel with both, built for kStat 2 only, the default since session
+// 45; with the diet alone; with the epilogue alone, the 1k default before; D = 128 on 64 / 80
+// rows as the case's default, where the epilogue needs the diet), and the epilogue's dK / dV
+// bitwise equal to the STG one's under the diet.
 TEST_P(Flash3Backward, MatchesOracleIdietTmaKV) {
   if (GetParam().d == 256) GTEST_SKIP() << "D = 256: no item diet";
-  for (const int tmakv : {1, 0}) {
-    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, tmakv);
-    SCOPED_TRACE("tmakv " + std::to_string(tmakv));
+  for (const auto [idiet, tmakv] : {std::pair{1, 1}, std::pair{1, 0}, std::pair{0, 1}}) {
+    TuningScope t(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, idiet, tmakv);
+    SCOPED_TRACE("idiet " + std::to_string(idiet) + " tmakv " + std::to_string(tmakv));
     expect_backward_passes(GetParam());
   }
 }
@@ -741,8 +745,8 @@ TEST(Flash3BackwardVariant, PrepVecTokenEligibilityAndDefaults) {
 }
 
 // "+idiet" (session 7) parses into Variant::idiet next to the other tokens; the library
-// default runs it at D = 128 (session 8: kIdietDefault) and at D = 64 from kIdietMinSk64 keys
-// (session 45; kIdietDefault64, the template default, stays off).
+// default runs it at D = 128 (session 8: kIdietDefault) and, since session 45, at D = 64
+// (kIdietDefault64), at every length.
 TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
   const char* spec = "128:coupled+atomic+dqf+v4+pfl+vpp+idiet;64:m128+atomic+dqf+v4+vpp+idiet";
   flash3::bwd::Variant v128, v64, v_off, v_bad;
@@ -759,12 +763,11 @@ TEST(Flash3BackwardVariant, IdietTokenAndDefaults) {
         << causal;
     EXPECT_FALSE(flash3::bwd::default_variant(64, causal).idiet && !flash3::bwd::kIdietDefault64)
         << causal;
-    for (int64_t sk : {1, 1024, 2047, 2048, 4096, 16384}) {
-      EXPECT_EQ(flash3::bwd::default_variant(64, causal, sk).idiet, sk >= 2048) << sk;
+    for (int64_t sk : {1, 1024, 2048, 16384}) {
+      EXPECT_TRUE(flash3::bwd::default_variant(64, causal, sk).idiet) << sk;
       EXPECT_TRUE(flash3::bwd::default_variant(128, causal, sk).idiet) << sk;
     }
   }
-  EXPECT_EQ(flash3::bwd::kIdietMinSk64, 2048);
 }
 
 // "+tmakv" (session 9) parses into Variant::tmakv next to the other tokens ("tmakvx" does not),
