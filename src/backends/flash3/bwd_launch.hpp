@@ -57,7 +57,8 @@ struct BwdTuning {
   // dK / dV epilogue through shared memory (stmatrix) and TMA stores instead of 32-bit STG from
   // the accumulators (bwd_kernel.cuh kTmaKV, variant "+tmakv", session 9; the forward's
   // tma_epilogue). The defaults' structures only (coupled dQ-first without dv_early, D 128 with
-  // idiet, D 64 128-row without; ignored otherwise), and only where dK / dV are TMA store targets
+  // idiet, D 64 128-row without it or, at kStat 2, with it; ignored otherwise), and only where
+  // dK / dV are TMA store targets
   // (16-byte aligned, strides multiples of 8 elements; else the STG epilogue runs). Exact (same
   // bits). 1 / 0 / -1 = default (bwd_traits.hpp: on at D 64 and 128, with the item diet).
   int tmakv = -1;
