@@ -58,9 +58,9 @@ struct BwdTuning {
   // the accumulators (bwd_kernel.cuh kTmaKV, variant "+tmakv", session 9; the forward's
   // tma_epilogue). The defaults' structures only (coupled dQ-first without dv_early, D 128 with
   // idiet, D 64 128-row without it or, at kStat 2, with it; ignored otherwise), and only where
-  // dK / dV are TMA store targets
-  // (16-byte aligned, strides multiples of 8 elements; else the STG epilogue runs). Exact (same
-  // bits). 1 / 0 / -1 = default (bwd_traits.hpp: on at D 64 and 128, with the item diet).
+  // dK / dV are TMA store targets (16-byte aligned, strides multiples of 8 elements; else the STG
+  // epilogue runs). Exact (same bits). 1 / 0 / -1 = default (bwd_traits.hpp: on at D 64 and 128,
+  // with the item diet).
   int tmakv = -1;
   // Measurement only (session 11): the dQ accumulator starts this many bytes (a multiple of
   // 256) after its usual place in the workspace, which grows by as much. Lets one process time
