@@ -557,10 +557,9 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
   v.conv_vec = kConvVecDefault;
   // D 64 and D 128: the item diet and the TMA dK / dV epilogue at every length since session 45
   // (before: D 64 without the diet, D 128 with the epilogue up to 1k keys; see bwd_traits.hpp).
-  v.idiet =
-      (d == 64 ? kIdietDefault64 : kIdietDefault) && v.dq_first && !v.decoupled && !v.dv_early;
-  v.tmakv =
-      (d == 64 ? kTmaKvDefault64 : kTmaKvDefault) && v.dq_first && !v.decoupled && !v.dv_early;
+  const bool coupled_dqf = v.dq_first && !v.decoupled && !v.dv_early;  // (both knobs' structure)
+  v.idiet = (d == 64 ? kIdietDefault64 : kIdietDefault) && coupled_dqf;
+  v.tmakv = (d == 64 ? kTmaKvDefault64 : kTmaKvDefault) && coupled_dqf;
   return v;
 }
 
@@ -665,8 +664,8 @@ void run_backward(const Params& p) {
   // (launch_stat): with it at D 128, without at D 64 (session 9's defaults). Session 45: D 64's
   // 128-row kernel is built with both too, for its default source (kStat 2) only.
   constexpr bool kTmaKvStatIdiet = D != 64;
-  const bool idiet_tmakv64 = D == 64 && v.block_m == 128 && v.idiet && v.dq_first && !v.decoupled &&
-                             !v.dv_early && (v.stat == 2 || v.stat == 3);
+  // (v.idiet already implies the coupled dQ-first structure and, at D 64, 128-row blocks.)
+  const bool idiet_tmakv64 = D == 64 && v.idiet && (v.stat == 2 || v.stat == 3);
   if (v.decoupled || !v.dq_first || v.dv_early || (D == 64 && v.block_m != 128) ||
       (v.idiet != kTmaKvStatIdiet && !idiet_tmakv64))
     v.tmakv = false;
