@@ -546,7 +546,8 @@ inline Variant default_variant(int d, bool causal, int64_t seqlen_k = 0) {
     // 80-row query blocks (kDqTrans, session 44; FA3's non-causal D 128 tiling) non-causal, and
     // causal from kM80MinSkCausal keys. H200, flash3_bwd_modes.sh, 6 rounds (default+m80 /
     // default): non-causal +2.4 / +2.9 / +3.4 % at S 1k / 4k / 16k, causal -1.1 % at 2k and 4k,
-    // +4.0 % at 8k, +3.8 % at 16k (bench/results/2026-11-30-h200-flash3-s44-call{2,4}-m80.txt).
+    // +4.0 % at 8k, +3.8 % at 16k (bench/results/2026-11-30-h200-flash3-s44-call{2,4}-m80.txt);
+    // causal 4k +1.6 % in session 46 (-s46-call3-m80.txt), with the TMA dK / dV epilogue.
     if (d == 128 && (!causal || seqlen_k >= kM80MinSkCausal)) v.block_m = 80;
   }
   v.dq_vec4 = kDqVec4;

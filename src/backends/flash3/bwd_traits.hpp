@@ -153,8 +153,10 @@ inline constexpr bool kTmaKvDefault = true;
 inline constexpr bool kTmaKvDefault64 = true;
 // D 128 causal calls take the 80-row blocks (kDqTrans, bwd_launch.cuh default_variant) from this
 // many keys: 80 / 64 rows -1.1 % at 2k and at 4k, +4.0 % at 8k, +3.8 % at 16k (session 44 calls
-// 2 and 4; non-causal calls take them at every length).
-inline constexpr int64_t kM80MinSkCausal = 8192;
+// 2 and 4; non-causal calls take them at every length). Session 46 call 3, both kernels with the
+// TMA dK / dV epilogue at every length since session 45: +1.6 % at 4k (5 of 6 80-row processes
+// above every 64-row one), +0.5 % at 2k (within the spread): from 4k.
+inline constexpr int64_t kM80MinSkCausal = 4096;
 
 /// A per-head-dim build mask (bit 0 = D 64, bit 1 = D 128), as the switches below take.
 constexpr bool d_mask_has(int mask, int d) {

@@ -80,7 +80,8 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int
   if (tuning().tail_split < 0 && !(5 * rest <= 4 * ctas && n_blocks >= min_blocks)) return false;
   // Launch 2 (whatever slot launch 1 runs; it runs less than one round): D = 128 the unordered
   // diet kernel with the STG epilogue, ping-pong as that kernel's auto; D = 256 the ordered
-  // slot-11 kernel (launch 1's past Sk 4096), ping-pong off as the ordered builds' auto. Not the
+  // slot-11 kernel (launch 1's past Sk 4096 until session 46, when launch 1 took the diet at every
+  // Sk), ping-pong off as the ordered builds' auto. Not the
   // D = 256 diet: with it the tail kernel spilled 464 B, all from the merge (128 values per lane;
   // 40 B without the merge), without it 32 B (ptxas, sm_90a). Likely the diet's O, which lives
   // from tile to tile (the first P V names it with scale-d 0); zeroing it before the merge did
@@ -214,8 +215,8 @@ inline int epi_wide_auto(const Params& p, int D) {
 /// Session 40: slot 31 with the row sums in P V (kTcSumSlot) unless Tuning::tc_row_sum = 0 or
 /// ATTNKIT_FLASH3_FWD_FP32_ROWSUM is set (core/env.hpp flag; read per call): lse from the fp32
 /// sum of the unrounded P instead of the tensor core's sum of the 16-bit P (docs/numerics.md).
-/// Session 41: D 256's diet kernel (slot 29, Sk <= 4096) sums on the tensor core from this many
-/// keys (it lost 1.1..2.5 % at 1k, gained 1.7..3.5 % at 4k).
+/// Session 41: D 256's diet kernel (slot 29; the auto at every Sk since session 46) sums on the
+/// tensor core from this many keys (it lost 1.1..2.5 % at 1k, gained 1.7..3.5 % at 4k).
 inline constexpr int kTc256MinSeqlenK = 2048;
 inline bool tc_row_sum_on() {
   return tuning().tc_row_sum != 0 && !env::flag("ATTNKIT_FLASH3_FWD_FP32_ROWSUM");
@@ -305,10 +306,14 @@ void launch_forward(const Params& p) {
   const bool ordered = tuning().ordered_softmax < 0 ? ord_auto : tuning().ordered_softmax != 0;
   // Where the auto runs the diet: D 64 at every Sk (session 16, H100 A/B at 16k, slot 14 vs
   // slot 0: +2.5..+2.7 % both causal modes, bench/results/2026-11-23-h100-flash3-s16-d64-lazy-
-  // diet.json); D 256 up to Sk 4096; D 128 (128 keys, 2 warpgroups = kQRegCapable) where the
-  // uniform descriptors are on by auto (Sk <= 4096) or the ordered softmax runs.
-  const bool diet_shape = D == 64 || (D == 256 && p.seqlen_k <= 4096) ||
-                          (D == 128 && (uni_auto || (ordered && kQRegCapable)));
+  // diet.json); D 256 at every Sk (up to 4096 until session 46: past it the diet kernel with the
+  // row sums (slot 39) against slot 38, H200 same process, flash3_knob_ab.py diet:1, 3 rounds,
+  // against the second default copy: +2.5 / +2.7 % non-causal at 8k / 16k, +1.0 / +3.4 %
+  // causal, bench/results/2026-11-30-h200-flash3-s46.md calls 2 / 3); D 128 (128 keys, 2
+  // warpgroups = kQRegCapable) where the uniform descriptors are on by auto (Sk <= 4096) or the
+  // ordered softmax runs.
+  const bool diet_shape =
+      D == 64 || D == 256 || (D == 128 && (uni_auto || (ordered && kQRegCapable)));
   const bool diet_auto =
       tuning().uniform_desc < 0 && tuning().lazy_rescale < 0 && s4_ok && diet_shape;
   const bool diet = kDietCapable && !tuning().legacy_desc && !qreg &&
@@ -396,12 +401,12 @@ void launch_forward(const Params& p) {
       smem = TrTc::kSmemBytes;
     }
   }
-  // Session 41: D 256's ordered 64-key kernels (slot 27 past Sk 4096, the diet's slot 29 up to
-  // it) with the row sums in P V (two P V wgmmas a k-step, traits.hpp; 210 KB). Same process
-  // against two copies of the default (bench/results/2026-11-30-h200-flash3-s41.md call 1): slot
-  // 27's twin +2.7..+4.4 % at S 16k, slot 29's +1.7..+3.5 % at 4k but -1.1..-2.5 % at 1k (not
-  // in cycles: at the board's power cap, call 6, where the D 128 twin's clock dropped 4.5 %).
-  // Auto: slot 27 always, slot 29 from Sk kTc256MinSeqlenK; Tuning::tc_row_sum = 1 forces both.
+  // Session 41: D 256's ordered 64-key kernels (slot 27, the auto past Sk 4096 until session 46;
+  // the diet's slot 29) with the row sums in P V (two P V wgmmas a k-step, traits.hpp; 210 KB).
+  // Same process against two copies of the default (bench/results/2026-11-30-h200-flash3-s41.md
+  // call 1): slot 27's twin +2.7..+4.4 % at S 16k, slot 29's +1.7..+3.5 % at 4k but -1.1..-2.5 % at
+  // 1k (not in cycles: at the board's power cap, call 6, where the D 128 twin's clock dropped 4.5
+  // %). Auto: slot 27 always, slot 29 from Sk kTc256MinSeqlenK; Tuning::tc_row_sum = 1 forces both.
   if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2) {
     const bool diet13 = slot_id == 16 + 13;
     const bool tc_here =
@@ -452,9 +457,14 @@ void launch_forward(const Params& p) {
   // with its softmax overlapping its own P V, a warpgroup gains nothing from the forced
   // alternation: off, D 256 causal +0.8..+3.2 % at 4k / 16k (1k +0.1 %), D 128 non-causal
   // +0.4..+0.8 % at 4k / 16k, causal -0.2..+0.5 %.
-  a.pingpong = tuning().pingpong >= 0               ? tuning().pingpong
-               : !run_ord && (D <= 128 || a.causal) ? 1
-                                                    : 0;
+  // Session 46 (H200, today's D 256 kernels with the row sums in P V, flash3_knob_ab.py
+  // pingpong:1 against the second default copy, 3 rounds; -s46.md calls 2 / 3): D 256 causal
+  // reversed, on: +1.2 % at 4k, +1.4 % at 8k, +3.6 % at 16k (every round), 1k +0.4 % (noise);
+  // with the diet at 8k / 16k +1.5 / +3.9 % (diet alone +1.0 / +3.4 %). D 256 non-causal stays
+  // off (-2.8 % at 1k; past 4k it cut the diet's gain from +2.5..+2.7 % to +1.5..+1.7 %), D 128's
+  // ordered kernel too (-0.1..-1.0 %).
+  const bool pp_auto = (D == 256 && a.causal) || (!run_ord && (D <= 128 || a.causal));
+  a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : pp_auto ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = tuning().overlap_tiles ? 1 : 0;
   a.trace = static_cast<unsigned long long*>(tuning().trace);

@@ -191,8 +191,8 @@ void expect_dk_dv_bitwise_equal(const check::Case& c, const Tune& tune, const st
 // atomics + dQ-first, causal too (kD64CausalM128; session 4: causal decoupled + atomics + K/V in
 // registers) + lse2 / delta prefetched (stat 2, session 43); D = 128 coupled + atomics +
 // dQ-first + prefetched lse2/delta with the late refill
-// (+pfl, session 6), on 80-row blocks non-causal (session 44; causal from 8k keys, which no case
-// here reaches); float4 dQ layout).
+// (+pfl, session 6), on 80-row blocks non-causal (session 44; causal from 4k keys since session 46,
+// 8k before; no case here reaches either); float4 dQ layout).
 TEST_P(Flash3Backward, MatchesOracle) {
   TuningScope t(-1, -1);
   expect_backward_passes(GetParam());
@@ -272,7 +272,7 @@ TEST(Flash3BackwardBm80, HeadDim96MatchesOracle) {
 }
 // The hostile lengths (check::hostile_cases runs them at D 64 only) at D = 128 around the 80-row
 // block: length 1, odd ones, 79 / 80 / 81 / 161 (a last block of 1 row); the default variant (80
-// rows non-causal, 64 causal below 8k keys) and 80 rows forced; bf16, GQA 2. Length 0 is not
+// rows non-causal, 64 causal below 4k keys) and 80 rows forced; bf16, GQA 2. Length 0 is not
 // here: a [2, 0, 4, 128] tensor's b-stride is 0, which flash3 declares unsupported (TMA), so the
 // dispatcher falls back (Flash3Hostile shows those skips). Added after session 44's GPU runs; its
 // first run (session 45) had lengths 0 and failed on exactly that.
@@ -695,16 +695,17 @@ TEST(Flash3BackwardVariant, DvEarlyTokenAndDefaultOff) {
 }
 
 // "m80" (session 44) parses into 80-row coupled blocks; the D = 128 default takes them
-// non-causal, and causal from 8k keys (bwd_launch.cuh default_variant); D = 64 never.
+// non-causal, and causal from 4k keys (bwd_traits.hpp kM80MinSkCausal; 8k until session 46);
+// D = 64 never.
 TEST(Flash3BackwardVariant, M80TokenAndDefaults) {
   flash3::bwd::Variant v, v_bad;
   ASSERT_TRUE(parse_variant("128:m80+atomic+dqf+v4+pfl+idiet", 128, v));
   EXPECT_TRUE(v.block_m == 80 && !v.decoupled && v.dq_first && v.stat == 3 && v.idiet);
   EXPECT_FALSE(parse_variant("128:atomic+m80", 128, v_bad));  // (the structure comes first)
   using flash3::bwd::default_variant;
-  for (int64_t sk : {0, 1024, 4096, 8191, 8192, 16384}) {
+  for (int64_t sk : {0, 1024, 2048, 4095, 4096, 8192, 16384}) {
     EXPECT_EQ(default_variant(128, false, sk).block_m, 80) << sk;
-    EXPECT_EQ(default_variant(128, true, sk).block_m, sk >= 8192 ? 80 : 64) << sk;
+    EXPECT_EQ(default_variant(128, true, sk).block_m, sk >= 4096 ? 80 : 64) << sk;
     for (bool causal : {false, true})
       EXPECT_EQ(default_variant(64, causal, sk).block_m, 128) << sk << " " << causal;
   }

@@ -383,8 +383,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   // wherever slot 31 runs, so "long" and the D = 128 "ordered" / "tail" cases past 2048 keys run
   // the kTcSumSlot kernel).
   // "tc256" (session 41): D 256's ordered 64-key kernels with the row sums in P V at any Sk
-  // (tc_row_sum = 1; slot kTcSum256DietSlot up to Sk 4096, where the diet runs, else
-  // kTcSum256Slot; the auto only from Sk 2048); elsewhere the default.
+  // (tc_row_sum = 1; slot kTcSum256DietSlot, where the diet runs: at every Sk since session 46;
+  // the auto only from Sk 2048); elsewhere the default.
   flash3::tuning().tc_row_sum = c.tag == "tc_off" ? 0 : c.tag == "tc256" ? 1 : -1;
   // "early"/"v3"/"early_v3": O rescaled before its P V issue; 3-stage V ring (session 3 knobs).
   flash3::tuning().early_rescale = c.tag == "early" || c.tag == "early_v3";
@@ -437,6 +437,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   // on, or left at auto (tmaepi_auto); with the dynamic scheduler, tiles not overlapped, one CTA
   // per tile; with one Q buffer (tmaepi_q1: not supported there, the STG epilogue runs).
   // D = 128 and 64 (ignored at 256).
+  // "nodiet" (session 46): the diet forced off (Tuning::tile_diet = 0). D 256's auto runs the
+  // diet at every Sk since session 46, so this is where its ordered slot-11 build with the row
+  // sums in P V (kTcSum256Slot, the auto past Sk 4096 before) still runs.
+  if (c.tag == "nodiet") flash3::tuning().tile_diet = 0;
   if (c.tag.rfind("tmaepi", 0) == 0) {
     flash3::tuning().tma_epilogue = 1;
     if (c.tag != "tmaepi_auto") flash3::tuning().tile_diet = 1;
@@ -491,22 +495,19 @@ TEST_P(Flash3Forward, MatchesReference) {
                        ran_slot == flash3::kTcSum256DietSlot;
   const double lse_tol = tc_sums && c.dt == DType::bf16 ? std::log1p(1.0 / 256) + 1e-4 : 2e-3;
   // Session 16: the default path past Sk 2048 runs the ordered builds (launch.cuh kernels_ord,
-  // slot 16 + s): D = 256 the diet (13, Sk <= 4096) or slot 11; D = 128 the diet + TMA
-  // epilogue (15) at every Sk > 2048 (since session 40 from 2048, with the row sums in P V);
-  // D = 64 none (its diet, slot 14). "unordered" never runs one.
-  // Session 41: D = 256's with the row sums in P V (slot 27's past Sk 4096, the diet's from
-  // Sk 2048); "tc_off": the ordered builds themselves.
-  if (c.tag == "long" && c.d == 256)
-    want_slot = c.sk > 4096    ? flash3::kTcSum256Slot
-                : c.sk >= 2048 ? flash3::kTcSum256DietSlot
-                               : 16 + 13;
-  if (c.tag == "tc_off" && c.d == 256) want_slot = 16 + (c.sk <= 4096 ? 13 : 11);
+  // slot 16 + s): D = 256 the diet (13; at every Sk since session 46, slot 11 past Sk 4096
+  // before); D = 128 the diet + TMA epilogue (15) at every Sk > 2048 (since session 40 from
+  // 2048, with the row sums in P V); D = 64 none (its diet, slot 14). "unordered" never runs one.
+  // Session 41: D = 256's with the row sums in P V (the diet's from Sk 2048; slot 27's with the
+  // diet forced off, "nodiet"); "tc_off": the ordered builds themselves.
+  if (c.tag == "long" && c.d == 256) want_slot = c.sk >= 2048 ? flash3::kTcSum256DietSlot : 16 + 13;
+  if (c.tag == "tc_off" && c.d == 256) want_slot = 16 + 13;
+  if (c.tag == "nodiet" && c.d == 256) want_slot = flash3::kTcSum256Slot;
   // D = 128 (session 40): slot 31's build with the row sums in P V; "tc_off": slot 31 itself.
   if (c.tag == "long" && c.d == 128) want_slot = flash3::kTcSumSlot;  // (Sk >= 2048)
   // (Sk 2048: ordered, with it, only with the row sums: without them slot 15.)
   if (c.tag == "tc_off" && c.d == 128) want_slot = c.sk > 2048 ? 16 + 15 : 15;
-  if (c.tag == "tc256" && c.d == 256)
-    want_slot = c.sk <= 4096 ? flash3::kTcSum256DietSlot : flash3::kTcSum256Slot;
+  if (c.tag == "tc256" && c.d == 256) want_slot = flash3::kTcSum256DietSlot;
   if (c.tag == "long" && c.d == 64) want_slot = 14;  // (the diet at every Sk since session 16)
   // Session 23: softcap / ALiBi / window calls run their own kernel, whatever the knobs say.
   if (c.score_mod()) want_slot = flash3::kScoreModSlot;
@@ -514,10 +515,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
     EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
   // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds)
-  // and (session 20) the D = 256 64-key ones (13 up to Sk 4096, else 11), non-causal; the cases
-  // are sized so that the last round is partial (a knob that silently fell back would still pass
-  // the oracle). Forced off, causal or D = 64: never. Auto: where the last round holds at most
-  // 80 % of the grid and a tile has at least 4096 keys (D = 256: 8192).
+  // and (session 20) the D = 256 64-key ones (13; 11 past Sk 4096 before session 46), non-causal;
+  // the cases are sized so that the last round is partial (a knob that silently fell back would
+  // still pass the oracle). Forced off, causal or D = 64: never. Auto: where the last round holds
+  // at most 80 % of the grid and a tile has at least 4096 keys (D = 256: 8192).
   if (c.tag.rfind("tail", 0) == 0) {
     const int64_t tiles = c.b * c.hq * ((c.sq + 127) / 128);
     int grid = c.grid;
@@ -538,7 +539,8 @@ TEST_P(Flash3Forward, MatchesReference) {
                      : raw == flash3::kTcSum256DietSlot ? 13
                                                         : raw % 16;
     if (can && want && c.d == 128) EXPECT_TRUE(slot == 13 || slot == 15) << "kernel slot " << slot;
-    if (can && want && c.d == 256) EXPECT_EQ(slot, c.sk <= 4096 ? 13 : 11) << "kernel slot";
+    // (D 256: the diet at every Sk since session 46; slot 11 past Sk 4096 before)
+    if (can && want && c.d == 256) EXPECT_EQ(slot, 13) << "kernel slot";
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
@@ -656,8 +658,9 @@ std::vector<Cfg> cases() {
       add({"tc_off", 1, 300, 2048, 4, 2, 0, DType::bf16, Causal::none});
       // D 256 with the row sums in P V forced below the auto's Sk 2048 (session 41): rows
       // without keys (br, Sq > Sk), GQA, partial K/V blocks, one-block tiles, jumping maxima
-      // (amp 4: the lazy rescale's branch), past Sk 4096 (slot 27's build) with the GPU
-      // reference; the auto's kernels run in the "long" cases, "tc_off" the FADD builds.
+      // (amp 4: the lazy rescale's branch), past Sk 4096 (slot 27's build until session 46, the
+      // diet's since) with the GPU reference; the auto's kernels run in the "long" cases, "tc_off"
+      // the FADD builds.
       for (Causal cz : {Causal::none, Causal::top_left, Causal::bottom_right})
         add({"tc256", 1, 300, 77, 4, 2, 0, DType::bf16, cz});
       add({"tc256", 2, 700, 900, 8, 2, 0, DType::bf16, Causal::bottom_right});
@@ -665,6 +668,7 @@ std::vector<Cfg> cases() {
       add({"tc256", 1, 300, 5000, 4, 1, 0, DType::bf16, Causal::none, false, false, true});
       add({"long", 1, 300, 2048, 4, 2, 0, DType::bf16, Causal::bottom_right});
       add({"tc_off", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
+      add({"nodiet", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::bottom_right, false, false, true});
       add({"unordered", 2, 700, 5000, 8, 2, 0, DType::bf16, Causal::none, false, false, true});
       // Session 19: the split tail (D = 128, and D = 256 since session 20; D = 64 checks that it
       // never runs). On 5-13 CTAs:
