@@ -116,6 +116,11 @@ extern "C" void flash3_set_knobs_prefetch(int q_prefetch, int kv_prefetch) {
 extern "C" void flash3_set_knobs_epi(int epi_wide) {
   attnkit::flash3::tuning().epi_wide = epi_wide;
 }
+// Session 46: Tuning::lpt_schedule (-1 = auto, the default / 0 = off / 1 = the balanced table on
+// static causal launches / 2 = also on the long causal ones instead of the dynamic scheduler).
+extern "C" void flash3_set_knobs_lpt(int lpt_schedule) {
+  attnkit::flash3::tuning().lpt_schedule = lpt_schedule;
+}
 // Session 19: Tuning::tail_split (-1 auto / 0 / 1), tail_min_blocks (-1 = the default) and
 // max_grid (0 = one CTA per SM).
 extern "C" void flash3_set_knobs_tail(int tail_split, int tail_min_blocks, int max_grid) {

@@ -50,6 +50,7 @@ def load(lib_path):
     knobs_tail = optional("flash3_set_knobs_tail", 3)  # session 19 (tail_split, min, max_grid)
     knobs_tail_probe = optional("flash3_set_knobs_tail_probe", 1)  # session 19 (measurement)
     knobs_tc = optional("flash3_set_knobs_tc", 1)  # session 40 (tc_row_sum)
+    knobs_lpt = optional("flash3_set_knobs_lpt", 1)  # session 46 (lpt_schedule)
     last_slot = getattr(lib, "flash3_last_slot", None)
     if last_slot is not None:
         last_slot.restype = ctypes.c_int
@@ -57,7 +58,7 @@ def load(lib_path):
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=-1, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
-                   epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1):
+                   epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -87,6 +88,10 @@ def load(lib_path):
             knobs_tc(tc)
         elif tc != -1:
             raise SystemExit("tc: the shim has no flash3_set_knobs_tc")
+        if knobs_lpt is not None:
+            knobs_lpt(lpt)
+        elif lpt != -1:
+            raise SystemExit("lpt: the shim has no flash3_set_knobs_lpt")
     set_tuning.has_diet = knobs_diet is not None
     set_tuning.last_slot = last_slot
     last_tail = getattr(lib, "flash3_last_tail_tiles", None)  # session 19

@@ -303,6 +303,7 @@ Tuning& tuning() {
 namespace {
 std::atomic<int> g_last_forward_slot{-1};
 std::atomic<int> g_last_forward_tail{0};
+std::atomic<int> g_last_forward_lpt{0};
 }  // namespace
 int last_forward_slot() {
   return g_last_forward_slot.load(std::memory_order_relaxed);
@@ -315,6 +316,12 @@ int last_forward_tail_tiles() {
 }
 void set_last_forward_tail_tiles(int tiles) {
   g_last_forward_tail.store(tiles, std::memory_order_relaxed);
+}
+int last_forward_lpt_rounds() {
+  return g_last_forward_lpt.load(std::memory_order_relaxed);
+}
+void set_last_forward_lpt_rounds(int rounds) {
+  g_last_forward_lpt.store(rounds, std::memory_order_relaxed);
 }
 }  // namespace flash3
 

@@ -127,6 +127,10 @@ struct FwdArgs {
   uint64_t drop_seed, drop_offset;
   uint32_t drop_threshold;
   float drop_rescale;
+  // Session 46 (Tuning::lpt_schedule; lpt_schedule.hpp, tile_scheduler.cuh static_tile): the
+  // static schedule as a table, [num_rounds][grid] tile indices (-1: none), in device memory the
+  // launch keeps for the shape; null = the zig-zag / rotated rounds.
+  const int* sched_table;
 };
 
 }  // namespace attnkit::flash3

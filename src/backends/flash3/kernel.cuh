@@ -233,9 +233,13 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       trace_stamp(args, 48, cwg, threadIdx.x % 128, 1);
     } else if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
+      // Static: tile k + 1 is asked for while tile k runs (session 46: with FwdArgs::sched_table
+      // an entry is a load from L2, which would otherwise wait at every tile boundary).
+      int t_ahead = dynamic ? -1 : static_tile(args, 0);
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
-        const int t = dynamic ? slot.get(k) : static_tile(args, k);
+        const int t = dynamic ? slot.get(k) : t_ahead;
+        if (!dynamic && t >= 0) t_ahead = static_tile(args, k + 1);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
         // (trace builds: word 0 = the tile starts, 3 = its m block and K/V block count, 1 = after
@@ -254,9 +258,11 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       }
       consumer.drain();  // (kVarTmaEpi only)
     } else {
+      int t_ahead = dynamic ? -1 : static_tile(args, 0);  // (as above)
       for (int k = 0;; ++k) {
-        const int t = dynamic ? slot.get(k) : static_tile(args, k);
+        const int t = dynamic ? slot.get(k) : t_ahead;
         if (t < 0) break;
+        if (!dynamic) t_ahead = static_tile(args, k + 1);
         const Tile tile = decode_tile_of<kDiet>(args, t);
         if constexpr (Tr::kRing) {
           consume_tile_ring<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,

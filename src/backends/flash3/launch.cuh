@@ -10,12 +10,17 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attnkit/error.hpp"
 #include "backends/flash3/fwd_args.hpp"
 #include "backends/flash3/kernel.cuh"
 #include "backends/flash3/launch.hpp"
+#include "backends/flash3/lpt_schedule.hpp"
 #include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/smem_opt_in.hpp"
 #include "backends/flash3/tensor_map.hpp"
@@ -168,9 +173,63 @@ FwdArgs base_args(const Params& p) {
 inline bool long_causal_launch(const FwdArgs& a) {
   return a.causal && a.num_m_blocks > kCausalPersistentMaxMBlocks;
 }
-inline bool dynamic_schedule(const FwdArgs& a) {
+/// Tuning::lpt_schedule = 2 (launch_forward only): the long causal launches run the static
+/// schedule with the table instead of the dynamic scheduler's auto.
+inline bool lpt_long_causal(const FwdArgs& a) {
+  return tuning().lpt_schedule == 2 && tuning().scheduler < 0 && long_causal_launch(a);
+}
+inline bool dynamic_schedule(const FwdArgs& a, bool lpt_capable = false) {
   return tuning().persistent &&
-         (tuning().scheduler == 1 || (tuning().scheduler < 0 && long_causal_launch(a)));
+         (tuning().scheduler == 1 || (tuning().scheduler < 0 && long_causal_launch(a) &&
+                                      !(lpt_capable && lpt_long_causal(a))));
+}
+
+/// Session 46 (Tuning::lpt_schedule, lpt_schedule.hpp): the device copy of the balanced static
+/// schedule of a causal launch on `ctas` CTAs, built once per shape and device and kept for the
+/// process (4 bytes per tile and CTA round: 16 KB at D 64 causal 1k); FwdArgs::num_rounds
+/// becomes its rounds. Null (the zig-zag rounds run) when the stream is capturing a graph and
+/// the shape has no table yet: building one copies to the device (a synchronous cudaMemcpy, once
+/// per shape), which a capture may not.
+/// Section size: K and V of 2^k heads within 32 MB (half an H200's L2; the model's balance,
+/// bench/notes/session46.md, is best with 16-64 heads of K / V in 16-32 MB).
+template <class Tr>
+const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t stream) {
+  static std::mutex mu;
+  static std::map<std::vector<int>, std::pair<int*, int>> cache;  // key -> (table, rounds)
+  const int bh = a.num_tiles / a.num_m_blocks;
+  std::vector<int> key{current_device(),
+                       ctas,
+                       bh,
+                       Tr::kBlockM,
+                       Tr::kBlockN,
+                       a.seqlen_q,
+                       a.seqlen_k,
+                       a.causal_offset,
+                       static_cast<int>(p.head_dim),
+                       a.group};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    // (At most kLptCacheShapes shapes per kernel shape class keep a table, a few KB each: past
+    // that, new shapes run the zig-zag rounds rather than grow device memory without bound.)
+    constexpr size_t kLptCacheShapes = 1024;
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    ATTNKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+    if (cap != cudaStreamCaptureStatusNone || cache.size() >= kLptCacheShapes) return nullptr;
+    std::vector<int> blocks(a.num_m_blocks);
+    for (int i = 0; i < a.num_m_blocks; ++i)  // (decode_tile: in-head index i, causal m reversed)
+      blocks[i] = num_n_blocks<Tr>(a, a.num_m_blocks - 1 - i);
+    const int64_t kv_bytes = 4 * static_cast<int64_t>(p.seqlen_k) * p.head_dim / a.group;
+    const LptTable t = build_lpt_table(blocks, bh, ctas,
+                                       lpt_heads_per_section(kv_bytes, int64_t{32} << 20, bh), 1.0);
+    int* dev = nullptr;
+    ATTNKIT_CUDA_CHECK(cudaMalloc(&dev, t.tiles.size() * sizeof(int)));
+    ATTNKIT_CUDA_CHECK(
+        cudaMemcpy(dev, t.tiles.data(), t.tiles.size() * sizeof(int), cudaMemcpyHostToDevice));
+    it = cache.emplace(key, std::make_pair(dev, t.rounds)).first;
+  }
+  a.num_rounds = it->second.second;
+  return it->second.first;
 }
 
 /// The schedule's precomputed divisors and rounds for a grid of `ctas` CTAs, and the dynamic
@@ -241,7 +300,7 @@ void launch_forward(const Params& p) {
   // D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %; D 256 2048 / 4096 -5 %;
   // non-causal D 64 1k-8k -0.1..-2.7 % (run 7's +5 % at 1k did not repeat on today's kernels).
   const bool long_causal = long_causal_launch(a);
-  const bool dynamic = dynamic_schedule(a);
+  const bool dynamic = dynamic_schedule(a, /*lpt_capable=*/true);
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -501,7 +560,7 @@ void launch_forward(const Params& p) {
   // than 32 m blocks (long_causal, S > 4k) runs one CTA per tile, since the static zig-zag
   // leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per tile,
   // run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
-  const bool persistent = tuning().persistent && (dynamic || !long_causal);
+  const bool persistent = tuning().persistent && (dynamic || !long_causal || lpt_long_causal(a));
   // (Tuning::max_grid: tests run small shapes on a few CTAs; never the cluster's grid.)
   const int grid_cap = tuning().max_grid > 0 && tuning().max_grid < max_ctas && !cluster
                            ? tuning().max_grid
@@ -519,6 +578,12 @@ void launch_forward(const Params& p) {
   a.rotate = WGs == 3 && persistent && !cluster && !a.causal && tuning().rotate_rounds != 0 &&
              (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
   set_schedule(p, a, ctas, dynamic, stream);
+  // Session 46: the balanced table instead of the zig-zag rounds (Tuning::lpt_schedule; causal,
+  // static, persistent, more tiles than CTAs; auto off until measured).
+  if (tuning().lpt_schedule > 0 && a.causal && persistent && !dynamic && !cluster &&
+      ctas < a.num_tiles && (!long_causal || lpt_long_causal(a)))
+    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream);
+  set_last_forward_lpt_rounds(a.sched_table != nullptr ? a.num_rounds : 0);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
   // stages, after any slot.
   if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
@@ -619,6 +684,7 @@ void launch_forward_score_mod(const Params& p) {
                         : kMask   ? kMaskSlot
                                   : kScoreModSlot);
   set_last_forward_tail_tiles(0);
+  set_last_forward_lpt_rounds(0);
   opt_in_smem<kernel>(Tr::kSmemBytes);
   const auto stream = static_cast<cudaStream_t>(p.stream);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (kVar & kVarOrdered) != 0 ? 0 : 1;

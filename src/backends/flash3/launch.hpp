@@ -168,6 +168,13 @@ struct Tuning {
   // 64-key kernels (kTcSum256Slot past Sk 4096; kTcSum256DietSlot up to it, from Sk 2048 by
   // auto); 1 = on wherever a kernel has the twin (D 256's diet at any Sk too).
   int tc_row_sum = -1;
+  // Session 46 (lpt_schedule.hpp): causal launches on the static schedule read a host-built
+  // table of longest-first, least-loaded tile assignments instead of the zig-zag rounds. -1 =
+  // auto (off: not yet measured on a GPU), 0 = off, 1 = causal launches the static schedule
+  // runs (<= 32 m blocks), 2 = also the longer causal launches, on the static schedule with the
+  // table instead of the dynamic scheduler (Tuning::scheduler = 1 keeps the dynamic one). Not
+  // with varlen, score mods, masks, the cluster or the split tail (non-causal).
+  int lpt_schedule = -1;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
   int max_grid = 0;
@@ -191,6 +198,9 @@ void set_last_forward_slot(int slot);
 /// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).
 int last_forward_tail_tiles();
 void set_last_forward_tail_tiles(int tiles);
+/// Rounds of the balanced table the last forward launch read (Tuning::lpt_schedule; 0: none).
+int last_forward_lpt_rounds();
+void set_last_forward_lpt_rounds(int rounds);
 
 /// Runs the forward for head dim D, bf16 (BF16 = true) or f16. Params must already satisfy
 /// backend.cpp's capability table and extra_reasons.

@@ -88,9 +88,13 @@ __device__ __forceinline__ int tile_of_round(const FwdArgs& a, int r) {
 
 /// Static schedule: the k-th tile of this CTA, or -1 when it has no more. Rounds: the launch's
 /// FwdArgs::num_rounds (ceil(num_tiles / grid), or a split tail's launch 1 the full rounds, at
-/// D = 256 past Sk 4096 too: tail.cuh).
+/// D = 256 past Sk 4096 too: tail.cuh). Session 46 (Tuning::lpt_schedule, lpt_schedule.hpp):
+/// with FwdArgs::sched_table, the launch's table [num_rounds][grid] instead of the rounds (one
+/// 4-byte load from L2; the consumers ask for tile k + 1 while tile k runs).
 __device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
-  return k < a.num_rounds ? tile_of_round(a, k) : -1;
+  if (k >= a.num_rounds) return -1;
+  if (a.sched_table != nullptr) return __ldg(a.sched_table + k * gridDim.x + blockIdx.x);
+  return tile_of_round(a, k);
 }
 
 /// Dynamic schedule hand-over, producer warp -> consumer warpgroups: one int in shared memory
@@ -169,8 +173,9 @@ __device__ __forceinline__ Tile decode_tile_of(const FwdArgs& a, int t) {
 }
 
 /// Number of K/V tiles a CTA visits (tiles 0 .. n-1; all of them are visited from the last).
+/// (Host too: the launch sizes lpt_schedule.hpp's table with it.)
 template <class Tr>
-__device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
+__host__ __device__ __forceinline__ int num_n_blocks(const FwdArgs& a, int m_block) {
   const int total = (a.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
   if (!a.causal) return total;
   int last_row = (m_block + 1) * Tr::kBlockM;

@@ -476,6 +476,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   // c.grid CTAs (Tuning::max_grid).
   flash3::tuning().max_grid = c.grid;
   flash3::tuning().tail_split = c.tag == "tail" ? 1 : c.tag == "tail_off" ? 0 : -1;
+  // "lpt" / "lpt_long" (session 46): the balanced static table (Tuning::lpt_schedule 1 / 2) on
+  // causal launches, on c.grid CTAs; lpt_long past 32 m blocks, where the auto runs the dynamic
+  // scheduler.
+  flash3::tuning().lpt_schedule = c.tag == "lpt" ? 1 : c.tag == "lpt_long" ? 2 : -1;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -486,6 +490,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   int want_slot = -1;
   if (c.tag == "legacy_desc") want_slot = 8;
   if (c.tag.rfind("qreg", 0) == 0 && c.d == 128) want_slot = 12;
+  flash3::set_last_forward_lpt_rounds(0);
   ASSERT_NO_THROW(backend_flash3().forward(p));
   flash3::tuning() = flash3::Tuning{};
   // The kernels with the row sums in P V (sessions 40 / 41): lse within log(1 + 2^-8) of the
@@ -512,6 +517,12 @@ TEST_P(Flash3Forward, MatchesReference) {
   // Session 23: softcap / ALiBi / window calls run their own kernel, whatever the knobs say.
   if (c.score_mod()) want_slot = flash3::kScoreModSlot;
   if (want_slot >= 0) EXPECT_EQ(flash3::last_forward_slot(), want_slot) << "kernel slot";
+  // (A table that silently fell back to the zig-zag rounds would still pass the oracle; every
+  // lpt case has more tiles than CTAs.)
+  if (c.tag.rfind("lpt", 0) == 0)
+    EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
+  else if (!c.score_mod())
+    EXPECT_EQ(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
     EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
   // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds)
@@ -699,6 +710,18 @@ std::vector<Cfg> cases() {
         add({"tail_auto", 2, 256, 8200, 12, 4, 0, bf, nc, false, false, true, 1.f, 13});
       }
       add({"ordered", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, true, false, true});
+      // Session 46: the balanced static table (Tuning::lpt_schedule) on few CTAs: several rounds
+      // and a partial last one (CTAs with one tile more), rows without keys (bottom-right, Sq >
+      // Sk: tiles of 0 blocks in the table), GQA / MQA, bhsd; past 32 m blocks (lpt_long: the
+      // static schedule with the table where the auto is dynamic) with the GPU reference.
+      {
+        const auto bf = DType::bf16;
+        add({"lpt", 2, 700, 700, 8, 2, 0, bf, Causal::top_left, false, false, false, 1.f, 7});
+        add({"lpt", 1, 900, 500, 6, 3, 0, bf, Causal::bottom_right, false, false, false, 1.f, 5});
+        add({"lpt", 3, 1000, 1000, 4, 1, 0, bf, Causal::bottom_right, true, false, true, 1.f, 13});
+        add({"lpt_long", 1, 6500, 6500, 2, 1, 0, bf, Causal::top_left, false, false, true, 1.f,
+             11});
+      }
       // Session 23: softcap, ALiBi, sliding windows (launch_forward_score_mod). Windows: both
       // edges with Sq != Sk (rows whose range is empty at the start and the end), left only with
       // top-left causal and Sq > Sk, (w, 0) as in Mistral / Gemma, (0, 0) (the diagonal alone),

@@ -1,0 +1,94 @@
+// A balanced static schedule for the causal forward (session 46; Tuning::lpt_schedule): which
+// tile each persistent CTA runs in each round, computed on the host and read by the kernels'
+// static_tile (tile_scheduler.cuh) instead of the zig-zag rounds.
+//
+// Why (bench/notes/fwd-d64-causal-1k-s47.md section 3): causal tiles are unequal (a tile at m
+// block m visits m + 1 K/V blocks of 128 keys at D 64 / 128), and the zig-zag rounds leave the
+// busiest CTA 3.1 % above the mean at every static causal row of the benchmark (D 64 causal 1k:
+// 4,096 tiles on 132 CTAs; the 4 CTAs of the partial last round each run a 32nd tile on top of
+// an average load). Greedy assignment of the tiles in longest-first order to the least-loaded
+// CTA brings the busiest CTA to 1.002-1.011 of the mean in a model of the same rows (cost per
+// tile = tile_cost + its K/V blocks; the result moves by < 0.8 % when tile_cost is off by 2x).
+//
+// Order (FlashAttention-3's causal scheduler orders tiles the same way): sections of
+// heads_per_section (batch, head) pairs, whose K and V fit in L2 together; within a section the
+// m blocks longest first, the heads fastest. The CTAs then run through one section's heads at
+// a time (their K / V read from HBM once, as the zig-zag's "m fastest" order does per head), and
+// each CTA's k-th tile sits near position k x grid of that list, so the table's rounds stay in
+// step across the CTAs. (Longest first over *all* heads lost 20 % at D 128 causal 2k in run 3:
+// ~132 heads' K / V in flight at once; tile_scheduler.cuh.)
+//
+// Host-only (tests/core/flash3_lpt_schedule_test.cpp checks it without a GPU).
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <utility>
+#include <vector>
+
+namespace attnkit::flash3 {
+
+/// The schedule as the kernels read it: tiles[k * grid + c] = the tile CTA c runs k-th (the tile
+/// numbering of decode_tile: t = hb * num_m_blocks + i, m block num_m_blocks - 1 - i when causal),
+/// -1 when CTA c has fewer than k + 1 tiles; rounds = the most tiles a CTA runs.
+struct LptTable {
+  int rounds = 0;
+  std::vector<int> tiles;
+};
+
+/// The largest power of two of (batch, head) pairs whose K and V (kv_bytes_per_head each; a pair
+/// of q heads that share K / V counts once per q head: pass bytes / group) fit in
+/// section_bytes, at least 1. Powers of two: the model's balance is worse with sections of 24
+/// or 48 heads than with 16, 32 or 64 (their boundaries fall mid-round), bench/notes/session46.md.
+inline int lpt_heads_per_section(int64_t kv_bytes_per_head, int64_t section_bytes, int bh) {
+  int h = 1;
+  while (2 * static_cast<int64_t>(h) <= bh && 2 * h * kv_bytes_per_head <= section_bytes)
+    h *= 2;
+  return h;
+}
+
+/// Greedy longest-first assignment (the file's comment has the order). blocks[i] = K/V blocks of
+/// a tile with in-head index i (decode_tile's t % num_m_blocks; the kernels' num_n_blocks of its
+/// m block), i = 0 .. num_m_blocks - 1; bh = batch x heads_q; grid = CTAs (>= 1); tile_cost =
+/// a tile's fixed cost in K/V blocks. Ties go to the lower CTA index, so the table is the same
+/// for the same arguments.
+inline LptTable build_lpt_table(const std::vector<int>& blocks, int bh, int grid,
+                                int heads_per_section, double tile_cost) {
+  const int m = static_cast<int>(blocks.size());
+  LptTable out;
+  if (m == 0 || bh <= 0 || grid <= 0) return out;
+  // In-head indices by blocks, longest first (stable: equal lengths keep index order).
+  std::vector<int> by_len;
+  for (int i = 0; i < m; ++i) {
+    int at = static_cast<int>(by_len.size());
+    while (at > 0 && blocks[by_len[at - 1]] < blocks[i])
+      --at;
+    by_len.insert(by_len.begin() + at, i);
+  }
+  using Load = std::pair<double, int>;  // (load in K/V blocks, CTA)
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> least;
+  for (int c = 0; c < grid; ++c)
+    least.push({0.0, c});
+  std::vector<std::vector<int>> lists(grid);
+  const int sec = heads_per_section < 1 ? 1 : heads_per_section;
+  for (int h0 = 0; h0 < bh; h0 += sec) {
+    const int h1 = h0 + sec < bh ? h0 + sec : bh;
+    for (int i : by_len) {
+      for (int hb = h0; hb < h1; ++hb) {
+        const Load l = least.top();
+        least.pop();
+        lists[l.second].push_back(hb * m + i);
+        least.push({l.first + tile_cost + blocks[i], l.second});
+      }
+    }
+  }
+  for (const auto& l : lists)
+    out.rounds = static_cast<int>(l.size()) > out.rounds ? static_cast<int>(l.size()) : out.rounds;
+  out.tiles.assign(static_cast<size_t>(out.rounds) * grid, -1);
+  for (int c = 0; c < grid; ++c)
+    for (size_t k = 0; k < lists[c].size(); ++k)
+      out.tiles[k * grid + c] = lists[c][k];
+  return out;
+}
+
+}  // namespace attnkit::flash3
