@@ -134,17 +134,20 @@ def main():
                 ref = make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)().transpose(1, 2)
                 slots, errs = {}, {}
 
-                def first_run(name, go, slot_of, tail_of=None):
+                def first_run(name, go, slot_of, tail_of=None, lpt_of=None):
                     out.fill_(float("nan"))
                     go()
                     torch.cuda.synchronize()
                     slots[name] = slot_of() if slot_of else -1
                     if tail_of is not None and tail_of() > 0:  # session 19: split tail tiles
                         slots[name] = f"{slots[name]}+tail{tail_of()}"
+                    if lpt_of is not None and lpt_of() > 0:  # session 46: the table's rounds
+                        slots[name] = f"{slots[name]}+lpt{lpt_of()}"
                     errs[name] = (out.float() - ref.float()).abs().max().item()  # NaN stays NaN
                 for name, kw in variants:
                     set_tuning(**kw)
-                    first_run(name, run, set_tuning.last_slot, set_tuning.last_tail)
+                    first_run(name, run, set_tuning.last_slot, set_tuning.last_tail,
+                              getattr(set_tuning, "last_lpt", None))
                 setups = [((lambda kw=kw: set_tuning(**kw)), run) for _, kw in variants]
                 for name, fn_x, set_x, slot_x in shims:
                     set_x()

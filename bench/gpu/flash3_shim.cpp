@@ -117,9 +117,11 @@ extern "C" void flash3_set_knobs_epi(int epi_wide) {
   attnkit::flash3::tuning().epi_wide = epi_wide;
 }
 // Session 46: Tuning::lpt_schedule (-1 = auto, the default / 0 = off / 1 = the balanced table on
-// static causal launches / 2 = also on the long causal ones instead of the dynamic scheduler).
-extern "C" void flash3_set_knobs_lpt(int lpt_schedule) {
+// static causal launches / 2 = also on the long causal ones instead of the dynamic scheduler)
+// and Tuning::lpt_section_mb (0 = the default, 32).
+extern "C" void flash3_set_knobs_lpt(int lpt_schedule, int lpt_section_mb) {
   attnkit::flash3::tuning().lpt_schedule = lpt_schedule;
+  attnkit::flash3::tuning().lpt_section_mb = lpt_section_mb;
 }
 // Session 19: Tuning::tail_split (-1 auto / 0 / 1), tail_min_blocks (-1 = the default) and
 // max_grid (0 = one CTA per SM).
@@ -141,6 +143,11 @@ extern "C" void flash3_set_knobs_tc(int tc_row_sum) {
 // Session 19: the tiles of the last forward that ran in the split tail (0: none).
 extern "C" int flash3_last_tail_tiles() {
   return attnkit::flash3::last_forward_tail_tiles();
+}
+// Session 46: the rounds of the balanced table the last forward read (Tuning::lpt_schedule; 0:
+// none).
+extern "C" int flash3_last_lpt_rounds() {
+  return attnkit::flash3::last_forward_lpt_rounds();
 }
 // Session 13: Tuning::trace (a device buffer, or null): per-tile clock64 stamps, recorded only
 // by a shim built with ATTNKIT_FLASH3_TRACE (flash3_shim_only.sh F3_TRACE=1).

@@ -50,7 +50,7 @@ def load(lib_path):
     knobs_tail = optional("flash3_set_knobs_tail", 3)  # session 19 (tail_split, min, max_grid)
     knobs_tail_probe = optional("flash3_set_knobs_tail_probe", 1)  # session 19 (measurement)
     knobs_tc = optional("flash3_set_knobs_tc", 1)  # session 40 (tc_row_sum)
-    knobs_lpt = optional("flash3_set_knobs_lpt", 1)  # session 46 (lpt_schedule)
+    knobs_lpt = optional("flash3_set_knobs_lpt", 2)  # session 46 (lpt_schedule, section MB)
     last_slot = getattr(lib, "flash3_last_slot", None)
     if last_slot is not None:
         last_slot.restype = ctypes.c_int
@@ -58,7 +58,7 @@ def load(lib_path):
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=-1, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
-                   epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1):
+                   epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -89,8 +89,8 @@ def load(lib_path):
         elif tc != -1:
             raise SystemExit("tc: the shim has no flash3_set_knobs_tc")
         if knobs_lpt is not None:
-            knobs_lpt(lpt)
-        elif lpt != -1:
+            knobs_lpt(lpt, lptmb)
+        elif lpt != -1 or lptmb != 0:
             raise SystemExit("lpt: the shim has no flash3_set_knobs_lpt")
     set_tuning.has_diet = knobs_diet is not None
     set_tuning.last_slot = last_slot
@@ -98,6 +98,10 @@ def load(lib_path):
     if last_tail is not None:
         last_tail.restype = ctypes.c_int
     set_tuning.last_tail = last_tail
+    last_lpt = getattr(lib, "flash3_last_lpt_rounds", None)  # session 46
+    if last_lpt is not None:
+        last_lpt.restype = ctypes.c_int
+    set_tuning.last_lpt = last_lpt
     set_tuning.has_tmaepi = knobs_tmaepi is not None
     set_tuning.has_rotate = knobs_rotate is not None
     set_tuning.has_prefetch = knobs_prefetch is not None

@@ -92,6 +92,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   const bool dynamic = args.tile_counter != nullptr;
   // kVarScoreMod (session 23): a tile's blocks start at first_n_block (the window's left edge).
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
+  // Kernels that may read a balanced schedule table (session 46, launch.cuh lpt_table_device):
+  // launch_forward's, without the cluster (score mods, varlen and masks run their own launch).
+  constexpr bool kLptTable = !kScoreMod && Tr::kCluster == 1;
   constexpr bool kVarlen = (kVar & kVarVarlen) != 0;
   static_assert(!kVarlen || (kScoreMod && !kTail && !kDiet && Tr::kCluster == 1 && !Tr::kRing),
                 "flash3: kVarVarlen runs on the score-mod kernel only");
@@ -169,12 +172,12 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         // the next one): a tile claimed earlier would sit reserved behind a long causal row
         // while other CTAs run out of work (measured: claiming at the start of the previous
         // tile cost 15 % at D = 256, S = 4k causal, run 5).
-        int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile(args, 0);
+        int t = dynamic ? static_cast<int>(blockIdx.x) : static_tile<kLptTable>(args, 0);
         for (int k = 0;; ++k) {
           if (dynamic) slot.put(k, t, lane);
           if (t < 0) break;
           // Static: the next tile is known now (FwdArgs::q_prefetch prefetches its Q into L2).
-          const int t_next = dynamic ? -1 : static_tile(args, k + 1);
+          const int t_next = dynamic ? -1 : static_tile<kLptTable>(args, k + 1);
           if (lane == 0) {
             const Tile tile = decode_tile_of<kDiet>(args, t);
             if constexpr (kVarlen) {  // (TMA coordinate b = 0: the maps are [1, total, H, D])
@@ -234,12 +237,13 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
     } else if constexpr (Consumer<Tr, BF16, kVar>::kCanOverlap) {
       Consumer<Tr, BF16, kVar> consumer(args, sm, pipe, qi, turn, cwg, threadIdx.x % 128);
       // Static: tile k + 1 is asked for while tile k runs (session 46: with FwdArgs::sched_table
-      // an entry is a load from L2, which would otherwise wait at every tile boundary).
-      int t_ahead = dynamic ? -1 : static_tile(args, 0);
+      // an entry is a load from L2, which would otherwise wait at every tile boundary of these
+      // short overlapped tiles; the tile-at-a-time consumer below reads its entry at the start).
+      int t_ahead = dynamic ? -1 : static_tile<kLptTable>(args, 0);
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
         const int t = dynamic ? slot.get(k) : t_ahead;
-        if (!dynamic && t >= 0) t_ahead = static_tile(args, k + 1);
+        if (!dynamic && t >= 0) t_ahead = static_tile<kLptTable>(args, k + 1);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
         // (trace builds: word 0 = the tile starts, 3 = its m block and K/V block count, 1 = after
@@ -258,11 +262,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       }
       consumer.drain();  // (kVarTmaEpi only)
     } else {
-      int t_ahead = dynamic ? -1 : static_tile(args, 0);  // (as above)
       for (int k = 0;; ++k) {
-        const int t = dynamic ? slot.get(k) : t_ahead;
+        const int t = dynamic ? slot.get(k) : static_tile<kLptTable>(args, k);
         if (t < 0) break;
-        if (!dynamic) t_ahead = static_tile(args, k + 1);
         const Tile tile = decode_tile_of<kDiet>(args, t);
         if constexpr (Tr::kRing) {
           consume_tile_ring<Tr, BF16>(args, sm, tile.m_block, tile.h, tile.b,

@@ -178,25 +178,28 @@ inline bool long_causal_launch(const FwdArgs& a) {
 inline bool lpt_long_causal(const FwdArgs& a) {
   return tuning().lpt_schedule == 2 && tuning().scheduler < 0 && long_causal_launch(a);
 }
-inline bool dynamic_schedule(const FwdArgs& a, bool lpt_capable = false) {
+inline bool dynamic_schedule(const FwdArgs& a) {
   return tuning().persistent &&
-         (tuning().scheduler == 1 || (tuning().scheduler < 0 && long_causal_launch(a) &&
-                                      !(lpt_capable && lpt_long_causal(a))));
+         (tuning().scheduler == 1 || (tuning().scheduler < 0 && long_causal_launch(a)));
 }
 
 /// Session 46 (Tuning::lpt_schedule, lpt_schedule.hpp): the device copy of the balanced static
 /// schedule of a causal launch on `ctas` CTAs, built once per shape and device and kept for the
-/// process (4 bytes per tile and CTA round: 16 KB at D 64 causal 1k); FwdArgs::num_rounds
-/// becomes its rounds. Null (the zig-zag rounds run) when the stream is capturing a graph and
-/// the shape has no table yet: building one copies to the device (a synchronous cudaMemcpy, once
-/// per shape), which a capture may not.
-/// Section size: K and V of 2^k heads within 32 MB (half an H200's L2; the model's balance,
-/// bench/notes/session46.md, is best with 16-64 heads of K / V in 16-32 MB).
+/// process (4 bytes per tile: 16 KB at D 64 causal 1k on 132 CTAs); FwdArgs::num_rounds becomes
+/// its rounds. Null (the caller keeps the rounds or the dynamic scheduler) when the stream is
+/// capturing a graph and the shape has no table yet, when the tables would pass
+/// kLptCacheBytes, or when the device has no memory for it. Building one costs the host
+/// builder (0.3 ms at 4k tiles) and a copy to the device that this call waits for, once per
+/// shape. Sections: K and V of 2^k heads within Tuning::lpt_section_mb (the model's balance for
+/// 16 and 32 MB: bench/notes/session46.md).
 template <class Tr>
 const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t stream) {
+  constexpr size_t kLptCacheBytes = size_t{64} << 20;  // per kernel shape class
   static std::mutex mu;
   static std::map<std::vector<int>, std::pair<int*, int>> cache;  // key -> (table, rounds)
+  static size_t cached_bytes = 0;
   const int bh = a.num_tiles / a.num_m_blocks;
+  const int section_mb = tuning().lpt_section_mb > 0 ? tuning().lpt_section_mb : 32;
   std::vector<int> key{current_device(),
                        ctas,
                        bh,
@@ -206,26 +209,39 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
                        a.seqlen_k,
                        a.causal_offset,
                        static_cast<int>(p.head_dim),
-                       a.group};
+                       a.group,
+                       section_mb};
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    // (At most kLptCacheShapes shapes per kernel shape class keep a table, a few KB each: past
-    // that, new shapes run the zig-zag rounds rather than grow device memory without bound.)
-    constexpr size_t kLptCacheShapes = 1024;
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     ATTNKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
-    if (cap != cudaStreamCaptureStatusNone || cache.size() >= kLptCacheShapes) return nullptr;
+    if (cap != cudaStreamCaptureStatusNone) return nullptr;
     std::vector<int> blocks(a.num_m_blocks);
     for (int i = 0; i < a.num_m_blocks; ++i)  // (decode_tile: in-head index i, causal m reversed)
       blocks[i] = num_n_blocks<Tr>(a, a.num_m_blocks - 1 - i);
     const int64_t kv_bytes = 4 * static_cast<int64_t>(p.seqlen_k) * p.head_dim / a.group;
-    const LptTable t = build_lpt_table(blocks, bh, ctas,
-                                       lpt_heads_per_section(kv_bytes, int64_t{32} << 20, bh), 1.0);
+    const LptTable t = build_lpt_table(
+        blocks, bh, ctas, lpt_heads_per_section(kv_bytes, int64_t{section_mb} << 20, bh), 1.0);
+    const size_t bytes = t.tiles.size() * sizeof(int);
+    if (cached_bytes + bytes > kLptCacheBytes) return nullptr;
+    // (Relaxed capture mode for this thread: another thread's global-mode capture must neither
+    // fail these calls nor be invalidated by them.)
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    ATTNKIT_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     int* dev = nullptr;
-    ATTNKIT_CUDA_CHECK(cudaMalloc(&dev, t.tiles.size() * sizeof(int)));
-    ATTNKIT_CUDA_CHECK(
-        cudaMemcpy(dev, t.tiles.data(), t.tiles.size() * sizeof(int), cudaMemcpyHostToDevice));
+    bool ok = cudaMalloc(&dev, bytes) == cudaSuccess;
+    // On the launch's stream, waited for: the table is complete before any stream can read it.
+    ok = ok &&
+         cudaMemcpyAsync(dev, t.tiles.data(), bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess;
+    ok = ok && cudaStreamSynchronize(stream) == cudaSuccess;
+    ATTNKIT_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    if (!ok) {
+      (void)cudaGetLastError();  // (out of memory: the rounds run instead)
+      if (dev != nullptr) (void)cudaFree(dev);
+      return nullptr;
+    }
+    cached_bytes += bytes;
     it = cache.emplace(key, std::make_pair(dev, t.rounds)).first;
   }
   a.num_rounds = it->second.second;
@@ -300,7 +316,7 @@ void launch_forward(const Params& p) {
   // D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %; D 256 2048 / 4096 -5 %;
   // non-causal D 64 1k-8k -0.1..-2.7 % (run 7's +5 % at 1k did not repeat on today's kernels).
   const bool long_causal = long_causal_launch(a);
-  const bool dynamic = dynamic_schedule(a, /*lpt_capable=*/true);
+  const bool dynamic = dynamic_schedule(a) && !lpt_long_causal(a);
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -581,8 +597,12 @@ void launch_forward(const Params& p) {
   // Session 46: the balanced table instead of the zig-zag rounds (Tuning::lpt_schedule; causal,
   // static, persistent, more tiles than CTAs; auto off until measured).
   if (tuning().lpt_schedule > 0 && a.causal && persistent && !dynamic && !cluster &&
-      ctas < a.num_tiles && (!long_causal || lpt_long_causal(a)))
+      ctas < a.num_tiles) {
     a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream);
+    // lpt 2 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
+    // (1.27-1.79x the mean load on the busiest CTA at causal 16k in the model).
+    if (a.sched_table == nullptr && lpt_long_causal(a)) set_schedule(p, a, ctas, true, stream);
+  }
   set_last_forward_lpt_rounds(a.sched_table != nullptr ? a.num_rounds : 0);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
   // stages, after any slot.

@@ -172,9 +172,12 @@ struct Tuning {
   // table of longest-first, least-loaded tile assignments instead of the zig-zag rounds. -1 =
   // auto (off: not yet measured on a GPU), 0 = off, 1 = causal launches the static schedule
   // runs (<= 32 m blocks), 2 = also the longer causal launches, on the static schedule with the
-  // table instead of the dynamic scheduler (Tuning::scheduler = 1 keeps the dynamic one). Not
-  // with varlen, score mods, masks, the cluster or the split tail (non-causal).
+  // table instead of the dynamic scheduler (Tuning::scheduler = 1 keeps the dynamic one, 0 one
+  // CTA per tile there). Not with varlen, score mods, masks, the cluster or the split tail
+  // (non-causal).
   int lpt_schedule = -1;
+  // The table's sections (lpt_schedule.hpp): heads whose K and V fit in this many MB (0: 32).
+  int lpt_section_mb = 0;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
   int max_grid = 0;

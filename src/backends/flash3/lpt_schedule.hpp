@@ -21,6 +21,7 @@
 // Host-only (tests/core/flash3_lpt_schedule_test.cpp checks it without a GPU).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <queue>
 #include <utility>
@@ -38,8 +39,9 @@ struct LptTable {
 
 /// The largest power of two of (batch, head) pairs whose K and V (kv_bytes_per_head each; a pair
 /// of q heads that share K / V counts once per q head: pass bytes / group) fit in
-/// section_bytes, at least 1. Powers of two: the model's balance is worse with sections of 24
-/// or 48 heads than with 16, 32 or 64 (their boundaries fall mid-round), bench/notes/session46.md.
+/// section_bytes, at least 1. Powers of two: in the cost model, sections of 24 / 48 / 96 heads
+/// balanced worse than the powers of two beside them (D 128 causal 1k: 48 heads 1.043, 32 heads
+/// 1.020, 64 heads 1.008 max / mean load; bench/notes/session46.md, the section table).
 inline int lpt_heads_per_section(int64_t kv_bytes_per_head, int64_t section_bytes, int bh) {
   int h = 1;
   while (2 * static_cast<int64_t>(h) <= bh && 2 * h * kv_bytes_per_head <= section_bytes)
@@ -58,13 +60,11 @@ inline LptTable build_lpt_table(const std::vector<int>& blocks, int bh, int grid
   LptTable out;
   if (m == 0 || bh <= 0 || grid <= 0) return out;
   // In-head indices by blocks, longest first (stable: equal lengths keep index order).
-  std::vector<int> by_len;
-  for (int i = 0; i < m; ++i) {
-    int at = static_cast<int>(by_len.size());
-    while (at > 0 && blocks[by_len[at - 1]] < blocks[i])
-      --at;
-    by_len.insert(by_len.begin() + at, i);
-  }
+  std::vector<int> by_len(m);
+  for (int i = 0; i < m; ++i)
+    by_len[i] = i;
+  std::stable_sort(by_len.begin(), by_len.end(),
+                   [&](int x, int y) { return blocks[x] > blocks[y]; });
   using Load = std::pair<double, int>;  // (load in K/V blocks, CTA)
   std::priority_queue<Load, std::vector<Load>, std::greater<Load>> least;
   for (int c = 0; c < grid; ++c)

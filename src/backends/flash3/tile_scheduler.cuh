@@ -90,10 +90,13 @@ __device__ __forceinline__ int tile_of_round(const FwdArgs& a, int r) {
 /// FwdArgs::num_rounds (ceil(num_tiles / grid), or a split tail's launch 1 the full rounds, at
 /// D = 256 past Sk 4096 too: tail.cuh). Session 46 (Tuning::lpt_schedule, lpt_schedule.hpp):
 /// with FwdArgs::sched_table, the launch's table [num_rounds][grid] instead of the rounds (one
-/// 4-byte load from L2; the consumers ask for tile k + 1 while tile k runs).
+/// 4-byte load from L2). kTable = false: kernels that never get a table (score mods, varlen,
+/// masks, the cluster: launch.cuh sets one only in launch_forward's causal non-cluster launches)
+/// keep the rounds alone.
+template <bool kTable = true>
 __device__ __forceinline__ int static_tile(const FwdArgs& a, int k) {
   if (k >= a.num_rounds) return -1;
-  if (a.sched_table != nullptr) return __ldg(a.sched_table + k * gridDim.x + blockIdx.x);
+  if (kTable && a.sched_table != nullptr) return __ldg(a.sched_table + k * gridDim.x + blockIdx.x);
   return tile_of_round(a, k);
 }
 
