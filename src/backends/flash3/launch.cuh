@@ -495,11 +495,47 @@ void launch_forward(const Params& p) {
       slot_id = diet13 ? kTcSum256DietSlot : kTcSum256Slot;
     }
   }
+  // Session 46 branch (Tuning::cluster = 3): the default non-causal kernel's 2-CTA twin with
+  // K/V multicast (cluster.cuh; the pair (2c, 2c + 1) holds tiles (m, m + 1) of one head in
+  // every round: static rounds without rotation, an even grid and m-block count). D 128: the
+  // diet + TMA epilogue kernel (15), its ordered build (31) and that with the row sums (37);
+  // D 256: the ordered diet (29) and its row-sum twin (39). Why: call 7, the stripped cluster
+  // kernel drew less energy per FLOP (+1.1 / +2.1 % at D 256 nc 4k / 16k under the power cap).
+  bool multicast = false;
+  if constexpr (kClusterCapable<D, BN, WGs> && !Tr::kFused && VS == 2 && kDietCapable) {
+    if (tuning().cluster == 3 && !a.causal && !dynamic && a.num_m_blocks % 2 == 0 &&
+        p.seqlen_k > 0) {
+      auto twin = [&](auto k2, int smem2) {
+        kernel = k2;
+        smem = smem2;
+        slot_id += kMulticastSlotBase;
+        multicast = true;
+      };
+      if constexpr (D == 128) {
+        constexpr int kTcVar = kTmaEpiVar | kVarOrdered | kVarTcSum;
+        if (slot_id == 15)
+          twin(fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar, 2>, Tr::kSmemBytes);
+        else if (slot_id == 16 + 15)
+          twin(fwd_kernel<D, BF16, BN, WGs, VS, kTmaEpiVar | kVarOrdered, 2>, Tr::kSmemBytes);
+        else if (slot_id == kTcSumSlot)
+          twin(fwd_kernel<D, BF16, BN, WGs, VS, kTcVar, 2>,
+               FwdTraitsOf<D, BN, WGs, VS, kTcVar, 2>::kSmemBytes);
+      } else if constexpr (D == 256 && Tr::kBlockN == 64) {
+        constexpr int kV13 = kDietVar | kVarOrdered | kVarTcSum;
+        if (slot_id == 16 + 13)
+          twin(fwd_kernel<D, BF16, BN, WGs, VS, kDietVar | kVarOrdered, 2>, Tr::kSmemBytes);
+        else if (slot_id == kTcSum256DietSlot)
+          twin(fwd_kernel<D, BF16, BN, WGs, VS, kV13, 2>,
+               FwdTraitsOf<D, BN, WGs, VS, kV13, 2>::kSmemBytes);
+      }
+    }
+  }
+  const bool cl2 = cluster || multicast;  // (a 2-CTA cluster launch either way)
   set_last_forward_slot(slot_id);
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[kTcSum256DietSlot + 1][kMaxDevices] = {};
+  static std::atomic<int> attr_set[kMulticastSlotBase + kTcSum256DietSlot + 1][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];
@@ -518,7 +554,7 @@ void launch_forward(const Params& p) {
     ATTNKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     max_ctas = sm_count();
-    if (cluster) {
+    if (cl2) {
       int clusters = 0;
       cfg.gridDim = dim3(2);
       ATTNKIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
@@ -578,9 +614,8 @@ void launch_forward(const Params& p) {
   // run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
   const bool persistent = tuning().persistent && (dynamic || !long_causal || lpt_long_causal(a));
   // (Tuning::max_grid: tests run small shapes on a few CTAs; never the cluster's grid.)
-  const int grid_cap = tuning().max_grid > 0 && tuning().max_grid < max_ctas && !cluster
-                           ? tuning().max_grid
-                           : max_ctas;
+  const int grid_cap =
+      tuning().max_grid > 0 && tuning().max_grid < max_ctas && !cl2 ? tuning().max_grid : max_ctas;
   const int ctas = (a.num_tiles < grid_cap || !persistent) ? a.num_tiles : grid_cap;
   // Rotated static rounds (tile_scheduler.cuh tile_of_round): auto = non-causal persistent
   // launches whose last m block is partial (unequal tiles; causal keeps its zig-zag). Never with
@@ -591,7 +626,7 @@ void launch_forward(const Params& p) {
   // divide 132; the 2-warpgroup kernels' partial tiles were not measured). (The D = 256 failure
   // session 13 met with 40000 one-row tiles was not the rotation: an idle warpgroup released
   // its Q buffer early, mainloop.cuh idle_tile_simple; fixed in session 14.)
-  a.rotate = WGs == 3 && persistent && !cluster && !a.causal && tuning().rotate_rounds != 0 &&
+  a.rotate = WGs == 3 && persistent && !cl2 && !a.causal && tuning().rotate_rounds != 0 &&
              (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
   set_schedule(p, a, ctas, dynamic, stream);
   // Session 46: the balanced table instead of the zig-zag rounds (Tuning::lpt_schedule; causal,
@@ -609,12 +644,12 @@ void launch_forward(const Params& p) {
   if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
     if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
             p, a, kernel, smem,
-            (D == 256 || diet) && persistent && !dynamic && !cluster && ctas < a.num_tiles, ctas,
+            (D == 256 || diet) && persistent && !dynamic && !cl2 && ctas < a.num_tiles, ctas,
             stream))
       return;
   }
   set_last_forward_tail_tiles(0);
-  if (cluster) {  // ctas is even: num_tiles is (even m blocks), and so is max_ctas
+  if (cl2) {  // ctas is even: num_tiles is (even m blocks), and so is max_ctas
     cfg.gridDim = dim3(ctas);
     ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
     return;

@@ -47,6 +47,10 @@ struct Tuning {
   // non-causal, even m-block count; cluster.cuh), 0/1 = off. Off: equal to the plain kernel in the
   // final session-3 run (D = 128 S = 1k 538 vs 537 TFLOP/s, D = 256 S = 4k 645 vs 639); L2 is at
   // 28-36 % of its peak without it (ncu), so there is no bandwidth to win.
+  // 3 (session 46 branch): the default non-causal kernels' 2-CTA twins (launch.cuh
+  // multicast_twin: D 128's diet kernels, D 256's ordered diet, with or without the row sums),
+  // static persistent schedule, no split tail. Session 46 call 7 measured the multicast's energy
+  // on the plain kernels: +1.1 / +2.1 % at D 256 non-causal 4k / 16k in 1-second blocks.
   int cluster = 0;
   // v5's code generation (mainloop.cuh kVarLegacyDesc: wgmma descriptors rebuilt per
   // instruction, row max as one dependent chain). A/B only; runs the plain kernel (no other
@@ -196,6 +200,9 @@ inline constexpr int kDropoutSlot = 36;   // the mask build with dropout (sessio
 inline constexpr int kTcSumSlot = 37;     // slot 31's kernel with the row sums in P V (session 40)
 inline constexpr int kTcSum256Slot = 38;  // D 256: slot 27's with them (session 41)
 inline constexpr int kTcSum256DietSlot = 39;  // D 256: slot 29's with them (session 41)
+// Session 46 branch (Tuning::cluster = 3): the 2-CTA multicast twin of the slot this number
+// minus kMulticastSlotBase runs (15, 31, 37, 29, 39); kMulticastSlotBase + 40 is the largest.
+inline constexpr int kMulticastSlotBase = 40;
 int last_forward_slot();
 void set_last_forward_slot(int slot);
 /// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).

@@ -82,8 +82,10 @@ struct FwdTraits {
   // chunk between the stages through per-stage LBOs, as at D 128: its descriptor selects cost
   // ~22 uniform instructions a turn (SASS turn 604 -> 599 against 604 -> 532 for this one).
   static constexpr bool kTcSum = TC;
+  // (CL 2, session 46 branch: the multicast producer writes the same offsets in both CTAs, and
+  // each CTA fills its own ones chunks.)
   static_assert(!TC || (((D == 128 && kBlockN == 128) || (D == 256 && kBlockN == 64)) && VS == 2 &&
-                        CL == 1 && RS == 0),
+                        RS == 0),
                 "flash3 forward: the row sums in P V are D = 128 with 128-key tiles or D = 256 "
                 "with 64-key tiles, 2 V stages");
   static constexpr int kTcChunk = kBlockN * 128;

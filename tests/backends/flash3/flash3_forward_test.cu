@@ -484,6 +484,9 @@ TEST_P(Flash3Forward, MatchesReference) {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
   }
+  // "mc" (session 46 branch): the default non-causal kernels' 2-CTA multicast twins
+  // (Tuning::cluster = 3; launch.cuh), D 128 / 256 with an even m-block count.
+  if (c.tag == "mc") flash3::tuning().cluster = 3;
   // The kernel a knob must select (launch.cuh kernels[]): v5's descriptors (slot 8) at every D,
   // Q from registers (slot 12) at D = 128. A knob that silently fell back would still pass the
   // oracle, so the slot is checked too.
@@ -495,7 +498,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning() = flash3::Tuning{};
   // The kernels with the row sums in P V (sessions 40 / 41): lse within log(1 + 2^-8) of the
   // fp32 sum of the unrounded P in bf16 (docs/numerics.md; 2^-11 in f16, below the bound here).
-  const int ran_slot = flash3::last_forward_slot();
+  // (Tuning::cluster = 3 runs slot s's multicast twin as kMulticastSlotBase + s.)
+  const int ran_slot = flash3::last_forward_slot() >= flash3::kMulticastSlotBase
+                           ? flash3::last_forward_slot() - flash3::kMulticastSlotBase
+                           : flash3::last_forward_slot();
   const bool tc_sums = ran_slot == flash3::kTcSumSlot || ran_slot == flash3::kTcSum256Slot ||
                        ran_slot == flash3::kTcSum256DietSlot;
   const double lse_tol = tc_sums && c.dt == DType::bf16 ? std::log1p(1.0 / 256) + 1e-4 : 2e-3;
@@ -523,6 +529,14 @@ TEST_P(Flash3Forward, MatchesReference) {
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
   else if (!c.score_mod())
     EXPECT_EQ(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
+  // The multicast twins (a kernel that silently fell back would still pass the oracle): D 128
+  // slot 15 up to Sk 2048 without the row sums, 37 past; D 256 29 / 39.
+  if (c.tag == "mc" && (c.d == 128 || c.d == 256)) {
+    const bool sums = c.sk >= 2048;
+    const int base = c.d == 128 ? (sums ? flash3::kTcSumSlot : 15)
+                                : (sums ? flash3::kTcSum256DietSlot : 16 + 13);
+    EXPECT_EQ(flash3::last_forward_slot(), flash3::kMulticastSlotBase + base) << "multicast twin";
+  }
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
     EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
   // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds)
@@ -721,6 +735,19 @@ std::vector<Cfg> cases() {
         add({"lpt", 3, 1000, 1000, 4, 1, 0, bf, Causal::bottom_right, true, false, true, 1.f, 13});
         add({"lpt_long", 1, 6500, 6500, 2, 1, 0, bf, Causal::top_left, false, false, true, 1.f,
              11});
+      }
+      // Session 46 branch: the multicast twins of the default non-causal kernels (D 128 / 256;
+      // D 64 runs its default): an even m-block count (Sq 512 / 256: 4 / 2 tiles of 128 rows
+      // per head), partial last K/V blocks, GQA / MQA, Sq != Sk, without (Sk < 2048) and with
+      // the row sums (the GPU reference past Sk 2048), jumping maxima. (Contiguous [B, S, H, D]
+      // only: an O layout the TMA store cannot map runs the STG kernels, which have no twin.)
+      {
+        const auto bf = DType::bf16;
+        const auto nc = Causal::none;
+        add({"mc", 2, 512, 700, 8, 2, 0, bf, nc});
+        add({"mc", 1, 256, 333, 4, 4, 0, bf, nc, false, false, false, 4.f});
+        add({"mc", 2, 512, 2500, 8, 2, 0, bf, nc, false, false, true});
+        add({"mc", 3, 256, 5000, 4, 1, 0, bf, nc, false, false, true});
       }
       // Session 23: softcap, ALiBi, sliding windows (launch_forward_score_mod). Windows: both
       // edges with Sq != Sk (rows whose range is empty at the start and the end), left only with
