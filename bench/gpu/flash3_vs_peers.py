@@ -56,7 +56,7 @@ def load(lib_path):
         last_slot.restype = ctypes.c_int
 
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
-                   ordered=-1, early=0, vst=2, cluster=0, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
+                   ordered=-1, early=0, vst=2, cluster=-1, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
                    epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)

@@ -173,10 +173,39 @@ FwdArgs base_args(const Params& p) {
 inline bool long_causal_launch(const FwdArgs& a) {
   return a.causal && a.num_m_blocks > kCausalPersistentMaxMBlocks;
 }
+/// Tuning::lpt_schedule's value for a launch of head dim `d` (the auto resolved). Session 47
+/// (H200, flash3_knob_ab.py --blocks 1.0, 3 rounds, against the zig-zag rounds / the dynamic
+/// scheduler, bench/results/2026-11-30-h200-flash3-s47.md call 2): under the power cap the table
+/// raises the work per cycle by 2-3 % but draws more power, so the clock gives most of it back.
+/// It still won at D 64 causal 4k (+0.8 / +2.8 / +3.0 %) and 16k (lpt 2: +0.9 / +1.4 / +1.8 %)
+/// and at D 256 causal 4k (+0.8 / +0.9 / +1.1 %); it lost at 1k-2k (D 128 / 256 -1.0 %, D 64
+/// 2k -0.4 %) and at D 128 causal 16k (lpt 2, -1.5 %; D 128 4k +0.6 %, noise). Auto: D 64 causal
+/// from kLptMinSeqlenQ query rows (also the long launches, instead of the dynamic scheduler),
+/// D 256 causal from kLptMinSeqlenQ on the static schedule (<= 32 m blocks: S_q <= 4096).
+inline constexpr int64_t kLptMinSeqlenQ = 3072;
+inline int lpt_mode(const FwdArgs& a, int64_t seqlen_q, int d) {
+  if (tuning().lpt_schedule >= 0) return tuning().lpt_schedule;
+  if (!a.causal || seqlen_q < kLptMinSeqlenQ) return 0;
+  return d == 64 ? 2 : d == 256 ? 1 : 0;
+}
 /// Tuning::lpt_schedule = 2 (launch_forward only): the long causal launches run the static
 /// schedule with the table instead of the dynamic scheduler's auto.
-inline bool lpt_long_causal(const FwdArgs& a) {
-  return tuning().lpt_schedule == 2 && tuning().scheduler < 0 && long_causal_launch(a);
+inline bool lpt_long_causal(const FwdArgs& a, int64_t seqlen_q, int d) {
+  return lpt_mode(a, seqlen_q, d) == 2 && tuning().scheduler < 0 && long_causal_launch(a);
+}
+/// Tuning::cluster = 3 or its auto (-1): the default non-causal kernel's 2-CTA multicast twin
+/// (launch_forward). Session 47 (H200, 1-second blocks under the power cap, 3 rounds, call 2):
+/// D 128 non-causal +0.7 / +1.7 / +1.6 % at 4k, +0.7 / +1.2 / +1.1 % at 16k (its clock 45-75
+/// MHz above the plain kernel's at the same power, 2-3 % less work per cycle); D 256 -0.3 % at
+/// 4k, +0.2 % at 16k: off. (Same-process 30-rep loops, below the cap, read D 128 -1.0 % at 4k,
+/// -2.3 % at 16k, where the twin gives up the split tail: the energy is the win.) The auto yields
+/// to a forced split tail (Tuning::tail_split = 1) and to Tuning::max_grid (the cluster launch
+/// keeps its own grid).
+inline constexpr int64_t kMulticast128MinSeqlenK = 4096;
+inline bool multicast_wanted(const Params& p, int d) {
+  if (tuning().cluster >= 0) return tuning().cluster == 3;
+  return d == 128 && p.seqlen_k >= kMulticast128MinSeqlenK && tuning().tail_split != 1 &&
+         tuning().max_grid <= 0;
 }
 inline bool dynamic_schedule(const FwdArgs& a) {
   return tuning().persistent &&
@@ -316,7 +345,7 @@ void launch_forward(const Params& p) {
   // D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %; D 256 2048 / 4096 -5 %;
   // non-causal D 64 1k-8k -0.1..-2.7 % (run 7's +5 % at 1k did not repeat on today's kernels).
   const bool long_causal = long_causal_launch(a);
-  const bool dynamic = dynamic_schedule(a) && !lpt_long_causal(a);
+  const bool dynamic = dynamic_schedule(a) && !lpt_long_causal(a, p.seqlen_q, D);
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -503,7 +532,7 @@ void launch_forward(const Params& p) {
   // kernel drew less energy per FLOP (+1.1 / +2.1 % at D 256 nc 4k / 16k under the power cap).
   bool multicast = false;
   if constexpr (kClusterCapable<D, BN, WGs> && !Tr::kFused && VS == 2 && kDietCapable) {
-    if (tuning().cluster == 3 && !a.causal && !dynamic && a.num_m_blocks % 2 == 0 &&
+    if (multicast_wanted(p, D) && !a.causal && !dynamic && a.num_m_blocks % 2 == 0 &&
         p.seqlen_k > 0) {
       auto twin = [&](auto k2, int smem2) {
         kernel = k2;
@@ -612,7 +641,8 @@ void launch_forward(const Params& p) {
   // than 32 m blocks (long_causal, S > 4k) runs one CTA per tile, since the static zig-zag
   // leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per tile,
   // run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
-  const bool persistent = tuning().persistent && (dynamic || !long_causal || lpt_long_causal(a));
+  const bool persistent =
+      tuning().persistent && (dynamic || !long_causal || lpt_long_causal(a, p.seqlen_q, D));
   // (Tuning::max_grid: tests run small shapes on a few CTAs; never the cluster's grid.)
   const int grid_cap =
       tuning().max_grid > 0 && tuning().max_grid < max_ctas && !cl2 ? tuning().max_grid : max_ctas;
@@ -630,13 +660,14 @@ void launch_forward(const Params& p) {
              (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
   set_schedule(p, a, ctas, dynamic, stream);
   // Session 46: the balanced table instead of the zig-zag rounds (Tuning::lpt_schedule; causal,
-  // static, persistent, more tiles than CTAs; auto off until measured).
-  if (tuning().lpt_schedule > 0 && a.causal && persistent && !dynamic && !cluster &&
+  // static, persistent, more tiles than CTAs; auto: lpt_mode).
+  if (lpt_mode(a, p.seqlen_q, D) > 0 && a.causal && persistent && !dynamic && !cluster &&
       ctas < a.num_tiles) {
     a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream);
     // lpt 2 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
     // (1.27-1.79x the mean load on the busiest CTA at causal 16k in the model).
-    if (a.sched_table == nullptr && lpt_long_causal(a)) set_schedule(p, a, ctas, true, stream);
+    if (a.sched_table == nullptr && lpt_long_causal(a, p.seqlen_q, D))
+      set_schedule(p, a, ctas, true, stream);
   }
   set_last_forward_lpt_rounds(a.sched_table != nullptr ? a.num_rounds : 0);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V

@@ -47,11 +47,12 @@ struct Tuning {
   // non-causal, even m-block count; cluster.cuh), 0/1 = off. Off: equal to the plain kernel in the
   // final session-3 run (D = 128 S = 1k 538 vs 537 TFLOP/s, D = 256 S = 4k 645 vs 639); L2 is at
   // 28-36 % of its peak without it (ncu), so there is no bandwidth to win.
-  // 3 (session 46 branch): the default non-causal kernels' 2-CTA twins (launch.cuh
-  // multicast_twin: D 128's diet kernels, D 256's ordered diet, with or without the row sums),
-  // static persistent schedule, no split tail. Session 46 call 7 measured the multicast's energy
-  // on the plain kernels: +1.1 / +2.1 % at D 256 non-causal 4k / 16k in 1-second blocks.
-  int cluster = 0;
+  // 3 (session 46): the default non-causal kernels' 2-CTA twins (launch_forward: D 128's diet
+  // kernels, D 256's ordered diet, with or without the row sums), static persistent schedule, no
+  // split tail. Session 46 call 7 measured the multicast's energy on the plain kernels: +1.1 /
+  // +2.1 % at D 256 non-causal 4k / 16k in 1-second blocks. -1 = auto (launch.cuh
+  // multicast_wanted, session 47): the twins at D 128 non-causal from 4096 keys.
+  int cluster = -1;
   // v5's code generation (mainloop.cuh kVarLegacyDesc: wgmma descriptors rebuilt per
   // instruction, row max as one dependent chain). A/B only; runs the plain kernel (no other
   // variant knob). The new default measured +3.7 % (D = 64 S = 1k), +2-4 % (D = 128 S = 1k),
@@ -174,7 +175,8 @@ struct Tuning {
   int tc_row_sum = -1;
   // Session 46 (lpt_schedule.hpp): causal launches on the static schedule read a host-built
   // table of longest-first, least-loaded tile assignments instead of the zig-zag rounds. -1 =
-  // auto (off: not yet measured on a GPU), 0 = off, 1 = causal launches the static schedule
+  // auto (launch.cuh lpt_mode, session 47: 2 at D 64 and 1 at D 256 from 3072 causal query
+  // rows, off elsewhere), 0 = off, 1 = causal launches the static schedule
   // runs (<= 32 m blocks), 2 = also the longer causal launches, on the static schedule with the
   // table instead of the dynamic scheduler (Tuning::scheduler = 1 keeps the dynamic one, 0 one
   // CTA per tile there). Not with varlen, score mods, masks, the cluster or the split tail

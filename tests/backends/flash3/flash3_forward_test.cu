@@ -522,13 +522,27 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (c.tag == "long" && c.d == 64) want_slot = 14;  // (the diet at every Sk since session 16)
   // Session 23: softcap / ALiBi / window calls run their own kernel, whatever the knobs say.
   if (c.score_mod()) want_slot = flash3::kScoreModSlot;
-  if (want_slot >= 0) EXPECT_EQ(flash3::last_forward_slot(), want_slot) << "kernel slot";
+  // (The multicast twin of slot s is kMulticastSlotBase + s: compared as s here, the twin below.)
+  if (want_slot >= 0) EXPECT_EQ(ran_slot, want_slot) << "kernel slot";
   // (A table that silently fell back to the zig-zag rounds would still pass the oracle; every
-  // lpt case has more tiles than CTAs.)
+  // lpt case has more tiles than CTAs.) Session 47's auto (launch.cuh lpt_mode): D 64 causal from
+  // 3072 query rows, D 256 causal from 3072 to 4096 (the static schedule); of the cases only
+  // "auto47" has that many rows.
+  const bool lpt_auto = c.tag == "auto47" && c.causal != Causal::none && c.sq >= 3072 &&
+                        (c.d == 64 || (c.d == 256 && c.sq <= 4096));
   if (c.tag.rfind("lpt", 0) == 0)
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
   else if (!c.score_mod())
-    EXPECT_EQ(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
+    EXPECT_EQ(flash3::last_forward_lpt_rounds() > 0, lpt_auto) << "lpt table (auto)";
+  // The multicast twin runs where "mc" forces it (D 128 / 256) and by session 47's auto (launch.cuh
+  // multicast_wanted): D 128 non-causal from 4096 keys with an even m-block count, not on a
+  // case's small grid (Tuning::max_grid). Every such case runs a twin-able slot (15 / 31 / 37).
+  const bool mc_auto = c.d == 128 && c.causal == Causal::none && c.sk >= 4096 && c.grid == 0 &&
+                       (c.sq + 127) / 128 % 2 == 0 && !c.bhsd && !c.padded;
+  if (!c.score_mod())
+    EXPECT_EQ(flash3::last_forward_slot() >= flash3::kMulticastSlotBase,
+              c.tag == "mc" ? (c.d == 128 || c.d == 256) : mc_auto)
+        << "multicast twin, slot " << flash3::last_forward_slot();
   // The multicast twins (a kernel that silently fell back would still pass the oracle): D 128
   // slot 15 up to Sk 2048 without the row sums, 37 past; D 256 29 / 39.
   if (c.tag == "mc" && (c.d == 128 || c.d == 256)) {
@@ -538,7 +552,7 @@ TEST_P(Flash3Forward, MatchesReference) {
     EXPECT_EQ(flash3::last_forward_slot(), flash3::kMulticastSlotBase + base) << "multicast twin";
   }
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
-    EXPECT_LT(flash3::last_forward_slot(), 16) << "kernel slot (unordered build)";
+    EXPECT_LT(ran_slot, 16) << "kernel slot (unordered build)";
   // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds)
   // and (session 20) the D = 256 64-key ones (13; 11 past Sk 4096 before session 46), non-causal;
   // the cases are sized so that the last round is partial (a knob that silently fell back would
@@ -735,6 +749,15 @@ std::vector<Cfg> cases() {
         add({"lpt", 3, 1000, 1000, 4, 1, 0, bf, Causal::bottom_right, true, false, true, 1.f, 13});
         add({"lpt_long", 1, 6500, 6500, 2, 1, 0, bf, Causal::top_left, false, false, true, 1.f,
              11});
+        // Session 47's autos on the default knobs (the slot / table / twin checks above): the
+        // table at D 64 causal 3200 rows (17 m blocks of 192, 272 tiles on the full grid) and
+        // D 256 (25 of 128); at D 64 past 32 m blocks on a small grid (instead of the dynamic
+        // scheduler; bottom-right with Sq < Sk); D 128 non-causal 4096 keys (2 m blocks a head):
+        // the multicast twin, with GQA and a partial last K/V block.
+        add({"auto47", 1, 3200, 3200, 16, 4, 0, bf, Causal::top_left, false, false, true});
+        add({"auto47", 1, 6500, 7000, 2, 1, 0, bf, Causal::bottom_right, false, false, true, 1.f,
+             13});
+        add({"auto47", 2, 256, 4100, 8, 2, 0, bf, Causal::none, false, false, true});
       }
       // Session 46 branch: the multicast twins of the default non-causal kernels (D 128 / 256;
       // D 64 runs its default): an even m-block count (Sq 512 / 256: 4 / 2 tiles of 128 rows
