@@ -176,12 +176,15 @@ inline bool long_causal_launch(const FwdArgs& a) {
 /// Tuning::lpt_schedule's value for a launch of head dim `d` (the auto resolved). Session 47
 /// (H200, flash3_knob_ab.py --blocks 1.0, 3 rounds, against the zig-zag rounds / the dynamic
 /// scheduler, bench/results/2026-11-30-h200-flash3-s47.md call 2): under the power cap the table
-/// raises the work per cycle by 2-3 % but draws more power, so the clock gives most of it back.
+/// raises the work per cycle by 1.5-4.9 % but draws more power: the clock (8-105 MHz lower) gives
+/// most of it back.
 /// It still won at D 64 causal 4k (+0.8 / +2.8 / +3.0 %) and 16k (lpt 2: +0.9 / +1.4 / +1.8 %)
 /// and at D 256 causal 4k (+0.8 / +0.9 / +1.1 %); it lost at 1k-2k (D 128 / 256 -1.0 %, D 64
 /// 2k -0.4 %) and at D 128 causal 16k (lpt 2, -1.5 %; D 128 4k +0.6 %, noise). Auto: D 64 causal
 /// from kLptMinSeqlenQ query rows (also the long launches, instead of the dynamic scheduler),
 /// D 256 causal from kLptMinSeqlenQ on the static schedule (<= 32 m blocks: S_q <= 4096).
+/// Against session 46's defaults (call 5, blocks): D 64 causal +1.9 / +2.0 / +0.9 % at 4k / 8k /
+/// 16k, D 256 causal +5.3 / +1.9 % at 3k / 4k (means of 3 rounds).
 inline constexpr int64_t kLptMinSeqlenQ = 3072;
 inline int lpt_mode(const FwdArgs& a, int64_t seqlen_q, int d) {
   if (tuning().lpt_schedule >= 0) return tuning().lpt_schedule;
@@ -196,11 +199,11 @@ inline bool lpt_long_causal(const FwdArgs& a, int64_t seqlen_q, int d) {
 /// Tuning::cluster = 3 or its auto (-1): the default non-causal kernel's 2-CTA multicast twin
 /// (launch_forward). Session 47 (H200, 1-second blocks under the power cap, 3 rounds, call 2):
 /// D 128 non-causal +0.7 / +1.7 / +1.6 % at 4k, +0.7 / +1.2 / +1.1 % at 16k (its clock 45-75
-/// MHz above the plain kernel's at the same power, 2-3 % less work per cycle); D 256 -0.3 % at
+/// MHz above the plain kernel's at the same power, 2.0-3.5 % less work per cycle); D 256 -0.3 % at
 /// 4k, +0.2 % at 16k: off. (Same-process 30-rep loops, below the cap, read D 128 -1.0 % at 4k,
 /// -2.3 % at 16k, where the twin gives up the split tail: the energy is the win.) The auto yields
 /// to a forced split tail (Tuning::tail_split = 1) and to Tuning::max_grid (the cluster launch
-/// keeps its own grid).
+/// keeps its own grid). Against session 46's defaults (call 5, blocks): +2.0 / +1.4 % at 4k / 16k.
 inline constexpr int64_t kMulticast128MinSeqlenK = 4096;
 inline bool multicast_wanted(const Params& p, int d) {
   if (tuning().cluster >= 0) return tuning().cluster == 3;
@@ -524,12 +527,13 @@ void launch_forward(const Params& p) {
       slot_id = diet13 ? kTcSum256DietSlot : kTcSum256Slot;
     }
   }
-  // Session 46 branch (Tuning::cluster = 3): the default non-causal kernel's 2-CTA twin with
-  // K/V multicast (cluster.cuh; the pair (2c, 2c + 1) holds tiles (m, m + 1) of one head in
-  // every round: static rounds without rotation, an even grid and m-block count). D 128: the
-  // diet + TMA epilogue kernel (15), its ordered build (31) and that with the row sums (37);
-  // D 256: the ordered diet (29) and its row-sum twin (39). Why: call 7, the stripped cluster
-  // kernel drew less energy per FLOP (+1.1 / +2.1 % at D 256 nc 4k / 16k under the power cap).
+  // Session 46 (Tuning::cluster = 3; the auto since session 47 at D 128, multicast_wanted): the
+  // default non-causal kernel's 2-CTA twin with K/V multicast (cluster.cuh; the pair (2c, 2c + 1)
+  // holds tiles (m, m + 1) of one head in every round: static rounds without rotation, an even grid
+  // and m-block count). D 128: the diet + TMA epilogue kernel (15), its ordered build (31) and that
+  // with the row sums (37); D 256: the ordered diet (29) and its row-sum twin (39). Why: call 7,
+  // the stripped cluster kernel drew less energy per FLOP (+1.1 / +2.1 % at D 256 nc 4k / 16k under
+  // the power cap).
   bool multicast = false;
   if constexpr (kClusterCapable<D, BN, WGs> && !Tr::kFused && VS == 2 && kDietCapable) {
     if (multicast_wanted(p, D) && !a.causal && !dynamic && a.num_m_blocks % 2 == 0 &&

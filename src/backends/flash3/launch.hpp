@@ -202,8 +202,9 @@ inline constexpr int kDropoutSlot = 36;   // the mask build with dropout (sessio
 inline constexpr int kTcSumSlot = 37;     // slot 31's kernel with the row sums in P V (session 40)
 inline constexpr int kTcSum256Slot = 38;  // D 256: slot 27's with them (session 41)
 inline constexpr int kTcSum256DietSlot = 39;  // D 256: slot 29's with them (session 41)
-// Session 46 branch (Tuning::cluster = 3): the 2-CTA multicast twin of the slot this number
-// minus kMulticastSlotBase runs (15, 31, 37, 29, 39); kMulticastSlotBase + 40 is the largest.
+// Session 46 (Tuning::cluster = 3, auto at D 128 since session 47): the 2-CTA multicast twin of the
+// slot this number minus kMulticastSlotBase runs (15, 31, 37, 29, 39); kMulticastSlotBase + 40 is
+// the largest.
 inline constexpr int kMulticastSlotBase = 40;
 int last_forward_slot();
 void set_last_forward_slot(int slot);

@@ -82,7 +82,7 @@ struct FwdTraits {
   // chunk between the stages through per-stage LBOs, as at D 128: its descriptor selects cost
   // ~22 uniform instructions a turn (SASS turn 604 -> 599 against 604 -> 532 for this one).
   static constexpr bool kTcSum = TC;
-  // (CL 2, session 46 branch: the multicast producer writes the same offsets in both CTAs, and
+  // (CL 2, session 46: the multicast producer writes the same offsets in both CTAs, and
   // each CTA fills its own ones chunks.)
   static_assert(!TC || (((D == 128 && kBlockN == 128) || (D == 256 && kBlockN == 64)) && VS == 2 &&
                         RS == 0),

@@ -484,7 +484,7 @@ TEST_P(Flash3Forward, MatchesReference) {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
   }
-  // "mc" (session 46 branch): the default non-causal kernels' 2-CTA multicast twins
+  // "mc" (session 46): the default non-causal kernels' 2-CTA multicast twins
   // (Tuning::cluster = 3; launch.cuh), D 128 / 256 with an even m-block count.
   if (c.tag == "mc") flash3::tuning().cluster = 3;
   // The kernel a knob must select (launch.cuh kernels[]): v5's descriptors (slot 8) at every D,
@@ -766,7 +766,7 @@ std::vector<Cfg> cases() {
              13});
         add({"auto47", 2, 256, 4100, 8, 2, 0, bf, Causal::none, false, false, true});
       }
-      // Session 46 branch: the multicast twins of the default non-causal kernels (D 128 / 256;
+      // Session 46: the multicast twins of the default non-causal kernels (D 128 / 256;
       // D 64 runs its default): an even m-block count (Sq 512 / 256: 4 / 2 tiles of 128 rows
       // per head), partial last K/V blocks, GQA / MQA, Sq != Sk, without (Sk < 2048) and with
       // the row sums (the GPU reference past Sk 2048), jumping maxima. (Contiguous [B, S, H, D]
