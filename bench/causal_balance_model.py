@@ -11,6 +11,9 @@ Rows: BENCHMARKS.md's causal shapes (B = 16384 / S, H = 2048 / D) on --ctas CTAs
 bench/notes/session46.md's lpt tables come from this script (and the table column from the
 branch's C++ builder, which gives the same values).
 usage: python3 bench/causal_balance_model.py [--ctas 132] [--section-mb 16,24,32,48] [--tile-cost 1.0]
+       python3 bench/causal_balance_model.py --sweep 1024,8192,256   (session 47: every S of the
+       range at each D, the auto's schedule (zig-zag up to 32 m blocks, dynamic past) against
+       the table with 32 MB power-of-two sections, sorted by the predicted gap)
 """
 import argparse
 import heapq
@@ -62,12 +65,42 @@ def ratio(load):
     return max(load) / (sum(load) / len(load))
 
 
+def table_ratio(m, bh, s, d, ctas, cost, mb=32):
+    sec = max(1, (mb << 20) // (4 * s * d))  # K + V bytes of a head: 4 S D
+    p2 = 1
+    while 2 * p2 <= min(sec, bh):
+        p2 *= 2
+    return ratio(greedy(sectioned_order(m, bh, p2), ctas, cost))
+
+
+def sweep(args):
+    lo, hi, step = (int(x) for x in args.sweep.split(","))
+    out = []
+    for d, bn in ((64, 128), (128, 128), (256, 64)):
+        for s in range(lo, hi + 1, step):
+            bm = 128 if d != 64 or (s <= 2048 and s % 192 != 0) else 192
+            m, bh = (s + bm - 1) // bm, (16384 // s) * (2048 // d)
+            cost = lambda mb, s=s, bm=bm, bn=bn: args.tile_cost + blocks_of(mb, s, bm, bn)  # noqa: E731
+            cur = current_order(m, bh)
+            auto = zigzag(cur, args.ctas, cost) if m <= 32 else greedy(cur, args.ctas, cost)
+            a, t = ratio(auto), table_ratio(m, bh, s, d, args.ctas, cost)
+            out.append((a / t - 1, d, s, m, bh, a, t))
+    print("predicted gain of the table over the auto's schedule (busiest CTA / mean load)")
+    for gain, d, s, m, bh, a, t in sorted(out, reverse=True):
+        print(f"D {d:3d} S {s:5d}: {m:3d} m blocks x {bh:4d} heads  "
+              f"{'zigzag ' if m <= 32 else 'dynamic'} {a:.3f}  table {t:.3f}  gain {100 * gain:+.1f} %")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ctas", type=int, default=132)
     ap.add_argument("--section-mb", default="16,24,32,48")
     ap.add_argument("--tile-cost", type=float, default=1.0)
+    ap.add_argument("--sweep", default=None, help="LO,HI,STEP: S from LO to HI (see usage)")
     args = ap.parse_args()
+    if args.sweep:
+        sweep(args)
+        return
     mbs = [int(x) for x in args.section_mb.split(",")]
     print("max / mean load per CTA; table: heads per section in brackets")
     for name, s, bm, bn, d in ROWS:

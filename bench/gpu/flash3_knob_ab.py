@@ -21,6 +21,10 @@ locked clock the row-sum kernels took fewer cycles at S 1k than the kernels with
 the interleaved timing read them 1-2.5 % slower: at the 700 W cap, a kernel's power sets its
 clock, and the interleaved calls cannot say whose power it was.
 
+Session 47: --batch / --heads replace BENCHMARKS.md's B and H (e.g. --batch 1 --heads 32, a
+prefill's few rounds of tiles); with branch wip/f3lpt48 the slot column also gives the lpt
+model's predicted gain where the launch asked it ("(model +N%)").
+
 usage: flash3_knob_ab.py --lib build_f3/libflash3_shim.so --d 256 --s 1024,4096 --causal 0,1 \
            --variant base=qpf:0 --variant pf4=qpf:4 [--reps 30] [--rounds 2] [--json out.json]
            [--blocks 1.0]
@@ -95,6 +99,10 @@ def main():
     ap.add_argument("--blocks", type=float, default=0.0,
                     help="SEC > 0: time each variant in a block of SEC seconds (after a 0.3 s "
                          "preheat) with its SM clock and board power from nvidia-smi")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="batch size (0: BENCHMARKS.md's 16384 // S tokens rule)")
+    ap.add_argument("--heads", type=int, default=0,
+                    help="query heads = K/V heads (0: BENCHMARKS.md's 2048 // D)")
     ap.add_argument("--max-err", type=float, default=0.05,
                     help="flag a variant whose first output differs from cuDNN's by more")
     args = ap.parse_args()
@@ -121,7 +129,8 @@ def main():
     for d in map(int, args.d.split(",")):
         for s in map(int, args.s.split(",")):
             for causal in (c == "1" for c in args.causal.split(",")):
-                b, h = max(1, 16384 // s), 2048 // d
+                b = args.batch if args.batch > 0 else max(1, 16384 // s)
+                h = args.heads if args.heads > 0 else 2048 // d
                 q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
                 k = torch.randn_like(q)
                 v = torch.randn_like(q)
@@ -134,7 +143,7 @@ def main():
                 ref = make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)().transpose(1, 2)
                 slots, errs = {}, {}
 
-                def first_run(name, go, slot_of, tail_of=None, lpt_of=None):
+                def first_run(name, go, slot_of, tail_of=None, lpt_of=None, gain_of=None):
                     out.fill_(float("nan"))
                     go()
                     torch.cuda.synchronize()
@@ -143,11 +152,15 @@ def main():
                         slots[name] = f"{slots[name]}+tail{tail_of()}"
                     if lpt_of is not None and lpt_of() > 0:  # session 46: the table's rounds
                         slots[name] = f"{slots[name]}+lpt{lpt_of()}"
+                    gain = gain_of() if gain_of is not None else float("nan")
+                    if gain == gain:  # (wip/f3lpt48: the model's predicted gain, where asked)
+                        slots[name] = f"{slots[name]}(model {100 * gain:+.1f}%)"
                     errs[name] = (out.float() - ref.float()).abs().max().item()  # NaN stays NaN
                 for name, kw in variants:
                     set_tuning(**kw)
                     first_run(name, run, set_tuning.last_slot, set_tuning.last_tail,
-                              getattr(set_tuning, "last_lpt", None))
+                              getattr(set_tuning, "last_lpt", None),
+                              getattr(set_tuning, "last_lpt_gain", None))
                 setups = [((lambda kw=kw: set_tuning(**kw)), run) for _, kw in variants]
                 for name, fn_x, set_x, slot_x in shims:
                     set_x()
@@ -172,7 +185,7 @@ def main():
                                     f"slot {slots[name]})")
                     line.append(f"cuDNN {cudnn:6.1f}")
                     print("  ".join(line), flush=True)
-                    rows.append({"d": d, "s": s, "causal": causal, "round": r,
+                    rows.append({"d": d, "s": s, "b": b, "h": h, "causal": causal, "round": r,
                                  "tflops": dict(zip(names, tf)),
                                  "cudnn": cudnn, "slots": slots, "max_err": errs})
                     if args.blocks > 0:

@@ -102,6 +102,10 @@ def load(lib_path):
     if last_lpt is not None:
         last_lpt.restype = ctypes.c_int
     set_tuning.last_lpt = last_lpt
+    last_lpt_gain = getattr(lib, "flash3_last_lpt_gain", None)  # branch wip/f3lpt48
+    if last_lpt_gain is not None:
+        last_lpt_gain.restype = ctypes.c_double
+    set_tuning.last_lpt_gain = last_lpt_gain
     set_tuning.has_tmaepi = knobs_tmaepi is not None
     set_tuning.has_rotate = knobs_rotate is not None
     set_tuning.has_prefetch = knobs_prefetch is not None
