@@ -176,7 +176,7 @@ inline bool long_causal_launch(const FwdArgs& a) {
 /// Tuning::lpt_schedule's value for a launch of head dim `d` (the auto resolved). Session 47
 /// (H200, flash3_knob_ab.py --blocks 1.0, 3 rounds, against the zig-zag rounds / the dynamic
 /// scheduler, bench/results/2026-11-30-h200-flash3-s47.md call 2): under the power cap the table
-/// raises the work per cycle by 1.5-4.9 % but draws more power: the clock (8-105 MHz lower) gives
+/// raises the work per cycle by 0.4-4.9 % but draws more power: the clock (8-105 MHz lower) gives
 /// most of it back.
 /// It still won at D 64 causal 4k (+0.8 / +2.8 / +3.0 %) and 16k (lpt 2: +0.9 / +1.4 / +1.8 %)
 /// and at D 256 causal 4k (+0.8 / +0.9 / +1.1 %); it lost at 1k-2k (D 128 / 256 -1.0 %, D 64
