@@ -65,12 +65,18 @@ def ratio(load):
     return max(load) / (sum(load) / len(load))
 
 
-def table_ratio(m, bh, s, d, ctas, cost, mb=32):
-    sec = max(1, (mb << 20) // (4 * s * d))  # K + V bytes of a head: 4 S D
+def section_heads(mb, s, d, bh):
+    """(heads whose K + V (4 S D bytes each) fit in mb MB, the largest power of two of them
+    within bh: lpt_schedule.hpp lpt_heads_per_section)"""
+    sec = max(1, (mb << 20) // (4 * s * d))
     p2 = 1
     while 2 * p2 <= min(sec, bh):
         p2 *= 2
-    return ratio(greedy(sectioned_order(m, bh, p2), ctas, cost))
+    return sec, p2
+
+
+def table_ratio(m, bh, s, d, ctas, cost, mb=32):
+    return ratio(greedy(sectioned_order(m, bh, section_heads(mb, s, d, bh)[1]), ctas, cost))
 
 
 def sweep(args):
@@ -110,10 +116,7 @@ def main():
         cols = [f"zigzag {ratio(zigzag(cur, args.ctas, cost)):.3f}",
                 f"dynamic {ratio(greedy(cur, args.ctas, cost)):.3f}"]
         for mb in mbs:
-            sec = max(1, (mb << 20) // (4 * s * d))  # K + V bytes of a head: 4 S D
-            p2 = 1
-            while 2 * p2 <= min(sec, bh):
-                p2 *= 2
+            sec, p2 = section_heads(mb, s, d, bh)
             for label, h in ((f"{mb}MB", sec), (f"{mb}MB pow2", p2)):
                 if label.endswith("pow2") and h == sec:
                     continue
