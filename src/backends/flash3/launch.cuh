@@ -221,7 +221,8 @@ inline bool dynamic_schedule(const FwdArgs& a) {
 /// its rounds. Null (the caller keeps the rounds or the dynamic scheduler) when the stream is
 /// capturing a graph and the shape has no table yet, when the tables would pass
 /// kLptCacheBytes, or when the device has no memory for it. Building one costs the host
-/// builder (0.3 ms at 4k tiles) and a copy to the device that this call waits for, once per
+/// builder (0.19 ms for 4,096 tiles on 132 CTAs: g++ -O2, best of 20, the 2-core dev machine,
+/// session 47) and a copy to the device that this call waits for, once per
 /// shape. Sections: K and V of 2^k heads within Tuning::lpt_section_mb (the model's balance for
 /// 16 and 32 MB: bench/notes/session46.md).
 template <class Tr>
