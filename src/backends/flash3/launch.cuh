@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -185,11 +186,20 @@ inline bool long_causal_launch(const FwdArgs& a) {
 /// D 256 causal from kLptMinSeqlenQ on the static schedule (<= 32 m blocks: S_q <= 4096).
 /// Against session 46's defaults (call 5, blocks): D 64 causal +1.9 / +2.0 / +0.9 % at 4k / 8k /
 /// 16k, D 256 causal +5.3 / +1.9 % at 3k / 4k (means of 3 rounds).
+/// Branch wip/f3lpt48 (not yet timed on a GPU): every other causal launch on the static schedule
+/// asks the model (lpt_schedule.hpp lpt_predicted_gain; mode 3, also Tuning::lpt_schedule = 3):
+/// the table where it predicts kLptMinModelGain (lpt_schedule.hpp) or more. The zig-zag rounds are
+/// far from balanced at lengths whose m-block count meets the grid badly
+/// (bench/causal_balance_model.py
+/// --sweep 1024,4096,128 on 132 CTAs: D 256 3712 / 3328 1.59x the mean load, the table 1.01-1.03;
+/// D 128 3968 1.37x, 2176 1.32x; D 64 3200 1.21x), where the length rule never looks (S_q < 3072,
+/// or D 128). The threshold sits above the 0.8-3.3 points the measured gains ran under the model.
 inline constexpr int64_t kLptMinSeqlenQ = 3072;
 inline int lpt_mode(const FwdArgs& a, int64_t seqlen_q, int d) {
   if (tuning().lpt_schedule >= 0) return tuning().lpt_schedule;
-  if (!a.causal || seqlen_q < kLptMinSeqlenQ) return 0;
-  return d == 64 ? 2 : d == 256 ? 1 : 0;
+  if (!a.causal) return 0;
+  if (seqlen_q >= kLptMinSeqlenQ && (d == 64 || d == 256)) return d == 64 ? 2 : 1;
+  return 3;
 }
 /// Tuning::lpt_schedule = 2 (launch_forward only): the long causal launches run the static
 /// schedule with the table instead of the dynamic scheduler's auto.
@@ -218,18 +228,26 @@ inline bool dynamic_schedule(const FwdArgs& a) {
 /// Session 46 (Tuning::lpt_schedule, lpt_schedule.hpp): the device copy of the balanced static
 /// schedule of a causal launch on `ctas` CTAs, built once per shape and device and kept for the
 /// process (4 bytes per tile: 16 KB at D 64 causal 1k on 132 CTAs); FwdArgs::num_rounds becomes
-/// its rounds. Null (the caller keeps the rounds or the dynamic scheduler) when the stream is
-/// capturing a graph and the shape has no table yet, when the tables would pass
-/// kLptCacheBytes, or when the device has no memory for it. Building one costs the host
-/// builder (0.19 ms for 4,096 tiles on 132 CTAs: g++ -O2, best of 20, the 2-core dev machine,
-/// session 47) and a copy to the device that this call waits for, once per
-/// shape. Sections: K and V of 2^k heads within Tuning::lpt_section_mb (the model's balance for
-/// 16 and 32 MB: bench/notes/session46.md).
+/// its rounds. Null (the caller keeps the rounds or the dynamic scheduler) when the model's
+/// predicted gain over the zig-zag rounds is below min_gain (min_gain < 0: any gain; the gain is
+/// kept per shape, and a table nobody ran is never copied), when the stream is capturing a graph
+/// and the shape has no device table yet, when the tables would pass kLptCacheBytes, or when the
+/// device has no memory for it. Building one costs the host builder (0.19 ms for 4,096 tiles on 132
+/// CTAs: g++ -O2, best of 20, the 2-core dev machine, session 47) and a copy to the device that
+/// this call waits for, once per shape. Sections: K and V of 2^k heads within
+/// Tuning::lpt_section_mb (the model's balance for 16 and 32 MB: bench/notes/session46.md). Records
+/// the predicted gain (set_last_forward_lpt_gain).
 template <class Tr>
-const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t stream) {
+const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t stream,
+                            double min_gain) {
   constexpr size_t kLptCacheBytes = size_t{64} << 20;  // per kernel shape class
+  struct Entry {
+    int* dev = nullptr;  // (null until a launch runs the table)
+    int rounds = 0;
+    double gain = 0.0;  // lpt_predicted_gain
+  };
   static std::mutex mu;
-  static std::map<std::vector<int>, std::pair<int*, int>> cache;  // key -> (table, rounds)
+  static std::map<std::vector<int>, Entry> cache;
   static size_t cached_bytes = 0;
   const int bh = a.num_tiles / a.num_m_blocks;
   const int section_mb = tuning().lpt_section_mb > 0 ? tuning().lpt_section_mb : 32;
@@ -244,19 +262,32 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
                        static_cast<int>(p.head_dim),
                        a.group,
                        section_mb};
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    ATTNKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
-    if (cap != cudaStreamCaptureStatusNone) return nullptr;
+  auto build = [&] {
     std::vector<int> blocks(a.num_m_blocks);
     for (int i = 0; i < a.num_m_blocks; ++i)  // (decode_tile: in-head index i, causal m reversed)
       blocks[i] = num_n_blocks<Tr>(a, a.num_m_blocks - 1 - i);
     const int64_t kv_bytes = 4 * static_cast<int64_t>(p.seqlen_k) * p.head_dim / a.group;
-    const LptTable t = build_lpt_table(
+    LptTable t = build_lpt_table(
         blocks, bh, ctas, lpt_heads_per_section(kv_bytes, int64_t{section_mb} << 20, bh), 1.0);
-    const size_t bytes = t.tiles.size() * sizeof(int);
+    const double zz = zigzag_max_load(blocks, bh, ctas, 1.0);
+    return std::make_pair(std::move(t), lpt_predicted_gain(t, zz));
+  };
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  LptTable host;
+  if (it == cache.end()) {
+    auto [t, gain] = build();
+    it = cache.emplace(key, Entry{nullptr, t.rounds, gain}).first;
+    host = std::move(t);
+  }
+  set_last_forward_lpt_gain(it->second.gain);
+  if (it->second.gain < min_gain) return nullptr;
+  if (it->second.dev == nullptr) {
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    ATTNKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+    if (cap != cudaStreamCaptureStatusNone) return nullptr;
+    if (host.tiles.empty()) host = build().first;  // (the shape's gain was kept, not its table)
+    const size_t bytes = host.tiles.size() * sizeof(int);
     if (cached_bytes + bytes > kLptCacheBytes) return nullptr;
     // (Relaxed capture mode for this thread: another thread's global-mode capture must neither
     // fail these calls nor be invalidated by them.)
@@ -265,8 +296,8 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     int* dev = nullptr;
     bool ok = cudaMalloc(&dev, bytes) == cudaSuccess;
     // On the launch's stream, waited for: the table is complete before any stream can read it.
-    ok = ok &&
-         cudaMemcpyAsync(dev, t.tiles.data(), bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess;
+    ok = ok && cudaMemcpyAsync(dev, host.tiles.data(), bytes, cudaMemcpyHostToDevice, stream) ==
+                   cudaSuccess;
     ok = ok && cudaStreamSynchronize(stream) == cudaSuccess;
     ATTNKIT_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     if (!ok) {
@@ -275,10 +306,10 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
       return nullptr;
     }
     cached_bytes += bytes;
-    it = cache.emplace(key, std::make_pair(dev, t.rounds)).first;
+    it->second.dev = dev;
   }
-  a.num_rounds = it->second.second;
-  return it->second.first;
+  a.num_rounds = it->second.rounds;
+  return it->second.dev;
 }
 
 /// The schedule's precomputed divisors and rounds for a grid of `ctas` CTAs, and the dynamic
@@ -664,11 +695,13 @@ void launch_forward(const Params& p) {
   a.rotate = WGs == 3 && persistent && !cl2 && !a.causal && tuning().rotate_rounds != 0 &&
              (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
   set_schedule(p, a, ctas, dynamic, stream);
+  set_last_forward_lpt_gain(std::numeric_limits<double>::quiet_NaN());
   // Session 46: the balanced table instead of the zig-zag rounds (Tuning::lpt_schedule; causal,
   // static, persistent, more tiles than CTAs; auto: lpt_mode).
   if (lpt_mode(a, p.seqlen_q, D) > 0 && a.causal && persistent && !dynamic && !cluster &&
       ctas < a.num_tiles) {
-    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream);
+    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream,
+                                         lpt_mode(a, p.seqlen_q, D) == 3 ? kLptMinModelGain : -1.0);
     // lpt 2 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
     // (1.27-1.79x the mean load on the busiest CTA at causal 16k in the model).
     if (a.sched_table == nullptr && lpt_long_causal(a, p.seqlen_q, D))
@@ -776,6 +809,7 @@ void launch_forward_score_mod(const Params& p) {
                                   : kScoreModSlot);
   set_last_forward_tail_tiles(0);
   set_last_forward_lpt_rounds(0);
+  set_last_forward_lpt_gain(std::numeric_limits<double>::quiet_NaN());
   opt_in_smem<kernel>(Tr::kSmemBytes);
   const auto stream = static_cast<cudaStream_t>(p.stream);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (kVar & kVarOrdered) != 0 ? 0 : 1;

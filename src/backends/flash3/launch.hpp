@@ -214,6 +214,10 @@ void set_last_forward_tail_tiles(int tiles);
 /// Rounds of the balanced table the last forward launch read (Tuning::lpt_schedule; 0: none).
 int last_forward_lpt_rounds();
 void set_last_forward_lpt_rounds(int rounds);
+/// The model's predicted gain of the table over the zig-zag rounds for the last forward launch
+/// (lpt_schedule.hpp lpt_predicted_gain; NaN where no table was considered).
+double last_forward_lpt_gain();
+void set_last_forward_lpt_gain(double gain);
 
 /// Runs the forward for head dim D, bf16 (BF16 = true) or f16. Params must already satisfy
 /// backend.cpp's capability table and extra_reasons.

@@ -23,6 +23,7 @@
 
 #include "attnkit/error.hpp"
 #include "backends/flash3/launch.hpp"
+#include "backends/flash3/lpt_schedule.hpp"
 #include "backends/flash3/tile_scheduler.cuh"
 #include "common/scoped_env.hpp"
 #include "core/params.hpp"
@@ -536,10 +537,23 @@ TEST_P(Flash3Forward, MatchesReference) {
   const bool lpt_auto = (c.tag == "auto47" || c.tag == "persist") && c.causal != Causal::none &&
                         c.sq >= 3072 && (c.d == 64 || (c.d == 256 && c.sq <= 4096)) &&
                         lpt_tiles > (c.grid > 0 ? c.grid : sms);
+  // Branch wip/f3lpt48: every other causal launch on the static schedule with more tiles than
+  // CTAs asks the model (launch.cuh lpt_mode 3), which runs the table from a predicted gain of
+  // kLptMinModelGain; the launch records the gain (NaN where it asked nothing).
+  const double lpt_gain = flash3::last_forward_lpt_gain();
+  const bool lpt_model = !std::isnan(lpt_gain) && lpt_gain >= flash3::kLptMinModelGain;
   if (c.tag.rfind("lpt", 0) == 0)
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
   else if (!c.score_mod())
-    EXPECT_EQ(flash3::last_forward_lpt_rounds() > 0, lpt_auto) << "lpt table (auto)";
+    EXPECT_EQ(flash3::last_forward_lpt_rounds() > 0, lpt_auto || lpt_model)
+        << "lpt table (auto), predicted gain " << lpt_gain;
+  if (c.causal == Causal::none && !c.score_mod())
+    EXPECT_TRUE(std::isnan(lpt_gain)) << "a non-causal launch asked the lpt model";
+  // "auto48": shapes where the model predicts a large gain at every D (> 15 % on 13 CTAs).
+  if (c.tag == "auto48") {
+    EXPECT_GE(lpt_gain, 0.15) << "predicted gain";
+    EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table (model)";
+  }
   // The multicast twin runs where "mc" forces it (D 128 / 256) and by session 47's auto (launch.cuh
   // multicast_wanted): D 128 non-causal from 4096 keys with an even m-block count, not on a
   // case's small grid (Tuning::max_grid). Every such case runs a twin-able slot (15 / 31 / 37)
@@ -765,6 +779,12 @@ std::vector<Cfg> cases() {
         add({"auto47", 1, 6500, 7000, 2, 1, 0, bf, Causal::bottom_right, false, false, true, 1.f,
              13});
         add({"auto47", 2, 256, 4100, 8, 2, 0, bf, Causal::none, false, false, true});
+        // Branch wip/f3lpt48: the model's table where the length rule never looks (D 128; S_q
+        // below 3072) on 13 CTAs: bench/causal_balance_model.py's loads predict +22..+26 % at
+        // Sq 700 x 8 heads, +29..+35 % at 2176 (bottom-right with Sq < Sk, GQA).
+        add({"auto48", 1, 700, 700, 8, 2, 0, bf, Causal::top_left, false, false, false, 1.f, 13});
+        add({"auto48", 1, 2176, 2300, 8, 4, 0, bf, Causal::bottom_right, false, false, true, 1.f,
+             13});
       }
       // Session 46: the multicast twins of the default non-causal kernels (D 128 / 256;
       // D 64 runs its default): an even m-block count (Sq 512 / 256: 4 / 2 tiles of 128 rows
