@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cmath>
@@ -201,10 +202,10 @@ inline int lpt_mode(const FwdArgs& a, int64_t seqlen_q, int d) {
   if (seqlen_q >= kLptMinSeqlenQ && (d == 64 || d == 256)) return d == 64 ? 2 : 1;
   return 3;
 }
-/// Tuning::lpt_schedule = 2 (launch_forward only): the long causal launches run the static
-/// schedule with the table instead of the dynamic scheduler's auto.
-inline bool lpt_long_causal(const FwdArgs& a, int64_t seqlen_q, int d) {
-  return lpt_mode(a, seqlen_q, d) == 2 && tuning().scheduler < 0 && long_causal_launch(a);
+/// Mode 2 (launch_forward only): the long causal launches run the static schedule with the
+/// table instead of the dynamic scheduler's auto.
+inline bool lpt_long_causal(const FwdArgs& a, int lpt) {
+  return lpt == 2 && tuning().scheduler < 0 && long_causal_launch(a);
 }
 /// Tuning::cluster = 3 or its auto (-1): the default non-causal kernel's 2-CTA multicast twin
 /// (launch_forward). Session 47 (H200, 1-second blocks under the power cap, 3 rounds, call 2):
@@ -248,21 +249,22 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     double gain = 0.0;  // lpt_predicted_gain
   };
   static std::mutex mu;
-  static std::map<std::vector<int>, Entry> cache;
+  // (A fixed-size key: no heap allocation on the launches that look a table up every call.)
+  static std::map<std::array<int, 11>, Entry> cache;
   static size_t cached_bytes = 0;
   const int bh = a.num_tiles / a.num_m_blocks;
   const int section_mb = tuning().lpt_section_mb > 0 ? tuning().lpt_section_mb : 32;
-  std::vector<int> key{current_device(),
-                       ctas,
-                       bh,
-                       Tr::kBlockM,
-                       Tr::kBlockN,
-                       a.seqlen_q,
-                       a.seqlen_k,
-                       a.causal_offset,
-                       static_cast<int>(p.head_dim),
-                       a.group,
-                       section_mb};
+  const std::array<int, 11> key{current_device(),
+                                ctas,
+                                bh,
+                                Tr::kBlockM,
+                                Tr::kBlockN,
+                                a.seqlen_q,
+                                a.seqlen_k,
+                                a.causal_offset,
+                                static_cast<int>(p.head_dim),
+                                a.group,
+                                section_mb};
   auto build = [&] {
     std::vector<int> blocks(a.num_m_blocks);
     for (int i = 0; i < a.num_m_blocks; ++i)  // (decode_tile: in-head index i, causal m reversed)
@@ -386,7 +388,9 @@ void launch_forward(const Params& p) {
   // D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %; D 256 2048 / 4096 -5 %;
   // non-causal D 64 1k-8k -0.1..-2.7 % (run 7's +5 % at 1k did not repeat on today's kernels).
   const bool long_causal = long_causal_launch(a);
-  const bool dynamic = dynamic_schedule(a) && !lpt_long_causal(a, p.seqlen_q, D);
+  const int lpt = lpt_mode(a, p.seqlen_q, D);  // (the balanced table: lpt_mode, below)
+  const bool lpt_long = lpt_long_causal(a, lpt);
+  const bool dynamic = dynamic_schedule(a) && !lpt_long;
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -683,8 +687,7 @@ void launch_forward(const Params& p) {
   // than 32 m blocks (long_causal, S > 4k) runs one CTA per tile, since the static zig-zag
   // leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per tile,
   // run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
-  const bool persistent =
-      tuning().persistent && (dynamic || !long_causal || lpt_long_causal(a, p.seqlen_q, D));
+  const bool persistent = tuning().persistent && (dynamic || !long_causal || lpt_long);
   // (Tuning::max_grid: tests run small shapes on a few CTAs; never the cluster's grid.)
   const int grid_cap =
       tuning().max_grid > 0 && tuning().max_grid < max_ctas && !cl2 ? tuning().max_grid : max_ctas;
@@ -704,14 +707,11 @@ void launch_forward(const Params& p) {
   set_last_forward_lpt_gain(std::numeric_limits<double>::quiet_NaN());
   // Session 46: the balanced table instead of the zig-zag rounds (Tuning::lpt_schedule; causal,
   // static, persistent, more tiles than CTAs; auto: lpt_mode).
-  if (lpt_mode(a, p.seqlen_q, D) > 0 && a.causal && persistent && !dynamic && !cluster &&
-      ctas < a.num_tiles) {
-    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream,
-                                         lpt_mode(a, p.seqlen_q, D) == 3 ? kLptMinModelGain : -1.0);
+  if (lpt > 0 && a.causal && persistent && !dynamic && !cluster && ctas < a.num_tiles) {
+    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream, lpt == 3 ? kLptMinModelGain : -1.0);
     // lpt 2 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
     // (1.27-1.79x the mean load on the busiest CTA at causal 16k in the model).
-    if (a.sched_table == nullptr && lpt_long_causal(a, p.seqlen_q, D))
-      set_schedule(p, a, ctas, true, stream);
+    if (a.sched_table == nullptr && lpt_long) set_schedule(p, a, ctas, true, stream);
   }
   set_last_forward_lpt_rounds(a.sched_table != nullptr ? a.num_rounds : 0);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
