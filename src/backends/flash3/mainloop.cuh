@@ -1036,7 +1036,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       }
     }
 
-    // it = 0: S = Q K_{n-1}^T only.
+    // it = 0: S = Q K_{n-1}^T only (block n_run_end - 1: n - 2 after a skipped turn).
     {
       const int nb = n_run_end - 1;
       ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
