@@ -28,8 +28,8 @@ model's predicted gain where the launch asked it ("(model +N%)").
 Session 48, --bitwise: every variant's first out and lse are also compared bit for bit with the
 first variant's (out and lse poisoned with NaN before each): per variant the elements whose bits
 differ and, of those, the ones whose values differ (+0 against -0 is a bit difference only).
-For build switches meant to be bitwise (e.g. ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN, two shims of
-flash3_defs_ab.sh in one process).
+For knobs and build switches meant to be bitwise (session 48: skip:0 against the default's
+skipped masked turn at D 256 causal; two shims of flash3_defs_ab.sh in one process).
 
 usage: flash3_knob_ab.py --lib build_f3/libflash3_shim.so --d 256 --s 1024,4096 --causal 0,1 \
            --variant base=qpf:0 --variant pf4=qpf:4 [--reps 30] [--rounds 2] [--json out.json]

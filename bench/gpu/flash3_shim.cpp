@@ -123,6 +123,11 @@ extern "C" void flash3_set_knobs_lpt(int lpt_schedule, int lpt_section_mb) {
   attnkit::flash3::tuning().lpt_schedule = lpt_schedule;
   attnkit::flash3::tuning().lpt_section_mb = lpt_section_mb;
 }
+// Session 48: Tuning::skip_masked_turn (-1 = auto, the default: D 256 causal runs the twins that
+// skip a wholly masked first turn / 0 = off).
+extern "C" void flash3_set_knobs_skip(int skip_masked_turn) {
+  attnkit::flash3::tuning().skip_masked_turn = skip_masked_turn;
+}
 // Session 19: Tuning::tail_split (-1 auto / 0 / 1), tail_min_blocks (-1 = the default) and
 // max_grid (0 = one CTA per SM).
 extern "C" void flash3_set_knobs_tail(int tail_split, int tail_min_blocks, int max_grid) {

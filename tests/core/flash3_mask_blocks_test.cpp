@@ -58,7 +58,7 @@ TEST(Flash3MaskBlocks, FirstMaskedBlockMatchesThePerBlockRule128) {
   check_all<7>();
 }
 
-// block_wholly_masked (ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN skips such a block's turn): true
+// block_wholly_masked (mainloop.cuh kVarSkipTurn skips such a block's turn): true
 // exactly when causal is on and no row of first_row .. first_row + kRows - 1 sees any key of the
 // block by the causal rule (key j visible from row i iff j <= i + offset), checked element by
 // element; and such a block is one that block_needs_mask masks (for any Sk).

@@ -569,6 +569,24 @@ void launch_forward(const Params& p) {
       slot_id = diet13 ? kTcSum256DietSlot : kTcSum256Slot;
     }
   }
+  // Session 48 (Tuning::skip_masked_turn; mainloop.cuh kVarSkipTurn): D 256 causal launches of
+  // slots 29 / 39 run the twin that skips a warpgroup's wholly masked first turn. Session 48 call 1
+  // (1-second blocks, 3 rounds, the skip then built into the shared kernels): causal +1.5..+1.9 %
+  // at S 1k, +1.4..+2.1 % at 2k, +0.4..+1.4 % at 4k, bitwise; kernels of their own because in the
+  // shared ones non-causal lost up to 2.5 %.
+  if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2 && kDietCapable) {
+    if (a.causal && tuning().skip_masked_turn != 0) {
+      constexpr int kV29 = kDietVar | kVarOrdered | kVarSkipTurn;
+      constexpr int kV39 = kDietVar | kVarOrdered | kVarTcSum | kVarSkipTurn;
+      if (slot_id == 16 + 13) {
+        kernel = fwd_kernel<D, BF16, BN, WGs, VS, kV29>;
+        slot_id += kSkipTurnSlotBase;
+      } else if (slot_id == kTcSum256DietSlot) {
+        kernel = fwd_kernel<D, BF16, BN, WGs, VS, kV39>;
+        slot_id += kSkipTurnSlotBase;
+      }
+    }
+  }
   // Session 46 (Tuning::cluster = 3; the auto since session 47 at D 128, multicast_wanted): the
   // default non-causal kernel's 2-CTA twin with K/V multicast (cluster.cuh; the pair (2c, 2c + 1)
   // holds tiles (m, m + 1) of one head in every round: static rounds without rotation, an even grid
@@ -610,7 +628,7 @@ void launch_forward(const Params& p) {
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[kMulticastSlotBase + kTcSum256DietSlot + 1][kMaxDevices] = {};
+  static std::atomic<int> attr_set[kSkipTurnSlotBase + kTcSum256DietSlot + 1][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];

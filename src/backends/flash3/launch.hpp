@@ -185,6 +185,11 @@ struct Tuning {
   int lpt_schedule = -1;
   // The table's sections (lpt_schedule.hpp): heads whose K and V fit in this many MB (0: 32).
   int lpt_section_mb = 0;
+  // Session 48 (mainloop.cuh kVarSkipTurn): D 256 causal launches of the ordered diet kernels
+  // (slots 29 / 39) run their twins, in which a consumer warpgroup skips its tile's first K/V
+  // block when the causal mask hides all of it (warpgroup 0 of every full tile at S_q = S_k).
+  // Same bits but for the sign of an exact-zero output. -1 = auto (on), 0 = off.
+  int skip_masked_turn = -1;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
   int max_grid = 0;
@@ -207,6 +212,10 @@ inline constexpr int kTcSum256DietSlot = 39;  // D 256: slot 29's with them (ses
 // slot this number minus kMulticastSlotBase runs (15, 31, 37, 29, 39); kMulticastSlotBase + 40 is
 // the largest.
 inline constexpr int kMulticastSlotBase = 40;
+// Session 48 (Tuning::skip_masked_turn): the D 256 causal twin of slot this number minus
+// kSkipTurnSlotBase (16 + 13 = 29, 39) that skips wholly masked first turns; kSkipTurnSlotBase + 39
+// is the largest slot.
+inline constexpr int kSkipTurnSlotBase = 80;
 int last_forward_slot();
 void set_last_forward_slot(int slot);
 /// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).

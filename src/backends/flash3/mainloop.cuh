@@ -499,6 +499,9 @@ inline constexpr int kVarDropout = 32768;
 // 16k, +1.7..+3.5 % at 4k (bench/results/2026-11-30-h200-flash3-s41.md). kernel.cuh asserts the
 // combinations.
 inline constexpr int kVarTcSum = 65536;
+// kVarSkipTurn (session 48; consume_tile_simple, skip_masked_turn has the why and the protocol):
+// a causal launch's warpgroup skips its tile's first K/V block when the mask hides all of it.
+inline constexpr int kVarSkipTurn = 131072;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
@@ -752,14 +755,15 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
   pipe.count += n_blocks;
 }
 
-// ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN (session 48, default 0; compile-only so far, not run on a
-// GPU): in consume_tile_simple's plain causal kernels (D = 256; none of kVarScoreMod, kVarMask,
-// kVarTail, kVarDropout, kVarNarrow, kVarVarlen), a consumer warpgroup whose tile's first block
-// (K/V block n_end - 1, 64 keys) lies wholly right of its 64 rows' diagonal (mask_blocks.hpp
-// block_wholly_masked) does not compute it: no Q K^T, mask, softmax of -inf, or P V with P = 0.
-// With S_q = S_k that is warpgroup 0 of every full causal tile (m block m: rows 128m .. 128m + 63,
-// first block 2m + 1 = keys 128m + 64 ..); warpgroup 1 never (its last row sees a key of block
-// n - 1). 5.6 % of the warpgroup turns at S 1k, 1.5 % at 4k (bench/notes/fwd-energy-s47.md P2).
+// kVarSkipTurn (session 48; Tuning::skip_masked_turn, launch.cuh): in consume_tile_simple's
+// plain causal kernels (D = 256; none of kVarScoreMod, kVarMask, kVarTail, kVarDropout,
+// kVarNarrow, kVarVarlen; kernels of their own, run on causal launches only), a consumer warpgroup
+// whose tile's first block (K/V block n_end - 1, 64 keys) lies wholly right of its 64 rows'
+// diagonal (mask_blocks.hpp block_wholly_masked) does not compute it: no Q K^T, mask, softmax of
+// -inf, or P V with P = 0. With S_q = S_k that is warpgroup 0 of every full causal tile (m block m:
+// rows 128m .. 128m + 63, first block 2m + 1 = keys 128m + 64 ..); warpgroup 1 never (its last row
+// sees a key of block n - 1). 5.6 % of the warpgroup turns at S 1k, 1.5 % at 4k
+// (bench/notes/fwd-energy-s47.md P2).
 //
 // The protocol stays (skip_masked_turn):
 // - ping-pong: the skipped turn still waits for and passes the turn, so the warpgroup keeps
@@ -799,11 +803,14 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
 // product p v of the element zero, e.g. a row without visible keys: -0 when V's column is <= 0 in
 // every visited block but > 0 somewhere in block n - 1). Where V_{n-1} holds inf / NaN, the
 // default's 0 x inf = NaN reaches rows that cannot see those keys; here it does not.
-#ifndef ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN
-#define ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN 0
-#endif
+//
+// Why kernels of their own (session 48 call 1, H200, 1-second blocks, 3 rounds; bench/results/
+// 2026-11-30-h200-flash3-s48.md): first built as a switch in the shared causal / non-causal
+// kernels (slot 39), causal +1.5..+1.9 % at S 1k, +1.4..+2.1 % at 2k, +0.4..+1.4 % at 4k, bitwise
+// on every row, but non-causal -1.2..-1.6 % at 2k and -1.8..-2.5 % at 4k (the branch never taken
+// there: code generation). The twins leave the non-causal kernels as they were.
 
-/// The skipped first turn of ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN (the comment above): one
+/// The skipped first turn of kVarSkipTurn (the comment above): one
 /// ping-pong turn without a GEMM, K and V of the ring position pipe.count waited for and
 /// released, then pipe.count one block on.
 template <class Tr>
@@ -973,10 +980,11 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   // (turn 1, peeled; or the last one of a one-block tile) is issued with scale-d = 0.
   constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
-  // ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN (above skip_masked_turn): the plain kernels only.
-  constexpr bool kSkipTurn =
-      ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN != 0 &&
-      (kVar & (kVarScoreMod | kVarMask | kVarTail | kVarDropout | kVarNarrow | kVarVarlen)) == 0;
+  // kVarSkipTurn (above skip_masked_turn): the plain kernels only.
+  constexpr bool kSkipTurn = (kVar & kVarSkipTurn) != 0;
+  static_assert(!kSkipTurn || (kVar & (kVarScoreMod | kVarMask | kVarTail | kVarDropout |
+                                       kVarNarrow | kVarVarlen)) == 0,
+                "flash3: kVarSkipTurn runs in the plain kernels only");
   // kUniform: shared-memory offsets through REDUX (warp-uniform; all 32 lanes are active here).
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   const int warp = tid / 32, lane = tid % 32;
@@ -1027,7 +1035,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     trace_stamp(a, qi.count, cwg, tid, 1);
     ++qi.count;
     // The blocks this warpgroup computes: n_run_end - n_run .. n_run_end - 1 (n_blocks, n_end
-    // unless its first block is skipped: ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN).
+    // unless its first block is skipped: kVarSkipTurn).
     int n_run = n_blocks, n_run_end = n_end;
     if constexpr (kSkipTurn) {  // (n_blocks >= 2: at least one block is left to compute)
       if (cwg == 0 && n_blocks > 1 && block_wholly_masked<kBN, 64>(a, n_end - 1, first_row)) {

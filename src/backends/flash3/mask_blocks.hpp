@@ -22,7 +22,7 @@ ATTNKIT_HD bool block_needs_mask(const Args& a, int nb, int first_row) {
 /// 64 rows): its first key lies right of the last row's diagonal, nb kBlockN > first_row + kRows
 /// - 1 + a.causal_offset (mask_tile's rule: key j is visible from row i iff j < seqlen_k and j <=
 /// i + causal_offset). Such a block's scores are all -inf and its P all 0 (mainloop.cuh
-/// ATTNKIT_FLASH3_FWD_SKIP_MASKED_TURN skips it). A sufficient condition only: keys >= seqlen_k
+/// kVarSkipTurn skips it). A sufficient condition only: keys >= seqlen_k
 /// are not considered (a tile's last block always holds keys < seqlen_k). Rows >= seqlen_q
 /// count like the others (the kernels mask them by the same rule).
 template <int kBlockN, int kRows, class Args>
