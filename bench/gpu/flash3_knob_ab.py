@@ -22,7 +22,7 @@ the interleaved timing read them 1-2.5 % slower: at the 700 W cap, a kernel's po
 clock, and the interleaved calls cannot say whose power it was.
 
 Session 47: --batch / --heads replace BENCHMARKS.md's B and H (e.g. --batch 1 --heads 32, a
-prefill's few rounds of tiles); with branch wip/f3lpt48 the slot column also gives the lpt
+prefill's few rounds of tiles); since session 48 the slot column also gives the lpt
 model's predicted gain where the launch asked it ("(model +N%)").
 
 Session 48, --bitwise: every variant's first out and lse are also compared bit for bit with the
@@ -176,7 +176,7 @@ def main():
                     if lpt_of is not None and lpt_of() > 0:  # session 46: the table's rounds
                         slots[name] = f"{slots[name]}+lpt{lpt_of()}"
                     gain = gain_of() if gain_of is not None else float("nan")
-                    if gain == gain:  # (wip/f3lpt48: the model's predicted gain, where asked)
+                    if gain == gain:  # (session 48: the model's predicted gain, where asked)
                         slots[name] = f"{slots[name]}(model {100 * gain:+.1f}%)"
                     errs[name] = (out.float() - ref.float()).abs().max().item()  # NaN stays NaN
                 for name, kw in variants:

@@ -108,7 +108,7 @@ def load(lib_path):
     if last_lpt is not None:
         last_lpt.restype = ctypes.c_int
     set_tuning.last_lpt = last_lpt
-    last_lpt_gain = getattr(lib, "flash3_last_lpt_gain", None)  # branch wip/f3lpt48
+    last_lpt_gain = getattr(lib, "flash3_last_lpt_gain", None)  # session 48
     if last_lpt_gain is not None:
         last_lpt_gain.restype = ctypes.c_double
     set_tuning.last_lpt_gain = last_lpt_gain

@@ -172,7 +172,7 @@ double max_load(const LptTable& t, const std::vector<int>& blocks, int grid) {
   return *std::max_element(load.begin(), load.end());
 }
 
-// Branch wip/f3lpt48: the model the launch's mode 3 decides by (lpt_predicted_gain): the loads it
+// Session 48: the model the launch's mode 3 decides by (lpt_predicted_gain): the loads it
 // compares are those of the tables the kernels would read, on shapes with many and with few
 // rounds, a partial last round, tiles without keys.
 TEST(Flash3LptSchedule, PredictedGainComparesTheLoadsOfBothSchedules) {

@@ -187,14 +187,18 @@ inline bool long_causal_launch(const FwdArgs& a) {
 /// D 256 causal from kLptMinSeqlenQ on the static schedule (<= 32 m blocks: S_q <= 4096).
 /// Against session 46's defaults (call 5, blocks): D 64 causal +1.9 / +2.0 / +0.9 % at 4k / 8k /
 /// 16k, D 256 causal +5.3 / +1.9 % at 3k / 4k (means of 3 rounds).
-/// Branch wip/f3lpt48 (not yet timed on a GPU): every other causal launch on the static schedule
+/// Session 48 (mode 3, the model's auto): every other causal launch on the static schedule
 /// asks the model (lpt_schedule.hpp lpt_predicted_gain; mode 3, also Tuning::lpt_schedule = 3):
 /// the table where it predicts kLptMinModelGain (lpt_schedule.hpp) or more. The zig-zag rounds are
 /// far from balanced at lengths whose m-block count meets the grid badly
 /// (bench/causal_balance_model.py
 /// --sweep 1024,4096,128 on 132 CTAs: D 256 3712 / 3328 1.59x the mean load, the table 1.01-1.03;
 /// D 128 3968 1.37x, 2176 1.32x; D 64 3200 1.21x), where the length rule never looks (S_q < 3072,
-/// or D 128). The threshold sits above the 0.8-3.3 points the measured gains ran under the model.
+/// or D 128). Measured (bench/results/2026-11-30-h200-flash3-s48.md call 1, 1-second blocks, the
+/// table against the rounds): D 128 causal 1280 / 2176 / 3200 / 3968 +4.9 / +16.2 / +9.9 / +19.8 %
+/// (model +10.4 / 30.1 / 17.7 / 36.0), D 256 1664 / 2560 / 3328 / 3712 +14.5 / +14.6 / +31.0 /
+/// +31.9 % (+24.4 / 23.8 / 55.2 / 57.0), D 64 2560 +5.6 % (+16.5): the model's gain per cycle,
+/// of which the power cap's lower clock leaves 0.34-0.61.
 inline constexpr int64_t kLptMinSeqlenQ = 3072;
 inline int lpt_mode(const FwdArgs& a, int64_t seqlen_q, int d) {
   if (tuning().lpt_schedule >= 0) return tuning().lpt_schedule;

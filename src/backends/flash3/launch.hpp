@@ -176,7 +176,7 @@ struct Tuning {
   // Session 46 (lpt_schedule.hpp): causal launches on the static schedule read a host-built
   // table of longest-first, least-loaded tile assignments instead of the zig-zag rounds. -1 =
   // auto (launch.cuh lpt_mode, session 47: 2 at D 64 and 1 at D 256 from 3072 causal query
-  // rows; branch wip/f3lpt48: 3 on the other causal launches), 0 = off, 1 = causal launches the
+  // rows; session 48: 3 on the other causal launches), 0 = off, 1 = causal launches the
   // static schedule runs (<= 32 m blocks), 2 = also the longer causal launches, on the static
   // schedule with the table instead of the dynamic scheduler (Tuning::scheduler = 1 keeps the
   // dynamic one, 0 one CTA per tile there), 3 = as 1 where the model predicts a gain of

@@ -116,8 +116,10 @@ inline double zigzag_max_load(const std::vector<int>& blocks, int bh, int grid, 
 /// measured gain ran 0.8-3.3 points under it: D 256 causal 3k +6.1 % predicted, +5.3 % measured;
 /// 4k +3.0 / +1.9 %; D 64 4k +3.0 / +1.9 %; D 128 4k +2.2 / +0.6 %, 2k +2.0 / -0.6 %, 1k +2.3 /
 /// -1.0 %. (The table's extra work per turn and its power; the long-first order's L2 reuse.)
-/// The launch's model mode (launch.cuh lpt_mode 3, branch wip/f3lpt48) runs the table from this
-/// predicted gain: above the 0.8-3.3 points the measured gains ran under the model.
+/// The launch's model mode (launch.cuh lpt_mode 3, session 48) runs the table from this predicted
+/// gain: above the 0.8-3.3 points the measured gains ran under the model near 0. Where the model
+/// predicts 10-57 % (session 48 call 1) the measured gain was 0.34-0.61 of it (right per cycle,
+/// the clock lower under the power cap).
 inline constexpr double kLptMinModelGain = 0.06;
 inline double lpt_predicted_gain(const LptTable& table, double zigzag_load) {
   return table.max_load > 0.0 ? zigzag_load / table.max_load - 1.0 : 0.0;

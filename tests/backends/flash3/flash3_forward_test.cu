@@ -543,7 +543,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   const bool lpt_auto = (c.tag == "auto47" || c.tag == "persist") && c.causal != Causal::none &&
                         c.sq >= 3072 && (c.d == 64 || (c.d == 256 && c.sq <= 4096)) &&
                         lpt_tiles > (c.grid > 0 ? c.grid : sms);
-  // Branch wip/f3lpt48: every other causal launch on the static schedule with more tiles than
+  // Session 48: every other causal launch on the static schedule with more tiles than
   // CTAs asks the model (launch.cuh lpt_mode 3), which runs the table from a predicted gain of
   // kLptMinModelGain; the launch records the gain (NaN where it asked nothing).
   const double lpt_gain = flash3::last_forward_lpt_gain();
@@ -793,7 +793,7 @@ std::vector<Cfg> cases() {
         add({"auto47", 1, 6500, 7000, 2, 1, 0, bf, Causal::bottom_right, false, false, true, 1.f,
              13});
         add({"auto47", 2, 256, 4100, 8, 2, 0, bf, Causal::none, false, false, true});
-        // Branch wip/f3lpt48: the model's table where the length rule never looks (D 128; S_q
+        // Session 48: the model's table where the length rule never looks (D 128; S_q
         // below 3072) on 13 CTAs: bench/causal_balance_model.py's loads predict +22..+26 % at
         // Sq 700 x 8 heads, +29..+35 % at 2176 (bottom-right with Sq < Sk, GQA).
         add({"auto48", 1, 700, 700, 8, 2, 0, bf, Causal::top_left, false, false, false, 1.f, 13});
