@@ -22,8 +22,14 @@ the interleaved timing read them 1-2.5 % slower: at the 700 W cap, a kernel's po
 clock, and the interleaved calls cannot say whose power it was.
 
 Session 47: --batch / --heads replace BENCHMARKS.md's B and H (e.g. --batch 1 --heads 32, a
-prefill's few rounds of tiles); with branch wip/f3lpt48 the slot column also gives the lpt
+prefill's few rounds of tiles); since session 48 the slot column also gives the lpt
 model's predicted gain where the launch asked it ("(model +N%)").
+
+Session 48, --bitwise: every variant's first out and lse are also compared bit for bit with the
+first variant's (out and lse poisoned with NaN before each): per variant the elements whose bits
+differ and, of those, the ones whose values differ (+0 against -0 is a bit difference only).
+For knobs and build switches meant to be bitwise (session 48: skip:0 against the default's
+skipped masked turn at D 256 causal; two shims of flash3_defs_ab.sh in one process).
 
 usage: flash3_knob_ab.py --lib build_f3/libflash3_shim.so --d 256 --s 1024,4096 --causal 0,1 \
            --variant base=qpf:0 --variant pf4=qpf:4 [--reps 30] [--rounds 2] [--json out.json]
@@ -103,6 +109,8 @@ def main():
                     help="batch size (0: BENCHMARKS.md's 16384 // S tokens rule)")
     ap.add_argument("--heads", type=int, default=0,
                     help="query heads = K/V heads (0: BENCHMARKS.md's 2048 // D)")
+    ap.add_argument("--bitwise", action="store_true",
+                    help="compare each variant's first out / lse bit for bit with the first's")
     ap.add_argument("--max-err", type=float, default=0.05,
                     help="flag a variant whose first output differs from cuDNN's by more")
     args = ap.parse_args()
@@ -141,19 +149,34 @@ def main():
                 # (session 16) each variant's first output against cuDNN's, out poisoned with
                 # NaN before it: a variant that is fast because it is wrong shows here.
                 ref = make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)().transpose(1, 2)
-                slots, errs = {}, {}
+                slots, errs, bits = {}, {}, {}
+                first_out = []  # (out, lse) of the first variant (--bitwise)
 
                 def first_run(name, go, slot_of, tail_of=None, lpt_of=None, gain_of=None):
                     out.fill_(float("nan"))
+                    if args.bitwise:
+                        lse.fill_(float("nan"))
                     go()
                     torch.cuda.synchronize()
+                    if args.bitwise:
+                        if not first_out:
+                            first_out.append((out.clone(), lse.clone()))
+                        else:
+                            o0, l0 = first_out[0]
+                            ob = o0.view(torch.int16) != out.view(torch.int16)
+                            lb = l0.view(torch.int32) != lse.view(torch.int32)
+                            bits[name] = {
+                                "out_bits": int(ob.sum()),
+                                "out_values": int((ob & (o0 != out)).sum()),
+                                "lse_bits": int(lb.sum()),
+                                "lse_values": int((lb & (l0 != lse)).sum())}
                     slots[name] = slot_of() if slot_of else -1
                     if tail_of is not None and tail_of() > 0:  # session 19: split tail tiles
                         slots[name] = f"{slots[name]}+tail{tail_of()}"
                     if lpt_of is not None and lpt_of() > 0:  # session 46: the table's rounds
                         slots[name] = f"{slots[name]}+lpt{lpt_of()}"
                     gain = gain_of() if gain_of is not None else float("nan")
-                    if gain == gain:  # (wip/f3lpt48: the model's predicted gain, where asked)
+                    if gain == gain:  # (session 48: the model's predicted gain, where asked)
                         slots[name] = f"{slots[name]}(model {100 * gain:+.1f}%)"
                     errs[name] = (out.float() - ref.float()).abs().max().item()  # NaN stays NaN
                 for name, kw in variants:
@@ -170,6 +193,11 @@ def main():
                 print(f"D={d:3d} S={s:5d} causal={int(causal)} max|out - cuDNN|: " +
                       ", ".join(f"{n} {e:.2e}" for n, e in errs.items()) +
                       (f"  MISMATCH: {' '.join(bad)}" if bad else ""), flush=True)
+                if args.bitwise:  # (equal bits never count, NaN ones included)
+                    print(f"D={d:3d} S={s:5d} causal={int(causal)} bits differing from "
+                          f"{names[0]} (out / of them by value, lse / by value): " +
+                          ", ".join(f"{n} {x['out_bits']} / {x['out_values']}, {x['lse_bits']} / "
+                                    f"{x['lse_values']}" for n, x in bits.items()), flush=True)
                 setups.append((set_tuning, make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)))
                 for r in range(args.rounds):
                     windows = [[] for _ in setups]
@@ -187,7 +215,8 @@ def main():
                     print("  ".join(line), flush=True)
                     rows.append({"d": d, "s": s, "b": b, "h": h, "causal": causal, "round": r,
                                  "tflops": dict(zip(names, tf)),
-                                 "cudnn": cudnn, "slots": slots, "max_err": errs})
+                                 "cudnn": cudnn, "slots": slots, "max_err": errs,
+                                 "bitwise": bits})
                     if args.blocks > 0:
                         rows[-1]["windows"] = dict(zip(names + ["cuDNN"], windows))
                 set_tuning()

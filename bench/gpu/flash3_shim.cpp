@@ -123,6 +123,11 @@ extern "C" void flash3_set_knobs_lpt(int lpt_schedule, int lpt_section_mb) {
   attnkit::flash3::tuning().lpt_schedule = lpt_schedule;
   attnkit::flash3::tuning().lpt_section_mb = lpt_section_mb;
 }
+// Session 48: Tuning::skip_masked_turn (-1 = auto, the default: D 256 causal runs the twins that
+// skip a wholly masked first turn / 0 = off).
+extern "C" void flash3_set_knobs_skip(int skip_masked_turn) {
+  attnkit::flash3::tuning().skip_masked_turn = skip_masked_turn;
+}
 // Session 19: Tuning::tail_split (-1 auto / 0 / 1), tail_min_blocks (-1 = the default) and
 // max_grid (0 = one CTA per SM).
 extern "C" void flash3_set_knobs_tail(int tail_split, int tail_min_blocks, int max_grid) {
@@ -148,6 +153,11 @@ extern "C" int flash3_last_tail_tiles() {
 // none).
 extern "C" int flash3_last_lpt_rounds() {
   return attnkit::flash3::last_forward_lpt_rounds();
+}
+// Session 48: the model's predicted gain of the table over the zig-zag rounds for the
+// last forward (NaN where no table was considered; lpt_schedule.hpp lpt_predicted_gain).
+extern "C" double flash3_last_lpt_gain() {
+  return attnkit::flash3::last_forward_lpt_gain();
 }
 // Session 13: Tuning::trace (a device buffer, or null): per-tile clock64 stamps, recorded only
 // by a shim built with ATTNKIT_FLASH3_TRACE (flash3_shim_only.sh F3_TRACE=1).

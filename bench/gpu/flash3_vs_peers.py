@@ -51,6 +51,7 @@ def load(lib_path):
     knobs_tail_probe = optional("flash3_set_knobs_tail_probe", 1)  # session 19 (measurement)
     knobs_tc = optional("flash3_set_knobs_tc", 1)  # session 40 (tc_row_sum)
     knobs_lpt = optional("flash3_set_knobs_lpt", 2)  # session 46 (lpt_schedule, section MB)
+    knobs_skip = optional("flash3_set_knobs_skip", 1)  # session 48 (skip_masked_turn)
     last_slot = getattr(lib, "flash3_last_slot", None)
     if last_slot is not None:
         last_slot.restype = ctypes.c_int
@@ -58,7 +59,8 @@ def load(lib_path):
     def set_tuning(pingpong=-1, persistent=1, wide_n=0, q_bufs=2, scheduler=-1, wgs=0, overlap=1,
                    ordered=-1, early=0, vst=2, cluster=-1, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
-                   epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0):
+                   epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0,
+                   skip=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -92,6 +94,10 @@ def load(lib_path):
             knobs_lpt(lpt, lptmb)
         elif lpt != -1 or lptmb != 0:
             raise SystemExit("lpt: the shim has no flash3_set_knobs_lpt")
+        if knobs_skip is not None:
+            knobs_skip(skip)
+        elif skip != -1:
+            raise SystemExit("skip: the shim has no flash3_set_knobs_skip")
     set_tuning.has_diet = knobs_diet is not None
     set_tuning.last_slot = last_slot
     last_tail = getattr(lib, "flash3_last_tail_tiles", None)  # session 19
@@ -102,7 +108,7 @@ def load(lib_path):
     if last_lpt is not None:
         last_lpt.restype = ctypes.c_int
     set_tuning.last_lpt = last_lpt
-    last_lpt_gain = getattr(lib, "flash3_last_lpt_gain", None)  # branch wip/f3lpt48
+    last_lpt_gain = getattr(lib, "flash3_last_lpt_gain", None)  # session 48
     if last_lpt_gain is not None:
         last_lpt_gain.restype = ctypes.c_double
     set_tuning.last_lpt_gain = last_lpt_gain

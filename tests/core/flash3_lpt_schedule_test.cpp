@@ -163,5 +163,51 @@ TEST(Flash3LptSchedule, HeadsPerSectionIsAPowerOfTwoWithinTheBudget) {
     }
 }
 
+/// The busiest CTA's load (the builder's max_load, zigzag_max_load) and the mean, brute force.
+double max_load(const LptTable& t, const std::vector<int>& blocks, int grid) {
+  std::vector<double> load(grid, 0.0);
+  for (int k = 0; k < t.rounds; ++k)
+    for (int c = 0; c < grid; ++c)
+      if (t.tiles[k * grid + c] >= 0) load[c] += cost(blocks, t.tiles[k * grid + c]);
+  return *std::max_element(load.begin(), load.end());
+}
+
+// Session 48: the model the launch's mode 3 decides by (lpt_predicted_gain): the loads it
+// compares are those of the tables the kernels would read, on shapes with many and with few
+// rounds, a partial last round, tiles without keys.
+TEST(Flash3LptSchedule, PredictedGainComparesTheLoadsOfBothSchedules) {
+  struct Row {
+    std::vector<int> blocks;
+    int bh, grid;
+  };
+  const Row rows[] = {
+      {causal_blocks(3072, 128, 64), 40, 132}, {causal_blocks(4096, 192, 128), 128, 132},
+      {causal_blocks(700, 128, 128), 8, 13},   {causal_blocks(2176, 128, 128), 8, 13},
+      {causal_blocks(3712, 128, 64), 32, 132}, {{0, 0, 2, 5}, 7, 3},
+      {causal_blocks(300, 128, 128), 2, 132}};
+  for (const Row& r : rows) {
+    const int tiles = static_cast<int>(r.blocks.size()) * r.bh;
+    SCOPED_TRACE(std::to_string(tiles) + " tiles on " + std::to_string(r.grid));
+    const LptTable t = build_lpt_table(r.blocks, r.bh, r.grid, 8, 1.0);
+    EXPECT_DOUBLE_EQ(t.max_load, max_load(t, r.blocks, r.grid));
+    const double zz = zigzag_max_load(r.blocks, r.bh, r.grid, 1.0);
+    EXPECT_DOUBLE_EQ(zz, max_load(zigzag(tiles, r.grid), r.blocks, r.grid));
+    EXPECT_DOUBLE_EQ(lpt_predicted_gain(t, zz), zz / t.max_load - 1.0);
+  }
+  // bench/causal_balance_model.py --sweep's numbers (32 MB power-of-two sections): D 256 causal
+  // 3072 (B 5 x H 8 on 132 CTAs) zig-zag 1.100, table 1.037 (+6.1 %, 1-second blocks +5.3 %);
+  // 3712 (B 4 x H 8) 1.592 / 1.014 (+57 %).
+  const auto gain = [](int s, int bh) {
+    const std::vector<int> b = causal_blocks(s, 128, 64);
+    const int sec = lpt_heads_per_section(4 * int64_t{s} * 256, int64_t{32} << 20, bh);
+    return lpt_predicted_gain(build_lpt_table(b, bh, 132, sec, 1.0),
+                              zigzag_max_load(b, bh, 132, 1.0));
+  };
+  EXPECT_NEAR(gain(3072, 40), 0.061, 0.002);
+  EXPECT_NEAR(gain(3712, 32), 0.570, 0.005);
+  // Nothing to schedule: no gain.
+  EXPECT_EQ(lpt_predicted_gain(build_lpt_table({}, 4, 8, 1, 1.0), 0.0), 0.0);
+}
+
 }  // namespace
 }  // namespace attnkit::flash3

@@ -1,5 +1,6 @@
 // flash3's forward tests `nb >= first_masked_block(...)` once per tile instead of the per-block
-// mask predicate block_needs_mask (both in src/backends/flash3/mask_blocks.hpp, session 34).
+// mask predicate block_needs_mask (both in src/backends/flash3/mask_blocks.hpp, session 34);
+// block_wholly_masked (session 48) says when the causal mask hides a whole block from 64 rows.
 // Host-only, so it runs without a GPU: for every key block size the kernels use (2^5..2^7), key
 // length, first row and causal offset in a window that crosses every rounding case (negative
 // offsets: bottom-right causal with Sk < Sq), the first masked block must be exactly where the
@@ -55,6 +56,56 @@ TEST(Flash3MaskBlocks, FirstMaskedBlockMatchesThePerBlockRule64) {
 }
 TEST(Flash3MaskBlocks, FirstMaskedBlockMatchesThePerBlockRule128) {
   check_all<7>();
+}
+
+// block_wholly_masked (mainloop.cuh kVarSkipTurn skips such a block's turn): true
+// exactly when causal is on and no row of first_row .. first_row + kRows - 1 sees any key of the
+// block by the causal rule (key j visible from row i iff j <= i + offset), checked element by
+// element; and such a block is one that block_needs_mask masks (for any Sk).
+template <int kBn, int kRows>
+void check_wholly_masked() {
+  int cases = 0, masked = 0;
+  for (int causal = 0; causal <= 1; ++causal)
+    for (int first_row = 0; first_row <= 3 * kBn + 2; first_row += 1 + (first_row > kBn ? 5 : 0))
+      for (int off = -4 * kBn - 3; off <= 2 * kBn + 3; ++off)
+        for (int nb = 0; nb < 8; ++nb) {
+          bool any_causal = false;  // some (row, key) pair visible by the causal rule alone
+          for (int i = first_row; i < first_row + kRows && !any_causal; ++i)
+            for (int j = nb * kBn; j < (nb + 1) * kBn; ++j)
+              if (!causal || j <= i + off) {
+                any_causal = true;
+                break;
+              }
+          const Args a{8 * kBn, causal, off};
+          const bool got = block_wholly_masked<kBn, kRows>(a, nb, first_row);
+          ASSERT_EQ(got, !any_causal)
+              << "block " << kBn << ", rows " << kRows << ", nb " << nb << ", causal " << causal
+              << ", first_row " << first_row << ", offset " << off;
+          if (got) {  // such a block is one the kernels mask, under any Sk
+            for (int seqlen_k = 0; seqlen_k <= 9 * kBn; seqlen_k += kBn / 2)
+              ASSERT_TRUE((block_needs_mask<kBn>(Args{seqlen_k, causal, off}, nb, first_row)));
+            ++masked;
+          }
+          ++cases;
+        }
+  EXPECT_GT(cases, 1000);
+  EXPECT_GT(masked, 100);
+}
+
+TEST(Flash3MaskBlocks, WhollyMaskedBlock64Keys64Rows) {  // (the D 256 forward's shape)
+  check_wholly_masked<64, 64>();
+}
+
+// The D 256 forward's causal tiles with S_q = S_k (offset 0, 128-row m blocks, 64-key blocks):
+// warpgroup 0 (rows 128m .. 128m + 63) never sees the tile's last block 2m + 1, warpgroup 1
+// (rows 128m + 64 ..) always does, and warpgroup 0 sees block 2m.
+TEST(Flash3MaskBlocks, WhollyMaskedFirstTurnOfAlignedCausalTiles) {
+  for (int m = 0; m < 64; ++m) {
+    const Args a{1 << 20, 1, 0};
+    EXPECT_TRUE((block_wholly_masked<64, 64>(a, 2 * m + 1, 128 * m))) << m;
+    EXPECT_FALSE((block_wholly_masked<64, 64>(a, 2 * m + 1, 128 * m + 64))) << m;
+    EXPECT_FALSE((block_wholly_masked<64, 64>(a, 2 * m, 128 * m))) << m;
+  }
 }
 
 // A tile whose first row sees no key (causal, offset far left) masks every block (the first

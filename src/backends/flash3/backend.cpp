@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -304,6 +305,7 @@ namespace {
 std::atomic<int> g_last_forward_slot{-1};
 std::atomic<int> g_last_forward_tail{0};
 std::atomic<int> g_last_forward_lpt{0};
+std::atomic<double> g_last_forward_lpt_gain{std::numeric_limits<double>::quiet_NaN()};
 }  // namespace
 int last_forward_slot() {
   return g_last_forward_slot.load(std::memory_order_relaxed);
@@ -322,6 +324,12 @@ int last_forward_lpt_rounds() {
 }
 void set_last_forward_lpt_rounds(int rounds) {
   g_last_forward_lpt.store(rounds, std::memory_order_relaxed);
+}
+double last_forward_lpt_gain() {
+  return g_last_forward_lpt_gain.load(std::memory_order_relaxed);
+}
+void set_last_forward_lpt_gain(double gain) {
+  g_last_forward_lpt_gain.store(gain, std::memory_order_relaxed);
 }
 }  // namespace flash3
 

@@ -5,11 +5,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -185,16 +187,29 @@ inline bool long_causal_launch(const FwdArgs& a) {
 /// D 256 causal from kLptMinSeqlenQ on the static schedule (<= 32 m blocks: S_q <= 4096).
 /// Against session 46's defaults (call 5, blocks): D 64 causal +1.9 / +2.0 / +0.9 % at 4k / 8k /
 /// 16k, D 256 causal +5.3 / +1.9 % at 3k / 4k (means of 3 rounds).
+/// Session 48 (mode 3, the model's auto): every other causal launch on the static schedule
+/// asks the model (lpt_schedule.hpp lpt_predicted_gain; mode 3, also Tuning::lpt_schedule = 3):
+/// the table where it predicts kLptMinModelGain (lpt_schedule.hpp) or more. The zig-zag rounds are
+/// far from balanced at lengths whose m-block count meets the grid badly
+/// (bench/causal_balance_model.py
+/// --sweep 1024,4096,128 on 132 CTAs: D 256 3712 / 3328 1.59x the mean load, the table 1.01-1.03;
+/// D 128 3968 1.37x, 2176 1.32x; D 64 3200 1.21x), where the length rule never looks (S_q < 3072,
+/// or D 128). Measured (bench/results/2026-11-30-h200-flash3-s48.md call 1, 1-second blocks, the
+/// table against the rounds): D 128 causal 1280 / 2176 / 3200 / 3968 +4.9 / +16.2 / +9.9 / +19.8 %
+/// (model +10.4 / 30.1 / 17.7 / 36.0), D 256 1664 / 2560 / 3328 / 3712 +14.5 / +14.6 / +31.0 /
+/// +31.9 % (+24.4 / 23.8 / 55.2 / 57.0), D 64 2560 +5.6 % (+16.5): the model's gain per cycle,
+/// of which the power cap's lower clock leaves 0.34-0.61.
 inline constexpr int64_t kLptMinSeqlenQ = 3072;
 inline int lpt_mode(const FwdArgs& a, int64_t seqlen_q, int d) {
   if (tuning().lpt_schedule >= 0) return tuning().lpt_schedule;
-  if (!a.causal || seqlen_q < kLptMinSeqlenQ) return 0;
-  return d == 64 ? 2 : d == 256 ? 1 : 0;
+  if (!a.causal) return 0;
+  if (seqlen_q >= kLptMinSeqlenQ && (d == 64 || d == 256)) return d == 64 ? 2 : 1;
+  return 3;
 }
-/// Tuning::lpt_schedule = 2 (launch_forward only): the long causal launches run the static
-/// schedule with the table instead of the dynamic scheduler's auto.
-inline bool lpt_long_causal(const FwdArgs& a, int64_t seqlen_q, int d) {
-  return lpt_mode(a, seqlen_q, d) == 2 && tuning().scheduler < 0 && long_causal_launch(a);
+/// Mode 2 (launch_forward only): the long causal launches run the static schedule with the
+/// table instead of the dynamic scheduler's auto.
+inline bool lpt_long_causal(const FwdArgs& a, int lpt) {
+  return lpt == 2 && tuning().scheduler < 0 && long_causal_launch(a);
 }
 /// Tuning::cluster = 3 or its auto (-1): the default non-causal kernel's 2-CTA multicast twin
 /// (launch_forward). Session 47 (H200, 1-second blocks under the power cap, 3 rounds, call 2):
@@ -218,45 +233,73 @@ inline bool dynamic_schedule(const FwdArgs& a) {
 /// Session 46 (Tuning::lpt_schedule, lpt_schedule.hpp): the device copy of the balanced static
 /// schedule of a causal launch on `ctas` CTAs, built once per shape and device and kept for the
 /// process (4 bytes per tile: 16 KB at D 64 causal 1k on 132 CTAs); FwdArgs::num_rounds becomes
-/// its rounds. Null (the caller keeps the rounds or the dynamic scheduler) when the stream is
-/// capturing a graph and the shape has no table yet, when the tables would pass
-/// kLptCacheBytes, or when the device has no memory for it. Building one costs the host
-/// builder (0.19 ms for 4,096 tiles on 132 CTAs: g++ -O2, best of 20, the 2-core dev machine,
-/// session 47) and a copy to the device that this call waits for, once per
-/// shape. Sections: K and V of 2^k heads within Tuning::lpt_section_mb (the model's balance for
-/// 16 and 32 MB: bench/notes/session46.md).
+/// its rounds. Null (the caller keeps the rounds or the dynamic scheduler) when the model's
+/// predicted gain over the zig-zag rounds is below min_gain (min_gain < 0: any gain; the gain is
+/// kept per shape, and a table nobody ran is never copied), when the stream is capturing a graph
+/// and the shape has no device table yet, when the tables would pass kLptCacheBytes, or when the
+/// device has no memory for it. Building one costs the host builder (0.19 ms for 4,096 tiles on 132
+/// CTAs: g++ -O2, best of 20, the 2-core dev machine, session 47) and a copy to the device that
+/// this call waits for, once per shape (at most kLptCacheShapes shapes per kernel shape class;
+/// later ones keep the rounds). Sections: K and V of 2^k heads within Tuning::lpt_section_mb (the
+/// model's balance for 16 and 32 MB: bench/notes/session46.md). Records the predicted gain
+/// (set_last_forward_lpt_gain).
 template <class Tr>
-const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t stream) {
+const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t stream,
+                            double min_gain) {
   constexpr size_t kLptCacheBytes = size_t{64} << 20;  // per kernel shape class
+  struct Entry {
+    int* dev = nullptr;  // (null until a launch runs the table)
+    int rounds = 0;
+    double gain = 0.0;  // lpt_predicted_gain
+  };
   static std::mutex mu;
-  static std::map<std::vector<int>, std::pair<int*, int>> cache;  // key -> (table, rounds)
+  // (A fixed-size key: no heap allocation on the launches that look a table up every call.)
+  static std::map<std::array<int, 11>, Entry> cache;
   static size_t cached_bytes = 0;
   const int bh = a.num_tiles / a.num_m_blocks;
   const int section_mb = tuning().lpt_section_mb > 0 ? tuning().lpt_section_mb : 32;
-  std::vector<int> key{current_device(),
-                       ctas,
-                       bh,
-                       Tr::kBlockM,
-                       Tr::kBlockN,
-                       a.seqlen_q,
-                       a.seqlen_k,
-                       a.causal_offset,
-                       static_cast<int>(p.head_dim),
-                       a.group,
-                       section_mb};
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    ATTNKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
-    if (cap != cudaStreamCaptureStatusNone) return nullptr;
+  const std::array<int, 11> key{current_device(),
+                                ctas,
+                                bh,
+                                Tr::kBlockM,
+                                Tr::kBlockN,
+                                a.seqlen_q,
+                                a.seqlen_k,
+                                a.causal_offset,
+                                static_cast<int>(p.head_dim),
+                                a.group,
+                                section_mb};
+  auto build = [&] {
     std::vector<int> blocks(a.num_m_blocks);
     for (int i = 0; i < a.num_m_blocks; ++i)  // (decode_tile: in-head index i, causal m reversed)
       blocks[i] = num_n_blocks<Tr>(a, a.num_m_blocks - 1 - i);
     const int64_t kv_bytes = 4 * static_cast<int64_t>(p.seqlen_k) * p.head_dim / a.group;
-    const LptTable t = build_lpt_table(
+    LptTable t = build_lpt_table(
         blocks, bh, ctas, lpt_heads_per_section(kv_bytes, int64_t{section_mb} << 20, bh), 1.0);
-    const size_t bytes = t.tiles.size() * sizeof(int);
+    const double zz = zigzag_max_load(blocks, bh, ctas, 1.0);
+    return std::make_pair(std::move(t), lpt_predicted_gain(t, zz));
+  };
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  LptTable host;
+  // (Shapes, not bytes, bound the cache too: a decision without a table costs no device memory,
+  // but a process that meets many causal shapes must not grow it without end; past
+  // kLptCacheShapes new shapes keep the zig-zag rounds.)
+  constexpr size_t kLptCacheShapes = 4096;
+  if (it == cache.end() && cache.size() >= kLptCacheShapes) return nullptr;
+  if (it == cache.end()) {
+    auto [t, gain] = build();
+    it = cache.emplace(key, Entry{nullptr, t.rounds, gain}).first;
+    host = std::move(t);
+  }
+  set_last_forward_lpt_gain(it->second.gain);
+  if (it->second.gain < min_gain) return nullptr;
+  if (it->second.dev == nullptr) {
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    ATTNKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+    if (cap != cudaStreamCaptureStatusNone) return nullptr;
+    if (host.tiles.empty()) host = build().first;  // (the shape's gain was kept, not its table)
+    const size_t bytes = host.tiles.size() * sizeof(int);
     if (cached_bytes + bytes > kLptCacheBytes) return nullptr;
     // (Relaxed capture mode for this thread: another thread's global-mode capture must neither
     // fail these calls nor be invalidated by them.)
@@ -265,8 +308,8 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     int* dev = nullptr;
     bool ok = cudaMalloc(&dev, bytes) == cudaSuccess;
     // On the launch's stream, waited for: the table is complete before any stream can read it.
-    ok = ok &&
-         cudaMemcpyAsync(dev, t.tiles.data(), bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess;
+    ok = ok && cudaMemcpyAsync(dev, host.tiles.data(), bytes, cudaMemcpyHostToDevice, stream) ==
+                   cudaSuccess;
     ok = ok && cudaStreamSynchronize(stream) == cudaSuccess;
     ATTNKIT_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     if (!ok) {
@@ -275,10 +318,10 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
       return nullptr;
     }
     cached_bytes += bytes;
-    it = cache.emplace(key, std::make_pair(dev, t.rounds)).first;
+    it->second.dev = dev;
   }
-  a.num_rounds = it->second.second;
-  return it->second.first;
+  a.num_rounds = it->second.rounds;
+  return it->second.dev;
 }
 
 /// The schedule's precomputed divisors and rounds for a grid of `ctas` CTAs, and the dynamic
@@ -349,7 +392,9 @@ void launch_forward(const Params& p) {
   // D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %; D 256 2048 / 4096 -5 %;
   // non-causal D 64 1k-8k -0.1..-2.7 % (run 7's +5 % at 1k did not repeat on today's kernels).
   const bool long_causal = long_causal_launch(a);
-  const bool dynamic = dynamic_schedule(a) && !lpt_long_causal(a, p.seqlen_q, D);
+  const int lpt = lpt_mode(a, p.seqlen_q, D);  // (the balanced table: lpt_mode, below)
+  const bool lpt_long = lpt_long_causal(a, lpt);
+  const bool dynamic = dynamic_schedule(a) && !lpt_long;
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -528,6 +573,24 @@ void launch_forward(const Params& p) {
       slot_id = diet13 ? kTcSum256DietSlot : kTcSum256Slot;
     }
   }
+  // Session 48 (Tuning::skip_masked_turn; mainloop.cuh kVarSkipTurn): D 256 causal launches of
+  // slots 29 / 39 run the twin that skips a warpgroup's wholly masked first turn. Session 48 call 1
+  // (1-second blocks, 3 rounds, the skip then built into the shared kernels): causal +1.5..+1.9 %
+  // at S 1k, +1.4..+2.1 % at 2k, +0.4..+1.4 % at 4k, bitwise; kernels of their own because in the
+  // shared ones non-causal lost up to 2.5 %.
+  if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2 && kDietCapable) {
+    if (a.causal && tuning().skip_masked_turn != 0) {
+      constexpr int kV29 = kDietVar | kVarOrdered | kVarSkipTurn;
+      constexpr int kV39 = kDietVar | kVarOrdered | kVarTcSum | kVarSkipTurn;
+      if (slot_id == 16 + 13) {
+        kernel = fwd_kernel<D, BF16, BN, WGs, VS, kV29>;
+        slot_id += kSkipTurnSlotBase;
+      } else if (slot_id == kTcSum256DietSlot) {
+        kernel = fwd_kernel<D, BF16, BN, WGs, VS, kV39>;
+        slot_id += kSkipTurnSlotBase;
+      }
+    }
+  }
   // Session 46 (Tuning::cluster = 3; the auto since session 47 at D 128, multicast_wanted): the
   // default non-causal kernel's 2-CTA twin with K/V multicast (cluster.cuh; the pair (2c, 2c + 1)
   // holds tiles (m, m + 1) of one head in every round: static rounds without rotation, an even grid
@@ -569,7 +632,7 @@ void launch_forward(const Params& p) {
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[kMulticastSlotBase + kTcSum256DietSlot + 1][kMaxDevices] = {};
+  static std::atomic<int> attr_set[kSkipTurnSlotBase + kTcSum256DietSlot + 1][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];
@@ -646,8 +709,7 @@ void launch_forward(const Params& p) {
   // than 32 m blocks (long_causal, S > 4k) runs one CTA per tile, since the static zig-zag
   // leaves CTAs unbalanced there (D = 128, S = 16k: 437 persistent vs 575 one CTA per tile,
   // run 4; at S = 1k persistent wins, 395 vs 346). tile_scheduler.cuh has the details.
-  const bool persistent =
-      tuning().persistent && (dynamic || !long_causal || lpt_long_causal(a, p.seqlen_q, D));
+  const bool persistent = tuning().persistent && (dynamic || !long_causal || lpt_long);
   // (Tuning::max_grid: tests run small shapes on a few CTAs; never the cluster's grid.)
   const int grid_cap =
       tuning().max_grid > 0 && tuning().max_grid < max_ctas && !cl2 ? tuning().max_grid : max_ctas;
@@ -664,15 +726,14 @@ void launch_forward(const Params& p) {
   a.rotate = WGs == 3 && persistent && !cl2 && !a.causal && tuning().rotate_rounds != 0 &&
              (tuning().rotate_rounds == 1 || p.seqlen_q % Tr::kBlockM != 0);
   set_schedule(p, a, ctas, dynamic, stream);
+  set_last_forward_lpt_gain(std::numeric_limits<double>::quiet_NaN());
   // Session 46: the balanced table instead of the zig-zag rounds (Tuning::lpt_schedule; causal,
   // static, persistent, more tiles than CTAs; auto: lpt_mode).
-  if (lpt_mode(a, p.seqlen_q, D) > 0 && a.causal && persistent && !dynamic && !cluster &&
-      ctas < a.num_tiles) {
-    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream);
+  if (lpt > 0 && a.causal && persistent && !dynamic && !cluster && ctas < a.num_tiles) {
+    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream, lpt == 3 ? kLptMinModelGain : -1.0);
     // lpt 2 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
     // (1.27-1.79x the mean load on the busiest CTA at causal 16k in the model).
-    if (a.sched_table == nullptr && lpt_long_causal(a, p.seqlen_q, D))
-      set_schedule(p, a, ctas, true, stream);
+    if (a.sched_table == nullptr && lpt_long) set_schedule(p, a, ctas, true, stream);
   }
   set_last_forward_lpt_rounds(a.sched_table != nullptr ? a.num_rounds : 0);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
@@ -776,6 +837,7 @@ void launch_forward_score_mod(const Params& p) {
                                   : kScoreModSlot);
   set_last_forward_tail_tiles(0);
   set_last_forward_lpt_rounds(0);
+  set_last_forward_lpt_gain(std::numeric_limits<double>::quiet_NaN());
   opt_in_smem<kernel>(Tr::kSmemBytes);
   const auto stream = static_cast<cudaStream_t>(p.stream);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (kVar & kVarOrdered) != 0 ? 0 : 1;

@@ -176,14 +176,20 @@ struct Tuning {
   // Session 46 (lpt_schedule.hpp): causal launches on the static schedule read a host-built
   // table of longest-first, least-loaded tile assignments instead of the zig-zag rounds. -1 =
   // auto (launch.cuh lpt_mode, session 47: 2 at D 64 and 1 at D 256 from 3072 causal query
-  // rows, off elsewhere), 0 = off, 1 = causal launches the static schedule
-  // runs (<= 32 m blocks), 2 = also the longer causal launches, on the static schedule with the
-  // table instead of the dynamic scheduler (Tuning::scheduler = 1 keeps the dynamic one, 0 one
-  // CTA per tile there). Not with varlen, score mods, masks, the cluster or the split tail
-  // (non-causal).
+  // rows; session 48: 3 on the other causal launches), 0 = off, 1 = causal launches the
+  // static schedule runs (<= 32 m blocks), 2 = also the longer causal launches, on the static
+  // schedule with the table instead of the dynamic scheduler (Tuning::scheduler = 1 keeps the
+  // dynamic one, 0 one CTA per tile there), 3 = as 1 where the model predicts a gain of
+  // kLptMinModelGain or more (lpt_schedule.hpp lpt_predicted_gain). Not with varlen, score mods,
+  // masks, the cluster or the split tail (non-causal).
   int lpt_schedule = -1;
   // The table's sections (lpt_schedule.hpp): heads whose K and V fit in this many MB (0: 32).
   int lpt_section_mb = 0;
+  // Session 48 (mainloop.cuh kVarSkipTurn): D 256 causal launches of the ordered diet kernels
+  // (slots 29 / 39) run their twins, in which a consumer warpgroup skips its tile's first K/V
+  // block when the causal mask hides all of it (warpgroup 0 of every full tile at S_q = S_k).
+  // Same bits but for the sign of an exact-zero output. -1 = auto (on), 0 = off.
+  int skip_masked_turn = -1;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
   int max_grid = 0;
@@ -206,6 +212,10 @@ inline constexpr int kTcSum256DietSlot = 39;  // D 256: slot 29's with them (ses
 // slot this number minus kMulticastSlotBase runs (15, 31, 37, 29, 39); kMulticastSlotBase + 40 is
 // the largest.
 inline constexpr int kMulticastSlotBase = 40;
+// Session 48 (Tuning::skip_masked_turn): the D 256 causal twin of slot this number minus
+// kSkipTurnSlotBase (16 + 13 = 29, 39) that skips wholly masked first turns; kSkipTurnSlotBase + 39
+// is the largest slot.
+inline constexpr int kSkipTurnSlotBase = 80;
 int last_forward_slot();
 void set_last_forward_slot(int slot);
 /// Tiles of the last forward launch that ran in the split tail (Tuning::tail_split; 0: none).
@@ -214,6 +224,10 @@ void set_last_forward_tail_tiles(int tiles);
 /// Rounds of the balanced table the last forward launch read (Tuning::lpt_schedule; 0: none).
 int last_forward_lpt_rounds();
 void set_last_forward_lpt_rounds(int rounds);
+/// The model's predicted gain of the table over the zig-zag rounds for the last forward launch
+/// (lpt_schedule.hpp lpt_predicted_gain; NaN where no table was considered).
+double last_forward_lpt_gain();
+void set_last_forward_lpt_gain(double gain);
 
 /// Runs the forward for head dim D, bf16 (BF16 = true) or f16. Params must already satisfy
 /// backend.cpp's capability table and extra_reasons.

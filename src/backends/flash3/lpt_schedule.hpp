@@ -35,6 +35,7 @@ namespace attnkit::flash3 {
 struct LptTable {
   int rounds = 0;
   std::vector<int> tiles;
+  double max_load = 0.0;  // the busiest CTA's load, in K/V blocks (tile_cost per tile included)
 };
 
 /// The largest power of two of (batch, head) pairs whose K and V (kv_bytes_per_head each; a pair
@@ -82,6 +83,8 @@ inline LptTable build_lpt_table(const std::vector<int>& blocks, int bh, int grid
       }
     }
   }
+  for (; !least.empty(); least.pop())
+    out.max_load = least.top().first > out.max_load ? least.top().first : out.max_load;
   for (const auto& l : lists)
     out.rounds = static_cast<int>(l.size()) > out.rounds ? static_cast<int>(l.size()) : out.rounds;
   out.tiles.assign(static_cast<size_t>(out.rounds) * grid, -1);
@@ -89,6 +92,37 @@ inline LptTable build_lpt_table(const std::vector<int>& blocks, int bh, int grid
     for (size_t k = 0; k < lists[c].size(); ++k)
       out.tiles[k * grid + c] = lists[c][k];
   return out;
+}
+
+/// The busiest CTA's load (same units) under the zig-zag rounds the table replaces
+/// (tile_scheduler.cuh tile_of_round, causal: CTA c takes tile r x grid + c in even rounds,
+/// r x grid + grid - 1 - c in odd ones; no rotation).
+inline double zigzag_max_load(const std::vector<int>& blocks, int bh, int grid, double tile_cost) {
+  const int m = static_cast<int>(blocks.size());
+  if (m == 0 || bh <= 0 || grid <= 0) return 0.0;
+  const int64_t tiles = static_cast<int64_t>(m) * bh;
+  std::vector<double> load(grid, 0.0);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t r = t / grid, x = t % grid;
+    const int64_t c = (r & 1) ? grid - 1 - x : x;
+    load[c] += tile_cost + blocks[t % m];
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+/// Session 47's model (bench/causal_balance_model.py --sweep; the same cost model): the table's
+/// predicted gain over the zig-zag rounds, zig-zag busiest load / table busiest load - 1. Against
+/// 1-second blocks on the H200 (bench/results/2026-11-30-h200-flash3-s47.md calls 2 / 5) the
+/// measured gain ran 0.8-3.3 points under it: D 256 causal 3k +6.1 % predicted, +5.3 % measured;
+/// 4k +3.0 / +1.9 %; D 64 4k +3.0 / +1.9 %; D 128 4k +2.2 / +0.6 %, 2k +2.0 / -0.6 %, 1k +2.3 /
+/// -1.0 %. (The table's extra work per turn and its power; the long-first order's L2 reuse.)
+/// The launch's model mode (launch.cuh lpt_mode 3, session 48) runs the table from this predicted
+/// gain: above the 0.8-3.3 points the measured gains ran under the model near 0. Where the model
+/// predicts 10-57 % (session 48 call 1) the measured gain was 0.34-0.61 of it (right per cycle,
+/// the clock lower under the power cap).
+inline constexpr double kLptMinModelGain = 0.06;
+inline double lpt_predicted_gain(const LptTable& table, double zigzag_load) {
+  return table.max_load > 0.0 ? zigzag_load / table.max_load - 1.0 : 0.0;
 }
 
 }  // namespace attnkit::flash3

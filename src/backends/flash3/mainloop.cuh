@@ -499,6 +499,9 @@ inline constexpr int kVarDropout = 32768;
 // 16k, +1.7..+3.5 % at 4k (bench/results/2026-11-30-h200-flash3-s41.md). kernel.cuh asserts the
 // combinations.
 inline constexpr int kVarTcSum = 65536;
+// kVarSkipTurn (session 48; consume_tile_simple, skip_masked_turn has the why and the protocol):
+// a causal launch's warpgroup skips its tile's first K/V block when the mask hides all of it.
+inline constexpr int kVarSkipTurn = 131072;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
@@ -752,6 +755,77 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
   pipe.count += n_blocks;
 }
 
+// kVarSkipTurn (session 48; Tuning::skip_masked_turn, launch.cuh): in consume_tile_simple's
+// plain causal kernels (D = 256; none of kVarScoreMod, kVarMask, kVarTail, kVarDropout,
+// kVarNarrow, kVarVarlen; kernels of their own, run on causal launches only), a consumer warpgroup
+// whose tile's first block (K/V block n_end - 1, 64 keys) lies wholly right of its 64 rows'
+// diagonal (mask_blocks.hpp block_wholly_masked) does not compute it: no Q K^T, mask, softmax of
+// -inf, or P V with P = 0. With S_q = S_k that is warpgroup 0 of every full causal tile (m block m:
+// rows 128m .. 128m + 63, first block 2m + 1 = keys 128m + 64 ..); warpgroup 1 never (its last row
+// sees a key of block n - 1). 5.6 % of the warpgroup turns at S 1k, 1.5 % at 4k
+// (bench/notes/fwd-energy-s47.md P2).
+//
+// The protocol stays (skip_masked_turn):
+// - ping-pong: the skipped turn still waits for and passes the turn, so the warpgroup keeps
+//   n_blocks + 1 turn pairs per tile and the alternation stays in step;
+// - the K/V ring: K_{n-1} and V_{n-1} are waited for ("full") and released ("empty"): the producer
+//   refills a stage only after every consumer warp released it, and waiting on "full" first puts
+//   the arrival into that stage use's phase (idle_tile_simple's reason);
+// - the counters: the skipped block's ring position is counted (++pipe.count); the rest of the
+//   tile runs as a tile of n_blocks - 1 blocks ending at n_end - 1 (its turn 0 = block n - 2,
+//   the diet's peeled first P V = block n - 2's); the tile ends with pipe.count advanced by
+//   n_blocks in both warpgroups.
+//
+// Where V_{n-1} is released: right after the skipped turn, once it has landed. The producer
+// (produce_tile, one thread, in program order) issues per tile K_{n-1}, Q, V_{n-1}, then K_b, V_b
+// for b = n - 2 .. 0, each load after its stage's previous use was released by every consumer
+// warp (2 K stages, VS = 2 or 3 V stages). No deadlock: the default code of this warpgroup waits
+// for K_{n-2} at the same point of its protocol (after turn 0's wait_turn / pass_turn and K_{n-1}'s
+// release, before any other arrival), and K_{n-2} is issued only after V_{n-1}; so V_{n-1} is
+// issued whenever the default would get past that wait, and an issued TMA load completes without
+// further arrivals. Its stage's previous use (ring position pipe.count - VS <= pipe.count - 2)
+// was released by this warpgroup in an earlier tile and by the other one before its last
+// pass_turn of the previous tile. Nor a stall: the block needed next, K_{n-2}, is issued after
+// V_{n-1} anyway, and the early release frees V_{n-1}'s stage for V_{n-1-VS} a turn sooner than
+// the P V path did. (Releasing it later, after V_{n-2}'s P V, would hold a stage the producer
+// needs for V_{n-1-VS}: a turn later with VS = 2, so no deadlock, but a delayed stream.)
+//
+// Bitwise: the skipped block leaves the online softmax state exactly as init() does. Its scores
+// are all -inf, so step() finds mx = -inf (kLazy: grow compares NaN > 8, false; the reference
+// stays -inf), ref = 0, factor = 2^-inf = +0, p = 2^-inf = +0: row_max = -inf, row_sum = 0 * 0 + 0
+// = +0 (kTcSum: row_sum = the last p = +0, l = P x ones = +0). Every later step runs on the same
+// state and scores as in the default, so m, l, lse and the factors have the same bits. O: in the
+// default the skipped block's P V wrote O = P V_{n-1} = 0 (scale-d 0 with kVarTileDiet, else onto
+// the zeroed O) and block n - 2's turn rescaled it by +0 (kLazy: or left it) before adding
+// P V_{n-2}; here block n - 2's P V writes O itself (scale-d 0; or onto the zeroed O). So the
+// wgmma's accumulator input is a zero either way (+-0 against scale-d 0 or +0), which changes no
+// nonzero sum: the only possible difference is the sign of an output that is exactly 0 (every
+// product p v of the element zero, e.g. a row without visible keys: -0 when V's column is <= 0 in
+// every visited block but > 0 somewhere in block n - 1). Where V_{n-1} holds inf / NaN, the
+// default's 0 x inf = NaN reaches rows that cannot see those keys; here it does not.
+//
+// Why kernels of their own (session 48 call 1, H200, 1-second blocks, 3 rounds; bench/results/
+// 2026-11-30-h200-flash3-s48.md): first built as a switch in the shared causal / non-causal
+// kernels (slot 39), causal +1.5..+1.9 % at S 1k, +1.4..+2.1 % at 2k, +0.4..+1.4 % at 4k, bitwise
+// on every row, but non-causal -1.2..-1.6 % at 2k and -1.8..-2.5 % at 4k (the branch never taken
+// there: code generation). The twins leave the non-causal kernels as they were.
+
+/// The skipped first turn of kVarSkipTurn (the comment above): one
+/// ping-pong turn without a GEMM, K and V of the ring position pipe.count waited for and
+/// released, then pipe.count one block on.
+template <class Tr>
+__device__ __forceinline__ void skip_masked_turn(const SmemLayout<Tr>& sm, PipeOf<Tr>& pipe,
+                                                 int lane, const PingPong& turn) {
+  namespace ptx = attnkit::cuda::sm90;
+  ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
+  turn.wait_turn();
+  turn.pass_turn();
+  release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
+  ptx::mbar_wait(&sm.full_v[pipe.vs()], pipe.vph());
+  release_kv<Tr>(&sm.empty_v[pipe.vs()], lane);
+  ++pipe.count;
+}
+
 /// Turn it (1 <= it < n_blocks) of a tile (consume_tile_simple, Consumer::tile): S = Q K_it^T
 /// and O += P V_{it-1} issued in one ping-pong turn, the softmax of S (key tile
 /// nb = n_blocks - 1 - it) while P V runs, then O *= factor and P = S converted (16-bit pairs).
@@ -906,6 +980,11 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   // (turn 1, peeled; or the last one of a one-block tile) is issued with scale-d = 0.
   constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
+  // kVarSkipTurn (above skip_masked_turn): the plain kernels only.
+  constexpr bool kSkipTurn = (kVar & kVarSkipTurn) != 0;
+  static_assert(!kSkipTurn || (kVar & (kVarScoreMod | kVarMask | kVarTail | kVarDropout |
+                                       kVarNarrow | kVarVarlen)) == 0,
+                "flash3: kVarSkipTurn runs in the plain kernels only");
   // kUniform: shared-memory offsets through REDUX (warp-uniform; all 32 lanes are active here).
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   const int warp = tid / 32, lane = tid % 32;
@@ -955,10 +1034,19 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     // (trace: word 1 = Q landed; tiles counted by qi, = the kernel's k when every tile has keys)
     trace_stamp(a, qi.count, cwg, tid, 1);
     ++qi.count;
+    // The blocks this warpgroup computes: n_run_end - n_run .. n_run_end - 1 (n_blocks, n_end
+    // unless its first block is skipped: kVarSkipTurn).
+    int n_run = n_blocks, n_run_end = n_end;
+    if constexpr (kSkipTurn) {  // (n_blocks >= 2: at least one block is left to compute)
+      if (cwg == 0 && n_blocks > 1 && block_wholly_masked<kBN, 64>(a, n_end - 1, first_row)) {
+        skip_masked_turn<Tr>(sm, pipe, lane, turn);
+        --n_run, --n_run_end;
+      }
+    }
 
-    // it = 0: S = Q K_{n-1}^T only.
+    // it = 0: S = Q K_{n-1}^T only (block n_run_end - 1: n - 2 after a skipped turn).
     {
-      const int nb = n_end - 1;
+      const int nb = n_run_end - 1;
       ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
       turn.wait_turn();
       ptx::wgmma_fence();
@@ -982,20 +1070,20 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
                   "flash3: Q in registers is a Consumer (D <= 128) variant");
     const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
     if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
-      if (n_blocks > 1)
-        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_end, q_wg, k_base, v_base, o, p, s,
-                                      factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
+      if (n_run > 1)
+        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_run_end, q_wg, k_base, v_base, o, p,
+                                      s, factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
                                       &wc, alibi_k, mask_bh, drop_bh);
     }
-    for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
-      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s,
+    for (int it = kDiet ? 2 : 1; it < n_run; ++it)
+      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_run_end, q_wg, k_base, v_base, o, p, s,
                                     factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1, &wc,
                                     alibi_k, mask_bh, drop_bh);
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
-      const int sp = pipe.vs(n_blocks - 1);
-      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_blocks - 1));
+      const int sp = pipe.vs(n_run - 1);
+      ptx::mbar_wait(&sm.full_v[sp], pipe.vph(n_run - 1));
       if constexpr (kEarly) {
         rescale_o<Tr::kD>(o, pf);
         if constexpr (kTc) rescale_l(sm_state.lacc, pf);
@@ -1006,11 +1094,11 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       turn.wait_turn();
       ptx::wgmma_fence();
       if constexpr (kTc) {  // (the kTcSum layout)
-        issue_pv_tc<Tr, BF16>(o, sm_state.lacc, p, v_base, sp, kDiet && n_blocks <= 1 ? 0 : 1);
+        issue_pv_tc<Tr, BF16>(o, sm_state.lacc, p, v_base, sp, kDiet && n_run <= 1 ? 0 : 1);
       } else if constexpr (kDiet) {  // a one-block tile: this is its only P V (O = P V)
         issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes),
                                         16 * Tr::kChunkRowBytes, Tr::kKVChunkBytes,
-                                        n_blocks > 1 ? 1 : 0);
+                                        n_run > 1 ? 1 : 0);
       } else {
         issue_pv<Tr, BF16, kLegacyDesc>(o, p, v_base + uni(sp * Tr::kKVBytes));
       }
@@ -1021,7 +1109,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       if constexpr (kTc) fence_regs(sm_state.lacc);
       release_kv<Tr>(&sm.empty_v[sp], lane);
     }
-    pipe.count += n_blocks;
+    pipe.count += n_run;  // (+ the skipped block's 1: n_blocks in every warpgroup)
     trace_stamp(a, qi.count - 1, cwg, tid, 3);  // (trace: word 3 = the epilogue starts)
     wc.put(a, qi.count - 1, cwg, tid);          // (words 4-10: turns 1 .. n-1, WaitClock)
   }

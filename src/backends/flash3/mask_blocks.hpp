@@ -17,6 +17,19 @@ ATTNKIT_HD bool block_needs_mask(const Args& a, int nb, int first_row) {
          (a.causal && (nb + 1) * kBlockN - 1 > first_row + a.causal_offset);
 }
 
+/// Whether the causal mask alone hides every key of block nb (keys nb kBlockN .. (nb + 1) kBlockN
+/// - 1) from every one of kRows rows first_row .. first_row + kRows - 1 (a consumer warpgroup's
+/// 64 rows): its first key lies right of the last row's diagonal, nb kBlockN > first_row + kRows
+/// - 1 + a.causal_offset (mask_tile's rule: key j is visible from row i iff j < seqlen_k and j <=
+/// i + causal_offset). Such a block's scores are all -inf and its P all 0 (mainloop.cuh
+/// kVarSkipTurn skips it). A sufficient condition only: keys >= seqlen_k
+/// are not considered (a tile's last block always holds keys < seqlen_k). Rows >= seqlen_q
+/// count like the others (the kernels mask them by the same rule).
+template <int kBlockN, int kRows, class Args>
+ATTNKIT_HD bool block_wholly_masked(const Args& a, int nb, int first_row) {
+  return a.causal && nb * kBlockN > first_row + (kRows - 1) + a.causal_offset;
+}
+
 /// The first K/V block nb (keys nb 2^kShift .. (nb + 1) 2^kShift - 1) that needs the mask: it
 /// holds keys >= a.seqlen_k or, a.causal != 0, keys right of the diagonal of the warpgroup's
 /// first row, (nb + 1) 2^kShift - 1 > first_row + a.causal_offset. Every later block needs it

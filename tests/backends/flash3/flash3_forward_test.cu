@@ -23,6 +23,7 @@
 
 #include "attnkit/error.hpp"
 #include "backends/flash3/launch.hpp"
+#include "backends/flash3/lpt_schedule.hpp"
 #include "backends/flash3/tile_scheduler.cuh"
 #include "common/scoped_env.hpp"
 #include "core/params.hpp"
@@ -487,6 +488,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "mc" (session 46): the default non-causal kernels' 2-CTA multicast twins
   // (Tuning::cluster = 3; launch.cuh), D 128 / 256 with an even m-block count.
   if (c.tag == "mc") flash3::tuning().cluster = 3;
+  // "noskip" (session 48): D 256 causal without the twins that skip a wholly masked first turn
+  // (Tuning::skip_masked_turn = 0; the auto runs them).
+  if (c.tag == "noskip") flash3::tuning().skip_masked_turn = 0;
   // The kernel a knob must select (launch.cuh kernels[]): v5's descriptors (slot 8) at every D,
   // Q from registers (slot 12) at D = 128. A knob that silently fell back would still pass the
   // oracle, so the slot is checked too.
@@ -498,10 +502,13 @@ TEST_P(Flash3Forward, MatchesReference) {
   flash3::tuning() = flash3::Tuning{};
   // The kernels with the row sums in P V (sessions 40 / 41): lse within log(1 + 2^-8) of the
   // fp32 sum of the unrounded P in bf16 (docs/numerics.md; 2^-11 in f16, below the bound here).
-  // (Tuning::cluster = 3 runs slot s's multicast twin as kMulticastSlotBase + s.)
-  const int ran_slot = flash3::last_forward_slot() >= flash3::kMulticastSlotBase
-                           ? flash3::last_forward_slot() - flash3::kMulticastSlotBase
-                           : flash3::last_forward_slot();
+  // (Tuning::cluster = 3 runs slot s's multicast twin as kMulticastSlotBase + s; session 48's
+  // causal twins that skip a wholly masked first turn are kSkipTurnSlotBase + s.)
+  const int last_slot = flash3::last_forward_slot();
+  const int ran_slot =
+      last_slot >= flash3::kSkipTurnSlotBase    ? last_slot - flash3::kSkipTurnSlotBase
+      : last_slot >= flash3::kMulticastSlotBase ? last_slot - flash3::kMulticastSlotBase
+                                                : last_slot;
   const bool tc_sums = ran_slot == flash3::kTcSumSlot || ran_slot == flash3::kTcSum256Slot ||
                        ran_slot == flash3::kTcSum256DietSlot;
   const double lse_tol = tc_sums && c.dt == DType::bf16 ? std::log1p(1.0 / 256) + 1e-4 : 2e-3;
@@ -536,10 +543,23 @@ TEST_P(Flash3Forward, MatchesReference) {
   const bool lpt_auto = (c.tag == "auto47" || c.tag == "persist") && c.causal != Causal::none &&
                         c.sq >= 3072 && (c.d == 64 || (c.d == 256 && c.sq <= 4096)) &&
                         lpt_tiles > (c.grid > 0 ? c.grid : sms);
+  // Session 48: every other causal launch on the static schedule with more tiles than
+  // CTAs asks the model (launch.cuh lpt_mode 3), which runs the table from a predicted gain of
+  // kLptMinModelGain; the launch records the gain (NaN where it asked nothing).
+  const double lpt_gain = flash3::last_forward_lpt_gain();
+  const bool lpt_model = !std::isnan(lpt_gain) && lpt_gain >= flash3::kLptMinModelGain;
   if (c.tag.rfind("lpt", 0) == 0)
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
   else if (!c.score_mod())
-    EXPECT_EQ(flash3::last_forward_lpt_rounds() > 0, lpt_auto) << "lpt table (auto)";
+    EXPECT_EQ(flash3::last_forward_lpt_rounds() > 0, lpt_auto || lpt_model)
+        << "lpt table (auto), predicted gain " << lpt_gain;
+  if (c.causal == Causal::none && !c.score_mod())
+    EXPECT_TRUE(std::isnan(lpt_gain)) << "a non-causal launch asked the lpt model";
+  // "auto48": shapes where the model predicts a large gain at every D (> 15 % on 13 CTAs).
+  if (c.tag == "auto48") {
+    EXPECT_GE(lpt_gain, 0.15) << "predicted gain";
+    EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table (model)";
+  }
   // The multicast twin runs where "mc" forces it (D 128 / 256) and by session 47's auto (launch.cuh
   // multicast_wanted): D 128 non-causal from 4096 keys with an even m-block count, not on a
   // case's small grid (Tuning::max_grid). Every such case runs a twin-able slot (15 / 31 / 37)
@@ -547,7 +567,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   const bool mc_auto = c.d == 128 && c.causal == Causal::none && c.sk >= 4096 && c.grid == 0 &&
                        (c.sq + 127) / 128 % 2 == 0 && !c.bhsd && !c.padded && c.tag != "unordered";
   if (!c.score_mod())
-    EXPECT_EQ(flash3::last_forward_slot() >= flash3::kMulticastSlotBase,
+    EXPECT_EQ(last_slot >= flash3::kMulticastSlotBase && last_slot < flash3::kSkipTurnSlotBase,
               c.tag == "mc" ? (c.d == 128 || c.d == 256) : mc_auto)
         << "multicast twin, slot " << flash3::last_forward_slot();
   // The multicast twins (a kernel that silently fell back would still pass the oracle): D 128
@@ -558,6 +578,15 @@ TEST_P(Flash3Forward, MatchesReference) {
                                 : (sums ? flash3::kTcSum256DietSlot : 16 + 13);
     EXPECT_EQ(flash3::last_forward_slot(), flash3::kMulticastSlotBase + base) << "multicast twin";
   }
+  // Session 48: every D 256 causal launch of the ordered diet kernels (slot 29, or 39 with the row
+  // sums in P V) runs their twin that skips a wholly masked first turn, but "noskip"; no other
+  // launch does. (A twin that silently fell back would still pass the oracle.)
+  const bool skip_want = c.d == 256 && c.causal != Causal::none && c.tag != "noskip" &&
+                         (ran_slot == 16 + 13 || ran_slot == flash3::kTcSum256DietSlot);
+  EXPECT_EQ(last_slot >= flash3::kSkipTurnSlotBase, skip_want)
+      << "skip-turn twin, slot " << last_slot;
+  if (c.d == 256 && c.causal != Causal::none && (c.tag == "long" || c.tag == "tc256"))
+    EXPECT_GE(last_slot, flash3::kSkipTurnSlotBase) << "skip-turn twin (default knobs)";
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
     EXPECT_LT(ran_slot, 16) << "kernel slot (unordered build)";
   // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds)
@@ -567,8 +596,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   // at most 80 % of the grid and a tile has at least 4096 keys (D = 256: 8192).
   if (c.tag.rfind("tail", 0) == 0) {
     const int64_t tiles = c.b * c.hq * ((c.sq + 127) / 128);
-    int grid = c.grid;
-    if (grid == 0) ASSERT_EQ(cudaDeviceGetAttribute(&grid, cudaDevAttrMultiProcessorCount, 0), 0);
+    const int grid = c.grid > 0 ? c.grid : sms;  // (sms: the lpt expectation's query above)
     const int64_t rest = tiles > grid ? tiles % grid : 0;
     const bool can = (c.d == 128 || c.d == 256) && c.causal == Causal::none && rest > 0;
     // (The auto, launch.cuh kTailMinKeys: 4096 keys in K/V blocks of 128 at D = 128, 8192 in
@@ -765,6 +793,19 @@ std::vector<Cfg> cases() {
         add({"auto47", 1, 6500, 7000, 2, 1, 0, bf, Causal::bottom_right, false, false, true, 1.f,
              13});
         add({"auto47", 2, 256, 4100, 8, 2, 0, bf, Causal::none, false, false, true});
+        // Session 48: the model's table where the length rule never looks (D 128; S_q
+        // below 3072) on 13 CTAs: bench/causal_balance_model.py's loads predict +22..+26 % at
+        // Sq 700 x 8 heads, +29..+35 % at 2176 (bottom-right with Sq < Sk, GQA).
+        add({"auto48", 1, 700, 700, 8, 2, 0, bf, Causal::top_left, false, false, false, 1.f, 13});
+        add({"auto48", 1, 2176, 2300, 8, 4, 0, bf, Causal::bottom_right, false, false, true, 1.f,
+             13});
+      }
+      // Session 48: D 256 causal on the plain ordered diet kernels (Tuning::skip_masked_turn = 0),
+      // the twins' comparison (the default cases run the twins).
+      if (d == 256) {
+        add({"noskip", 2, 300, 300, 4, 2, 0, DType::bf16, Causal::top_left});
+        add({"noskip", 1, 700, 2500, 4, 1, 0, DType::bf16, Causal::bottom_right, false, false,
+             true});
       }
       // Session 46: the multicast twins of the default non-causal kernels (D 128 / 256;
       // D 64 runs its default): an even m-block count (Sq 512 / 256: 4 / 2 tiles of 128 rows
@@ -1168,6 +1209,76 @@ TEST(Flash3SplitTail, BitIdenticalRunToRun) {
   if (dims.empty()) GTEST_SKIP() << "head dims 128 and 256 not in this build's ATTNKIT_HEAD_DIMS";
   for (int d : dims)
     split_tail_bit_identical(d);
+}
+
+/// Session 48 (mainloop.cuh kVarSkipTurn): the D 256 causal twins that skip a warpgroup's wholly
+/// masked first turn write the bits of the plain kernels (Tuning::skip_masked_turn = 0) but for
+/// the sign of outputs that are exactly zero (the comment above skip_masked_turn says why), and
+/// lse bit for bit: top-left and bottom-right, Sq = Sk / < Sk / > Sk (rows without keys), partial
+/// blocks, GQA, jumping maxima, both dtypes, with (slot 39) and without (29) the row sums in P V.
+TEST(Flash3SkipMaskedTurn, SameBitsAsThePlainKernel) {
+  SKIP_IF_NO_SM90();
+  if (built_head_dims({256}).empty()) GTEST_SKIP() << "head dim 256 not in this build";
+  const std::vector<Cfg> cfgs = {
+      {"skip", 2, 1000, 1000, 4, 2, 256, DType::bf16, Causal::top_left},
+      {"skip", 1, 700, 900, 4, 1, 256, DType::f16, Causal::bottom_right},
+      {"skip", 1, 900, 600, 2, 2, 256, DType::bf16, Causal::bottom_right},  // rows without keys
+      {"skip", 1, 333, 333, 2, 1, 256, DType::bf16, Causal::top_left, false, false, false, 4.f}};
+  for (const Cfg& c : cfgs)
+    for (int tc : {-1, 0}) {
+      SCOPED_TRACE(c.name() + " tc_row_sum " + std::to_string(tc));
+      std::mt19937_64 g(48);
+      Tensor q, k, v, out;
+      make_qkvo(c, &g, q, k, v, out);
+      float* lse = nullptr;
+      const int64_t nlse = c.b * c.hq * c.sq;
+      ASSERT_EQ(cudaMalloc(&lse, nlse * 4), cudaSuccess);
+      const Params p = params_of(c, q, k, v, out, lse);
+      std::vector<uint16_t> o[2];
+      std::vector<uint32_t> l[2];
+      int slots[2] = {};
+      for (int skip : {-1, 0}) {
+        ASSERT_EQ(cudaMemset(out.dev, 0xff, out.alloc * 2), cudaSuccess);  // NaN
+        ASSERT_EQ(cudaMemset(lse, 0xff, nlse * 4), cudaSuccess);
+        flash3::tuning().skip_masked_turn = skip;
+        flash3::tuning().tc_row_sum = tc;
+        ASSERT_NO_THROW(backend_flash3().forward(p));
+        flash3::tuning() = flash3::Tuning{};
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const int i = skip == 0;
+        slots[i] = flash3::last_forward_slot();
+        o[i].resize(out.alloc);
+        l[i].resize(nlse);
+        ASSERT_EQ(cudaMemcpy(o[i].data(), out.dev, out.alloc * 2, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(l[i].data(), lse, nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      }
+      cudaFree(lse);
+      // (the row sums by auto from Sk 2048: launch.cuh kTc256MinSeqlenK)
+      const int plain = tc != 0 && c.sk >= 2048 ? flash3::kTcSum256DietSlot : 16 + 13;
+      EXPECT_EQ(slots[1], plain) << "plain kernel";
+      EXPECT_EQ(slots[0], flash3::kSkipTurnSlotBase + plain) << "its twin";
+      int64_t out_diff = 0, zero_sign = 0, nan = 0;
+      for (int64_t is = 0; is < c.sq; ++is)
+        for (int64_t ih = 0; ih < c.hq; ++ih)
+          for (int64_t id = 0; id < c.d; ++id)
+            for (int64_t ib = 0; ib < c.b; ++ib) {
+              const uint16_t a = o[0][out.at(ib, is, ih, id)], b = o[1][out.at(ib, is, ih, id)];
+              nan += std::isnan(from_bits(c.dt, a));
+              if (a == b) continue;
+              if (((a | b) & 0x7fff) == 0)
+                ++zero_sign;
+              else
+                ++out_diff;
+            }
+      EXPECT_EQ(nan, 0) << "NaN in the twin's output (poisoned before the run)";
+      EXPECT_EQ(out_diff, 0) << "outputs whose value differs (" << zero_sign
+                             << " differ in the sign of a zero only)";
+      int64_t lse_diff = 0;
+      for (int64_t i = 0; i < nlse; ++i)
+        lse_diff += l[0][i] != l[1][i];
+      EXPECT_EQ(lse_diff, 0) << "lse elements whose bits differ";
+    }
 }
 
 /// Session 40 (kVarTcSum): with the row sums in P V, l is the sum of the bf16-rounded P that P V
