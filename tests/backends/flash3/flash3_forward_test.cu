@@ -556,7 +556,7 @@ TEST_P(Flash3Forward, MatchesReference) {
         << "lpt table (auto), predicted gain " << lpt_gain;
   if (c.causal == Causal::none && !c.score_mod())
     EXPECT_TRUE(std::isnan(lpt_gain)) << "a non-causal launch asked the lpt model";
-  // "auto48long" (branch wip/f3lptdyn48): a long causal launch (> 32 m blocks at D 128 / 256, the
+  // "auto48long" (session 48): a long causal launch (> 32 m blocks at D 128 / 256, the
   // dynamic scheduler's auto) where the model predicts 37-40 % over that scheduler on 66 CTAs
   // (D 64: 23 m blocks of 192 rows, the length rule's table).
   if (c.tag == "auto48long") {
@@ -807,7 +807,7 @@ std::vector<Cfg> cases() {
         add({"auto48", 1, 700, 700, 8, 2, 0, bf, Causal::top_left, false, false, false, 1.f, 13});
         add({"auto48", 1, 2176, 2300, 8, 4, 0, bf, Causal::bottom_right, false, false, true, 1.f,
              13});
-        // Branch wip/f3lptdyn48: past 32 m blocks (D 128 / 256) the model against the dynamic
+        // Session 48: past 32 m blocks (D 128 / 256) the model against the dynamic
         // scheduler (lpt_schedule.hpp dynamic_max_load): +37.5 / +40.3 % at Sq 4300 x 4 heads
         // on 66 CTAs (GQA).
         add({"auto48long", 1, 4300, 4300, 4, 2, 0, bf, Causal::top_left, false, false, true, 1.f,
