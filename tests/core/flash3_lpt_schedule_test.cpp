@@ -209,5 +209,43 @@ TEST(Flash3LptSchedule, PredictedGainComparesTheLoadsOfBothSchedules) {
   EXPECT_EQ(lpt_predicted_gain(build_lpt_table({}, 4, 8, 1, 1.0), 0.0), 0.0);
 }
 
+// Session 48: dynamic_max_load, the long causal launches' baseline, against a plain scan for the
+// least-loaded CTA (ties to the lower index), and the model's gains over it as
+// bench/causal_balance_model.py --sweep 4224,16384,128 prints them (132 CTAs, 32 MB sections):
+// D 256 causal 4224 (B 3 x H 8) dynamic 1.176 / table 1.000 (+17.6 %; 1-second blocks +7.9 %),
+// D 128 4224 (B 3 x H 16) +8.8 % (+3.7 %), D 128 16384 (B 1 x H 16) +0.3 %: below the threshold.
+TEST(Flash3LptSchedule, DynamicLoadIsTheGreedyScan) {
+  struct Row {
+    std::vector<int> blocks;
+    int bh, grid;
+  };
+  const Row rows[] = {{causal_blocks(4224, 128, 64), 24, 132},
+                      {causal_blocks(6500, 128, 128), 2, 13},
+                      {{0, 3, 1, 5}, 7, 3},
+                      {causal_blocks(300, 128, 128), 2, 132}};
+  for (const Row& r : rows) {
+    const int m = static_cast<int>(r.blocks.size());
+    SCOPED_TRACE(std::to_string(m * r.bh) + " tiles on " + std::to_string(r.grid));
+    std::vector<double> load(r.grid, 0.0);
+    for (int t = 0; t < m * r.bh; ++t) {
+      const auto c = std::min_element(load.begin(), load.end()) - load.begin();
+      load[c] += 1.0 + r.blocks[t % m];
+    }
+    EXPECT_DOUBLE_EQ(dynamic_max_load(r.blocks, r.bh, r.grid, 1.0),
+                     *std::max_element(load.begin(), load.end()));
+  }
+  const auto gain = [](int s, int d, int bh) {
+    const std::vector<int> b = causal_blocks(s, 128, d == 256 ? 64 : 128);
+    const int sec = lpt_heads_per_section(4 * int64_t{s} * d, int64_t{32} << 20, bh);
+    return lpt_predicted_gain(build_lpt_table(b, bh, 132, sec, 1.0),
+                              dynamic_max_load(b, bh, 132, 1.0));
+  };
+  EXPECT_NEAR(gain(4224, 256, 24), 0.176, 0.002);
+  EXPECT_NEAR(gain(4224, 128, 48), 0.088, 0.002);
+  EXPECT_NEAR(gain(16384, 128, 16), 0.003, 0.002);
+  EXPECT_LT(gain(16384, 128, 16), kLptMinModelGain);
+  EXPECT_EQ(dynamic_max_load({}, 4, 8, 1.0), 0.0);
+}
+
 }  // namespace
 }  // namespace attnkit::flash3

@@ -200,16 +200,26 @@ inline bool long_causal_launch(const FwdArgs& a) {
 /// +31.9 % (+24.4 / 23.8 / 55.2 / 57.0), D 64 2560 +5.6 % (+16.5): the model's gain per cycle,
 /// of which the power cap's lower clock leaves 0.34-0.61.
 inline constexpr int64_t kLptMinSeqlenQ = 3072;
+/// Session 48 (call 4): mode 3 on the long causal launches too (> 32 m blocks, the
+/// dynamic scheduler's auto), the model's baseline there the dynamic scheduler
+/// (lpt_schedule.hpp dynamic_max_load): the table where it predicts kLptMinModelGain or more, else
+/// the dynamic scheduler. Call 3 (1-second blocks, the table forced against the dynamic
+/// scheduler): D 256 causal 4224 / 5760 / 6784 +7.9 / +5.6 / +5.7 % (model +17.6 / 11.4 / 12.5),
+/// D 128 4224 / 5760 +3.7 / +4.5 % (+8.8 / 8.3); call 4, the auto itself: D 256 causal 8192 +4.7 %
+/// (+4.5..+5.0; model +11.3). At the benchmark's 16k the model predicts +0.3 / +0.6 % (D 128 /
+/// 256): no table (session 47 measured D 128 -1.5 % with one); D 128 8k +5.6 %: none either.
 inline int lpt_mode(const FwdArgs& a, int64_t seqlen_q, int d) {
   if (tuning().lpt_schedule >= 0) return tuning().lpt_schedule;
   if (!a.causal) return 0;
-  if (seqlen_q >= kLptMinSeqlenQ && (d == 64 || d == 256)) return d == 64 ? 2 : 1;
+  if (seqlen_q >= kLptMinSeqlenQ && d == 64) return 2;
+  if (seqlen_q >= kLptMinSeqlenQ && d == 256 && !long_causal_launch(a)) return 1;
   return 3;
 }
-/// Mode 2 (launch_forward only): the long causal launches run the static schedule with the
-/// table instead of the dynamic scheduler's auto.
+/// Modes 2 and 3 (launch_forward only): the long causal launches run the static schedule with the
+/// table instead of the dynamic scheduler's auto (mode 3: where the model predicts a gain; the
+/// dynamic scheduler where the launch gets no table).
 inline bool lpt_long_causal(const FwdArgs& a, int lpt) {
-  return lpt == 2 && tuning().scheduler < 0 && long_causal_launch(a);
+  return (lpt == 2 || lpt == 3) && tuning().scheduler < 0 && long_causal_launch(a);
 }
 /// Tuning::cluster = 3 or its auto (-1): the default non-causal kernel's 2-CTA multicast twin
 /// (launch_forward). Session 47 (H200, 1-second blocks under the power cap, 3 rounds, call 2):
@@ -234,15 +244,15 @@ inline bool dynamic_schedule(const FwdArgs& a) {
 /// schedule of a causal launch on `ctas` CTAs, built once per shape and device and kept for the
 /// process (4 bytes per tile: 16 KB at D 64 causal 1k on 132 CTAs); FwdArgs::num_rounds becomes
 /// its rounds. Null (the caller keeps the rounds or the dynamic scheduler) when the model's
-/// predicted gain over the zig-zag rounds is below min_gain (min_gain < 0: any gain; the gain is
-/// kept per shape, and a table nobody ran is never copied), when the stream is capturing a graph
-/// and the shape has no device table yet, when the tables would pass kLptCacheBytes, or when the
-/// device has no memory for it. Building one costs the host builder (0.19 ms for 4,096 tiles on 132
-/// CTAs: g++ -O2, best of 20, the 2-core dev machine, session 47) and a copy to the device that
-/// this call waits for, once per shape (at most kLptCacheShapes shapes per kernel shape class;
-/// later ones keep the rounds). Sections: K and V of 2^k heads within Tuning::lpt_section_mb (the
-/// model's balance for 16 and 32 MB: bench/notes/session46.md). Records the predicted gain
-/// (set_last_forward_lpt_gain).
+/// predicted gain over the zig-zag rounds (long causal launches: the dynamic scheduler) is below
+/// min_gain (min_gain < 0: any gain; the gain is kept per shape, and a table nobody ran is never
+/// copied), when the stream is capturing a graph and the shape has no device table yet, when the
+/// tables would pass kLptCacheBytes, or when the device has no memory for it. Building one costs
+/// the host builder (0.19 ms for 4,096 tiles on 132 CTAs: g++ -O2, best of 20, the 2-core dev
+/// machine, session 47) and a copy to the device that this call waits for, once per shape (at most
+/// kLptCacheShapes shapes per kernel shape class; later ones keep the rounds). Sections: K and V of
+/// 2^k heads within Tuning::lpt_section_mb (the model's balance for 16 and 32 MB:
+/// bench/notes/session46.md). Records the predicted gain (set_last_forward_lpt_gain).
 template <class Tr>
 const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t stream,
                             double min_gain) {
@@ -276,8 +286,10 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     const int64_t kv_bytes = 4 * static_cast<int64_t>(p.seqlen_k) * p.head_dim / a.group;
     LptTable t = build_lpt_table(
         blocks, bh, ctas, lpt_heads_per_section(kv_bytes, int64_t{section_mb} << 20, bh), 1.0);
-    const double zz = zigzag_max_load(blocks, bh, ctas, 1.0);
-    return std::make_pair(std::move(t), lpt_predicted_gain(t, zz));
+    // (The baseline: the schedule the launch runs without a table; session 48.)
+    const double base = long_causal_launch(a) ? dynamic_max_load(blocks, bh, ctas, 1.0)
+                                              : zigzag_max_load(blocks, bh, ctas, 1.0);
+    return std::make_pair(std::move(t), lpt_predicted_gain(t, base));
   };
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
@@ -731,7 +743,7 @@ void launch_forward(const Params& p) {
   // static, persistent, more tiles than CTAs; auto: lpt_mode).
   if (lpt > 0 && a.causal && persistent && !dynamic && !cluster && ctas < a.num_tiles) {
     a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream, lpt == 3 ? kLptMinModelGain : -1.0);
-    // lpt 2 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
+    // lpt 2 / 3 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
     // (1.27-1.79x the mean load on the busiest CTA at causal 16k in the model).
     if (a.sched_table == nullptr && lpt_long) set_schedule(p, a, ctas, true, stream);
   }

@@ -176,11 +176,13 @@ struct Tuning {
   // Session 46 (lpt_schedule.hpp): causal launches on the static schedule read a host-built
   // table of longest-first, least-loaded tile assignments instead of the zig-zag rounds. -1 =
   // auto (launch.cuh lpt_mode, session 47: 2 at D 64 and 1 at D 256 from 3072 causal query
-  // rows; session 48: 3 on the other causal launches), 0 = off, 1 = causal launches the
-  // static schedule runs (<= 32 m blocks), 2 = also the longer causal launches, on the static
-  // schedule with the table instead of the dynamic scheduler (Tuning::scheduler = 1 keeps the
-  // dynamic one, 0 one CTA per tile there), 3 = as 1 where the model predicts a gain of
-  // kLptMinModelGain or more (lpt_schedule.hpp lpt_predicted_gain). Not with varlen, score mods,
+  // rows on the static schedule; session 48: 3 on the other causal launches), 0 = off, 1 =
+  // causal launches the static schedule runs (<= 32 m blocks), 2 = also the longer causal
+  // launches, on the static schedule with the table instead of the dynamic scheduler
+  // (Tuning::scheduler = 1 keeps the dynamic one, 0 one CTA per tile there), 3 = as 2 where the
+  // model predicts a gain of kLptMinModelGain or more over the schedule the launch would run
+  // without (lpt_schedule.hpp lpt_predicted_gain: the zig-zag rounds, or the dynamic scheduler
+  // on the long causal launches). Not with varlen, score mods,
   // masks, the cluster or the split tail (non-causal).
   int lpt_schedule = -1;
   // The table's sections (lpt_schedule.hpp): heads whose K and V fit in this many MB (0: 32).

@@ -540,8 +540,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   const int64_t lpt_tiles =
       c.b * c.hq * ((c.sq + (c.d == 64 ? 191 : 127)) / (c.d == 64 ? 192 : 128));
-  const bool lpt_auto = (c.tag == "auto47" || c.tag == "persist") && c.causal != Causal::none &&
-                        c.sq >= 3072 && (c.d == 64 || (c.d == 256 && c.sq <= 4096)) &&
+  const bool lpt_auto = (c.tag == "auto47" || c.tag == "persist" || c.tag == "auto48long") &&
+                        c.causal != Causal::none && c.sq >= 3072 &&
+                        (c.d == 64 || (c.d == 256 && c.sq <= 4096)) &&
                         lpt_tiles > (c.grid > 0 ? c.grid : sms);
   // Session 48: every other causal launch on the static schedule with more tiles than
   // CTAs asks the model (launch.cuh lpt_mode 3), which runs the table from a predicted gain of
@@ -555,6 +556,13 @@ TEST_P(Flash3Forward, MatchesReference) {
         << "lpt table (auto), predicted gain " << lpt_gain;
   if (c.causal == Causal::none && !c.score_mod())
     EXPECT_TRUE(std::isnan(lpt_gain)) << "a non-causal launch asked the lpt model";
+  // "auto48long" (session 48): a long causal launch (> 32 m blocks at D 128 / 256, the
+  // dynamic scheduler's auto) where the model predicts 37-40 % over that scheduler on 66 CTAs
+  // (D 64: 23 m blocks of 192 rows, the length rule's table).
+  if (c.tag == "auto48long") {
+    EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table (model, long causal)";
+    if (c.d != 64) EXPECT_GE(lpt_gain, 0.15) << "predicted gain over the dynamic scheduler";
+  }
   // "auto48": shapes where the model predicts a large gain at every D (> 15 % on 13 CTAs).
   if (c.tag == "auto48") {
     EXPECT_GE(lpt_gain, 0.15) << "predicted gain";
@@ -799,6 +807,11 @@ std::vector<Cfg> cases() {
         add({"auto48", 1, 700, 700, 8, 2, 0, bf, Causal::top_left, false, false, false, 1.f, 13});
         add({"auto48", 1, 2176, 2300, 8, 4, 0, bf, Causal::bottom_right, false, false, true, 1.f,
              13});
+        // Session 48: past 32 m blocks (D 128 / 256) the model against the dynamic
+        // scheduler (lpt_schedule.hpp dynamic_max_load): +37.5 / +40.3 % at Sq 4300 x 4 heads
+        // on 66 CTAs (GQA).
+        add({"auto48long", 1, 4300, 4300, 4, 2, 0, bf, Causal::top_left, false, false, true, 1.f,
+             66});
       }
       // Session 48: D 256 causal on the plain ordered diet kernels (Tuning::skip_masked_turn = 0),
       // the twins' comparison (the default cases run the twins).
