@@ -715,6 +715,17 @@ struct WaitClock {
 #endif
 };
 
+/// Turn 0 without its Q K^T (idle_tile_simple, skip_masked_turn): K of ring position pipe.count
+/// waited for, the ping-pong turn taken and passed, K released.
+template <class Tr>
+__device__ __forceinline__ void pass_turn_k(const SmemLayout<Tr>& sm, const PipeOf<Tr>& pipe,
+                                            int lane, const PingPong& turn) {
+  attnkit::cuda::sm90::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
+  turn.wait_turn();
+  turn.pass_turn();
+  release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
+}
+
 /// Tiles one at a time (v4 structure; D = 256, see Consumer::kCanOverlap).
 /// A consumer warpgroup whose 64 rows all lie beyond seqlen_q (the last tile of a 192-row
 /// D = 64 launch, e.g. S = 1024: rows 960 .. 1151, two of three warpgroups empty): it computes
@@ -732,10 +743,7 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
                                                  PipeOf<Tr>& pipe, int qb, uint32_t q_phase,
                                                  int lane, const PingPong& turn) {
   namespace ptx = attnkit::cuda::sm90;
-  ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
-  turn.wait_turn();
-  turn.pass_turn();
-  release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
+  pass_turn_k<Tr>(sm, pipe, lane, turn);
   for (int it = 1; it < n_blocks; ++it) {
     const int st = pipe.ks(it), sp = pipe.vs(it - 1);
     ptx::mbar_wait(&sm.full_k[st], pipe.kph(it));
@@ -816,12 +824,8 @@ __device__ __forceinline__ void idle_tile_simple(const SmemLayout<Tr>& sm, int n
 template <class Tr>
 __device__ __forceinline__ void skip_masked_turn(const SmemLayout<Tr>& sm, PipeOf<Tr>& pipe,
                                                  int lane, const PingPong& turn) {
-  namespace ptx = attnkit::cuda::sm90;
-  ptx::mbar_wait(&sm.full_k[pipe.ks()], pipe.kph());
-  turn.wait_turn();
-  turn.pass_turn();
-  release_kv<Tr>(&sm.empty_k[pipe.ks()], lane);
-  ptx::mbar_wait(&sm.full_v[pipe.vs()], pipe.vph());
+  pass_turn_k<Tr>(sm, pipe, lane, turn);
+  attnkit::cuda::sm90::mbar_wait(&sm.full_v[pipe.vs()], pipe.vph());
   release_kv<Tr>(&sm.empty_v[pipe.vs()], lane);
   ++pipe.count;
 }
