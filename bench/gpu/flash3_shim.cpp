@@ -154,7 +154,8 @@ extern "C" int flash3_last_tail_tiles() {
 extern "C" int flash3_last_lpt_rounds() {
   return attnkit::flash3::last_forward_lpt_rounds();
 }
-// Session 48: the model's predicted gain of the table over the zig-zag rounds for the
+// Session 48: the model's predicted gain of the table over the zig-zag rounds (past 32 causal
+// m blocks: the dynamic scheduler) for the
 // last forward (NaN where no table was considered; lpt_schedule.hpp lpt_predicted_gain).
 extern "C" double flash3_last_lpt_gain() {
   return attnkit::flash3::last_forward_lpt_gain();

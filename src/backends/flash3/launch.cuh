@@ -250,7 +250,8 @@ inline bool dynamic_schedule(const FwdArgs& a) {
 /// tables would pass kLptCacheBytes, or when the device has no memory for it. Building one costs
 /// the host builder (0.19 ms for 4,096 tiles on 132 CTAs: g++ -O2, best of 20, the 2-core dev
 /// machine, session 47) and a copy to the device that this call waits for, once per shape (at most
-/// kLptCacheShapes shapes per kernel shape class; later ones keep the rounds). Sections: K and V of
+/// kLptCacheShapes shapes per kernel shape class; later ones keep the rounds, or the dynamic
+/// scheduler past 32 m blocks). Sections: K and V of
 /// 2^k heads within Tuning::lpt_section_mb (the model's balance for 16 and 32 MB:
 /// bench/notes/session46.md). Records the predicted gain (set_last_forward_lpt_gain).
 template <class Tr>
@@ -296,7 +297,8 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
   LptTable host;
   // (Shapes, not bytes, bound the cache too: a decision without a table costs no device memory,
   // but a process that meets many causal shapes must not grow it without end; past
-  // kLptCacheShapes new shapes keep the zig-zag rounds.)
+  // kLptCacheShapes new shapes keep the zig-zag rounds, or the dynamic scheduler past 32 m
+  // blocks.)
   constexpr size_t kLptCacheShapes = 4096;
   if (it == cache.end() && cache.size() >= kLptCacheShapes) return nullptr;
   if (it == cache.end()) {

@@ -226,8 +226,10 @@ void set_last_forward_tail_tiles(int tiles);
 /// Rounds of the balanced table the last forward launch read (Tuning::lpt_schedule; 0: none).
 int last_forward_lpt_rounds();
 void set_last_forward_lpt_rounds(int rounds);
-/// The model's predicted gain of the table over the zig-zag rounds for the last forward launch
-/// (lpt_schedule.hpp lpt_predicted_gain; NaN where no table was considered).
+/// The model's predicted gain of the table over the schedule the last forward launch would run
+/// without it (the zig-zag rounds; past 32 causal m blocks the dynamic scheduler;
+/// lpt_schedule.hpp lpt_predicted_gain). NaN where no table was considered, and for a new shape
+/// once the launch's decision cache is full (launch.cuh lpt_table_device).
 double last_forward_lpt_gain();
 void set_last_forward_lpt_gain(double gain);
 

@@ -559,7 +559,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "auto48long" (session 48): a long causal launch (> 32 m blocks at D 128 / 256, the
   // dynamic scheduler's auto) where the model predicts 37-40 % over that scheduler on 66 CTAs
   // (D 64: 23 m blocks of 192 rows, the length rule's table).
-  if (c.tag == "auto48long") {
+  // (Only where the device has more SMs than the case's grid: on fewer, e.g. a MIG slice, the
+  // model predicts 0-6 %.)
+  if (c.tag == "auto48long" && sms > c.grid) {
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table (model, long causal)";
     if (c.d != 64) EXPECT_GE(lpt_gain, 0.15) << "predicted gain over the dynamic scheduler";
   }
@@ -802,8 +804,8 @@ std::vector<Cfg> cases() {
              13});
         add({"auto47", 2, 256, 4100, 8, 2, 0, bf, Causal::none, false, false, true});
         // Session 48: the model's table where the length rule never looks (D 128; S_q
-        // below 3072) on 13 CTAs: bench/causal_balance_model.py's loads predict +22..+26 % at
-        // Sq 700 x 8 heads, +29..+35 % at 2176 (bottom-right with Sq < Sk, GQA).
+        // below 3072) on 13 CTAs: the model (lpt_predicted_gain) predicts +22..+26 % at Sq 700 x
+        // 8 heads, +26..+32 % at 2176 (bottom-right with Sq < Sk, GQA; D 128 / 256 / 64).
         add({"auto48", 1, 700, 700, 8, 2, 0, bf, Causal::top_left, false, false, false, 1.f, 13});
         add({"auto48", 1, 2176, 2300, 8, 4, 0, bf, Causal::bottom_right, false, false, true, 1.f,
              13});
@@ -1141,7 +1143,9 @@ std::vector<Cfg> cases() {
            2});
       // Session 22: causal launches of more than 32 m blocks take the dynamic scheduler by
       // default (launch.cuh dynamic_auto: S_q > 6144 at D 64's 192-row tiles, > 4096 at 128),
-      // also with S_q < S_k bottom-right.
+      // also with S_q < S_k bottom-right. (Session 48: unless the lpt model runs the table: the
+      // 4100 x 8-head case below at D 128 / 256 on 132 SMs, predicted +54..+56 %; the dynamic
+      // scheduler on the full grid runs in "sched_dyn", on a small grid in "auto47".)
       {
         const int64_t sq = d == 64 ? 6400 : 4200;
         add({"persist", 1, sq, sq, 2, 1, 0, DType::bf16, Causal::top_left, false, false, true});
@@ -1238,7 +1242,7 @@ TEST(Flash3SkipMaskedTurn, SameBitsAsThePlainKernel) {
       {"skip", 1, 900, 600, 2, 2, 256, DType::bf16, Causal::bottom_right},  // rows without keys
       {"skip", 1, 333, 333, 2, 1, 256, DType::bf16, Causal::top_left, false, false, false, 4.f}};
   for (const Cfg& c : cfgs)
-    for (int tc : {-1, 0}) {
+    for (int tc : {1, 0}) {  // (1: slot 39 at any Sk; 0: slot 29)
       SCOPED_TRACE(c.name() + " tc_row_sum " + std::to_string(tc));
       std::mt19937_64 g(48);
       Tensor q, k, v, out;
@@ -1267,8 +1271,7 @@ TEST(Flash3SkipMaskedTurn, SameBitsAsThePlainKernel) {
         ASSERT_EQ(cudaMemcpy(l[i].data(), lse, nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
       }
       cudaFree(lse);
-      // (the row sums by auto from Sk 2048: launch.cuh kTc256MinSeqlenK)
-      const int plain = tc != 0 && c.sk >= 2048 ? flash3::kTcSum256DietSlot : 16 + 13;
+      const int plain = tc != 0 ? flash3::kTcSum256DietSlot : 16 + 13;
       EXPECT_EQ(slots[1], plain) << "plain kernel";
       EXPECT_EQ(slots[0], flash3::kSkipTurnSlotBase + plain) << "its twin";
       int64_t out_diff = 0, zero_sign = 0, nan = 0;
