@@ -208,11 +208,11 @@ inline constexpr int64_t kLptMinSeqlenQ = 3072;
 /// D 128 4224 / 5760 +3.7 / +4.5 % (+8.8 / 8.3); call 4, the auto itself: D 256 causal 8192 +4.7 %
 /// (+4.5..+5.0; model +11.3). At the benchmark's 16k the model predicts +0.3 / +0.6 % (D 128 /
 /// 256): no table (session 47 measured D 128 -1.5 % with one); D 128 8k +5.6 %: none either.
-inline int lpt_mode(const FwdArgs& a, int64_t seqlen_q, int d) {
+inline int lpt_mode(const FwdArgs& a, int d) {
   if (tuning().lpt_schedule >= 0) return tuning().lpt_schedule;
   if (!a.causal) return 0;
-  if (seqlen_q >= kLptMinSeqlenQ && d == 64) return 2;
-  if (seqlen_q >= kLptMinSeqlenQ && d == 256 && !long_causal_launch(a)) return 1;
+  if (a.seqlen_q >= kLptMinSeqlenQ && d == 64) return 2;
+  if (a.seqlen_q >= kLptMinSeqlenQ && d == 256 && !long_causal_launch(a)) return 1;
   return 3;
 }
 /// Modes 2 and 3 (launch_forward only): the long causal launches run the static schedule with the
@@ -406,7 +406,7 @@ void launch_forward(const Params& p) {
   // D 64 4096 +-0.4 %, 2048 -1.7 %; D 128 2048 / 4096 -2.8..-3.6 %; D 256 2048 / 4096 -5 %;
   // non-causal D 64 1k-8k -0.1..-2.7 % (run 7's +5 % at 1k did not repeat on today's kernels).
   const bool long_causal = long_causal_launch(a);
-  const int lpt = lpt_mode(a, p.seqlen_q, D);  // (the balanced table: lpt_mode, below)
+  const int lpt = lpt_mode(a, D);  // (the balanced table: lpt_mode, below)
   const bool lpt_long = lpt_long_causal(a, lpt);
   const bool dynamic = dynamic_schedule(a) && !lpt_long;
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
