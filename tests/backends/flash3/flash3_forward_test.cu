@@ -1177,6 +1177,42 @@ INSTANTIATE_TEST_SUITE_P(Cases, Flash3Forward, ::testing::ValuesIn(cases()),
 // Session 7: the divisions without a divide (FastDiv, Tuning::tile_diet): every n < 20000 and
 // random n < 2^31 (and 2^31 - 1) for d < 3000, random d up to 2^31 - 1; decode_tile_fast ==
 // decode_tile's arithmetic (restated here for the host) for both causal modes. Host only.
+/// The bit-for-bit tests' problem (the split tail, the skipped turn): case c's Q, K, V and O
+/// drawn with `seed` (make_qkvo), an lse buffer [B, Hq, Sq] (freed with it) and the Params.
+struct BitsProblem {
+  Tensor q, k, v, out;
+  float* lse = nullptr;
+  int64_t nlse = 0;
+  Params p;
+  BitsProblem() = default;
+  BitsProblem(const BitsProblem&) = delete;
+  BitsProblem& operator=(const BitsProblem&) = delete;
+  ~BitsProblem() {
+    if (lse != nullptr) cudaFree(lse);
+  }
+};
+void make_bits_problem(const Cfg& c, uint64_t seed, BitsProblem& pr) {
+  std::mt19937_64 g(seed);
+  make_qkvo(c, &g, pr.q, pr.k, pr.v, pr.out);
+  pr.nlse = c.b * c.hq * c.sq;
+  ASSERT_EQ(cudaMalloc(&pr.lse, pr.nlse * 4), cudaSuccess);
+  pr.p = params_of(c, pr.q, pr.k, pr.v, pr.out, pr.lse);
+}
+/// O and lse poisoned (every bit set: NaN) before a run.
+void poison_bits(const BitsProblem& pr) {
+  ASSERT_EQ(cudaMemset(pr.out.dev, 0xff, pr.out.alloc * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(pr.lse, 0xff, pr.nlse * 4), cudaSuccess);
+}
+/// O's and lse's bits after a run (waits for the device first).
+void read_bits(const BitsProblem& pr, std::vector<uint16_t>& o, std::vector<uint32_t>& l) {
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  o.resize(pr.out.alloc);
+  l.resize(pr.nlse);
+  ASSERT_EQ(cudaMemcpy(o.data(), pr.out.dev, pr.out.alloc * 2, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(l.data(), pr.lse, pr.nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
 // Session 19: the split tail's output does not depend on which piece arrives last (the last
 // one merges every piece in piece order): two runs of a shape whose tail tiles are cut into
 // 2-3 pieces write the same bits (O and lse re-poisoned before each), also after a run with
@@ -1185,35 +1221,23 @@ INSTANTIATE_TEST_SUITE_P(Cases, Flash3Forward, ::testing::ValuesIn(cases()),
 void split_tail_bit_identical(int d) {
   SCOPED_TRACE("D " + std::to_string(d));
   Cfg c{"tail", 1, 640, 1000, 4, 2, d};
-  std::mt19937_64 g(19);
-  Tensor q, k, v, out;
-  make_qkvo(c, &g, q, k, v, out);
-  float* lse = nullptr;
-  const int64_t nlse = c.b * c.hq * c.sq;
-  ASSERT_EQ(cudaMalloc(&lse, nlse * 4), cudaSuccess);
-  const Params p = params_of(c, q, k, v, out, lse);
-  auto run = [&](int grid, std::vector<uint16_t>& o_bits, std::vector<float>& l_bits) {
-    ASSERT_EQ(cudaMemset(out.dev, 0xff, out.alloc * 2), cudaSuccess);  // NaN
-    ASSERT_EQ(cudaMemset(lse, 0xff, nlse * 4), cudaSuccess);
+  BitsProblem pr;
+  ASSERT_NO_FATAL_FAILURE(make_bits_problem(c, 19, pr));
+  auto run = [&](int grid, std::vector<uint16_t>& o_bits, std::vector<uint32_t>& l_bits) {
+    ASSERT_NO_FATAL_FAILURE(poison_bits(pr));
     flash3::tuning().tail_split = 1;
     flash3::tuning().max_grid = grid;
-    ASSERT_NO_THROW(backend_flash3().forward(p));
+    ASSERT_NO_THROW(backend_flash3().forward(pr.p));
     flash3::tuning() = flash3::Tuning{};
     EXPECT_GT(flash3::last_forward_tail_tiles(), 0) << "split tail tiles, grid " << grid;
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    o_bits.resize(out.alloc);
-    l_bits.resize(nlse);
-    ASSERT_EQ(cudaMemcpy(o_bits.data(), out.dev, out.alloc * 2, cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(l_bits.data(), lse, nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_NO_FATAL_FAILURE(read_bits(pr, o_bits, l_bits));
   };
   std::vector<uint16_t> o1, o2, o3, o_other;
-  std::vector<float> l1, l2, l3, l_other;
+  std::vector<uint32_t> l1, l2, l3, l_other;
   run(7, o1, l1);
   run(7, o2, l2);
   run(13, o_other, l_other);  // 20 tiles on 13 CTAs: 7 tail tiles, other counters
   run(7, o3, l3);
-  cudaFree(lse);
   EXPECT_EQ(o1, o2) << "O differs between two identical runs";
   EXPECT_EQ(o1, o3) << "O differs after a run with another tail";
   EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), l1.size() * 4)) << "lse differs";
@@ -1244,33 +1268,23 @@ TEST(Flash3SkipMaskedTurn, SameBitsAsThePlainKernel) {
   for (const Cfg& c : cfgs)
     for (int tc : {1, 0}) {  // (1: slot 39 at any Sk; 0: slot 29)
       SCOPED_TRACE(c.name() + " tc_row_sum " + std::to_string(tc));
-      std::mt19937_64 g(48);
-      Tensor q, k, v, out;
-      make_qkvo(c, &g, q, k, v, out);
-      float* lse = nullptr;
-      const int64_t nlse = c.b * c.hq * c.sq;
-      ASSERT_EQ(cudaMalloc(&lse, nlse * 4), cudaSuccess);
-      const Params p = params_of(c, q, k, v, out, lse);
+      BitsProblem pr;
+      ASSERT_NO_FATAL_FAILURE(make_bits_problem(c, 48, pr));
+      const Tensor& out = pr.out;
+      const int64_t nlse = pr.nlse;
       std::vector<uint16_t> o[2];
       std::vector<uint32_t> l[2];
       int slots[2] = {};
       for (int skip : {-1, 0}) {
-        ASSERT_EQ(cudaMemset(out.dev, 0xff, out.alloc * 2), cudaSuccess);  // NaN
-        ASSERT_EQ(cudaMemset(lse, 0xff, nlse * 4), cudaSuccess);
+        ASSERT_NO_FATAL_FAILURE(poison_bits(pr));
         flash3::tuning().skip_masked_turn = skip;
         flash3::tuning().tc_row_sum = tc;
-        ASSERT_NO_THROW(backend_flash3().forward(p));
+        ASSERT_NO_THROW(backend_flash3().forward(pr.p));
         flash3::tuning() = flash3::Tuning{};
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         const int i = skip == 0;
         slots[i] = flash3::last_forward_slot();
-        o[i].resize(out.alloc);
-        l[i].resize(nlse);
-        ASSERT_EQ(cudaMemcpy(o[i].data(), out.dev, out.alloc * 2, cudaMemcpyDeviceToHost),
-                  cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(l[i].data(), lse, nlse * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_NO_FATAL_FAILURE(read_bits(pr, o[i], l[i]));
       }
-      cudaFree(lse);
       const int plain = tc != 0 ? flash3::kTcSum256DietSlot : 16 + 13;
       EXPECT_EQ(slots[1], plain) << "plain kernel";
       EXPECT_EQ(slots[0], flash3::kSkipTurnSlotBase + plain) << "its twin";
