@@ -306,6 +306,7 @@ std::atomic<int> g_last_forward_slot{-1};
 std::atomic<int> g_last_forward_tail{0};
 std::atomic<int> g_last_forward_lpt{0};
 std::atomic<double> g_last_forward_lpt_gain{std::numeric_limits<double>::quiet_NaN()};
+std::atomic<bool> g_last_forward_dynamic{false};
 }  // namespace
 int last_forward_slot() {
   return g_last_forward_slot.load(std::memory_order_relaxed);
@@ -330,6 +331,12 @@ double last_forward_lpt_gain() {
 }
 void set_last_forward_lpt_gain(double gain) {
   g_last_forward_lpt_gain.store(gain, std::memory_order_relaxed);
+}
+bool last_forward_dynamic() {
+  return g_last_forward_dynamic.load(std::memory_order_relaxed);
+}
+void set_last_forward_dynamic(bool dynamic) {
+  g_last_forward_dynamic.store(dynamic, std::memory_order_relaxed);
 }
 }  // namespace flash3
 

@@ -261,7 +261,8 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
   struct Entry {
     int* dev = nullptr;  // (null until a launch runs the table)
     int rounds = 0;
-    double gain = 0.0;  // lpt_predicted_gain
+    double gain = 0.0;    // lpt_predicted_gain
+    bool failed = false;  // (the device copy failed once: out of memory; never retried)
   };
   static std::mutex mu;
   // (A fixed-size key: no heap allocation on the launches that look a table up every call.)
@@ -307,14 +308,16 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     host = std::move(t);
   }
   set_last_forward_lpt_gain(it->second.gain);
-  if (it->second.gain < min_gain) return nullptr;
+  if (it->second.gain < min_gain || it->second.failed) return nullptr;
   if (it->second.dev == nullptr) {
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     ATTNKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
     if (cap != cudaStreamCaptureStatusNone) return nullptr;
-    if (host.tiles.empty()) host = build().first;  // (the shape's gain was kept, not its table)
-    const size_t bytes = host.tiles.size() * sizeof(int);
+    // (rounds x CTAs entries, known before the table is rebuilt: a shape past the byte budget
+    // costs a map lookup per launch, not a build)
+    const size_t bytes = static_cast<size_t>(it->second.rounds) * ctas * sizeof(int);
     if (cached_bytes + bytes > kLptCacheBytes) return nullptr;
+    if (host.tiles.empty()) host = build().first;  // (the shape's gain was kept, not its table)
     // (Relaxed capture mode for this thread: another thread's global-mode capture must neither
     // fail these calls nor be invalidated by them.)
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
@@ -329,6 +332,7 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     if (!ok) {
       (void)cudaGetLastError();  // (out of memory: the rounds run instead)
       if (dev != nullptr) (void)cudaFree(dev);
+      it->second.failed = true;
       return nullptr;
     }
     cached_bytes += bytes;
@@ -408,7 +412,7 @@ void launch_forward(const Params& p) {
   const bool long_causal = long_causal_launch(a);
   const int lpt = lpt_mode(a, D);  // (the balanced table: lpt_mode, below)
   const bool lpt_long = lpt_long_causal(a, lpt);
-  const bool dynamic = dynamic_schedule(a) && !lpt_long;
+  bool dynamic = dynamic_schedule(a) && !lpt_long;  // (lpt 2 / 3 without a table: set below)
   // Cluster of 2 with K/V multicast (cluster.cuh): D >= 128 non-causal, static schedule, an even
   // number of m blocks (the CTA pair (2c, 2c+1) then always holds tiles (m, m+1) of one (b, h)
   // with m even: the static order is m fastest and the grid is even), at least one key.
@@ -747,9 +751,13 @@ void launch_forward(const Params& p) {
     a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream, lpt == 3 ? kLptMinModelGain : -1.0);
     // lpt 2 / 3 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
     // (1.27-1.79x the mean load on the busiest CTA at causal 16k in the model).
-    if (a.sched_table == nullptr && lpt_long) set_schedule(p, a, ctas, true, stream);
+    if (a.sched_table == nullptr && lpt_long) {
+      dynamic = true;
+      set_schedule(p, a, ctas, dynamic, stream);
+    }
   }
   set_last_forward_lpt_rounds(a.sched_table != nullptr ? a.num_rounds : 0);
+  set_last_forward_dynamic(a.tile_counter != nullptr);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
   // stages, after any slot.
   if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
@@ -878,6 +886,7 @@ void launch_forward_score_mod(const Params& p) {
   const int grid_cap = tuning().max_grid > 0 && tuning().max_grid < sms ? tuning().max_grid : sms;
   const int ctas = (a.num_tiles < grid_cap || !persistent) ? a.num_tiles : grid_cap;
   set_schedule(p, a, ctas, dynamic, stream);
+  set_last_forward_dynamic(a.tile_counter != nullptr);
   kernel<<<dim3(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }

@@ -232,6 +232,11 @@ void set_last_forward_lpt_rounds(int rounds);
 /// once the launch's decision cache is full (launch.cuh lpt_table_device).
 double last_forward_lpt_gain();
 void set_last_forward_lpt_gain(double gain);
+/// Whether the last forward launch ran the dynamic scheduler (tile_scheduler.cuh; FwdArgs::
+/// tile_counter set), so that tests can tell it from the static schedules it replaces or falls
+/// back to (branch wip/f3lptcache49).
+bool last_forward_dynamic();
+void set_last_forward_dynamic(bool dynamic);
 
 /// Runs the forward for head dim D, bf16 (BF16 = true) or f16. Params must already satisfy
 /// backend.cpp's capability table and extra_reasons.

@@ -563,8 +563,17 @@ TEST_P(Flash3Forward, MatchesReference) {
   // model predicts 0-6 %.)
   if (c.tag == "auto48long" && sms > c.grid) {
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table (model, long causal)";
+    EXPECT_FALSE(flash3::last_forward_dynamic()) << "the table, not the dynamic scheduler";
     if (c.d != 64) EXPECT_GE(lpt_gain, 0.15) << "predicted gain over the dynamic scheduler";
   }
+  // Branch wip/f3lptcache49: a long causal launch the model gives no table (auto47's 6500 x 7000
+  // on 13 CTAs: 51 m blocks at D 128 / 256, predicted ~0 %) runs the dynamic scheduler, not the
+  // zig-zag rounds (D 64's 34 m blocks of 192 rows run the length rule's table); so does a launch
+  // that forces it ("sched_dyn") with more tiles than CTAs.
+  if (c.tag == "auto47" && c.sq > 4096 && c.d != 64)
+    EXPECT_TRUE(flash3::last_forward_dynamic()) << "long causal without a table";
+  if (c.tag == "sched_dyn" && !c.score_mod() && lpt_tiles > (c.grid > 0 ? c.grid : sms))
+    EXPECT_TRUE(flash3::last_forward_dynamic()) << "Tuning::scheduler = 1";
   // "auto48": shapes where the model predicts a large gain at every D (> 15 % on 13 CTAs).
   if (c.tag == "auto48") {
     EXPECT_GE(lpt_gain, 0.15) << "predicted gain";
