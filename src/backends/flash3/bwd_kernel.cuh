@@ -796,10 +796,11 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // (Unsigned, as blockIdx.x was before kDet: the other kernels' SASS stays identical.)
   // maps.order_sec > 0 (session 49, bwd_order.cuh): causal dense launches take their (key block,
   // kv head, batch) x-major within sections of pairs; never with kDet (launch order) or kVarlen
-  // (blockIdx.z is the sequence, read above).
-  const BwdCta cta = kDet || kVarlen ? BwdCta{blockIdx.x, static_cast<int>(blockIdx.y),
-                                              static_cast<int>(blockIdx.z)}
-                                     : bwd_cta(maps.order_sec);
+  // (blockIdx.z is the sequence, read above), nor in the score-mod kernels (kMod: the runtime
+  // branch cost them 4-36 B more spills, compile-checked in session 48; they keep the hardware's).
+  const BwdCta cta = kDet || kVarlen || kMod != 0 ? BwdCta{blockIdx.x, static_cast<int>(blockIdx.y),
+                                                           static_cast<int>(blockIdx.z)}
+                                                  : bwd_cta(maps.order_sec);
   const unsigned kblk = kDet ? gridDim.x - 1 - cta.x : cta.x;
   const int nblk = static_cast<int>(kblk);
   const int n0 = kblk * kBN, g = cta.g, b = cta.b;

@@ -609,7 +609,8 @@ struct OrderScope {
 // pairs. B 2 x Hkv 3 = 6 pairs: sections of 2 (three full ones), 4 (a partial last section of 2)
 // and 8 (one partial section: x-major over all pairs); GQA 2; Sq != Sk both ways with both causal
 // alignments (Sq > Sk bottom-right: rows without keys) and exact multiples; D 64 / 128 / 256 (both
-// D 256 layouts); a softcap call (the kMod kernels) and a non-causal one (the knob ignored).
+// D 256 layouts); a softcap call and a non-causal one (the knob ignored by the kMod kernels and
+// by non-causal calls).
 // Checked against the oracle as every case (the dQ fp32 adds come in another order: not bitwise).
 TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
   for (const int64_t d : {64, 128, 256})
