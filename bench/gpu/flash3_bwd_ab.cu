@@ -276,6 +276,40 @@ void run_one(int S, bool causal) {
       std::sort(ms.begin(), ms.end());
       return std::make_pair(ms[ms.size() / 2], ms.front());
     };
+    // Session 49: F3AB_ORDERS="0,4,8" times this variant under each BwdTuning::order_sections
+    // (bwd_order.cuh: 0 = the hardware's CTA order, k = x-major within sections of k (kv head,
+    // batch) pairs; causal calls only, the knob is ignored otherwise), F3AB_ROUNDS rounds (odd
+    // rounds in reverse order), one line per value: each round's median in round order.
+    if (const char* orders_env = std::getenv("F3AB_ORDERS")) {
+      std::vector<int> orders;
+      for (const char* c = orders_env; *c;) {
+        char* end = nullptr;
+        orders.push_back(static_cast<int>(std::strtol(c, &end, 10)));
+        if (end == c) break;
+        c = *end == ',' ? end + 1 : end;
+      }
+      const int rounds = std::getenv("F3AB_ROUNDS") ? std::atoi(std::getenv("F3AB_ROUNDS")) : 4;
+      std::vector<std::vector<float>> med(orders.size());
+      for (int r = 0; r < rounds; ++r)
+        for (size_t j = 0; j < orders.size(); ++j) {
+          const size_t i = r % 2 ? orders.size() - 1 - j : j;
+          flash3::bwd_tuning().order_sections = orders[i];
+          for (int w = 0; w < 3; ++w)
+            flash3::run_backward<D, true>(p);
+          med[i].push_back(time_median().first);
+        }
+      for (size_t i = 0; i < orders.size(); ++i) {
+        std::vector<float> m = med[i];
+        std::sort(m.begin(), m.end());
+        std::printf("S=%5d D=%3d causal=%d %-18s order %2d  TFLOP/s per round:", S, D,
+                    causal ? 1 : 0, (var.name + suffix).c_str(), orders[i]);
+        for (float x : med[i])
+          std::printf(" %6.1f", flops / (x * 1e-3) / 1e12);
+        std::printf("  median %6.1f\n", flops / (m[m.size() / 2] * 1e-3) / 1e12);
+      }
+      flash3::bwd_tuning().order_sections = 0;
+      continue;
+    }
     // Session 11: F3AB_WS_SHIFTS="0,4096,..." (bytes, multiples of 256) times this variant with
     // the dQ accumulator moved by each shift (BwdTuning::dq_ws_shift), F3AB_ROUNDS rounds (odd
     // rounds in reverse order), one line per shift: the medians of the rounds in round order.

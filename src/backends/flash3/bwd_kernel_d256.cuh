@@ -39,6 +39,7 @@
 #include "backends/flash3/bwd_d256_rs.cuh"
 #include "backends/flash3/bwd_d256_score_mod.cuh"
 #include "backends/flash3/bwd_kernel.cuh"
+#include "backends/flash3/bwd_order.cuh"
 #include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/dropout.cuh"
@@ -227,10 +228,15 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   uint64_t* full = bars + 1;
   uint64_t* empty = bars + 1 + kStages;
 
-  // (kDet: key blocks launched in reverse, see the template's comment)
-  const int kblk =
-      kDet ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
-  const int n0 = kblk * kBN, g = blockIdx.y, b = blockIdx.z;
+  // (kDet: key blocks launched in reverse, see the template's comment; maps.order_sec > 0,
+  // session 49: causal dense launches x-major within sections of (kv head, batch) pairs,
+  // bwd_order.cuh; never with kDet or kVarlen, whose blockIdx.z is the sequence, nor with
+  // kMod: the score-mod kernels keep the hardware's order, as at D 64 / 128)
+  const BwdCta cta = kDet || kVarlen || kMod ? BwdCta{blockIdx.x, static_cast<int>(blockIdx.y),
+                                                      static_cast<int>(blockIdx.z)}
+                                             : bwd_cta(maps.order_sec);
+  const int kblk = kDet ? static_cast<int>(gridDim.x - 1 - cta.x) : static_cast<int>(cta.x);
+  const int n0 = kblk * kBN, g = cta.g, b = cta.b;
   // `a`: the launch's arguments, or (kVarlen) sequence b's; the tensor maps always from `maps`
   // (TMA reads them from the kernel parameter). q0 / k0: the sequence's first rows in the maps;
   // bt: the maps' and the workspace's batch coordinate (varlen: 0, packed).

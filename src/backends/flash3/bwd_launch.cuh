@@ -377,6 +377,11 @@ void launch_backward(const Params& p, const Variant& v) {
                                                                                               : 0;
     }
 
+    // Session 49 (bwd_order.cuh): the sectioned CTA order, causal dense non-deterministic calls
+    // only (a.causal after the score mods: a window's right edge counts as causal).
+    if constexpr (!kVarlen && !kDet)
+      a.order_sec = a.causal ? std::max(bwd_tuning().order_sections, 0) : 0;
+
     constexpr auto kernel = &bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs,
                                              kDvEarly, kIdiet, kTmaKV, kMod, kVarlen, kDet>;
     // kModMaskSoftcap: its 1 - t^2 words past the barriers (bwd_kernel.cuh; + 1 KB alignment).

@@ -71,6 +71,15 @@ struct BwdTuning {
   // queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (split or 0: 0), else 1.
   // Any value other than 0 selects the RS layout.
   int d256_layout = -1;
+  // CTA dispatch order (session 49, bwd_order.cuh bwd_cta): 0 = the hardware's (linear blockIdx,
+  // key block fastest, one (kv head, batch) pair after another; the default, unchanged
+  // behaviour); k > 0 = causal calls dispatch their CTAs x-major within sections of k (kv head,
+  // batch) pairs, so that short and long key blocks mix across the SMs. Greedy dispatch model
+  // (bench/bwd_causal_order_model.py): busiest SM 6-8 % above the mean at D 128 causal 1k-8k and
+  // D 256 1k-4k, 3-4 % at D 64, 1.00-1.01 sectioned; 16k even. Untimed. Only dense (non-varlen),
+  // non-deterministic, causal launches use it (D 64 / 128 / 256, both D 256 layouts); others
+  // ignore it.
+  int order_sections = 0;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;

@@ -597,6 +597,47 @@ TEST(Flash3BackwardD256Layouts, SmallShapes) {
   }
 }
 
+/// Sets bwd_tuning().order_sections (session 49, bwd_order.cuh) for one scope.
+struct OrderScope {
+  int saved = flash3::bwd_tuning().order_sections;
+  explicit OrderScope(int sections) { flash3::bwd_tuning().order_sections = sections; }
+  ~OrderScope() { flash3::bwd_tuning().order_sections = saved; }
+};
+
+// The sectioned CTA order (session 49, BwdTuning::order_sections, bwd_order.cuh bwd_cta): causal
+// dense calls take their (key block, kv head, batch) x-major within sections of (kv head, batch)
+// pairs. B 2 x Hkv 3 = 6 pairs: sections of 2 (three full ones), 4 (a partial last section of 2)
+// and 8 (one partial section: x-major over all pairs); GQA 2; Sq != Sk both ways with both causal
+// alignments (Sq > Sk bottom-right: rows without keys) and exact multiples; D 64 / 128 / 256 (both
+// D 256 layouts); a softcap call and a non-causal one (the knob ignored by the kMod kernels and
+// by non-causal calls).
+// Checked against the oracle as every case (the dQ fp32 adds come in another order: not bitwise).
+TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
+  for (const int64_t d : {64, 128, 256})
+    for (const auto& [sq, sk, cz] :
+         {std::tuple<int64_t, int64_t, Causal>{300, 517, Causal::top_left},
+          {517, 300, Causal::bottom_right},
+          {300, 517, Causal::bottom_right},
+          {512, 512, Causal::top_left}})
+      for (const int sec : {2, 4, 8})
+        for (const int layout : d == 256 ? std::vector<int>{0, 1} : std::vector<int>{-1}) {
+          SCOPED_TRACE("d " + std::to_string(d) + " sq " + std::to_string(sq) + " sk " +
+                       std::to_string(sk) + " sections " + std::to_string(sec) + " layout " +
+                       std::to_string(layout));
+          const OrderScope o(sec);
+          const D256LayoutScope t(layout);
+          expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, 6, 3, d, cz));
+        }
+  for (const int64_t d : {64, 128, 256}) {
+    SCOPED_TRACE("d " + std::to_string(d) + " softcap / non-causal, sections 4");
+    const OrderScope o(4);
+    check::Case c = bwd_case(DType::bf16, 2, 517, 300, 6, 3, d, Causal::bottom_right);
+    c.softcap = 5.0;
+    expect_backward_passes(c);
+    expect_backward_passes(bwd_case(DType::f16, 2, 300, 517, 6, 3, d, Causal::none));
+  }
+}
+
 // The D 256 plain dense backward's dQ conversion (3w, bwd_dq_convert_rows_kernel, session 31),
 // bf16 and f16: a single query and key; Sq / Sk not multiples of 64; GQA 3; bottom-right with
 // Sq - Sk = 40 (rows 0-39 see no key, their dQ is 0) and 217 (a query block without any key);
