@@ -279,8 +279,10 @@ void run_one(int S, bool causal) {
     // Session 49: F3AB_ORDERS="0,4,8" times this variant under each BwdTuning::order_sections
     // (bwd_order.cuh: 0 = the hardware's CTA order, k = x-major within sections of k (kv head,
     // batch) pairs; causal calls only, the knob is ignored otherwise), F3AB_ROUNDS rounds (odd
-    // rounds in reverse order), one line per value: each round's median in round order.
+    // rounds in reverse order), one line per value: each round's median in round order. -1 = the
+    // auto (bwd_order_rule.hpp), also what runs without F3AB_ORDERS.
     if (const char* orders_env = std::getenv("F3AB_ORDERS")) {
+      const int saved_order = flash3::bwd_tuning().order_sections;
       std::vector<int> orders;
       for (const char* c = orders_env; *c;) {
         char* end = nullptr;
@@ -307,7 +309,7 @@ void run_one(int S, bool causal) {
           std::printf(" %6.1f", flops / (x * 1e-3) / 1e12);
         std::printf("  median %6.1f\n", flops / (m[m.size() / 2] * 1e-3) / 1e12);
       }
-      flash3::bwd_tuning().order_sections = 0;
+      flash3::bwd_tuning().order_sections = saved_order;
       continue;
     }
     // Session 11: F3AB_WS_SHIFTS="0,4096,..." (bytes, multiples of 256) times this variant with

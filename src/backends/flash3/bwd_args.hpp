@@ -85,7 +85,8 @@ struct BwdArgs {
   float drop_rescale;
   // Session 49 (bwd_order.cuh bwd_cta; appended, so the fields above keep their offsets): 0 = CTAs
   // in the hardware's order; k > 0 = x-major within sections of k (kv head, batch) pairs
-  // (BwdTuning::order_sections; dense, non-deterministic, causal launches only: 0 otherwise).
+  // (BwdTuning::order_sections through bwd_order_rule.hpp; dense, non-deterministic, causal
+  // launches only: 0 otherwise).
   int order_sec;
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)
   // Measurement builds only (session 27, bench/gpu/flash3_bwd_trace.py): clock64 stamps of the

@@ -72,18 +72,25 @@ struct BwdTuning {
   // Any value other than 0 selects the RS layout.
   int d256_layout = -1;
   // CTA dispatch order (session 49, bwd_order.cuh bwd_cta): 0 = the hardware's (linear blockIdx,
-  // key block fastest, one (kv head, batch) pair after another; the default, unchanged
-  // behaviour); k > 0 = causal calls dispatch their CTAs x-major within sections of k (kv head,
-  // batch) pairs, so that short and long key blocks mix across the SMs. Greedy dispatch model
-  // (bench/bwd_causal_order_model.py): busiest SM 6-8 % above the mean at D 128 causal 1k-8k and
-  // D 256 1k-4k, 3-4 % at D 64, 1.00-1.01 sectioned; 16k even. Untimed. Only dense (non-varlen),
+  // key block fastest, one (kv head, batch) pair after another); k > 0 = causal calls dispatch
+  // their CTAs x-major within sections of k (kv head, batch) pairs, so that short and long key
+  // blocks mix across the SMs (greedy dispatch model, bench/bwd_causal_order_model.py: busiest SM
+  // 6-8 % above the mean at D 128 causal 1k-8k and D 256 1k-4k in the hardware's order); -1 = the
+  // auto (bwd_order_rule.hpp: sections of 4 at D 128 / 256 causal from 3072 keys while a section's
+  // Q / dO / dQ fit 32 MiB; measured there +1.5..+4.9 %). Only dense (non-varlen),
   // non-deterministic, causal launches use it (D 64 / 128 / 256, both D 256 layouts); others
   // ignore it.
-  int order_sections = 0;
+  int order_sections = -1;
 };
 inline BwdTuning& bwd_tuning() {
   static BwdTuning t;
   return t;
+}
+/// The sections of the CTA order the last backward launch on this thread ran (0 = the hardware's
+/// order; bwd_order_rule.hpp). Tests read it.
+inline int& last_backward_order_sections() {
+  static thread_local int sections = 0;
+  return sections;
 }
 
 /// Runs the backward for head dim D (64, 128 or 256), bf16 (BF16 = true) or f16: dq, dk, dv from

@@ -104,9 +104,13 @@ void launch_backward_d256(const Params& p) {
     const ScoreMod m = score_mod_of(p);
     if (mod) set_bwd_score_mod(p, m, a);
     if constexpr (kVarlen) set_bwd_varlen(p, m, a);
-    // Session 49 (bwd_order.cuh): the sectioned CTA order, causal dense non-deterministic calls
-    // only, both layouts and the kMod kernels (a.causal after the score mods).
-    if (!kVarlen && !det) a.order_sec = a.causal ? std::max(bwd_tuning().order_sections, 0) : 0;
+    // Session 49 (bwd_order.cuh, bwd_order_rule.hpp): the sectioned CTA order, causal dense
+    // non-deterministic calls only, both layouts and the kMod kernels (a.causal after the score
+    // mods).
+    if (!kVarlen && !det)
+      a.order_sec = bwd_order_sections(bwd_tuning().order_sections, a.causal != 0, 256, p.seqlen_q,
+                                       p.seqlen_k, p.heads_q / p.heads_kv);
+    last_backward_order_sections() = a.order_sec;
 
     const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
                     static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));

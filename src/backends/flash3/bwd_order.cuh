@@ -1,5 +1,6 @@
 // Sectioned CTA order of the flash3 backward's main kernels (session 49, helper f3bwdorder49;
-// bench/bwd_causal_order_model.py, bench/notes/bwd-order-s49.md). Untimed on a GPU so far.
+// bench/bwd_causal_order_model.py, bench/notes/bwd-order-s49.md; which launches run it:
+// bwd_order_rule.hpp).
 #pragma once
 
 namespace attnkit::flash3::bwd {

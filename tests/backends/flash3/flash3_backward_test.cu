@@ -638,6 +638,43 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
   }
 }
 
+// The auto (BwdTuning::order_sections -1, the default; bwd_order_rule.hpp): sections of 4 at D 128
+// / 256 causal from 3072 keys while a section's Q / dO / dQ fit 32 MiB, else the hardware's order
+// (below 3072 keys, D 64, non-causal, GQA 4 at D 128 4096: 64 MiB). Checks the order each launch
+// ran (last_backward_order_sections, poisoned before) and the gradients against cuda_math on the
+// same GPU (the lengths are long for the CPU oracle).
+TEST(Flash3BackwardOrder, AutoByShapeMatchesCudaMath) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
+  struct Shape {
+    int64_t d, sq, sk, hq, hkv;
+    Causal cz;
+    int want;
+  };
+  const Causal tl = Causal::top_left, br = Causal::bottom_right;
+  int ran = 0;
+  for (const Shape s : {Shape{128, 3072, 3072, 4, 2, tl, 4}, Shape{128, 2048, 2048, 4, 2, tl, 0},
+                        Shape{128, 3072, 3072, 2, 2, Causal::none, 0},
+                        Shape{128, 4096, 4096, 8, 2, tl, 0}, Shape{256, 3000, 3200, 2, 2, br, 4},
+                        Shape{256, 3200, 3000, 4, 2, tl, 4}, Shape{64, 3072, 3072, 2, 2, tl, 0}}) {
+    if (!flash3_built_with(static_cast<int>(s.d))) continue;
+    SCOPED_TRACE("d " + std::to_string(s.d) + " sq " + std::to_string(s.sq) + " sk " +
+                 std::to_string(s.sk) + " hq " + std::to_string(s.hq) + " hkv " +
+                 std::to_string(s.hkv));
+    const OrderScope o(-1);
+    const check::Case c = bwd_case(DType::bf16, 1, s.sq, s.sk, s.hq, s.hkv, s.d, s.cz);
+    flash3::last_backward_order_sections() = -7;
+    const check::Report r = check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0), 5,
+                                                    check::default_tolerance(c.dtype));
+    ASSERT_FALSE(r.skipped) << r.detail;
+    EXPECT_TRUE(r.pass) << r.case_name << ": " << r.detail << "\n  " << describe_metrics(r);
+    EXPECT_EQ(flash3::last_backward_order_sections(), s.want);
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "flash3 built without D 64 / 128 / 256";
+}
+
 // The D 256 plain dense backward's dQ conversion (3w, bwd_dq_convert_rows_kernel, session 31),
 // bf16 and f16: a single query and key; Sq / Sk not multiples of 64; GQA 3; bottom-right with
 // Sq - Sk = 40 (rows 0-39 see no key, their dQ is 0) and 217 (a query block without any key);

@@ -1,0 +1,40 @@
+// Which CTA order the flash3 backward runs, by shape (session 49; bwd_order.cuh decodes it on the
+// device). Host-only, so that tests/core can check the rule without a GPU.
+#pragma once
+
+#include <cstdint>
+
+namespace attnkit::flash3 {
+
+/// Sections of (kv head, batch) pairs in the auto's sectioned order (BwdTuning::order_sections).
+inline constexpr int kBwdOrderAutoSections = 4;
+/// Shortest key length the auto sections: below it nothing was gained (D 128 causal 1024 / 2176
+/// -1.3 / 0.0 %, D 256 +0.2 / +0.9 %: within the rounds' spread).
+inline constexpr int64_t kBwdOrderMinKeys = 3072;
+/// Largest footprint of one section in L2: sections x group x S_q x D x 8 bytes (Q and dO in
+/// 16-bit, the dQ accumulator in fp32, per query head of the section's pairs). 32 MiB: the
+/// measured gains stop where a section of 4 outgrows it (D 128 16k: 64 MiB, D 256 8k: 64 MiB).
+inline constexpr int64_t kBwdOrderMaxSectionBytes = int64_t{32} << 20;
+
+/// The sections a backward launch runs (0 = the hardware's order). requested: the knob
+/// (BwdTuning::order_sections): >= 0 is taken as is (0 = off), -1 = the auto. causal: the call's
+/// causal flag after its score mods; d: the kernel's head dim (64, 128 or 256); group: query heads
+/// per kv head. Callers pass causal = false for varlen and deterministic launches (hardware order).
+///
+/// The auto, measured in session 49 (bench/gpu/flash3_bwd_ab.cu F3AB_ORDERS, sections 0 / 2 / 4 /
+/// 6 interleaved in one process, 6 rounds of 80 calls, H200; bench/notes/bwd-order-s49.md):
+/// sections of 4 gained at D 128 causal 3328 / 4096 / 8192 +1.5 / +3.6 / +3.4 % and D 256 causal
+/// 3328 / 4096 +4.9 / +2.1 %, lost at D 256 8192 / 16384 -1.7 / -2.0 % and D 128 16384 -0.4 % (L2),
+/// and gave nothing measurable at D 64 (-1.9..+0.8 % at 1k-16k, 20-call rounds). Sections of 2
+/// gained less, of 6 / 8 / 16 lost more at long lengths.
+inline int bwd_order_sections(int requested, bool causal, int64_t d, int64_t seqlen_q,
+                              int64_t seqlen_k, int64_t group) {
+  if (!causal) return 0;
+  if (requested >= 0) return requested;
+  if (d != 128 && d != 256) return 0;
+  if (seqlen_k < kBwdOrderMinKeys) return 0;
+  const int64_t section_bytes = kBwdOrderAutoSections * group * seqlen_q * d * 8;
+  return section_bytes <= kBwdOrderMaxSectionBytes ? kBwdOrderAutoSections : 0;
+}
+
+}  // namespace attnkit::flash3
