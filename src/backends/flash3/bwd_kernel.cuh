@@ -22,7 +22,6 @@
 #include <type_traits>
 
 #include "backends/flash3/bwd_args.hpp"
-#include "backends/flash3/bwd_order.cuh"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/dropout.cuh"
@@ -794,16 +793,9 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // kDet launches the key blocks of a (kv head, batch) in reverse (key block N - 1 first): each
   // waits only on the next higher key block's adds (the turn order below), launched before it.
   // (Unsigned, as blockIdx.x was before kDet: the other kernels' SASS stays identical.)
-  // maps.order_sec > 0 (session 49, bwd_order.cuh): causal dense launches take their (key block,
-  // kv head, batch) x-major within sections of pairs; never with kDet (launch order) or kVarlen
-  // (blockIdx.z is the sequence, read above), nor in the score-mod kernels (kMod: the runtime
-  // branch cost them 4-36 B more spills, compile-checked in session 48; they keep the hardware's).
-  const BwdCta cta = kDet || kVarlen || kMod != 0 ? BwdCta{blockIdx.x, static_cast<int>(blockIdx.y),
-                                                           static_cast<int>(blockIdx.z)}
-                                                  : bwd_cta(maps.order_sec);
-  const unsigned kblk = kDet ? gridDim.x - 1 - cta.x : cta.x;
+  const unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int nblk = static_cast<int>(kblk);
-  const int n0 = kblk * kBN, g = cta.g, b = cta.b;
+  const int n0 = kblk * kBN, g = blockIdx.y, b = blockIdx.z;
   const int bt = kVarlen ? 0 : b;  // TMA / workspace batch coordinate (varlen: packed, 0)
   const MRange mr = visible_m_blocks<kMod != 0, kBM, kBN>(a, n0);
   const int m_begin = mr.begin, m_count = mr.count;

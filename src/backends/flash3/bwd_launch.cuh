@@ -18,7 +18,6 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.hpp"
-#include "backends/flash3/bwd_order_rule.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/smem_opt_in.hpp"
@@ -378,13 +377,9 @@ void launch_backward(const Params& p, const Variant& v) {
                                                                                               : 0;
     }
 
-    // Session 49 (bwd_order.cuh, bwd_order_rule.hpp): the sectioned CTA order, causal dense
-    // non-deterministic calls only (a.causal after the score mods: a window's right edge counts as
-    // causal).
-    if constexpr (!kVarlen && !kDet)
-      a.order_sec = bwd_order_sections(bwd_tuning().order_sections, a.causal != 0, D, p.seqlen_q,
-                                       p.seqlen_k, p.heads_q / p.heads_kv);
-    last_backward_order_sections() = a.order_sec;
+    // Session 49: D 64 / 128 keep the hardware's CTA order (a.order_sec 0; bwd_order_rule.hpp:
+    // the sectioned decode in this kernel cost D 128 7-9 % at every length, call 5).
+    last_backward_order_sections() = 0;
 
     constexpr auto kernel = &bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs,
                                              kDvEarly, kIdiet, kTmaKV, kMod, kVarlen, kDet>;

@@ -71,15 +71,16 @@ struct BwdTuning {
   // queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (split or 0: 0), else 1.
   // Any value other than 0 selects the RS layout.
   int d256_layout = -1;
-  // CTA dispatch order (session 49, bwd_order.cuh bwd_cta): 0 = the hardware's (linear blockIdx,
-  // key block fastest, one (kv head, batch) pair after another); k > 0 = causal calls dispatch
-  // their CTAs x-major within sections of k (kv head, batch) pairs, so that short and long key
-  // blocks mix across the SMs (greedy dispatch model, bench/bwd_causal_order_model.py: busiest SM
-  // 6-8 % above the mean at D 128 causal 1k-8k and D 256 1k-4k in the hardware's order); -1 = the
-  // auto (bwd_order_rule.hpp: sections of 4 at D 128 / 256 causal from 3072 keys while a section's
-  // Q / dO / dQ fit 32 MiB; measured there +1.5..+4.9 %). Only dense (non-varlen),
-  // non-deterministic, causal launches use it (D 64 / 128 / 256, both D 256 layouts); others
-  // ignore it.
+  // CTA dispatch order (session 49, bwd_order.cuh bwd_cta), D 256 only: 0 = the hardware's
+  // (linear blockIdx, key block fastest, one (kv head, batch) pair after another); k > 0 = causal
+  // calls dispatch their CTAs x-major within sections of k (kv head, batch) pairs, so that short
+  // and long key blocks mix across the SMs (greedy dispatch model, bench/bwd_causal_order_model.py:
+  // busiest SM 6-8 % above the mean at D 256 causal 1k-4k in the hardware's order); -1 = the auto
+  // (bwd_order_rule.hpp: sections of 4 at causal from 3072 keys while a section's Q / dO / dQ fit
+  // 32 MiB; measured +2.1 / +4.9 % at 4096 / 3328). Only dense (non-varlen), non-deterministic,
+  // causal D 256 launches of the plain kernels use it (both layouts; the score-mod kernels keep
+  // the hardware's); D 64 / 128 ignore it (the decode cost D 128's kernel 7-9 %,
+  // bwd_order_rule.hpp).
   int order_sections = -1;
 };
 inline BwdTuning& bwd_tuning() {

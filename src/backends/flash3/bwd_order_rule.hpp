@@ -8,30 +8,35 @@ namespace attnkit::flash3 {
 
 /// Sections of (kv head, batch) pairs in the auto's sectioned order (BwdTuning::order_sections).
 inline constexpr int kBwdOrderAutoSections = 4;
-/// Shortest key length the auto sections: below it nothing was gained (D 128 causal 1024 / 2176
-/// -1.3 / 0.0 %, D 256 +0.2 / +0.9 %: within the rounds' spread).
+/// Shortest key length the auto sections: below it nothing was gained (D 256 causal 1024 / 2176
+/// +0.2 / +0.9 %: within the rounds' spread).
 inline constexpr int64_t kBwdOrderMinKeys = 3072;
 /// Largest footprint of one section in L2: sections x group x S_q x D x 8 bytes (Q and dO in
 /// 16-bit, the dQ accumulator in fp32, per query head of the section's pairs). 32 MiB: the
-/// measured gains stop where a section of 4 outgrows it (D 128 16k: 64 MiB, D 256 8k: 64 MiB).
+/// measured gains stop where a section of 4 outgrows it (D 256 4k: 32 MiB +2.1 %, 8k: 64 MiB
+/// -1.7 %; D 128 before it was dropped, 8k / 16k: 32 / 64 MiB, +3.4 / -0.4 %).
 inline constexpr int64_t kBwdOrderMaxSectionBytes = int64_t{32} << 20;
 
 /// The sections a backward launch runs (0 = the hardware's order). requested: the knob
 /// (BwdTuning::order_sections): >= 0 is taken as is (0 = off), -1 = the auto. causal: the call's
-/// causal flag after its score mods; d: the kernel's head dim (64, 128 or 256); group: query heads
-/// per kv head. Callers pass causal = false for varlen and deterministic launches (hardware order).
+/// causal flag after its score mods; d: the kernel's head dim; group: query heads per kv head.
+/// Callers pass causal = false for varlen and deterministic launches (hardware order).
 ///
-/// The auto, measured in session 49 (bench/gpu/flash3_bwd_ab.cu F3AB_ORDERS, sections 0 / 2 / 4 /
-/// 6 interleaved in one process, 6 rounds of 80 calls, H200; bench/notes/bwd-order-s49.md):
-/// sections of 4 gained at D 128 causal 3328 / 4096 / 8192 +1.5 / +3.6 / +3.4 % and D 256 causal
-/// 3328 / 4096 +4.9 / +2.1 %, lost at D 256 8192 / 16384 -1.7 / -2.0 % and D 128 16384 -0.4 % (L2),
-/// and gave nothing measurable at D 64 (-1.9..+0.8 % at 1k-16k, 20-call rounds). Sections of 2
-/// gained less, of 6 / 8 / 16 lost more at long lengths.
+/// D 256 only (bwd_kernel_d256.cuh decodes the order): the same decode in bwd_kernel.cuh (D 64 /
+/// 128) cost D 128 7-9 % at every length, causal or not (session 49 call 5: the A/B binary built
+/// from main against the branch, processes interleaved: non-causal 4k / 16k -7.4 / -7.6 %, causal
+/// 16k -8.9 %; D 64 within +-1 %, D 256 -1.0..+1.6 %), and D 64 gained nothing measurable
+/// (-1.9..+0.8 % at 1k-16k). D 64 / 128 run the hardware's order whatever is requested.
+///
+/// The auto at D 256, measured in session 49 (bench/gpu/flash3_bwd_ab.cu F3AB_ORDERS, sections 0 /
+/// 2 / 4 / 6 interleaved in one process, 6 rounds of 80 calls, H200; bench/notes/session49.md):
+/// sections of 4 gained at causal 3328 / 4096 +4.9 / +2.1 % (20-call rounds: +3.9 / +1.0 %), lost
+/// at 8192 / 16384 -1.7 / -2.0 % (a section outgrows L2) and gave +0.2 / +0.9 % at 1024 / 2176
+/// (within the rounds' spread). Sections of 2 gained less, of 6 / 8 / 16 lost more.
 inline int bwd_order_sections(int requested, bool causal, int64_t d, int64_t seqlen_q,
                               int64_t seqlen_k, int64_t group) {
-  if (!causal) return 0;
+  if (!causal || d != 256) return 0;
   if (requested >= 0) return requested;
-  if (d != 128 && d != 256) return 0;
   if (seqlen_k < kBwdOrderMinKeys) return 0;
   const int64_t section_bytes = kBwdOrderAutoSections * group * seqlen_q * d * 8;
   return section_bytes <= kBwdOrderMaxSectionBytes ? kBwdOrderAutoSections : 0;
