@@ -19,6 +19,7 @@
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_kernel_d256.cuh"
 #include "backends/flash3/bwd_launch.cuh"
+#include "backends/flash3/bwd_order_rule.hpp"
 #include "backends/flash3/bwd_trace.hpp"
 #include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/smem_opt_in.hpp"
