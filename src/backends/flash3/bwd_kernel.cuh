@@ -798,7 +798,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // the hardware's linear order then runs, per batch and section of 2^sh kv heads, key block 0 of
   // those heads, key block 1, ... (bwd_order.cuh has why). No division: b stays blockIdx.z, which
   // ptxas re-reads where addresses need it (session 49's division decode held b in a register and
-  // cost D 128 7-9 %). sh = 0: x = blockIdx.x, g = blockIdx.y. nkb: the true key-block count.
+  // cost D 128 7-9 %). sh = 0: x = blockIdx.x, g = blockIdx.y. nkb_u: the true key-block count.
   constexpr bool kOrd = kMod == 0 && !kVarlen && !kDet;
   const unsigned osh = kOrd ? static_cast<unsigned>(maps.order_shift) : 0u;
   const unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : kOrd ? blockIdx.x >> osh : blockIdx.x;
