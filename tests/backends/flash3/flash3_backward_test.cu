@@ -640,7 +640,10 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
     const OrderScope o(4);
     check::Case c = bwd_case(DType::bf16, 2, 517, 300, 6, 3, d, Causal::bottom_right);
     c.softcap = 5.0;
+    flash3::last_backward_order_sections() = -7;
     expect_backward_passes(c);
+    if (flash3_built_with(static_cast<int>(d)))
+      EXPECT_EQ(flash3::last_backward_order_sections(), 0) << "softcap: the kMod kernel's order";
     expect_backward_passes(bwd_case(DType::f16, 2, 300, 517, 6, 3, d, Causal::none));
     if (flash3_built_with(static_cast<int>(d)))
       EXPECT_EQ(flash3::last_backward_order_sections(), 0);
