@@ -106,9 +106,9 @@ void launch_backward_d256(const Params& p) {
     if (mod) set_bwd_score_mod(p, m, a);
     if constexpr (kVarlen) set_bwd_varlen(p, m, a);
     // Session 49 (bwd_order.cuh, bwd_order_rule.hpp): the sectioned CTA order, causal dense
-    // non-deterministic calls only, both layouts and the kMod kernels (a.causal after the score
-    // mods).
-    if (!kVarlen && !det)
+    // non-deterministic plain calls only, both layouts (a.causal after the score mods); the kMod
+    // kernels keep the hardware's order (bwd_kernel_d256.cuh), so they get 0 here too.
+    if (!kVarlen && !det && !mod)
       a.order_sec = bwd_order_sections(bwd_tuning().order_sections, a.causal != 0, 256, p.seqlen_q,
                                        p.seqlen_k, p.heads_q / p.heads_kv);
     last_backward_order_sections() = a.order_sec;
