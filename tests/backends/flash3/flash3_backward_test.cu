@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -97,13 +98,16 @@ std::vector<check::Case> backward_cases() {
 
 class Flash3Backward : public ::testing::TestWithParam<check::Case> {};
 
-/// Runs the case on flash3 and the oracle; on sm90 with the head dim built it must run and pass.
-void expect_backward_passes(const check::Case& c) {
+/// Runs the case on flash3 and `reference` (the CPU oracle by default; "cuda_math" for lengths too
+/// long for it); on sm90 with the head dim built it must run and pass.
+void expect_backward_passes(const check::Case& c, const std::string& reference = "math",
+                            uint64_t seed = 23) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
   if (!flash3_built_with(static_cast<int>(c.d)))
     GTEST_SKIP() << "flash3 built without head dim " << c.d;
-  const check::Report r = check::run_case(c, "flash3", Device::cuda(0), 23);
+  const check::Report r = check::run_case_against(c, "flash3", reference, Device::cuda(0), seed,
+                                                  check::default_tolerance(c.dtype));
   ASSERT_FALSE(r.skipped) << "flash3 must run this backward case on sm90: " << r.detail;
   EXPECT_TRUE(r.pass) << r.case_name << ": " << r.detail << "\n  " << describe_metrics(r);
   // The gradients were compared (not only the forward).
@@ -790,10 +794,7 @@ TEST(Flash3BackwardOrder, AutoByShapeMatchesCudaMath) {
     const OrderScope o(-1);
     const check::Case c = bwd_case(DType::bf16, 1, s.sq, s.sk, s.hq, s.hkv, s.d, s.cz);
     flash3::last_backward_order_sections() = -7;
-    const check::Report r = check::run_case_against(c, "flash3", "cuda_math", Device::cuda(0), 5,
-                                                    check::default_tolerance(c.dtype));
-    ASSERT_FALSE(r.skipped) << r.detail;
-    EXPECT_TRUE(r.pass) << r.case_name << ": " << r.detail << "\n  " << describe_metrics(r);
+    expect_backward_passes(c, "cuda_math", 5);
     EXPECT_EQ(flash3::last_backward_order_sections(), s.want);
     ++ran;
   }
