@@ -37,9 +37,8 @@ TEST(Flash3BwdOrderRule, AutoAtD64Never) {
       EXPECT_EQ(bwd_order_sections(-1, true, 64, s, s, 1, auto_d128), 0) << s;
 }
 
-// The auto at D 128 is off by default (kBwdOrderAutoD128: the division-free order is not timed).
-TEST(Flash3BwdOrderRule, AutoAtD128OffByDefault) {
-  EXPECT_FALSE(kBwdOrderAutoD128);
+// The default (no auto_d128 argument) follows kBwdOrderAutoD128.
+TEST(Flash3BwdOrderRule, AutoAtD128Default) {
   for (const int64_t s : {1024, 3072, 3328, 4096, 8192, 16384})
     EXPECT_EQ(bwd_order_sections(-1, true, 128, s, s, 1),
               kBwdOrderAutoD128 && s >= 3072 && s <= 8192 ? kBwdOrderAutoSections : 0)

@@ -18,9 +18,9 @@ inline constexpr int64_t kBwdOrderMinKeys = 3072;
 /// measured gains stop where a section of 4 outgrows it (D 256 4k: 32 MiB +2.1 %, 8k: 64 MiB
 /// -1.7 %; D 128 before it was dropped, 8k / 16k: 32 / 64 MiB, +3.4 / -0.4 %).
 inline constexpr int64_t kBwdOrderMaxSectionBytes = int64_t{32} << 20;
-/// The auto at D 128 (session 50: off until the division-free order is timed against main). D 64's
-/// auto is always off (session 49: nothing measurable gained, -1.9..+0.8 % at 1k-16k).
-inline constexpr bool kBwdOrderAutoD128 = false;
+/// The auto at D 128 (session 50: on with the division-free order; TIMING PENDING, session 50 call
+/// 1). D 64's auto is always off (session 49: nothing measurable gained, -1.9..+0.8 % at 1k-16k).
+inline constexpr bool kBwdOrderAutoD128 = true;
 
 /// The sections a backward launch runs (0 = the hardware's order). requested: the knob
 /// (BwdTuning::order_sections): >= 0 is taken as is (0 = off), -1 = the auto. causal: the call's
