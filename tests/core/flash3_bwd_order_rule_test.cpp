@@ -1,9 +1,9 @@
 // The flash3 backward's CTA order by shape (src/backends/flash3/bwd_order_rule.hpp, sessions 49 /
 // 50): a requested value wins on causal calls at every head dim; the auto sections D 256 causal
 // calls from 3072 keys while one section (4 pairs x group x S_q x D x 8 bytes) fits 32 MiB, D 128
-// the same way only with kBwdOrderAutoD128 (off by default: not yet timed), D 64 never; non-causal
-// calls always run the hardware's order. D 64 / 128 round the sections to a power of two dividing
-// Hkv (bwd_order_shift). Host-only (no GPU needed).
+// the same way with kBwdOrderAutoD128 (on since session 50), D 64 never; non-causal calls always
+// run the hardware's order. D 128 rounds the sections to a power of two dividing Hkv
+// (bwd_order_shift). Host-only (no GPU needed).
 #include <gtest/gtest.h>
 
 #include "backends/flash3/bwd_order_rule.hpp"

@@ -728,7 +728,7 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
-          int kMod = 0, bool kVarlen = false, bool kDet = false>
+          int kMod = 0, bool kVarlen = false, bool kDet = false, bool kOrd = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -793,13 +793,16 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // kDet launches the key blocks of a (kv head, batch) in reverse (key block N - 1 first): each
   // waits only on the next higher key block's adds (the turn order below), launched before it.
   // (Unsigned, as blockIdx.x was before kDet: the other kernels' SASS stays identical.)
-  // Sectioned order (session 50; kOrd: the plain kernels, not kMod / kVarlen / kDet, which read
-  // blockIdx as before): maps.order_shift = sh > 0 launches the grid (N << sh, Hkv >> sh, B), and
-  // the hardware's linear order then runs, per batch and section of 2^sh kv heads, key block 0 of
-  // those heads, key block 1, ... (bwd_order.cuh has why). No division: b stays blockIdx.z, which
-  // ptxas re-reads where addresses need it (session 49's division decode held b in a register and
-  // cost D 128 7-9 %). sh = 0: x = blockIdx.x, g = blockIdx.y. nkb_u: the true key-block count.
-  constexpr bool kOrd = kMod == 0 && !kVarlen && !kDet;
+  // kOrd, the sectioned order (session 50; twins of the plain kernels that the launcher picks
+  // only where the order sections, bwd_launch.cuh): maps.order_shift = sh > 0 launches the grid
+  // (N << sh, Hkv >> sh, B), and the hardware's linear order then runs, per batch and section of
+  // 2^sh kv heads, key block 0 of those heads, key block 1, ... (bwd_order.cuh has why). No
+  // division: b stays blockIdx.z, which ptxas re-reads where addresses need it (session 49's
+  // division decode held b in a register and cost D 128 7-9 %). Twins, not a runtime shift in
+  // every kernel: the shift's decode, though free of divisions, cost D 128's kernels at sh = 0
+  // 1.0 / 1.5 % at 16k non-causal / causal (session 50 call 1, main's A/B binary against the
+  // branch's, processes ABBA). nkb_u: the true key-block count.
+  static_assert(!kOrd || (kMod == 0 && !kVarlen && !kDet), "sectioned order: plain kernels only");
   const unsigned osh = kOrd ? static_cast<unsigned>(maps.order_shift) : 0u;
   const unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : kOrd ? blockIdx.x >> osh : blockIdx.x;
   const int nblk = static_cast<int>(kblk);

@@ -608,8 +608,9 @@ struct OrderScope {
   ~OrderScope() { flash3::bwd_tuning().order_sections = saved; }
 };
 
-/// The sections a D 64 / 128 launch runs for a forced request (bwd_order_rule.hpp bwd_order_shift,
-/// session 50): the largest power of two <= sec dividing Hkv; 1 (no sectioning) reports 0.
+/// The sections a D 128 launch of a kernel with the kOrd twin runs for a forced request
+/// (bwd_order_rule.hpp bwd_order_shift, session 50): the largest power of two <= sec dividing Hkv;
+/// 1 (no sectioning) reports 0.
 int pow2_sections(int sec, int64_t hkv) {
   int s = 1;
   while (2 * s <= sec && hkv % (2 * s) == 0)
@@ -625,15 +626,15 @@ int pow2_sections(int sec, int64_t hkv) {
 // batch, the largest power of two <= the request dividing Hkv: Hkv 3 runs the hardware's order
 // (0), Hkv 4 sections of 2 / 4 / 4, Hkv 6 sections of 2 for every request. GQA 2; Sq != Sk both
 // ways with both causal alignments (Sq > Sk bottom-right: rows without keys) and exact multiples.
-// Then, D 64 / 128 at Hkv 4 with sections of 4, the plain kernels other than the default (each
-// decodes the shift): the rotated item order in a causal call (its start x * items / N with N the
-// true key-block count, gridDim.x >> sh), decoupled warpgroups (D 64: with 64-row blocks, as 128
-// rows imply coupled), the other block_m (D 64: 64 rows, D 128: 80 rows below 4k), the STG dK /
-// dV epilogue (tmakv 0). Last, every D: a softcap call, a deterministic one, a varlen one (those
-// kernels keep the hardware's order) and a non-causal one (the rule gives 0); D 256's softcap
-// call is not checked for 0 (see there). Checked against the oracle as every case (the dQ fp32
-// adds come in another order: not bitwise), and last_backward_order_sections (poisoned before
-// each call) against the sections that should have run.
+// Only D 128's TMA-epilogue item-diet kernels (the defaults) have the sectioned twin (kOrd): D 64
+// ignores the request (0). Then, D 128 at Hkv 4 with sections of 4 and knobs: the rotated item
+// order in a causal call (its start x * items / N with N the true key-block count, gridDim.x >>
+// sh) and 80-row blocks below 4k (both twins: 4), decoupled warpgroups and the STG dK / dV
+// epilogue (no twin: the hardware's order, 0). Last, every D: a softcap call, a deterministic one,
+// a varlen one (those kernels keep the hardware's order) and a non-causal one (the rule gives 0); D
+// 256's softcap call is not checked for 0 (see there). Checked against the oracle as every case
+// (the dQ fp32 adds come in another order: not bitwise), and last_backward_order_sections (poisoned
+// before each call) against the sections that should have run.
 TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
   // (expect_backward_passes' skips end only that helper: the order checks below need a device.)
   ATTNKIT_SKIP_IF_NO_CUDA();
@@ -651,7 +652,8 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
         for (const int sec : {2, 4, 8})
           for (const int layout : d == 256 ? std::vector<int>{0, 1} : std::vector<int>{-1}) {
             if (d == 256 && hh.hkv != 3) continue;  // D 256: partial sections at Hkv 3 (above)
-            if (d != 256 && hh.hkv == 3 && sec != 4) continue;  // Hkv 3: always 0
+            if (d == 128 && hh.hkv == 3 && sec != 4) continue;   // Hkv 3: always 0
+            if (d == 64 && (hh.hkv != 4 || sec != 4)) continue;  // D 64: no twin, always 0
             SCOPED_TRACE("d " + std::to_string(d) + " hq " + std::to_string(hh.hq) + " hkv " +
                          std::to_string(hh.hkv) + " sq " + std::to_string(sq) + " sk " +
                          std::to_string(sk) + " sections " + std::to_string(sec) + " layout " +
@@ -661,18 +663,21 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
             flash3::last_backward_order_sections() = -7;
             expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, hh.hq, hh.hkv, d, cz));
             if (flash3_built_with(static_cast<int>(d)))
-              EXPECT_EQ(flash3::last_backward_order_sections(),
-                        d == 256 ? sec : pow2_sections(sec, hh.hkv));
+              EXPECT_EQ(flash3::last_backward_order_sections(), d == 256 ? sec
+                                                                : d == 128
+                                                                    ? pow2_sections(sec, hh.hkv)
+                                                                    : 0);
           }
-  for (const int64_t d : {64, 128}) {
-    // decoupled, block_m, item_rot, tmakv (-1: the default's)
+  {
+    const int64_t d = 128;
+    // decoupled, block_m, item_rot, tmakv (-1: the default's); want: the sections that run
     struct Knobs {
       const char* what;
-      int decoupled, block_m, item_rot, tmakv;
+      int decoupled, block_m, item_rot, tmakv, want;
     };
     for (const Knobs k :
-         {Knobs{"item_rot", -1, -1, 1, -1}, Knobs{"decoupled", 1, d == 64 ? 64 : -1, -1, -1},
-          Knobs{"block_m", -1, d == 64 ? 64 : 80, -1, -1}, Knobs{"stg epilogue", -1, -1, -1, 0}})
+         {Knobs{"item_rot", -1, -1, 1, -1, 4}, Knobs{"decoupled", 1, -1, -1, -1, 0},
+          Knobs{"block_m", -1, 80, -1, -1, 4}, Knobs{"stg epilogue", -1, -1, -1, 0, 0}})
       for (const auto& [sq, sk, cz] :
            {std::tuple<int64_t, int64_t, Causal>{300, 517, Causal::top_left},
             {517, 300, Causal::bottom_right},
@@ -685,7 +690,7 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
         flash3::last_backward_order_sections() = -7;
         expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, 8, 4, d, cz));
         if (flash3_built_with(static_cast<int>(d)))
-          EXPECT_EQ(flash3::last_backward_order_sections(), 4);
+          EXPECT_EQ(flash3::last_backward_order_sections(), k.want);
       }
   }
   for (const int64_t d : {64, 128, 256}) {
@@ -718,12 +723,12 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
   }
 }
 
-// D 128's 80-row default causal kernel (from kM80MinSkCausal = 4096 keys) and D 64's default
-// with the division-free sectioned order (session 50), against cuda_math on the same GPU (the
-// lengths are long for the CPU oracle): forced sections of 4 at B 2 x Hkv 4 (sections of 4), B 1
-// x Hkv 6 bottom-right with Sq 4200 / Sk 4160 (neither a multiple of the 80-row or key block;
-// sections of 2) in bf16 and f16, B 2 x Hkv 3 (odd: the hardware's order); GQA 2; then the auto,
-// which sections D 128 only with kBwdOrderAutoD128 (off: not yet timed) and D 64 never. Checks the
+// D 128's 80-row default causal kernel (from kM80MinSkCausal = 4096 keys) with the division-free
+// sectioned order (session 50, its kOrd twin), against cuda_math on the same GPU (the lengths are
+// long for the CPU oracle): forced sections of 4 at B 2 x Hkv 4 (sections of 4), B 1 x Hkv 6
+// bottom-right with Sq 4200 / Sk 4160 (neither a multiple of the 80-row or key block; sections of
+// 2) in bf16 and f16, B 2 x Hkv 3 (odd: the hardware's order); GQA 2; then the auto (sections of 4
+// with kBwdOrderAutoD128). D 64 (no twin) runs the hardware's order, forced or auto. Checks the
 // order each launch ran (last_backward_order_sections, poisoned before).
 TEST(Flash3BackwardOrder, LongCausalSectionedMatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
@@ -743,7 +748,7 @@ TEST(Flash3BackwardOrder, LongCausalSectionedMatchesCudaMath) {
                         Shape{128, 1, 4200, 4160, 12, 6, br, DType::f16, 4, 2},
                         Shape{128, 2, 4096, 4096, 6, 3, tl, DType::bf16, 4, 0},
                         Shape{128, 2, 4096, 4096, 8, 4, tl, DType::bf16, -1, auto128},
-                        Shape{64, 2, 4096, 4096, 8, 4, tl, DType::bf16, 4, 4},
+                        Shape{64, 2, 4096, 4096, 8, 4, tl, DType::bf16, 4, 0},
                         Shape{64, 2, 4096, 4096, 8, 4, tl, DType::bf16, -1, 0}}) {
     if (!flash3_built_with(static_cast<int>(s.d))) continue;
     SCOPED_TRACE("d " + std::to_string(s.d) + " b " + std::to_string(s.b) + " sq " +
@@ -762,11 +767,11 @@ TEST(Flash3BackwardOrder, LongCausalSectionedMatchesCudaMath) {
 }
 
 // The auto (BwdTuning::order_sections -1, the default; bwd_order_rule.hpp): sections of 4 at D 256
-// causal from 3072 keys while a section's Q / dO / dQ fit 32 MiB, else the hardware's order (below
-// 3072 keys, non-causal, GQA 2 at 3200 query rows: 52 MB; D 64 always, D 128 only with
-// kBwdOrderAutoD128, off by default). Checks the order
-// each launch ran (last_backward_order_sections, poisoned before) and the gradients against
-// cuda_math on the same GPU (the lengths are long for the CPU oracle).
+// (and D 128 with kBwdOrderAutoD128, on since session 50: at Hkv 2, sections of 2) causal from
+// 3072 keys while a section's Q / dO / dQ fit 32 MiB, else the hardware's order (below 3072 keys,
+// non-causal, GQA 2 at 3200 query rows: 52 MB; D 64 always). Checks the order each launch ran
+// (last_backward_order_sections, poisoned before) and the gradients against cuda_math on the same
+// GPU (the lengths are long for the CPU oracle).
 TEST(Flash3BackwardOrder, AutoByShapeMatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
