@@ -278,8 +278,8 @@ void run_one(int S, bool causal) {
     };
     // Session 49: F3AB_ORDERS="0,4,8" times this variant under each BwdTuning::order_sections
     // (bwd_order.cuh: 0 = the hardware's CTA order, k = x-major within sections of k (kv head,
-    // batch) pairs; causal calls only, the knob is ignored otherwise; D 64 / 128 since session 50:
-    // sections of the largest power of two <= k dividing Hkv, bwd_order_rule.hpp bwd_order_shift),
+    // batch) pairs; causal calls only, the knob is ignored otherwise; D 128 since session 50 (D 64:
+    // always 0): sections of the largest power of two <= k dividing Hkv, bwd_order_shift),
     // F3AB_ROUNDS rounds (odd rounds in reverse order), one line per value: each round's median in
     // round order, and the sections that ran (last_backward_order_sections). -1 = the auto
     // (bwd_order_rule.hpp), also what runs without F3AB_ORDERS.
