@@ -278,9 +278,11 @@ void run_one(int S, bool causal) {
     };
     // Session 49: F3AB_ORDERS="0,4,8" times this variant under each BwdTuning::order_sections
     // (bwd_order.cuh: 0 = the hardware's CTA order, k = x-major within sections of k (kv head,
-    // batch) pairs; causal calls only, the knob is ignored otherwise), F3AB_ROUNDS rounds (odd
-    // rounds in reverse order), one line per value: each round's median in round order. -1 = the
-    // auto (bwd_order_rule.hpp), also what runs without F3AB_ORDERS.
+    // batch) pairs; causal calls only, the knob is ignored otherwise; D 128 since session 50 (D 64:
+    // always 0): sections of the largest power of two <= k dividing Hkv, bwd_order_shift),
+    // F3AB_ROUNDS rounds (odd rounds in reverse order), one line per value: each round's median in
+    // round order, and the sections that ran (last_backward_order_sections). -1 = the auto
+    // (bwd_order_rule.hpp), also what runs without F3AB_ORDERS.
     if (const char* orders_env = std::getenv("F3AB_ORDERS")) {
       const int saved_order = flash3::bwd_tuning().order_sections;
       std::vector<int> orders;
@@ -292,12 +294,14 @@ void run_one(int S, bool causal) {
       }
       const int rounds = std::getenv("F3AB_ROUNDS") ? std::atoi(std::getenv("F3AB_ROUNDS")) : 4;
       std::vector<std::vector<float>> med(orders.size());
+      std::vector<int> ran(orders.size(), -1);
       for (int r = 0; r < rounds; ++r)
         for (size_t j = 0; j < orders.size(); ++j) {
           const size_t i = r % 2 ? orders.size() - 1 - j : j;
           flash3::bwd_tuning().order_sections = orders[i];
           for (int w = 0; w < 3; ++w)
             flash3::run_backward<D, true>(p);
+          ran[i] = flash3::last_backward_order_sections();
           med[i].push_back(time_median().first);
         }
       for (size_t i = 0; i < orders.size(); ++i) {
@@ -307,7 +311,7 @@ void run_one(int S, bool causal) {
                     causal ? 1 : 0, (var.name + suffix).c_str(), orders[i]);
         for (float x : med[i])
           std::printf(" %6.1f", flops / (x * 1e-3) / 1e12);
-        std::printf("  median %6.1f\n", flops / (m[m.size() / 2] * 1e-3) / 1e12);
+        std::printf("  median %6.1f  ran %d\n", flops / (m[m.size() / 2] * 1e-3) / 1e12, ran[i]);
       }
       flash3::bwd_tuning().order_sections = saved_order;
       continue;

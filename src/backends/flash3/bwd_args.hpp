@@ -88,6 +88,13 @@ struct BwdArgs {
   // (BwdTuning::order_sections through bwd_order_rule.hpp; dense, non-deterministic, causal
   // launches only: 0 otherwise).
   int order_sec;
+  // Session 50 (bwd_kernel.cuh kOrd: the twins of D 128's default structures, which
+  // launch_backward runs only where sh > 0; appended): the sectioned order without divisions. 0 =
+  // the hardware's order; sh > 0 = sections of 2^sh kv heads within one batch: the grid is (N <<
+  // sh, Hkv >> sh, B) and the CTA takes key block blockIdx.x >> sh, kv head (blockIdx.y << sh) |
+  // (blockIdx.x & (2^sh - 1)), batch blockIdx.z (bwd_launch.cuh launch_backward; bwd_order_rule.hpp
+  // bwd_order_shift).
+  int order_shift;
 #if defined(ATTNKIT_FLASH3_BWD_TRACE)
   // Measurement builds only (session 27, bench/gpu/flash3_bwd_trace.py): clock64 stamps of the
   // D 256 backward's items (bwd_kernel_d256.cuh, bwd_trace.hpp has the layout); null = off.

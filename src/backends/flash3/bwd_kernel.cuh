@@ -728,7 +728,7 @@ __device__ __forceinline__ BwdArgs varlen_bwd_args(const BwdArgs& a, int b, int 
 
 template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat = 0,
           bool kKVRegs = false, bool kDvEarly = false, bool kIdiet = false, bool kTmaKV = false,
-          int kMod = 0, bool kVarlen = false, bool kDet = false>
+          int kMod = 0, bool kVarlen = false, bool kDet = false, bool kOrd = false>
 __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     bwd_kernel(const __grid_constant__ BwdArgs maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -793,14 +793,29 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // kDet launches the key blocks of a (kv head, batch) in reverse (key block N - 1 first): each
   // waits only on the next higher key block's adds (the turn order below), launched before it.
   // (Unsigned, as blockIdx.x was before kDet: the other kernels' SASS stays identical.)
-  const unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  // kOrd, the sectioned order (session 50; twins of the plain kernels that the launcher picks
+  // only where the order sections, bwd_launch.cuh): maps.order_shift = sh > 0 launches the grid
+  // (N << sh, Hkv >> sh, B), and the hardware's linear order then runs, per batch and section of
+  // 2^sh kv heads, key block 0 of those heads, key block 1, ... (bwd_order.cuh has why). No
+  // division: b stays blockIdx.z, which ptxas re-reads where addresses need it (session 49's
+  // division decode held b in a register and cost D 128 7-9 %). Twins, not a runtime shift in
+  // every kernel: the shift's decode, though free of divisions, cost D 128's kernels at sh = 0
+  // 1.0 / 1.5 % at 16k non-causal / causal (session 50 call 1, main's A/B binary against the
+  // branch's, processes ABBA). nkb_u: the true key-block count.
+  static_assert(!kOrd || (kMod == 0 && !kVarlen && !kDet), "sectioned order: plain kernels only");
+  const unsigned osh = kOrd ? static_cast<unsigned>(maps.order_shift) : 0u;
+  const unsigned kblk = kDet ? gridDim.x - 1 - blockIdx.x : kOrd ? blockIdx.x >> osh : blockIdx.x;
   const int nblk = static_cast<int>(kblk);
-  const int n0 = kblk * kBN, g = blockIdx.y, b = blockIdx.z;
+  const int n0 = kblk * kBN,
+            g = kOrd ? static_cast<int>((blockIdx.y << osh) | (blockIdx.x & ((1u << osh) - 1u)))
+                     : static_cast<int>(blockIdx.y),
+            b = blockIdx.z;
+  const unsigned nkb_u = kOrd ? gridDim.x >> osh : gridDim.x;
   const int bt = kVarlen ? 0 : b;  // TMA / workspace batch coordinate (varlen: packed, 0)
   const MRange mr = visible_m_blocks<kMod != 0, kBM, kBN>(a, n0);
   const int m_begin = mr.begin, m_count = mr.count;
   const int items = a.group * m_count;
-  // a.item_rot (session 4): CTA x walks its items starting at x * items / gridDim.x (cyclically),
+  // a.item_rot (session 4): CTA x walks its items starting at x * items / N (cyclically),
   // so the key blocks of one head work on different query blocks at any moment. Non-causal,
   // every CTA otherwise starts at query block 0 and they move in near lockstep: 32 (S = 4k) to 128
   // (16k) CTAs add into the same 16-32 KB dQ workspace tile at once (causal starts are already
@@ -808,7 +823,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // 270 non-causal at 16k despite the masking).
   const int rot =
       a.item_rot && items > 0
-          ? static_cast<int>(static_cast<int64_t>(kblk) * items / static_cast<int>(gridDim.x))
+          ? static_cast<int>(static_cast<int64_t>(kblk) * items / static_cast<int>(nkb_u))
           : 0;
   auto item_at = [&](int it) {
     const int i2 = it + rot;

@@ -18,6 +18,7 @@
 #include "backends/flash3/bwd_args.hpp"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.hpp"
+#include "backends/flash3/bwd_order_rule.hpp"
 #include "backends/flash3/bwd_traits.hpp"
 #include "backends/flash3/seq_bounds.hpp"
 #include "backends/flash3/smem_opt_in.hpp"
@@ -377,21 +378,41 @@ void launch_backward(const Params& p, const Variant& v) {
                                                                                               : 0;
     }
 
-    // Session 49: D 64 / 128 keep the hardware's CTA order (a.order_sec 0; bwd_order_rule.hpp:
-    // the sectioned decode in this kernel cost D 128 7-9 % at every length, call 5).
-    last_backward_order_sections() = 0;
+    // The sectioned CTA order (session 50; bwd_kernel.cuh kOrd, bwd_order_rule.hpp): sections of
+    // 2^sh kv heads of one batch, 2^sh the largest power of two <= the rule's sections that divides
+    // Hkv (and keeps N << sh a valid grid x); the key-block count N stays gridDim.x >> sh in the
+    // kernel. Only D 128's TMA-epilogue item-diet structures (the defaults, 64 / 80 rows, each
+    // lse2 / delta source) have the kOrd twin: every other kernel (D 64, score mods, varlen,
+    // deterministic, the other structures) runs the hardware's order and reports 0. a.order_sec
+    // stays 0 (the D 256 kernel's field).
+    constexpr bool kOrdTwin = D == 128 && kMod == 0 && !kVarlen && !kDet && kIdiet && kTmaKV;
+    const int64_t nkb = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
+    int sh = 0;
+    if constexpr (kOrdTwin)
+      sh = bwd_order_shift(bwd_order_sections(bwd_tuning().order_sections, a.causal != 0, D,
+                                              p.seqlen_q, p.seqlen_k, p.group),
+                           p.heads_kv, nkb);
+    a.order_shift = sh;
+    last_backward_order_sections() = sh > 0 ? 1 << sh : 0;
 
-    constexpr auto kernel = &bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs,
-                                             kDvEarly, kIdiet, kTmaKV, kMod, kVarlen, kDet>;
     // kModMaskSoftcap: its 1 - t^2 words past the barriers (bwd_kernel.cuh; + 1 KB alignment).
     constexpr int kSmem = kMod == bwd::kModMaskSoftcap
                               ? bwd::bwd_cap_f_offset<Tr>() + bwd::bwd_cap_f_bytes<Tr>(kMod) + 1024
                               : Tr::kSmemBytes;
     static_assert(kSmem <= 227 * 1024, "shared memory per CTA");
-    opt_in_smem<kernel>(kSmem);
-    const dim3 grid(static_cast<unsigned>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN),
-                    static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
-    kernel<<<grid, Tr::kThreads, kSmem, stream>>>(a);
+    const dim3 grid(static_cast<unsigned>(nkb << sh), static_cast<unsigned>(p.heads_kv >> sh),
+                    static_cast<unsigned>(p.batch));
+    const auto go = [&]<bool kOrd>() {
+      constexpr auto kernel = &bwd::bwd_kernel<D, BF16, kDecoupled, BM, kDqFirst, kStat, kKVRegs,
+                                               kDvEarly, kIdiet, kTmaKV, kMod, kVarlen, kDet, kOrd>;
+      opt_in_smem<kernel>(kSmem);
+      kernel<<<grid, Tr::kThreads, kSmem, stream>>>(a);
+    };
+    if (sh > 0) {
+      if constexpr (kOrdTwin) go.template operator()<true>();
+    } else {
+      go.template operator()<false>();
+    }
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 

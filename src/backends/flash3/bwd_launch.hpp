@@ -79,8 +79,11 @@ struct BwdTuning {
   // (bwd_order_rule.hpp: sections of 4 at causal from 3072 keys while a section's Q / dO / dQ fit
   // 32 MiB; measured +2.1 / +4.9 % at 4096 / 3328). Only dense (non-varlen), non-deterministic,
   // causal D 256 launches of the plain kernels use it (both layouts; the score-mod kernels keep
-  // the hardware's); D 64 / 128 ignore it (the decode cost D 128's kernel 7-9 %,
-  // bwd_order_rule.hpp).
+  // the hardware's). D 128 (session 50, bwd_kernel.cuh kOrd twins of the default structures, the
+  // TMA dK / dV epilogue with the item diet; not score mods, varlen, deterministic): causal
+  // launches honour a request k > 0 as sections of 2^sh kv heads within a batch, 2^sh the largest
+  // power of two <= k dividing Hkv (bwd_order_rule.hpp bwd_order_shift); the auto as at D 256
+  // (kBwdOrderAutoD128: +2.8 / +2.4 % at causal 4k / 8k). D 64 keeps the hardware's order.
   int order_sections = -1;
 };
 inline BwdTuning& bwd_tuning() {
@@ -88,7 +91,7 @@ inline BwdTuning& bwd_tuning() {
   return t;
 }
 /// The sections of the CTA order the last backward launch on this thread ran (0 = the hardware's
-/// order; bwd_order_rule.hpp). Tests read it.
+/// order; bwd_order_rule.hpp; D 64 / 128: 2^sh after the rounding). Tests read it.
 inline int& last_backward_order_sections() {
   static thread_local int sections = 0;
   return sections;

@@ -1,7 +1,10 @@
 // Sectioned CTA order of the flash3 D 256 backward's main kernels (session 49, helper
 // f3bwdorder49; bench/bwd_causal_order_model.py, bench/notes/bwd-order-s49.md; which launches run
-// it: bwd_order_rule.hpp. D 64 / 128's bwd_kernel does not decode it: the runtime decode cost that
-// kernel 7-9 % at D 128, session 49 call 5).
+// it: bwd_order_rule.hpp). D 64 / 128's bwd_kernel does not use this decode (it cost that kernel
+// 7-9 % at D 128, session 49 call 5): since session 50 twins of D 128's default structures take
+// power-of-two sections of kv heads within a batch from the grid itself, without divisions
+// (bwd_kernel.cuh kOrd, BwdArgs::order_shift, bench/notes/bwd-order-shift-s50.md); D 64 keeps the
+// hardware's order.
 #pragma once
 
 namespace attnkit::flash3::bwd {

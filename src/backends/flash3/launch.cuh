@@ -207,7 +207,9 @@ inline constexpr int64_t kLptMinSeqlenQ = 3072;
 /// scheduler): D 256 causal 4224 / 5760 / 6784 +7.9 / +5.6 / +5.7 % (model +17.6 / 11.4 / 12.5),
 /// D 128 4224 / 5760 +3.7 / +4.5 % (+8.8 / 8.3); call 4, the auto itself: D 256 causal 8192 +4.7 %
 /// (+4.5..+5.0; model +11.3). At the benchmark's 16k the model predicts +0.3 / +0.6 % (D 128 /
-/// 256): no table (session 47 measured D 128 -1.5 % with one); D 128 8k +5.6 %: none either.
+/// 256): no table (session 47 measured D 128 -1.5 % with one); D 128 8k +5.6 %: none either (the
+/// long launches' bar stays kLptMinModelGainLong = 0.06; the static ones' is 0.035 since session
+/// 50).
 inline int lpt_mode(const FwdArgs& a, int d) {
   if (tuning().lpt_schedule >= 0) return tuning().lpt_schedule;
   if (!a.causal) return 0;
@@ -748,7 +750,8 @@ void launch_forward(const Params& p) {
   // Session 46: the balanced table instead of the zig-zag rounds (Tuning::lpt_schedule; causal,
   // static, persistent, more tiles than CTAs; auto: lpt_mode).
   if (lpt > 0 && a.causal && persistent && !dynamic && !cluster && ctas < a.num_tiles) {
-    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream, lpt == 3 ? kLptMinModelGain : -1.0);
+    a.sched_table = lpt_table_device<Tr>(
+        p, a, ctas, stream, lpt == 3 ? (lpt_long ? kLptMinModelGainLong : kLptMinModelGain) : -1.0);
     // lpt 2 / 3 without a table: the dynamic scheduler, the auto there, not the zig-zag rounds
     // (1.27-1.79x the mean load on the busiest CTA at causal 16k in the model).
     if (a.sched_table == nullptr && lpt_long) {

@@ -145,8 +145,18 @@ inline double dynamic_max_load(const std::vector<int>& blocks, int bh, int grid,
 /// The launch's model mode (launch.cuh lpt_mode 3, session 48) runs the table from this predicted
 /// gain: above the 0.8-3.3 points the measured gains ran under the model near 0. Where the model
 /// predicts 10-57 % (session 48 call 1) the measured gain was 0.34-0.61 of it (right per cycle,
-/// the clock lower under the power cap).
-inline constexpr double kLptMinModelGain = 0.06;
+/// the clock lower under the power cap). Session 50 (call 3, flash3_knob_ab.py, 1-second blocks,
+/// zig-zag twice around the table, 3 rounds, the benchmark's B x H) lowered the bar from 0.06 to
+/// 0.035: where the model predicts 3.6-5.9 % the table gained D 128 1088 / 1408 / 1728 / 2752
+/// +2.3 / +2.3 / +2.5 / +2.3 %, D 64 1152 / 1792 / 2240 / 2368 +3.1 / +1.7 / +4.4 / -0.2 %, D 256
+/// 2240 / 2304 +2.9 / +2.7 % (and at 6.7-7.9 %: +2.8..+4.9 %); at 2.0-2.3 % (session 47) it
+/// gained -1.0..+0.6 %. The benchmark's causal 1k / 4k / 16k stay below 0.035 (model 2.2-3.0 %).
+/// Static-schedule launches only: see kLptMinModelGainLong.
+inline constexpr double kLptMinModelGain = 0.035;
+/// The bar on long causal launches (launch.cuh, > 32 m blocks), where the model's baseline is the
+/// dynamic scheduler (session 48): kept at 0.06, as the 3.5-6 % band was not measured there (D 128
+/// causal 8k: model +5.6 %).
+inline constexpr double kLptMinModelGainLong = 0.06;
 /// (Session 48: on long causal launches, whose auto is the dynamic scheduler, the baseline is
 /// dynamic_max_load instead.)
 inline double lpt_predicted_gain(const LptTable& table, double baseline_load) {

@@ -608,57 +608,170 @@ struct OrderScope {
   ~OrderScope() { flash3::bwd_tuning().order_sections = saved; }
 };
 
-// The sectioned CTA order (session 49, BwdTuning::order_sections, bwd_order.cuh bwd_cta; D 256
-// only, both layouts): causal dense calls take their (key block, kv head, batch) x-major within
-// sections of (kv head, batch) pairs. B 2 x Hkv 3 = 6 pairs: sections of 2 (three full ones), 4 (a
-// partial last section of 2) and 8 (one partial section: x-major over all pairs); GQA 2; Sq != Sk
-// both ways with both causal alignments (Sq > Sk bottom-right: rows without keys) and exact
-// multiples; a softcap call and a non-causal one (the knob ignored by the kMod kernels and by
-// non-causal calls); D 64 / 128 ignore the knob (hardware order: last_backward_order_sections 0).
-// Checked against the oracle as every case (the dQ fp32 adds come in another order: not bitwise).
+/// The sections a D 128 launch of a kernel with the kOrd twin runs for a forced request
+/// (bwd_order_rule.hpp bwd_order_shift, session 50): the largest power of two <= sec dividing Hkv;
+/// 1 (no sectioning) reports 0.
+int pow2_sections(int sec, int64_t hkv) {
+  int s = 1;
+  while (2 * s <= sec && hkv % (2 * s) == 0)
+    s *= 2;
+  return s > 1 ? s : 0;
+}
+
+// The sectioned CTA order (BwdTuning::order_sections): causal dense calls take their (key block,
+// kv head, batch) x-major within sections. D 256 (session 49, bwd_order.cuh bwd_cta, both
+// layouts): sections of (kv head, batch) pairs, B 2 x Hkv 3 = 6 pairs: sections of 2 (three full
+// ones), 4 (a partial last section of 2) and 8 (one partial section: x-major over all pairs). D 64
+// / 128 (session 50, bwd_kernel.cuh kOrd, division-free): sections of 2^sh kv heads within a
+// batch, the largest power of two <= the request dividing Hkv: Hkv 3 runs the hardware's order
+// (0), Hkv 4 sections of 2 / 4 / 4, Hkv 6 sections of 2 for every request. GQA 2; Sq != Sk both
+// ways with both causal alignments (Sq > Sk bottom-right: rows without keys) and exact multiples.
+// Only D 128's TMA-epilogue item-diet kernels (the defaults) have the sectioned twin (kOrd): D 64
+// ignores the request (0). Then, D 128 at Hkv 4 with sections of 4 and knobs: the rotated item
+// order in a causal call (its start x * items / N with N the true key-block count, gridDim.x >>
+// sh) and 80-row blocks below 4k (both twins: 4), decoupled warpgroups and the STG dK / dV
+// epilogue (no twin: the hardware's order, 0). Last, every D: a softcap call, a deterministic one,
+// a varlen one (those kernels keep the hardware's order) and a non-causal one (the rule gives 0); D
+// 256's softcap call is not checked for 0 (see there). Checked against the oracle as every case
+// (the dQ fp32 adds come in another order: not bitwise), and last_backward_order_sections (poisoned
+// before each call) against the sections that should have run.
 TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
   // (expect_backward_passes' skips end only that helper: the order checks below need a device.)
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
+  struct Heads {
+    int64_t hq, hkv;
+  };
   for (const int64_t d : {64, 128, 256})
-    for (const auto& [sq, sk, cz] :
-         {std::tuple<int64_t, int64_t, Causal>{300, 517, Causal::top_left},
-          {517, 300, Causal::bottom_right},
-          {300, 517, Causal::bottom_right},
-          {512, 512, Causal::top_left}})
-      for (const int sec : {2, 4, 8})
-        for (const int layout : d == 256 ? std::vector<int>{0, 1} : std::vector<int>{-1}) {
-          if (d != 256 && sec != 4) continue;  // D 64 / 128: the knob is ignored
-          SCOPED_TRACE("d " + std::to_string(d) + " sq " + std::to_string(sq) + " sk " +
-                       std::to_string(sk) + " sections " + std::to_string(sec) + " layout " +
-                       std::to_string(layout));
-          const OrderScope o(sec);
-          const D256LayoutScope t(layout);
-          flash3::last_backward_order_sections() = -7;
-          expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, 6, 3, d, cz));
-          if (flash3_built_with(static_cast<int>(d)))
-            EXPECT_EQ(flash3::last_backward_order_sections(), d == 256 ? sec : 0);
-        }
+    for (const Heads hh : {Heads{6, 3}, Heads{8, 4}, Heads{12, 6}})
+      for (const auto& [sq, sk, cz] :
+           {std::tuple<int64_t, int64_t, Causal>{300, 517, Causal::top_left},
+            {517, 300, Causal::bottom_right},
+            {300, 517, Causal::bottom_right},
+            {512, 512, Causal::top_left}})
+        for (const int sec : {2, 4, 8})
+          for (const int layout : d == 256 ? std::vector<int>{0, 1} : std::vector<int>{-1}) {
+            if (d == 256 && hh.hkv != 3) continue;  // D 256: partial sections at Hkv 3 (above)
+            if (d == 128 && hh.hkv == 3 && sec != 4) continue;   // Hkv 3: always 0
+            if (d == 64 && (hh.hkv != 4 || sec != 4)) continue;  // D 64: no twin, always 0
+            SCOPED_TRACE("d " + std::to_string(d) + " hq " + std::to_string(hh.hq) + " hkv " +
+                         std::to_string(hh.hkv) + " sq " + std::to_string(sq) + " sk " +
+                         std::to_string(sk) + " sections " + std::to_string(sec) + " layout " +
+                         std::to_string(layout));
+            const OrderScope o(sec);
+            const D256LayoutScope t(layout);
+            flash3::last_backward_order_sections() = -7;
+            expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, hh.hq, hh.hkv, d, cz));
+            if (flash3_built_with(static_cast<int>(d)))
+              EXPECT_EQ(flash3::last_backward_order_sections(), d == 256 ? sec
+                                                                : d == 128
+                                                                    ? pow2_sections(sec, hh.hkv)
+                                                                    : 0);
+          }
+  {
+    const int64_t d = 128;
+    // decoupled, block_m, item_rot, tmakv (-1: the default's); want: the sections that run
+    struct Knobs {
+      const char* what;
+      int decoupled, block_m, item_rot, tmakv, want;
+    };
+    for (const Knobs k :
+         {Knobs{"item_rot", -1, -1, 1, -1, 4}, Knobs{"decoupled", 1, -1, -1, -1, 0},
+          Knobs{"block_m", -1, 80, -1, -1, 4}, Knobs{"stg epilogue", -1, -1, -1, 0, 0}})
+      for (const auto& [sq, sk, cz] :
+           {std::tuple<int64_t, int64_t, Causal>{300, 517, Causal::top_left},
+            {517, 300, Causal::bottom_right},
+            {700, 700, Causal::top_left}}) {
+        SCOPED_TRACE("d " + std::to_string(d) + " " + k.what + " sq " + std::to_string(sq) +
+                     " sk " + std::to_string(sk) + " sections 4");
+        const TuningScope t(-1, k.decoupled, k.block_m, -1, -1, -1, -1, k.item_rot, -1, -1, -1, -1,
+                            -1, k.tmakv);
+        const OrderScope o(4);
+        flash3::last_backward_order_sections() = -7;
+        expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, 8, 4, d, cz));
+        if (flash3_built_with(static_cast<int>(d)))
+          EXPECT_EQ(flash3::last_backward_order_sections(), k.want);
+      }
+  }
   for (const int64_t d : {64, 128, 256}) {
-    SCOPED_TRACE("d " + std::to_string(d) + " softcap / non-causal, sections 4");
+    SCOPED_TRACE("d " + std::to_string(d) +
+                 " softcap / deterministic / varlen / non-causal, sections 4");
     const OrderScope o(4);
-    check::Case c = bwd_case(DType::bf16, 2, 517, 300, 6, 3, d, Causal::bottom_right);
+    const bool built = flash3_built_with(static_cast<int>(d));
+    check::Case c = bwd_case(DType::bf16, 2, 517, 300, 8, 4, d, Causal::bottom_right);
     c.softcap = 5.0;
     flash3::last_backward_order_sections() = -7;
     expect_backward_passes(c);
-    if (flash3_built_with(static_cast<int>(d)))
-      EXPECT_EQ(flash3::last_backward_order_sections(), 0) << "softcap: the kMod kernel's order";
-    expect_backward_passes(bwd_case(DType::f16, 2, 300, 517, 6, 3, d, Causal::none));
-    if (flash3_built_with(static_cast<int>(d)))
-      EXPECT_EQ(flash3::last_backward_order_sections(), 0);
+    // (D 256's score-mod kernel runs the hardware's order and its launcher reports 0 since
+    // session 49's last commit.)
+    if (built) EXPECT_EQ(flash3::last_backward_order_sections(), 0) << "softcap: the kMod order";
+    check::Case det = bwd_case(DType::bf16, 2, 300, 517, 8, 4, d, Causal::top_left);
+    det.deterministic = true;
+    flash3::last_backward_order_sections() = -7;
+    expect_backward_passes(det);
+    if (built) EXPECT_EQ(flash3::last_backward_order_sections(), 0);
+    check::Case vl = bwd_case(DType::bf16, 1, 300, 517, 8, 4, d, Causal::bottom_right);
+    vl.varlen = true;
+    vl.seqlens_q = {300, 170, 41};
+    vl.seqlens_k = {517, 200, 90};
+    flash3::last_backward_order_sections() = -7;
+    expect_backward_passes(vl);
+    if (built) EXPECT_EQ(flash3::last_backward_order_sections(), 0);
+    flash3::last_backward_order_sections() = -7;
+    expect_backward_passes(bwd_case(DType::f16, 2, 300, 517, 8, 4, d, Causal::none));
+    if (built) EXPECT_EQ(flash3::last_backward_order_sections(), 0);
   }
 }
 
+// D 128's 80-row default causal kernel (from kM80MinSkCausal = 4096 keys) with the division-free
+// sectioned order (session 50, its kOrd twin), against cuda_math on the same GPU (the lengths are
+// long for the CPU oracle): forced sections of 4 at B 2 x Hkv 4 (sections of 4), B 1 x Hkv 6
+// bottom-right with Sq 4200 / Sk 4160 (neither a multiple of the 80-row or key block; sections of
+// 2) in bf16 and f16, B 2 x Hkv 3 (odd: the hardware's order); GQA 2; then the auto (sections of 4
+// with kBwdOrderAutoD128). D 64 (no twin) runs the hardware's order, forced or auto. Checks the
+// order each launch ran (last_backward_order_sections, poisoned before).
+TEST(Flash3BackwardOrder, LongCausalSectionedMatchesCudaMath) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
+  struct Shape {
+    int64_t d, b, sq, sk, hq, hkv;
+    Causal cz;
+    DType dt;
+    int request, want;
+  };
+  const Causal tl = Causal::top_left, br = Causal::bottom_right;
+  const int auto128 = flash3::kBwdOrderAutoD128 ? flash3::kBwdOrderAutoSections : 0;
+  int ran = 0;
+  for (const Shape s : {Shape{128, 2, 4096, 4096, 8, 4, tl, DType::bf16, 4, 4},
+                        Shape{128, 1, 4200, 4160, 12, 6, br, DType::bf16, 4, 2},
+                        Shape{128, 1, 4200, 4160, 12, 6, br, DType::f16, 4, 2},
+                        Shape{128, 2, 4096, 4096, 6, 3, tl, DType::bf16, 4, 0},
+                        Shape{128, 2, 4096, 4096, 8, 4, tl, DType::bf16, -1, auto128},
+                        Shape{64, 2, 4096, 4096, 8, 4, tl, DType::bf16, 4, 0},
+                        Shape{64, 2, 4096, 4096, 8, 4, tl, DType::bf16, -1, 0}}) {
+    if (!flash3_built_with(static_cast<int>(s.d))) continue;
+    SCOPED_TRACE("d " + std::to_string(s.d) + " b " + std::to_string(s.b) + " sq " +
+                 std::to_string(s.sq) + " sk " + std::to_string(s.sk) + " hq " +
+                 std::to_string(s.hq) + " hkv " + std::to_string(s.hkv) +
+                 (s.dt == DType::f16 ? " f16" : " bf16") + " request " + std::to_string(s.request));
+    if (s.d == 128) ASSERT_EQ(flash3::bwd::default_variant(128, true, s.sk).block_m, 80);
+    const OrderScope o(s.request);
+    const check::Case c = bwd_case(s.dt, s.b, s.sq, s.sk, s.hq, s.hkv, s.d, s.cz);
+    flash3::last_backward_order_sections() = -7;
+    expect_backward_passes(c, "cuda_math", 5);
+    EXPECT_EQ(flash3::last_backward_order_sections(), s.want);
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "flash3 built without D 64 / 128";
+}
+
 // The auto (BwdTuning::order_sections -1, the default; bwd_order_rule.hpp): sections of 4 at D 256
-// causal from 3072 keys while a section's Q / dO / dQ fit 32 MiB, else the hardware's order (below
-// 3072 keys, non-causal, GQA 2 at 3200 query rows: 52 MB; D 64 / 128 always). Checks the order
-// each launch ran (last_backward_order_sections, poisoned before) and the gradients against
-// cuda_math on the same GPU (the lengths are long for the CPU oracle).
+// (and D 128 with kBwdOrderAutoD128, on since session 50: at Hkv 2, sections of 2) causal from
+// 3072 keys while a section's Q / dO / dQ fit 32 MiB, else the hardware's order (below 3072 keys,
+// non-causal, GQA 2 at 3200 query rows: 52 MB; D 64 always). Checks the order each launch ran
+// (last_backward_order_sections, poisoned before) and the gradients against cuda_math on the same
+// GPU (the lengths are long for the CPU oracle).
 TEST(Flash3BackwardOrder, AutoByShapeMatchesCudaMath) {
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
@@ -673,7 +786,8 @@ TEST(Flash3BackwardOrder, AutoByShapeMatchesCudaMath) {
   for (const Shape s :
        {Shape{256, 3000, 3200, 2, 2, br, 4}, Shape{256, 3200, 3100, 2, 2, tl, 4},
         Shape{256, 2048, 2048, 2, 2, tl, 0}, Shape{256, 3072, 3072, 2, 2, Causal::none, 0},
-        Shape{256, 3200, 3100, 4, 2, tl, 0}, Shape{128, 3072, 3072, 4, 2, tl, 0},
+        Shape{256, 3200, 3100, 4, 2, tl, 0},
+        Shape{128, 3072, 3072, 4, 2, tl, flash3::kBwdOrderAutoD128 ? 2 : 0},  // Hkv 2: 2 a section
         Shape{64, 3072, 3072, 2, 2, tl, 0}}) {
     if (!flash3_built_with(static_cast<int>(s.d))) continue;
     SCOPED_TRACE("d " + std::to_string(s.d) + " sq " + std::to_string(s.sq) + " sk " +

@@ -546,9 +546,15 @@ TEST_P(Flash3Forward, MatchesReference) {
                         lpt_tiles > (c.grid > 0 ? c.grid : sms);
   // Session 48: every other causal launch on the static schedule with more tiles than
   // CTAs asks the model (launch.cuh lpt_mode 3), which runs the table from a predicted gain of
-  // kLptMinModelGain; the launch records the gain (NaN where it asked nothing).
+  // kLptMinModelGain (static-schedule launches) or kLptMinModelGainLong (the long causal launches,
+  // more than launch.cuh's kCausalPersistentMaxMBlocks = 32 m blocks); the launch records the gain
+  // (NaN where it asked nothing).
   const double lpt_gain = flash3::last_forward_lpt_gain();
-  const bool lpt_model = !std::isnan(lpt_gain) && lpt_gain >= flash3::kLptMinModelGain;
+  const int64_t fwd_bm = c.d == 64 ? 192 : 128;
+  const bool long_launch = c.causal != Causal::none && (c.sq + fwd_bm - 1) / fwd_bm > 32;
+  const bool lpt_model =
+      !std::isnan(lpt_gain) &&
+      lpt_gain >= (long_launch ? flash3::kLptMinModelGainLong : flash3::kLptMinModelGain);
   if (c.tag.rfind("lpt", 0) == 0)
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table";
   else if (!c.score_mod())
