@@ -621,8 +621,8 @@ int pow2_sections(int sec, int64_t hkv) {
 // The sectioned CTA order (BwdTuning::order_sections): causal dense calls take their (key block,
 // kv head, batch) x-major within sections. D 256 (session 49, bwd_order.cuh bwd_cta, both
 // layouts): sections of (kv head, batch) pairs, B 2 x Hkv 3 = 6 pairs: sections of 2 (three full
-// ones), 4 (a partial last section of 2) and 8 (one partial section: x-major over all pairs). D 64
-// / 128 (session 50, bwd_kernel.cuh kOrd, division-free): sections of 2^sh kv heads within a
+// ones), 4 (a partial last section of 2) and 8 (one partial section: x-major over all pairs). D 128
+// (session 50, bwd_kernel.cuh kOrd twins, division-free): sections of 2^sh kv heads within a
 // batch, the largest power of two <= the request dividing Hkv: Hkv 3 runs the hardware's order
 // (0), Hkv 4 sections of 2 / 4 / 4, Hkv 6 sections of 2 for every request. GQA 2; Sq != Sk both
 // ways with both causal alignments (Sq > Sk bottom-right: rows without keys) and exact multiples.
