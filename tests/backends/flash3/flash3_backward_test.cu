@@ -624,7 +624,9 @@ int pow2_sections(int sec, int64_t hkv) {
 // ones), 4 (a partial last section of 2) and 8 (one partial section: x-major over all pairs). D 128
 // (session 50, bwd_kernel.cuh kOrd twins, division-free): sections of 2^sh kv heads within a
 // batch, the largest power of two <= the request dividing Hkv: Hkv 3 runs the hardware's order
-// (0), Hkv 4 sections of 2 / 4 / 4, Hkv 6 sections of 2 for every request. GQA 2; Sq != Sk both
+// (0), Hkv 4 sections of 2 / 4 / 4, Hkv 6 sections of 2 for every request, Hkv 8 sections of 8 for
+// requests 8 / 16, Hkv 16 sections of 8 / 16 (session 51's plan: the auto may take 8 or 16 at
+// D 128 from 2k keys). GQA 2; Sq != Sk both
 // ways with both causal alignments (Sq > Sk bottom-right: rows without keys) and exact multiples.
 // Only D 128's TMA-epilogue item-diet kernels (the defaults) have the sectioned twin (kOrd): D 64
 // ignores the request (0). Then, D 128 at Hkv 4 with sections of 4 and knobs: the rotated item
@@ -643,16 +645,19 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
     int64_t hq, hkv;
   };
   for (const int64_t d : {64, 128, 256})
-    for (const Heads hh : {Heads{6, 3}, Heads{8, 4}, Heads{12, 6}})
+    for (const Heads hh : {Heads{6, 3}, Heads{8, 4}, Heads{12, 6}, Heads{16, 8}, Heads{32, 16}})
       for (const auto& [sq, sk, cz] :
            {std::tuple<int64_t, int64_t, Causal>{300, 517, Causal::top_left},
             {517, 300, Causal::bottom_right},
             {300, 517, Causal::bottom_right},
             {512, 512, Causal::top_left}})
-        for (const int sec : {2, 4, 8})
+        for (const int sec : {2, 4, 8, 16})
           for (const int layout : d == 256 ? std::vector<int>{0, 1} : std::vector<int>{-1}) {
-            if (d == 256 && hh.hkv != 3) continue;  // D 256: partial sections at Hkv 3 (above)
-            if (d == 128 && hh.hkv == 3 && sec != 4) continue;   // Hkv 3: always 0
+            if (d == 256 && (hh.hkv != 3 || sec == 16)) continue;  // D 256: partial sections
+            if (d == 128 && hh.hkv == 3 && sec != 4) continue;     // Hkv 3: always 0
+            // D 128 Hkv 4 / 6: requests 2 / 4 / 8; Hkv 8 / 16 (sh 3 / 4): 8 / 16 only
+            if (d == 128 && (hh.hkv == 4 || hh.hkv == 6) && sec == 16) continue;
+            if (d == 128 && hh.hkv >= 8 && sec < 8) continue;
             if (d == 64 && (hh.hkv != 4 || sec != 4)) continue;  // D 64: no twin, always 0
             SCOPED_TRACE("d " + std::to_string(d) + " hq " + std::to_string(hh.hq) + " hkv " +
                          std::to_string(hh.hkv) + " sq " + std::to_string(sq) + " sk " +
