@@ -231,7 +231,8 @@ __global__ void __launch_bounds__(BwdTraits256::kThreads, 1)
   // (kDet: key blocks launched in reverse, see the template's comment; maps.order_sec > 0,
   // session 49: causal dense launches x-major within sections of (kv head, batch) pairs,
   // bwd_order.cuh; never with kDet or kVarlen, whose blockIdx.z is the sequence, nor with
-  // kMod: the score-mod kernels keep the hardware's order; D 64 / 128's bwd_kernel never decodes)
+  // kMod: the score-mod kernels keep the hardware's order; bwd_kernel.cuh never calls bwd_cta: D
+  // 128's kOrd twins read a power-of-two order from the grid)
   const BwdCta cta = kDet || kVarlen || kMod ? BwdCta{blockIdx.x, static_cast<int>(blockIdx.y),
                                                       static_cast<int>(blockIdx.z)}
                                              : bwd_cta(maps.order_sec);

@@ -71,19 +71,21 @@ struct BwdTuning {
   // queries (bwd_kernel_d256.cuh), -1 = ATTNKIT_FLASH3_BWD_D256_LAYOUT (split or 0: 0), else 1.
   // Any value other than 0 selects the RS layout.
   int d256_layout = -1;
-  // CTA dispatch order (session 49, bwd_order.cuh bwd_cta), D 256 only: 0 = the hardware's
+  // CTA dispatch order (session 49, bwd_order.cuh bwd_cta; D 256, and D 128 since session 50,
+  // below): 0 = the hardware's
   // (linear blockIdx, key block fastest, one (kv head, batch) pair after another); k > 0 = causal
   // calls dispatch their CTAs x-major within sections of k (kv head, batch) pairs, so that short
   // and long key blocks mix across the SMs (greedy dispatch model, bench/bwd_causal_order_model.py:
   // busiest SM 6-8 % above the mean at D 256 causal 1k-4k in the hardware's order); -1 = the auto
   // (bwd_order_rule.hpp: sections of 4 at causal from 3072 keys while a section's Q / dO / dQ fit
-  // 32 MiB; measured +2.1 / +4.9 % at 4096 / 3328). Only dense (non-varlen), non-deterministic,
-  // causal D 256 launches of the plain kernels use it (both layouts; the score-mod kernels keep
-  // the hardware's). D 128 (session 50, bwd_kernel.cuh kOrd twins of the default structures, the
-  // TMA dK / dV epilogue with the item diet; not score mods, varlen, deterministic): causal
-  // launches honour a request k > 0 as sections of 2^sh kv heads within a batch, 2^sh the largest
-  // power of two <= k dividing Hkv (bwd_order_rule.hpp bwd_order_shift); the auto as at D 256
-  // (kBwdOrderAutoD128: +2.8 / +2.4 % at causal 4k / 8k). D 64 keeps the hardware's order.
+  // 32 MiB; measured +2.1 / +4.9 % at 4096 / 3328). At D 256 only dense (non-varlen),
+  // non-deterministic, causal launches of the plain kernels use it (both layouts; the score-mod
+  // kernels keep the hardware's). D 128 (session 50, bwd_kernel.cuh kOrd twins of the default
+  // structures, the TMA dK / dV epilogue with the item diet; not score mods, varlen,
+  // deterministic): causal launches honour a request k > 0 as sections of 2^sh kv heads within a
+  // batch, 2^sh the largest power of two <= k dividing Hkv (bwd_order_rule.hpp bwd_order_shift);
+  // the auto as at D 256 (kBwdOrderAutoD128: +2.8 / +2.4 % at causal 4k / 8k). D 64 keeps the
+  // hardware's order.
   int order_sections = -1;
 };
 inline BwdTuning& bwd_tuning() {
@@ -91,7 +93,7 @@ inline BwdTuning& bwd_tuning() {
   return t;
 }
 /// The sections of the CTA order the last backward launch on this thread ran (0 = the hardware's
-/// order; bwd_order_rule.hpp; D 64 / 128: 2^sh after the rounding). Tests read it.
+/// order; bwd_order_rule.hpp; D 128: 2^sh after the rounding; D 64: always 0). Tests read it.
 inline int& last_backward_order_sections() {
   static thread_local int sections = 0;
   return sections;

@@ -61,9 +61,8 @@ inline int bwd_order_sections(int requested, bool causal, int64_t d, int64_t seq
 
 /// D 128's kOrd twins (bwd_kernel.cuh, session 50): the shift sh of the sections that run, 2^sh kv
 /// heads of one batch: the largest power of two <= sections that divides heads_kv (sections of 4:
-/// Hkv 16
-/// -> 2, Hkv 6 -> 1, Hkv odd -> 0), and only while the grid's x, key_blocks << sh, stays within
-/// 2^31 - 1. sections <= 1: 0 (the hardware's order).
+/// Hkv 16 -> 2, Hkv 6 -> 1, Hkv odd -> 0), and only while the grid's x, key_blocks << sh, stays
+/// within 2^31 - 1. sections <= 1: 0 (the hardware's order).
 inline int bwd_order_shift(int sections, int64_t heads_kv, int64_t key_blocks) {
   int sh = 0;
   while (sh < 30 && heads_kv > 0 && (int64_t{2} << sh) <= sections &&

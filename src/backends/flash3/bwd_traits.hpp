@@ -66,7 +66,7 @@ namespace attnkit::flash3::bwd {
 //   D 128 coupled+atomic+dqf -1.7 / +1.7 %, causal -3.2 / +2.5 % (that kernel's noise); bulk
 //   paths -0.3 %. On.
 inline constexpr bool kDqVec4 = true;
-// kItemRotate / kItemRotateCausal: CTA x starts its item loop at x * items / gridDim.x (see
+// kItemRotate / kItemRotateCausal: CTA x starts its item loop at x * items / N (N key blocks; see
 //   bwd_kernel.cuh), spreading the key blocks of a head over different dQ tiles. Session-4 run 1:
 //   non-causal +0.3-1.7 % at D 64 (m128+bulk+dqf 309.1 / 328.8 -> 310.4 / 332.0), 0 / -4 % at D
 //   128; causal D 64 decoupled+atomic -10 / -14 % (269.8 / 319.3 -> 242.2 / 275.9), D 128 -7 /

@@ -202,8 +202,8 @@ inline bool long_causal_launch(const FwdArgs& a) {
 inline constexpr int64_t kLptMinSeqlenQ = 3072;
 /// Session 48 (call 4): mode 3 on the long causal launches too (> 32 m blocks, the
 /// dynamic scheduler's auto), the model's baseline there the dynamic scheduler
-/// (lpt_schedule.hpp dynamic_max_load): the table where it predicts kLptMinModelGain or more, else
-/// the dynamic scheduler. Call 3 (1-second blocks, the table forced against the dynamic
+/// (lpt_schedule.hpp dynamic_max_load): the table where it predicts kLptMinModelGainLong or more,
+/// else the dynamic scheduler. Call 3 (1-second blocks, the table forced against the dynamic
 /// scheduler): D 256 causal 4224 / 5760 / 6784 +7.9 / +5.6 / +5.7 % (model +17.6 / 11.4 / 12.5),
 /// D 128 4224 / 5760 +3.7 / +4.5 % (+8.8 / 8.3); call 4, the auto itself: D 256 causal 8192 +4.7 %
 /// (+4.5..+5.0; model +11.3). At the benchmark's 16k the model predicts +0.3 / +0.6 % (D 128 /

@@ -180,10 +180,10 @@ struct Tuning {
   // causal launches the static schedule runs (<= 32 m blocks), 2 = also the longer causal
   // launches, on the static schedule with the table instead of the dynamic scheduler
   // (Tuning::scheduler = 1 keeps the dynamic one, 0 one CTA per tile there), 3 = as 2 where the
-  // model predicts a gain of kLptMinModelGain or more over the schedule the launch would run
-  // without (lpt_schedule.hpp lpt_predicted_gain: the zig-zag rounds, or the dynamic scheduler
-  // on the long causal launches). Not with varlen, score mods,
-  // masks, the cluster or the split tail (non-causal).
+  // model predicts a gain of kLptMinModelGain (the long causal launches: kLptMinModelGainLong)
+  // or more over the schedule the launch would run without (lpt_schedule.hpp lpt_predicted_gain:
+  // the zig-zag rounds, or the dynamic scheduler on the long causal launches). Not with varlen,
+  // score mods, masks, the cluster or the split tail (non-causal).
   int lpt_schedule = -1;
   // The table's sections (lpt_schedule.hpp): heads whose K and V fit in this many MB (0: 32).
   int lpt_section_mb = 0;

@@ -633,8 +633,8 @@ int pow2_sections(int sec, int64_t hkv) {
 // order in a causal call (its start x * items / N with N the true key-block count, gridDim.x >>
 // sh) and 80-row blocks below 4k (both twins: 4), decoupled warpgroups and the STG dK / dV
 // epilogue (no twin: the hardware's order, 0). Last, every D: a softcap call, a deterministic one,
-// a varlen one (those kernels keep the hardware's order) and a non-causal one (the rule gives 0); D
-// 256's softcap call is not checked for 0 (see there). Checked against the oracle as every case
+// a varlen one (those kernels keep the hardware's order) and a non-causal one (the rule gives 0).
+// Checked against the oracle as every case
 // (the dQ fp32 adds come in another order: not bitwise), and last_backward_order_sections (poisoned
 // before each call) against the sections that should have run.
 TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
