@@ -288,6 +288,8 @@ template <int D, bool BF16, bool kDecoupled, int BM, bool kDqFirst, int kStat, b
 void launch_backward(const Params& p, const Variant& v) {
   using Tr = bwd::BwdTraits<D, kDecoupled, BM>;
   static_assert(!kVarlen || !kTmaKV, "flash3 varlen backward: no TMA dK / dV stores");
+  // (Reset first: the empty-call and Sk = 0 returns below must not leave the last launch's value.)
+  last_backward_order_sections() = 0;
   if (p.batch == 0 || p.heads_q == 0) return;
   CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
   if constexpr (kTmaKV) {

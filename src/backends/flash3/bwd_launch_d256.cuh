@@ -48,6 +48,8 @@ template <bool BF16, bool kVarlen = false>
 void launch_backward_d256(const Params& p) {
   using Tr = BwdTraits256;
   constexpr int D = Tr::kD;
+  // (Reset first: the empty-call and Sk = 0 returns below must not leave the last launch's value.)
+  last_backward_order_sections() = 0;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
   // (bwd_rows: the padded query rows and the preprocess grid, as launch_backward's)
