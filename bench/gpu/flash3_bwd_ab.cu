@@ -102,6 +102,20 @@ void dump_or_compare(const char* prefix, int S, int D, bool causal, const void* 
   }
 }
 
+/// "a,b,c" -> {a, b, c}: the numbers of a comma list (F3AB_ORDERS, F3AB_WS_SHIFTS), up to the
+/// first token that is not one.
+std::vector<long long> parse_list(const char* s) {
+  std::vector<long long> out;
+  for (const char* c = s; *c;) {
+    char* end = nullptr;
+    const long long v = std::strtoll(c, &end, 10);
+    if (end == c) break;
+    out.push_back(v);
+    c = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
 template <int D>
 void run_one(int S, bool causal) {
   using namespace attnkit;
@@ -286,12 +300,8 @@ void run_one(int S, bool causal) {
     if (const char* orders_env = std::getenv("F3AB_ORDERS")) {
       const int saved_order = flash3::bwd_tuning().order_sections;
       std::vector<int> orders;
-      for (const char* c = orders_env; *c;) {
-        char* end = nullptr;
-        orders.push_back(static_cast<int>(std::strtol(c, &end, 10)));
-        if (end == c) break;
-        c = *end == ',' ? end + 1 : end;
-      }
+      for (const long long v : parse_list(orders_env))
+        orders.push_back(static_cast<int>(v));
       const int rounds = std::getenv("F3AB_ROUNDS") ? std::atoi(std::getenv("F3AB_ROUNDS")) : 4;
       std::vector<std::vector<float>> med(orders.size());
       std::vector<int> ran(orders.size(), -1);
@@ -320,13 +330,8 @@ void run_one(int S, bool causal) {
     // the dQ accumulator moved by each shift (BwdTuning::dq_ws_shift), F3AB_ROUNDS rounds (odd
     // rounds in reverse order), one line per shift: the medians of the rounds in round order.
     if (const char* shifts_env = std::getenv("F3AB_WS_SHIFTS")) {
-      std::vector<long long> shifts;
-      for (const char* c = shifts_env; *c;) {
-        char* end = nullptr;
-        shifts.push_back(std::strtoll(c, &end, 10));
-        c = *end == ',' ? end + 1 : end;
-        if (end == c && *c) break;
-      }
+      const std::vector<long long> shifts = parse_list(shifts_env);
+      if (shifts.empty()) continue;
       const int rounds = std::getenv("F3AB_ROUNDS") ? std::atoi(std::getenv("F3AB_ROUNDS")) : 4;
       // The largest shift first: the workspace grows once, so no shift reallocates it.
       flash3::bwd_tuning().dq_ws_shift = *std::max_element(shifts.begin(), shifts.end());

@@ -618,6 +618,17 @@ int pow2_sections(int sec, int64_t hkv) {
   return s > 1 ? s : 0;
 }
 
+/// Runs the case (expect_backward_passes against `reference`) and, where flash3 has the head dim,
+/// checks the sections of the CTA order the launch ran (last_backward_order_sections, poisoned
+/// first).
+void expect_backward_order(const check::Case& c, int want, const std::string& reference = "math",
+                           uint64_t seed = 23) {
+  flash3::last_backward_order_sections() = -7;
+  expect_backward_passes(c, reference, seed);
+  if (flash3_built_with(static_cast<int>(c.d)))
+    EXPECT_EQ(flash3::last_backward_order_sections(), want);
+}
+
 // The sectioned CTA order (BwdTuning::order_sections): causal dense calls take their (key block,
 // kv head, batch) x-major within sections. D 256 (session 49, bwd_order.cuh bwd_cta, both
 // layouts): sections of (kv head, batch) pairs, B 2 x Hkv 3 = 6 pairs: sections of 2 (three full
@@ -665,13 +676,10 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
                          std::to_string(layout));
             const OrderScope o(sec);
             const D256LayoutScope t(layout);
-            flash3::last_backward_order_sections() = -7;
-            expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, hh.hq, hh.hkv, d, cz));
-            if (flash3_built_with(static_cast<int>(d)))
-              EXPECT_EQ(flash3::last_backward_order_sections(), d == 256 ? sec
-                                                                : d == 128
-                                                                    ? pow2_sections(sec, hh.hkv)
-                                                                    : 0);
+            expect_backward_order(bwd_case(DType::bf16, 2, sq, sk, hh.hq, hh.hkv, d, cz),
+                                  d == 256   ? sec
+                                  : d == 128 ? pow2_sections(sec, hh.hkv)
+                                             : 0);
           }
   {
     const int64_t d = 128;
@@ -692,10 +700,7 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
         const TuningScope t(-1, k.decoupled, k.block_m, -1, -1, -1, -1, k.item_rot, -1, -1, -1, -1,
                             -1, k.tmakv);
         const OrderScope o(4);
-        flash3::last_backward_order_sections() = -7;
-        expect_backward_passes(bwd_case(DType::bf16, 2, sq, sk, 8, 4, d, cz));
-        if (flash3_built_with(static_cast<int>(d)))
-          EXPECT_EQ(flash3::last_backward_order_sections(), k.want);
+        expect_backward_order(bwd_case(DType::bf16, 2, sq, sk, 8, 4, d, cz), k.want);
       }
   }
   {
@@ -711,29 +716,23 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
     SCOPED_TRACE("d " + std::to_string(d) +
                  " softcap / deterministic / varlen / non-causal, sections 4");
     const OrderScope o(4);
-    const bool built = flash3_built_with(static_cast<int>(d));
     check::Case c = bwd_case(DType::bf16, 2, 517, 300, 8, 4, d, Causal::bottom_right);
     c.softcap = 5.0;
-    flash3::last_backward_order_sections() = -7;
-    expect_backward_passes(c);
-    // (D 256's score-mod kernel runs the hardware's order and its launcher reports 0 since
-    // session 49's last commit.)
-    if (built) EXPECT_EQ(flash3::last_backward_order_sections(), 0) << "softcap: the kMod order";
+    {
+      // (D 256's score-mod kernel runs the hardware's order and its launcher reports 0 since
+      // session 49's last commit.)
+      SCOPED_TRACE("softcap: the kMod order");
+      expect_backward_order(c, 0);
+    }
     check::Case det = bwd_case(DType::bf16, 2, 300, 517, 8, 4, d, Causal::top_left);
     det.deterministic = true;
-    flash3::last_backward_order_sections() = -7;
-    expect_backward_passes(det);
-    if (built) EXPECT_EQ(flash3::last_backward_order_sections(), 0);
+    expect_backward_order(det, 0);
     check::Case vl = bwd_case(DType::bf16, 1, 300, 517, 8, 4, d, Causal::bottom_right);
     vl.varlen = true;
     vl.seqlens_q = {300, 170, 41};
     vl.seqlens_k = {517, 200, 90};
-    flash3::last_backward_order_sections() = -7;
-    expect_backward_passes(vl);
-    if (built) EXPECT_EQ(flash3::last_backward_order_sections(), 0);
-    flash3::last_backward_order_sections() = -7;
-    expect_backward_passes(bwd_case(DType::f16, 2, 300, 517, 8, 4, d, Causal::none));
-    if (built) EXPECT_EQ(flash3::last_backward_order_sections(), 0);
+    expect_backward_order(vl, 0);
+    expect_backward_order(bwd_case(DType::f16, 2, 300, 517, 8, 4, d, Causal::none), 0);
   }
 }
 
@@ -771,10 +770,8 @@ TEST(Flash3BackwardOrder, LongCausalSectionedMatchesCudaMath) {
                  (s.dt == DType::f16 ? " f16" : " bf16") + " request " + std::to_string(s.request));
     if (s.d == 128) ASSERT_EQ(flash3::bwd::default_variant(128, true, s.sk).block_m, 80);
     const OrderScope o(s.request);
-    const check::Case c = bwd_case(s.dt, s.b, s.sq, s.sk, s.hq, s.hkv, s.d, s.cz);
-    flash3::last_backward_order_sections() = -7;
-    expect_backward_passes(c, "cuda_math", 5);
-    EXPECT_EQ(flash3::last_backward_order_sections(), s.want);
+    expect_backward_order(bwd_case(s.dt, s.b, s.sq, s.sk, s.hq, s.hkv, s.d, s.cz), s.want,
+                          "cuda_math", 5);
     ++ran;
   }
   if (ran == 0) GTEST_SKIP() << "flash3 built without D 64 / 128";
@@ -808,10 +805,8 @@ TEST(Flash3BackwardOrder, AutoByShapeMatchesCudaMath) {
                  std::to_string(s.sk) + " hq " + std::to_string(s.hq) + " hkv " +
                  std::to_string(s.hkv));
     const OrderScope o(-1);
-    const check::Case c = bwd_case(DType::bf16, 1, s.sq, s.sk, s.hq, s.hkv, s.d, s.cz);
-    flash3::last_backward_order_sections() = -7;
-    expect_backward_passes(c, "cuda_math", 5);
-    EXPECT_EQ(flash3::last_backward_order_sections(), s.want);
+    expect_backward_order(bwd_case(DType::bf16, 1, s.sq, s.sk, s.hq, s.hkv, s.d, s.cz), s.want,
+                          "cuda_math", 5);
     ++ran;
   }
   if (ran == 0) GTEST_SKIP() << "flash3 built without D 64 / 128 / 256";
