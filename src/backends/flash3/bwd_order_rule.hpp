@@ -10,8 +10,8 @@ namespace attnkit::flash3 {
 
 /// Sections of (kv head, batch) pairs in the auto's sectioned order (BwdTuning::order_sections).
 inline constexpr int kBwdOrderAutoSections = 4;
-/// Shortest key length the auto sections: below it nothing was gained (D 256 causal 1024 / 2176
-/// +0.2 / +0.9 %: within the rounds' spread).
+/// Shortest key length the auto sections at D 256 (D 128: kBwdOrderMinKeysD128): below it nothing
+/// was gained (D 256 causal 1024 / 2176 +0.2 / +0.9 %: within the rounds' spread).
 inline constexpr int64_t kBwdOrderMinKeys = 3072;
 /// Largest footprint of one section in L2: sections x group x S_q x D x 8 bytes (Q and dO in
 /// 16-bit, the dQ accumulator in fp32, per query head of the section's pairs). 32 MiB: the
@@ -25,6 +25,20 @@ inline constexpr int64_t kBwdOrderMaxSectionBytes = int64_t{32} << 20;
 /// 16384 (outside the bound: the auto runs 0 there). D 64's auto is always off
 /// (session 49: nothing measurable gained, -1.9..+0.8 % at 1k-16k), and D 64 has no twin.
 inline constexpr bool kBwdOrderAutoD128 = true;
+/// D 128's auto below 4096 keys (session 51): sections of 8 from 2048 keys while a section of 8
+/// fits kBwdOrderMaxWideSectionBytes, else of 4 (kBwdOrderAutoSections) within
+/// kBwdOrderMaxSectionBytes. Session 51 call 2 (H200, bench/gpu/flash3_bwd_ab.cu F3AB_ORDERS
+/// 0,4,8,16 interleaved in one process, 6 rounds x 80 calls, B x H of the benchmark), TFLOP/s
+/// for sections 0 / 4 / 8 / 16: causal 2048 406.1 / 413.7 / 419.8 / 417.0, 2176 407.5 / 410.0 /
+/// 426.0 / 427.3, 3072 450.4 / 455.7 / 465.9 / 458.8, 3328 454.7 / 465.4 / 469.3 / 467.2, 4096
+/// 478.7 / 489.4 / 486.2 / 474.9, 6144 512.4 / 525.5 / 521.1 / 510.4, 1024 333.1 / 334.3 / 335.7
+/// / 339.5 (within its rounds' spread, 275-346). Call 3 again (orders 0 / 4 / 8): 2048 412.4 /
+/// 415.9 / 422.6, 3072 445.6 / 455.4 / 462.5, 3328 450.4 / 461.0 / 469.6.
+inline constexpr int kBwdOrderWideSectionsD128 = 8;
+inline constexpr int64_t kBwdOrderMinKeysD128 = 2048;
+/// A section of 8 gained at 3328 keys (8 x 3328 x 128 x 8 bytes = 26 MiB: +0.8 / +1.9 % over 4)
+/// and lost at 4096 (32 MiB: -0.7 %); 28 MiB sits between (nothing measured there).
+inline constexpr int64_t kBwdOrderMaxWideSectionBytes = int64_t{28} << 20;
 
 /// The sections a backward launch runs (0 = the hardware's order). requested: the knob
 /// (BwdTuning::order_sections): >= 0 is taken as is (0 = off), -1 = the auto. causal: the call's
@@ -42,6 +56,9 @@ inline constexpr bool kBwdOrderAutoD128 = true;
 /// twin: its launcher never asks (the order gained nothing measurable there, -1.9..+0.8 % at
 /// 1k-16k, session 49).
 ///
+/// The auto at D 128 (session 51): sections of 8 from 2048 keys while 8 x group x S_q x 128 x 8
+/// bytes <= 28 MiB (S_q <= 3584 at group 1), else of 4 while the 32 MiB bound holds (to 8192).
+///
 /// The auto at D 256, measured in session 49 (bench/gpu/flash3_bwd_ab.cu F3AB_ORDERS, sections 0 /
 /// 2 / 4 / 6 interleaved in one process, 6 rounds of 80 calls, H200; bench/notes/session49.md):
 /// sections of 4 gained at causal 3328 / 4096 +4.9 / +2.1 % (20-call rounds: +3.9 / +1.0 %), lost
@@ -54,9 +71,12 @@ inline int bwd_order_sections(int requested, bool causal, int64_t d, int64_t seq
   if (!causal || (d != 64 && d != 128 && d != 256)) return 0;
   if (requested >= 0) return requested;
   if (d == 64 || (d == 128 && !auto_d128)) return 0;
-  if (seqlen_k < kBwdOrderMinKeys) return 0;
-  const int64_t section_bytes = kBwdOrderAutoSections * group * seqlen_q * d * 8;
-  return section_bytes <= kBwdOrderMaxSectionBytes ? kBwdOrderAutoSections : 0;
+  const int64_t pair_bytes = group * seqlen_q * d * 8;  // one (kv head, batch) pair's Q / dO / dQ
+  if (d == 128 && seqlen_k >= kBwdOrderMinKeysD128 &&
+      kBwdOrderWideSectionsD128 * pair_bytes <= kBwdOrderMaxWideSectionBytes)
+    return kBwdOrderWideSectionsD128;
+  if (seqlen_k < (d == 128 ? kBwdOrderMinKeysD128 : kBwdOrderMinKeys)) return 0;
+  return kBwdOrderAutoSections * pair_bytes <= kBwdOrderMaxSectionBytes ? kBwdOrderAutoSections : 0;
 }
 
 /// D 128's kOrd twins (bwd_kernel.cuh, session 50): the shift sh of the sections that run, 2^sh kv
