@@ -223,15 +223,7 @@ inline int lpt_mode(const FwdArgs& a, int d) {
 inline bool lpt_long_causal(const FwdArgs& a, int lpt) {
   return (lpt == 2 || lpt == 3) && tuning().scheduler < 0 && long_causal_launch(a);
 }
-/// Tuning::cluster = 3 or its auto (-1): the default non-causal kernel's 2-CTA multicast twin
-/// (launch_forward). Session 47 (H200, 1-second blocks under the power cap, 3 rounds, call 2):
-/// D 128 non-causal +0.7 / +1.7 / +1.6 % at 4k, +0.7 / +1.2 / +1.1 % at 16k (its clock 45-75
-/// MHz above the plain kernel's at the same power, 2.0-3.5 % less work per cycle); D 256 -0.3 % at
-/// 4k, +0.2 % at 16k: off. (Same-process 30-rep loops, below the cap, read D 128 -1.0 % at 4k,
-/// -2.3 % at 16k, where the twin gives up the split tail: the energy is the win.) The auto yields
-/// to a forced split tail (Tuning::tail_split = 1) and to Tuning::max_grid (the cluster launch
-/// keeps its own grid). Against session 46's defaults (call 5, blocks): +2.0 / +1.4 % at 4k / 16k.
-inline constexpr int64_t kMulticast128MinSeqlenK = 4096;
+/// Tuning::cluster = 3 or its auto (-1, from kMulticast128MinSeqlenK keys at D 128: launch.hpp).
 inline bool multicast_wanted(const Params& p, int d) {
   if (tuning().cluster >= 0) return tuning().cluster == 3;
   return d == 128 && p.seqlen_k >= kMulticast128MinSeqlenK && tuning().tail_split != 1 &&

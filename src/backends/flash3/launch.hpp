@@ -214,6 +214,18 @@ inline constexpr int kTcSum256DietSlot = 39;  // D 256: slot 29's with them (ses
 // slot this number minus kMulticastSlotBase runs (15, 31, 37, 29, 39); kMulticastSlotBase + 40 is
 // the largest.
 inline constexpr int kMulticastSlotBase = 40;
+/// Tuning::cluster = 3 or its auto (-1): the default non-causal kernel's 2-CTA multicast twin
+/// (launch.cuh multicast_wanted, launch_forward). Session 47 (H200, 1-second blocks under the power
+/// cap, 3 rounds, call 2): D 128 non-causal +0.7 / +1.7 / +1.6 % at 4k, +0.7 / +1.2 / +1.1 % at 16k
+/// (its clock 45-75 MHz above the plain kernel's at the same power, 2.0-3.5 % less work per cycle);
+/// D 256 -0.3 % at 4k, +0.2 % at 16k: off. (Same-process 30-rep loops, below the cap, read D 128
+/// -1.0 % at 4k, -2.3 % at 16k, where the twin gives up the split tail: the energy is the win.) The
+/// auto yields to a forced split tail (Tuning::tail_split = 1) and to Tuning::max_grid (the cluster
+/// launch keeps its own grid). Against session 46's defaults (call 5, blocks): +2.0 / +1.4 % at 4k
+/// / 16k. Session 51 (calls A / B, blocks, rounds 1-2, the twin against the default and a second
+/// copy of it): non-causal 1024 -0.3 / -0.4 %, 1536 +1.4 % (the copy +0.5 %), 2048 +2.2 / +2.5 %,
+/// 2560 +2.5 %, 3072 +2.4 %: from 2048 keys (4096 before).
+inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
 // Session 48 (Tuning::skip_masked_turn): the D 256 causal twin of slot this number minus
 // kSkipTurnSlotBase (16 + 13 = 29, 39) that skips wholly masked first turns; kSkipTurnSlotBase + 39
 // is the largest slot.

@@ -586,10 +586,12 @@ TEST_P(Flash3Forward, MatchesReference) {
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table (model)";
   }
   // The multicast twin runs where "mc" forces it (D 128 / 256) and by session 47's auto (launch.cuh
-  // multicast_wanted): D 128 non-causal from 4096 keys with an even m-block count, not on a
-  // case's small grid (Tuning::max_grid). Every such case runs a twin-able slot (15 / 31 / 37)
-  // but "unordered", whose kernel past 4096 keys is slot 0 (no twin).
-  const bool mc_auto = c.d == 128 && c.causal == Causal::none && c.sk >= 4096 && c.grid == 0 &&
+  // multicast_wanted): D 128 non-causal from kMulticast128MinSeqlenK keys (2048 since session 51)
+  // with an even m-block count, not on a case's small grid (Tuning::max_grid). Every such case
+  // runs a twin-able slot (15 / 31 / 37) but "unordered", whose kernel past 4096 keys is slot 0
+  // (no twin).
+  const bool mc_auto = c.d == 128 && c.causal == Causal::none &&
+                       c.sk >= flash3::kMulticast128MinSeqlenK && c.grid == 0 &&
                        (c.sq + 127) / 128 % 2 == 0 && !c.bhsd && !c.padded && c.tag != "unordered";
   if (!c.score_mod())
     EXPECT_EQ(last_slot >= flash3::kMulticastSlotBase && last_slot < flash3::kSkipTurnSlotBase,
