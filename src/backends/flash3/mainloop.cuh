@@ -126,6 +126,33 @@ struct RingPos {
 ///                     (4 KB each; wgmma reads V MN-major, box c at +4096 c).
 /// Each chunk waits for its slot's "empty" (both consumer warpgroups released the chunk RS
 /// positions earlier), then arms its "full" with 16 KB.
+#ifndef ATTNKIT_FLASH3_FWD_WAIT_NS
+#define ATTNKIT_FLASH3_FWD_WAIT_NS -1
+#endif
+/// The producer's wait for an empty K / V stage: try_wait with a suspend-time hint of this many
+/// ns (0: the plain try_wait loop), so the one producer lane stops re-polling every few cycles
+/// (bench/notes/fwd-energy-s47.md P4 counted ~404 polls per K/V block, 8.2 % of the kernel's warp
+/// instructions at D 128 4k, all on sub-partition 0 beside two consumer warps). Session 51 call B
+/// (H200, 1-second blocks under the power cap, rounds 1-2, the A/B build switch
+/// ATTNKIT_FLASH3_FWD_WAIT_NS against the default and a second copy of it, which read -0.3..+0.1
+/// %): 200 ns +0.0..+0.5 % at D 128 and +0.0..+0.7 % at D 256 over 1k / 4k / 16k, causal or not,
+/// never below the default; 2000 ns +0.1..+0.8 % at D 128, -0.2..+0.4 % at D 256. D 64 (not
+/// measured) keeps the loop. (The backward's 10 ms hint lost 6-7 %: the wake-up on the refill,
+/// flash3-bwd-s3.md "+sl"; hence short hints.) The switch (>= 0) overrides every head dim.
+template <int D>
+inline constexpr uint32_t kFwdProducerWaitNs = ATTNKIT_FLASH3_FWD_WAIT_NS >= 0
+                                                   ? uint32_t(ATTNKIT_FLASH3_FWD_WAIT_NS)
+                                               : D == 64 ? 0u
+                                                         : 200u;
+template <int D>
+__device__ __forceinline__ void producer_wait_empty(uint64_t* bar, uint32_t parity) {
+  namespace ptx = attnkit::cuda::sm90;
+  if constexpr (kFwdProducerWaitNs < D >> 0)
+    ptx::mbar_wait_hint(ptx::smem_u32(bar), parity, kFwdProducerWaitNs<D>);
+  else
+    ptx::mbar_wait(bar, parity);
+}
+
 template <class Tr>
 __device__ __forceinline__ void produce_tile_ring(const FwdArgs& a, SmemLayout<Tr>& sm, int m_block,
                                                   int h, int b, int n_blocks, PipeOf<Tr>& pipe,
@@ -134,7 +161,7 @@ __device__ __forceinline__ void produce_tile_ring(const FwdArgs& a, SmemLayout<T
   constexpr int RS = Tr::kRingSlots;
   const int hkv = h / a.group;
   auto arm = [&](RingPos<RS> r) {
-    ptx::mbar_wait(&sm.empty_k[r.slot], r.parity ^ 1u);
+    producer_wait_empty<Tr::kD>(&sm.empty_k[r.slot], r.parity ^ 1u);
     ptx::mbar_arrive_expect_tx(&sm.full_k[r.slot], Tr::kRingChunkBytes);
     return sm.k + r.slot * Tr::kRingChunkBytes;
   };
@@ -208,7 +235,7 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
   auto load_k = [&](int nb) {
     nb += nb_lo;
     const int s = pipe.ks();
-    ptx::mbar_wait(&sm.empty_k[s], pipe.kph() ^ 1);
+    producer_wait_empty<Tr::kD>(&sm.empty_k[s], pipe.kph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_k[s], Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c) {
@@ -225,7 +252,7 @@ __device__ __forceinline__ void produce_tile(const FwdArgs& a, SmemLayout<Tr>& s
   auto load_v = [&](int nb) {
     nb += nb_lo;
     const int s = pipe.vs();
-    ptx::mbar_wait(&sm.empty_v[s], pipe.vph() ^ 1);
+    producer_wait_empty<Tr::kD>(&sm.empty_v[s], pipe.vph() ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.full_v[s], Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c) {
