@@ -636,8 +636,8 @@ void expect_backward_order(const check::Case& c, int want, const std::string& re
 // (session 50, bwd_kernel.cuh kOrd twins, division-free): sections of 2^sh kv heads within a
 // batch, the largest power of two <= the request dividing Hkv: Hkv 3 runs the hardware's order
 // (0), Hkv 4 sections of 2 / 4 / 4, Hkv 6 sections of 2 for every request, Hkv 8 sections of 8 for
-// requests 8 / 16, Hkv 16 sections of 8 / 16 (session 51's plan: the auto may take 8 or 16 at
-// D 128 from 2k keys). GQA 2; Sq != Sk both
+// requests 8 / 16, Hkv 16 sections of 8 / 16 (since session 51 the auto asks for 8 at D 128 from
+// 2k keys while they fit 28 MiB: AutoByShapeMatchesCudaMath). GQA 2; Sq != Sk both
 // ways with both causal alignments (Sq > Sk bottom-right: rows without keys) and exact multiples.
 // Only D 128's TMA-epilogue item-diet kernels (the defaults) have the sectioned twin (kOrd): D 64
 // ignores the request (0). Then, D 128 at Hkv 4 with sections of 4 and knobs: the rotated item
@@ -649,9 +649,11 @@ void expect_backward_order(const check::Case& c, int want, const std::string& re
 // (the dQ fp32 adds come in another order: not bitwise), and last_backward_order_sections (poisoned
 // before each call) against the sections that should have run.
 TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
-  // (expect_backward_passes' skips end only that helper: the order checks below need a device.)
+  // (expect_backward_passes' skips end only that helper: the order checks below need a device,
+  // and a head dim this build lacks is left out here, so that a reduced build reads PASSED.)
   ATTNKIT_SKIP_IF_NO_CUDA();
   if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90 (flash3 needs sm_90a)";
+  int ran = 0;
   struct Heads {
     int64_t hq, hkv;
   };
@@ -670,6 +672,7 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
             if (d == 128 && (hh.hkv == 4 || hh.hkv == 6) && sec == 16) continue;
             if (d == 128 && hh.hkv >= 8 && sec < 8) continue;
             if (d == 64 && (hh.hkv != 4 || sec != 4)) continue;  // D 64: no twin, always 0
+            if (!flash3_built_with(static_cast<int>(d))) continue;
             SCOPED_TRACE("d " + std::to_string(d) + " hq " + std::to_string(hh.hq) + " hkv " +
                          std::to_string(hh.hkv) + " sq " + std::to_string(sq) + " sk " +
                          std::to_string(sk) + " sections " + std::to_string(sec) + " layout " +
@@ -680,8 +683,9 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
                                   d == 256   ? sec
                                   : d == 128 ? pow2_sections(sec, hh.hkv)
                                              : 0);
+            ++ran;
           }
-  {
+  if (flash3_built_with(128)) {
     const int64_t d = 128;
     // decoupled, block_m, item_rot, tmakv (-1: the default's); want: the sections that run
     struct Knobs {
@@ -701,9 +705,10 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
                             -1, k.tmakv);
         const OrderScope o(4);
         expect_backward_order(bwd_case(DType::bf16, 2, sq, sk, 8, 4, d, cz), k.want);
+        ++ran;
       }
   }
-  {
+  if (flash3_built_with(128)) {
     // A head dim of 96 runs D 128's kernels (the TMA dK / dV epilogue clips columns 96-127), so
     // its default structure takes the twin too (review of session 50).
     SCOPED_TRACE("d 96 sections 4");
@@ -711,6 +716,7 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
     expect_backward_order(bwd_case(DType::bf16, 2, 517, 300, 8, 4, 96, Causal::bottom_right), 4);
   }
   for (const int64_t d : {64, 128, 256}) {
+    if (!flash3_built_with(static_cast<int>(d))) continue;
     SCOPED_TRACE("d " + std::to_string(d) +
                  " softcap / deterministic / varlen / non-causal, sections 4");
     const OrderScope o(4);
@@ -731,7 +737,9 @@ TEST(Flash3BackwardOrder, SectionedMatchesOracle) {
     vl.seqlens_k = {517, 200, 90};
     expect_backward_order(vl, 0);
     expect_backward_order(bwd_case(DType::f16, 2, 300, 517, 8, 4, d, Causal::none), 0);
+    ++ran;
   }
+  if (ran == 0) GTEST_SKIP() << "flash3 built without D 64 / 128 / 256";
 }
 
 // D 128's 80-row default causal kernel (from kM80MinSkCausal = 4096 keys) with the division-free
