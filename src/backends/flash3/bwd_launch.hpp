@@ -77,8 +77,8 @@ struct BwdTuning {
   // calls dispatch their CTAs x-major within sections of k (kv head, batch) pairs, so that short
   // and long key blocks mix across the SMs (greedy dispatch model, bench/bwd_causal_order_model.py:
   // busiest SM 6-8 % above the mean at D 256 causal 1k-4k in the hardware's order); -1 = the auto
-  // (bwd_order_rule.hpp: sections of 4 at causal from 3072 keys while a section's Q / dO / dQ fit
-  // 32 MiB; measured +2.1 / +4.9 % at 4096 / 3328). At D 256 only dense (non-varlen),
+  // (bwd_order_rule.hpp, D 256: sections of 4 at causal from 3072 keys while a section's Q / dO /
+  // dQ fit 32 MiB; measured +2.1 / +4.9 % at 4096 / 3328). At D 256 only dense (non-varlen),
   // non-deterministic, causal launches of the plain kernels use it (both layouts; the score-mod
   // kernels keep the hardware's). D 128 (session 50, bwd_kernel.cuh kOrd twins of the default
   // structures, the TMA dK / dV epilogue with the item diet; not score mods, varlen,

@@ -25,15 +25,17 @@ inline constexpr int64_t kBwdOrderMaxSectionBytes = int64_t{32} << 20;
 /// 16384 (outside the bound: the auto runs 0 there). D 64's auto is always off
 /// (session 49: nothing measurable gained, -1.9..+0.8 % at 1k-16k), and D 64 has no twin.
 inline constexpr bool kBwdOrderAutoD128 = true;
-/// D 128's auto below 4096 keys (session 51): sections of 8 from 2048 keys while a section of 8
-/// fits kBwdOrderMaxWideSectionBytes, else of 4 (kBwdOrderAutoSections) within
-/// kBwdOrderMaxSectionBytes. Session 51 call 2 (H200, bench/gpu/flash3_bwd_ab.cu F3AB_ORDERS
-/// 0,4,8,16 interleaved in one process, 6 rounds x 80 calls, B x H of the benchmark), TFLOP/s
-/// for sections 0 / 4 / 8 / 16: causal 2048 406.1 / 413.7 / 419.8 / 417.0, 2176 407.5 / 410.0 /
-/// 426.0 / 427.3, 3072 450.4 / 455.7 / 465.9 / 458.8, 3328 454.7 / 465.4 / 469.3 / 467.2, 4096
-/// 478.7 / 489.4 / 486.2 / 474.9, 6144 512.4 / 525.5 / 521.1 / 510.4, 1024 333.1 / 334.3 / 335.7
-/// / 339.5 (within its rounds' spread, 275-346). Call 3 again (orders 0 / 4 / 8): 2048 412.4 /
-/// 415.9 / 422.6, 3072 445.6 / 455.4 / 462.5, 3328 450.4 / 461.0 / 469.6.
+/// D 128's auto (session 51): from 2048 keys, sections of 8 while a section of 8 fits
+/// kBwdOrderMaxWideSectionBytes (at group 1: S_q <= 3584, whatever S_k), else of 4
+/// (kBwdOrderAutoSections) within kBwdOrderMaxSectionBytes. Measured only at S_q = S_k, group 1;
+/// S_q != S_k and GQA follow the same byte bounds unmeasured (e.g. GQA 2 at 2048-3071 keys now
+/// runs 4, S_q 1024 with S_k 16384 runs 8). Session 51 call 2 (H200, bench/gpu/flash3_bwd_ab.cu
+/// F3AB_ORDERS 0,4,8,16 interleaved in one process, 6 rounds x 80 calls, B x H of the benchmark),
+/// TFLOP/s for sections 0 / 4 / 8 / 16: causal 2048 406.1 / 413.7 / 419.8 / 417.0, 2176 407.5 /
+/// 410.0 / 426.0 / 427.3, 3072 450.4 / 455.7 / 465.9 / 458.8, 3328 454.7 / 465.4 / 469.3 / 467.2,
+/// 4096 478.7 / 489.4 / 486.2 / 474.9, 6144 512.4 / 525.5 / 521.1 / 510.4, 1024 333.1 / 334.3 /
+/// 335.7 / 339.5 (within its rounds' spread, 275-346). Call 3 again (orders 0 / 4 / 8): 2048 412.4
+/// / 415.9 / 422.6, 3072 445.6 / 455.4 / 462.5, 3328 450.4 / 461.0 / 469.6.
 inline constexpr int kBwdOrderWideSectionsD128 = 8;
 inline constexpr int64_t kBwdOrderMinKeysD128 = 2048;
 /// A section of 8 gained at 3328 keys (8 x 3328 x 128 x 8 bytes = 26 MiB: +0.8 / +1.9 % over 4)

@@ -51,7 +51,8 @@ struct Tuning {
   // kernels, D 256's ordered diet, with or without the row sums), static persistent schedule, no
   // split tail. Session 46 call 7 measured the multicast's energy on the plain kernels: +1.1 /
   // +2.1 % at D 256 non-causal 4k / 16k in 1-second blocks. -1 = auto (launch.cuh
-  // multicast_wanted, session 47): the twins at D 128 non-causal from 4096 keys.
+  // multicast_wanted, session 47): the twins at D 128 non-causal from kMulticast128MinSeqlenK
+  // keys (4096; 2048 since session 51).
   int cluster = -1;
   // v5's code generation (mainloop.cuh kVarLegacyDesc: wgmma descriptors rebuilt per
   // instruction, row max as one dependent chain). A/B only; runs the plain kernel (no other

@@ -147,8 +147,9 @@ inline constexpr uint32_t kFwdProducerWaitNs = ATTNKIT_FLASH3_FWD_WAIT_NS >= 0
 template <int D>
 __device__ __forceinline__ void producer_wait_empty(uint64_t* bar, uint32_t parity) {
   namespace ptx = attnkit::cuda::sm90;
-  if constexpr (kFwdProducerWaitNs < D >> 0)
-    ptx::mbar_wait_hint(ptx::smem_u32(bar), parity, kFwdProducerWaitNs<D>);
+  constexpr uint32_t kNs = kFwdProducerWaitNs<D>;
+  if constexpr (kNs > 0)
+    ptx::mbar_wait_hint(ptx::smem_u32(bar), parity, kNs);
   else
     ptx::mbar_wait(bar, parity);
 }
