@@ -73,11 +73,10 @@ inline int bwd_order_sections(int requested, bool causal, int64_t d, int64_t seq
   if (!causal || (d != 64 && d != 128 && d != 256)) return 0;
   if (requested >= 0) return requested;
   if (d == 64 || (d == 128 && !auto_d128)) return 0;
-  const int64_t pair_bytes = group * seqlen_q * d * 8;  // one (kv head, batch) pair's Q / dO / dQ
-  if (d == 128 && seqlen_k >= kBwdOrderMinKeysD128 &&
-      kBwdOrderWideSectionsD128 * pair_bytes <= kBwdOrderMaxWideSectionBytes)
-    return kBwdOrderWideSectionsD128;
   if (seqlen_k < (d == 128 ? kBwdOrderMinKeysD128 : kBwdOrderMinKeys)) return 0;
+  const int64_t pair_bytes = group * seqlen_q * d * 8;  // one (kv head, batch) pair's Q / dO / dQ
+  if (d == 128 && kBwdOrderWideSectionsD128 * pair_bytes <= kBwdOrderMaxWideSectionBytes)
+    return kBwdOrderWideSectionsD128;
   return kBwdOrderAutoSections * pair_bytes <= kBwdOrderMaxSectionBytes ? kBwdOrderAutoSections : 0;
 }
 
