@@ -466,8 +466,13 @@ void launch_forward(const Params& p) {
   // same process at Sk 2048, against slot 15 (bench/results/2026-11-30-h200-flash3-s40.md call
   // 4) +3.4..+3.6 % non-causal, +0.5..+1.3 % causal; at 1k -2.6..+1.5 % (not there). Without
   // the row sums the ordered kernel lost 1-2 % at 2k.
-  const bool ord_auto =
-      D == 256 || (D == 128 && (p.seqlen_k > 2048 || (p.seqlen_k == 2048 && tc_row_sum_on())));
+  // Session 52: below Sk 2048 too (slot 37, the row sums' kernel), with ping-pong on there
+  // (kOrdPingPong128MaxSeqlenK, pp_auto below): H200, flash3_knob_ab.py, 1 s blocks, 3 rounds,
+  // ordered:1,pingpong:1 against slot 15 (bench/results/2026-11-30-h200-flash3-s52.md calls 1-3):
+  // non-causal 1024 +2.1 / +1.9 / +2.2 %, 1536 +3.3 / +3.4 %; causal 1024 +1.2 / +0.9 / +1.0 %,
+  // 1536 +1.2 / +1.7 %. The ordered kernel without ping-pong gained less below 2048 (non-causal
+  // 1024 +0.0 %, 1536 +1.6 %; causal +0.3..+1.0 %).
+  const bool ord_auto = D == 256 || (D == 128 && (p.seqlen_k > 2048 || tc_row_sum_on()));
   const bool ordered = tuning().ordered_softmax < 0 ? ord_auto : tuning().ordered_softmax != 0;
   // Where the auto runs the diet: D 64 at every Sk (session 16, H100 A/B at 16k, slot 14 vs
   // slot 0: +2.5..+2.7 % both causal modes, bench/results/2026-11-23-h100-flash3-s16-d64-lazy-
@@ -683,7 +688,13 @@ void launch_forward(const Params& p) {
   // with the diet at 8k / 16k +1.5 / +3.9 % (diet alone +1.0 / +3.4 %). D 256 non-causal stays
   // off (-2.8 % at 1k; past 4k it cut the diet's gain from +2.5..+2.7 % to +1.5..+1.7 %), D 128's
   // ordered kernel too (-0.1..-1.0 %).
-  const bool pp_auto = (D == 256 && a.causal) || (!run_ord && (D <= 128 || a.causal));
+  // Session 52: D 128's ordered kernels below kOrdPingPong128MaxSeqlenK keys on (the ordered
+  // auto's comment above: +1.0..+3.4 % at 1024 / 1536 over the unordered default; the ordered
+  // kernel with against without ping-pong, same calls: non-causal 1024 +2.0 / +1.9 %, 1536 +1.7 %;
+  // from 2048 keys off: non-causal 2048 / 4096 / 16384 -0.1 / -0.7 / -0.7 %, causal +0.2 / -0.3 /
+  // -0.1 %).
+  const bool pp_auto = (D == 256 && a.causal) || (!run_ord && (D <= 128 || a.causal)) ||
+                       (D == 128 && run_ord && p.seqlen_k < kOrdPingPong128MaxSeqlenK);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : pp_auto ? 1 : 0;
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = tuning().overlap_tiles ? 1 : 0;

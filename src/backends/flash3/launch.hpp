@@ -9,8 +9,10 @@ namespace attnkit::flash3 {
 struct Tuning {
   // Consumer warpgroups alternate GEMM issue: -1 = auto: on, except D = 256 non-causal
   // (570 vs 631 TFLOP/s at S = 4k in run 2) and, since session 16, wherever the ordered softmax
-  // runs (launch.cuh; off there +0.4..+3.2 %). Causal 16k, run 3: D = 64 399 vs 373, D = 128
-  // 552 vs 506, D = 256 602 vs 586; non-causal D = 64/128 within noise (+-2 %).
+  // runs (launch.cuh; off there +0.4..+3.2 %), except D = 128's ordered kernels below
+  // kOrdPingPong128MaxSeqlenK keys (session 52: on there +1.7..+2.0 %). Causal 16k, run 3:
+  // D = 64 399 vs 373, D = 128 552 vs 506, D = 256 602 vs 586; non-causal D = 64/128 within
+  // noise (+-2 %).
   int pingpong = -1;
   bool persistent = true;  // grid = min(#tiles, #SMs); false: one CTA per tile
   // Wider K/V tiles (FA3's): D = 128 non-causal 176 keys. Off: measured no better (S = 4k:
@@ -28,7 +30,8 @@ struct Tuning {
   // Softmax kept in front of the P V wait in the machine code (mainloop.cuh kVarOrdered,
   // softmax_before_wait): the intra-warpgroup overlap the mainloop is written for, which ptxas
   // otherwise undoes. -1 = auto (session 16, launch.cuh ord_auto): on at D = 256, and at D = 128
-  // for Sk > 2048 (which then runs the diet + TMA-epilogue kernel past Sk 4096 too); off at
+  // for Sk > 2048 (which then runs the diet + TMA-epilogue kernel past Sk 4096 too; since
+  // session 52 at every Sk while the row sums in P V are on, Tuning::tc_row_sum); off at
   // D = 64 (-5..-12 % there, as in session 2). It runs where the chosen kernel has an ordered
   // build (launch.cuh kernels_ord: D 256 slots 11 / 13, D 128 slots 13 / 15; last slot 16 +
   // slot), or through the variant bit in the plain kernels (slots 0-3) when forced on; other
@@ -227,6 +230,9 @@ inline constexpr int kMulticastSlotBase = 40;
 /// copy of it): non-causal 1024 -0.3 / -0.4 %, 1536 +1.4 % (the copy +0.5 %), 2048 +2.2 / +2.5 %,
 /// 2560 +2.5 %, 3072 +2.4 %: from 2048 keys (4096 before).
 inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
+/// D 128's ordered kernels (the auto at every Sk since session 52) run with ping-pong below this
+/// many keys (launch.cuh pp_auto; measured at 1024 / 1536, off from 2048: -0.1..-0.7 %).
+inline constexpr int64_t kOrdPingPong128MaxSeqlenK = 2048;
 // Session 48 (Tuning::skip_masked_turn): the D 256 causal twin of slot this number minus
 // kSkipTurnSlotBase (16 + 13 = 29, 39) that skips wholly masked first turns; kSkipTurnSlotBase + 39
 // is the largest slot.

@@ -515,7 +515,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   // Session 16: the default path past Sk 2048 runs the ordered builds (launch.cuh kernels_ord,
   // slot 16 + s): D = 256 the diet (13; at every Sk since session 46, slot 11 past Sk 4096
   // before); D = 128 the diet + TMA epilogue (15) at every Sk > 2048 (since session 40 from
-  // 2048, with the row sums in P V); D = 64 none (its diet, slot 14). "unordered" never runs one.
+  // 2048, with the row sums in P V; since session 52 at every Sk with them); D = 64 none (its
+  // diet, slot 14). "unordered" never runs one.
   // Session 41: D = 256's with the row sums in P V (the diet's from Sk 2048; slot 27's with the
   // diet forced off, "nodiet"); "tc_off": the ordered builds themselves.
   if (c.tag == "long" && c.d == 256) want_slot = c.sk >= 2048 ? flash3::kTcSum256DietSlot : 16 + 13;
@@ -598,11 +599,11 @@ TEST_P(Flash3Forward, MatchesReference) {
               c.tag == "mc" ? (c.d == 128 || c.d == 256) : mc_auto)
         << "multicast twin, slot " << flash3::last_forward_slot();
   // The multicast twins (a kernel that silently fell back would still pass the oracle): D 128
-  // slot 15 up to Sk 2048 without the row sums, 37 past; D 256 29 / 39.
+  // slot 37's (the ordered kernel with the row sums, the default at every Sk since session 52;
+  // slot 15's up to Sk 2048 before); D 256 29 / 39.
   if (c.tag == "mc" && (c.d == 128 || c.d == 256)) {
     const bool sums = c.sk >= 2048;
-    const int base = c.d == 128 ? (sums ? flash3::kTcSumSlot : 15)
-                                : (sums ? flash3::kTcSum256DietSlot : 16 + 13);
+    const int base = c.d == 128 ? flash3::kTcSumSlot : (sums ? flash3::kTcSum256DietSlot : 16 + 13);
     EXPECT_EQ(flash3::last_forward_slot(), flash3::kMulticastSlotBase + base) << "multicast twin";
   }
   // Session 48: every D 256 causal launch of the ordered diet kernels (slot 29, or 39 with the row
