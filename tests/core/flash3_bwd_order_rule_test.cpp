@@ -1,7 +1,8 @@
 // The flash3 backward's CTA order by shape (src/backends/flash3/bwd_order_rule.hpp, sessions 49 /
 // 50, 51): a requested value wins on causal calls at every head dim; the auto sections D 256 causal
 // calls from 3072 keys while one section (4 pairs x group x S_q x D x 8 bytes) fits 32 MiB, D 128
-// with kBwdOrderAutoD128 (on since session 50) from 2048 keys in sections of 8 while they fit 28
+// with kBwdOrderAutoD128 (on since session 50) from 1280 keys (session 52; 2048 in session 51)
+// in sections of 8 while they fit 28
 // MiB, else of 4 within 32 MiB (session 51), D 64 never; non-causal calls always
 // run the hardware's order. D 128 rounds the sections to a power of two dividing Hkv
 // (bwd_order_shift). Host-only (no GPU needed).
@@ -40,19 +41,20 @@ TEST(Flash3BwdOrderRule, AutoAtD64Never) {
 
 // The default (no auto_d128 argument) follows kBwdOrderAutoD128.
 TEST(Flash3BwdOrderRule, AutoAtD128Default) {
-  for (const int64_t s : {1024, 2048, 3072, 3328, 4096, 8192, 16384}) {
-    const int want = !kBwdOrderAutoD128 || s < 2048 || s > 8192 ? 0 : s < 4096 ? 8 : 4;
+  for (const int64_t s : {1024, 1279, 1280, 1536, 1792, 2048, 3072, 3328, 4096, 8192, 16384}) {
+    const int want = !kBwdOrderAutoD128 || s < 1280 || s > 8192 ? 0 : s < 4096 ? 8 : 4;
     EXPECT_EQ(bwd_order_sections(-1, true, 128, s, s, 1), want) << s;
   }
 }
 
-// With the flag on (session 51): sections of 8 at causal from 2048 keys while 8 x group x S_q x
-// 128 x 8 bytes fit 28 MiB (group x S_q <= 3584), else of 4 while 4 x ... fit 32 MiB (group x S_q
-// <= 8192); below 2048 keys the hardware's order.
+// With the flag on (session 51; from 1280 keys since session 52): sections of 8 at causal while
+// 8 x group x S_q x 128 x 8 bytes fit 28 MiB (group x S_q <= 3584), else of 4 while 4 x ... fit
+// 32 MiB (group x S_q <= 8192); below 1280 keys the hardware's order.
 TEST(Flash3BwdOrderRule, AutoAtD128WhenEnabled) {
   EXPECT_EQ(bwd_order_sections(-1, true, 128, 1024, 1024, 1, true), 0);
-  EXPECT_EQ(bwd_order_sections(-1, true, 128, 2047, kBwdOrderMinKeysD128 - 1, 1, true), 0);
-  EXPECT_EQ(bwd_order_sections(-1, true, 128, 2048, kBwdOrderMinKeysD128, 1, true), 8);
+  EXPECT_EQ(bwd_order_sections(-1, true, 128, 1279, kBwdOrderMinKeysD128 - 1, 1, true), 0);
+  EXPECT_EQ(bwd_order_sections(-1, true, 128, 1280, kBwdOrderMinKeysD128, 1, true), 8);
+  EXPECT_EQ(bwd_order_sections(-1, true, 128, 2048, 2048, 1, true), 8);
   EXPECT_EQ(bwd_order_sections(-1, true, 128, 3072, 3072, 1, true), 8);
   EXPECT_EQ(bwd_order_sections(-1, true, 128, 3584, 3584, 1, true), 8);  // 28 MiB exactly
   EXPECT_EQ(bwd_order_sections(-1, true, 128, 3585, 3584, 1, true), 4);  // one row over
@@ -64,7 +66,8 @@ TEST(Flash3BwdOrderRule, AutoAtD128WhenEnabled) {
   EXPECT_EQ(bwd_order_sections(-1, true, 128, 1792, 2048, 2, true), 8);    // GQA 2, S_q 1792
   EXPECT_EQ(bwd_order_sections(-1, true, 128, 4096, 4096, 2, true), 4);    // GQA 2: 32 MiB
   EXPECT_EQ(bwd_order_sections(-1, true, 128, 4096, 4096, 4, true), 0);    // GQA 4: 64 MiB
-  EXPECT_EQ(bwd_order_sections(-1, true, 128, 3000, 2000, 1, true), 0);    // keys below 2048
+  EXPECT_EQ(bwd_order_sections(-1, true, 128, 3000, 1200, 1, true), 0);    // keys below 1280
+  EXPECT_EQ(bwd_order_sections(-1, true, 128, 3000, 2000, 1, true), 8);    // S_q 3000 <= 3584
 }
 
 // D 64 / 128's shift: the largest power of two <= the sections that divides Hkv.

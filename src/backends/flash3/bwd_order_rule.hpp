@@ -25,8 +25,8 @@ inline constexpr int64_t kBwdOrderMaxSectionBytes = int64_t{32} << 20;
 /// 16384 (outside the bound: the auto runs 0 there). D 64's auto is always off
 /// (session 49: nothing measurable gained, -1.9..+0.8 % at 1k-16k), and D 64 has no twin.
 inline constexpr bool kBwdOrderAutoD128 = true;
-/// D 128's auto (session 51): from 2048 keys, sections of 8 while a section of 8 fits
-/// kBwdOrderMaxWideSectionBytes (at group 1: S_q <= 3584, whatever S_k), else of 4
+/// D 128's auto (session 51): from 2048 keys (1280 since session 52), sections of 8 while a section
+/// of 8 fits kBwdOrderMaxWideSectionBytes (at group 1: S_q <= 3584, whatever S_k), else of 4
 /// (kBwdOrderAutoSections) within kBwdOrderMaxSectionBytes. Measured only at S_q = S_k, group 1;
 /// S_q != S_k and GQA follow the same byte bounds unmeasured (e.g. GQA 2 at 2048-3071 keys now
 /// runs 4, S_q 1024 with S_k 16384 runs 8). Session 51 call 2 (H200, bench/gpu/flash3_bwd_ab.cu
@@ -36,8 +36,13 @@ inline constexpr bool kBwdOrderAutoD128 = true;
 /// 4096 478.7 / 489.4 / 486.2 / 474.9, 6144 512.4 / 525.5 / 521.1 / 510.4, 1024 333.1 / 334.3 /
 /// 335.7 / 339.5 (within its rounds' spread, 275-346). Call 3 again (orders 0 / 4 / 8): 2048 412.4
 /// / 415.9 / 422.6, 3072 445.6 / 455.4 / 462.5, 3328 450.4 / 461.0 / 469.6.
+/// Session 52 (call 3, the same tool, orders 0 / 8 / 16, 10 rounds x 400 calls, sustained):
+/// causal 1024 330.1 / 329.0 / 329.2 (nothing), 1280 355.1 / 359.8 / 363.6, 1536 378.1 / 386.0 /
+/// 389.0, 1792 396.3 / 409.0 / 408.4, 2048 409.8 / 425.3 / 420.6: sections of 8 from 1280 keys
+/// (+1.3 / +2.1 / +3.2 % at 1280 / 1536 / 1792; 16 read another +0.8..+1.1 % at 1280 / 1536 here
+/// but -1.3 % at 1536 in call 1's 80-call rounds: not taken).
 inline constexpr int kBwdOrderWideSectionsD128 = 8;
-inline constexpr int64_t kBwdOrderMinKeysD128 = 2048;
+inline constexpr int64_t kBwdOrderMinKeysD128 = 1280;
 /// A section of 8 gained at 3328 keys (8 x 3328 x 128 x 8 bytes = 26 MiB: +0.8 / +1.9 % over 4)
 /// and lost at 4096 (32 MiB: -0.7 %); 28 MiB sits between (nothing measured there).
 inline constexpr int64_t kBwdOrderMaxWideSectionBytes = int64_t{28} << 20;
@@ -58,8 +63,9 @@ inline constexpr int64_t kBwdOrderMaxWideSectionBytes = int64_t{28} << 20;
 /// twin: its launcher never asks (the order gained nothing measurable there, -1.9..+0.8 % at
 /// 1k-16k, session 49).
 ///
-/// The auto at D 128 (session 51): sections of 8 from 2048 keys while 8 x group x S_q x 128 x 8
-/// bytes <= 28 MiB (S_q <= 3584 at group 1), else of 4 while the 32 MiB bound holds (to 8192).
+/// The auto at D 128 (session 51): sections of 8 from 2048 keys (1280 since session 52) while 8 x
+/// group x S_q x 128 x 8 bytes <= 28 MiB (S_q <= 3584 at group 1), else of 4 while the 32 MiB bound
+/// holds (to 8192).
 ///
 /// The auto at D 256, measured in session 49 (bench/gpu/flash3_bwd_ab.cu F3AB_ORDERS, sections 0 /
 /// 2 / 4 / 6 interleaved in one process, 6 rounds of 80 calls, H200; bench/notes/session49.md):

@@ -786,9 +786,9 @@ TEST(Flash3BackwardOrder, LongCausalSectionedMatchesCudaMath) {
 // The auto (BwdTuning::order_sections -1, the default; bwd_order_rule.hpp): sections of 4 at D 256
 // causal from 3072 keys while a section's Q / dO / dQ fit 32 MiB, else the hardware's order (below
 // 3072 keys, non-causal, GQA 2 at 3200 query rows: 52 MB; D 64 always). D 128 with
-// kBwdOrderAutoD128 (on since session 50): from 2048 keys sections of 8 while they fit 28 MiB
-// (session 51; Hkv 8: 8 run), else of 4 (GQA 2 at 3072: 48 MiB of 8, 4 asked, Hkv 2: 2 run);
-// below 2048 keys the hardware's order. Checks the order each launch ran
+// kBwdOrderAutoD128 (on since session 50): from 1280 keys (session 52) sections of 8 while they fit
+// 28 MiB (session 51; Hkv 8: 8 run), else of 4 (GQA 2 at 3072: 48 MiB of 8, 4 asked, Hkv 2: 2 run);
+// below 1280 keys (2048 before session 52) the hardware's order. Checks the order each launch ran
 // (last_backward_order_sections, poisoned before) and the gradients against cuda_math on the same
 // GPU (the lengths are long for the CPU oracle).
 TEST(Flash3BackwardOrder, AutoByShapeMatchesCudaMath) {
@@ -808,7 +808,8 @@ TEST(Flash3BackwardOrder, AutoByShapeMatchesCudaMath) {
         Shape{256, 3200, 3100, 4, 2, tl, 0},
         Shape{128, 3072, 3072, 4, 2, tl, flash3::kBwdOrderAutoD128 ? 2 : 0},  // Hkv 2: 2 a section
         Shape{128, 2304, 2200, 8, 8, br, flash3::kBwdOrderAutoD128 ? 8 : 0},  // 18 MiB of 8
-        Shape{128, 2100, 2000, 8, 8, br, 0},                                  // below 2048 keys
+        Shape{128, 2100, 2000, 8, 8, br, flash3::kBwdOrderAutoD128 ? 8 : 0},  // 16 MiB of 8
+        Shape{128, 1300, 1200, 8, 8, br, 0},                                  // below 1280 keys
         Shape{64, 3072, 3072, 2, 2, tl, 0}}) {
     if (!flash3_built_with(static_cast<int>(s.d))) continue;
     SCOPED_TRACE("d " + std::to_string(s.d) + " sq " + std::to_string(s.sq) + " sk " +
