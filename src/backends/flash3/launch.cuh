@@ -690,7 +690,8 @@ void launch_forward(const Params& p) {
   // ordered kernel too (-0.1..-1.0 %).
   // Session 52: D 128's ordered kernels below kOrdPingPong128MaxSeqlenK keys on (the ordered
   // auto's comment above: +1.0..+3.4 % at 1024 / 1536 over the unordered default; the ordered
-  // kernel with against without ping-pong, same calls: non-causal 1024 +2.0 / +1.9 %, 1536 +1.7 %;
+  // kernel with against without ping-pong, same calls: non-causal 1024 +2.0 / +1.9 %, 1536 +1.7 %,
+  // causal 1024 +0.9 / +0.3 %, 1536 +0.2 %;
   // from 2048 keys off: non-causal 2048 / 4096 / 16384 -0.1 / -0.7 / -0.7 %, causal +0.2 / -0.3 /
   // -0.1 %).
   const bool pp_auto = (D == 256 && a.causal) || (!run_ord && (D <= 128 || a.causal)) ||
