@@ -2,10 +2,9 @@
 // 50, 51): a requested value wins on causal calls at every head dim; the auto sections D 256 causal
 // calls from 3072 keys while one section (4 pairs x group x S_q x D x 8 bytes) fits 32 MiB, D 128
 // with kBwdOrderAutoD128 (on since session 50) from 1280 keys (session 52; 2048 in session 51)
-// in sections of 8 while they fit 28
-// MiB, else of 4 within 32 MiB (session 51), D 64 never; non-causal calls always
-// run the hardware's order. D 128 rounds the sections to a power of two dividing Hkv
-// (bwd_order_shift). Host-only (no GPU needed).
+// in sections of 8 while they fit 28 MiB, else of 4 within 32 MiB (session 51), D 64 never;
+// non-causal calls always run the hardware's order. D 128 rounds the sections to a power of two
+// dividing Hkv (bwd_order_shift). Host-only (no GPU needed).
 #include <gtest/gtest.h>
 
 #include "backends/flash3/bwd_order_rule.hpp"

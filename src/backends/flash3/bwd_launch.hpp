@@ -84,9 +84,9 @@ struct BwdTuning {
   // structures, the TMA dK / dV epilogue with the item diet; not score mods, varlen,
   // deterministic): causal launches honour a request k > 0 as sections of 2^sh kv heads within a
   // batch, 2^sh the largest power of two <= k dividing Hkv (bwd_order_rule.hpp bwd_order_shift);
-  // the auto (kBwdOrderAutoD128) in sections of 8 from 2048 keys while they fit 28 MiB (session
-  // 51), else of 4 within the 32 MiB bound (+2.8 / +2.4 % at causal 4k / 8k). D 64 keeps the
-  // hardware's order.
+  // the auto (kBwdOrderAutoD128) in sections of 8 from 1280 keys (session 52; 2048 in session
+  // 51) while they fit 28 MiB, else of 4 within the 32 MiB bound (+2.8 / +2.4 % at causal 4k /
+  // 8k). D 64 keeps the hardware's order.
   int order_sections = -1;
 };
 inline BwdTuning& bwd_tuning() {

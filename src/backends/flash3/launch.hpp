@@ -231,8 +231,9 @@ inline constexpr int kMulticastSlotBase = 40;
 /// copy of it): non-causal 1024 -0.3 / -0.4 %, 1536 +1.4 % (the copy +0.5 %), 2048 +2.2 / +2.5 %,
 /// 2560 +2.5 %, 3072 +2.4 %: from 2048 keys (4096 before).
 inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
-/// D 128's ordered kernels (the auto at every Sk since session 52) run with ping-pong below this
-/// many keys (launch.cuh pp_auto; measured at 1024 / 1536, off from 2048: -0.1..-0.7 %).
+/// D 128's ordered kernels (the auto at every Sk with the row sums on, since session 52) run with
+/// ping-pong below this many keys (launch.cuh pp_auto; measured at 1024 / 1536, off from 2048:
+/// -0.1..-0.7 %).
 inline constexpr int64_t kOrdPingPong128MaxSeqlenK = 2048;
 // Session 48 (Tuning::skip_masked_turn): the D 256 causal twin of slot this number minus
 // kSkipTurnSlotBase (16 + 13 = 29, 39) that skips wholly masked first turns; kSkipTurnSlotBase + 39
