@@ -307,6 +307,7 @@ std::atomic<int> g_last_forward_tail{0};
 std::atomic<int> g_last_forward_lpt{0};
 std::atomic<double> g_last_forward_lpt_gain{std::numeric_limits<double>::quiet_NaN()};
 std::atomic<bool> g_last_forward_dynamic{false};
+std::atomic<bool> g_last_forward_pingpong{false};
 }  // namespace
 int last_forward_slot() {
   return g_last_forward_slot.load(std::memory_order_relaxed);
@@ -337,6 +338,12 @@ bool last_forward_dynamic() {
 }
 void set_last_forward_dynamic(bool dynamic) {
   g_last_forward_dynamic.store(dynamic, std::memory_order_relaxed);
+}
+bool last_forward_pingpong() {
+  return g_last_forward_pingpong.load(std::memory_order_relaxed);
+}
+void set_last_forward_pingpong(bool pingpong) {
+  g_last_forward_pingpong.store(pingpong, std::memory_order_relaxed);
 }
 }  // namespace flash3
 

@@ -88,17 +88,18 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int
   // Launch 2 (whatever slot launch 1 runs; it runs less than one round): D = 128 the unordered
   // diet kernel with the STG epilogue, ping-pong as that kernel's auto; D = 256 the ordered
   // slot-11 kernel (launch 1's past Sk 4096 until session 46, when launch 1 took the diet at every
-  // Sk), ping-pong off as the ordered builds' auto. Not the
-  // D = 256 diet: with it the tail kernel spilled 464 B, all from the merge (128 values per lane;
-  // 40 B without the merge), without it 32 B (ptxas, sm_90a). Likely the diet's O, which lives
-  // from tile to tile (the first P V names it with scale-d 0); zeroing it before the merge did
-  // not help.
+  // Sk), ping-pong as launch 1's (off until session 53). Not the D = 256 diet: with it the tail
+  // kernel spilled 464 B, all from the merge (128 values per lane; 40 B without the merge), without
+  // it 32 B (ptxas, sm_90a). Likely the diet's O, which lives from tile to tile (the first P V
+  // names it with scale-d 0); zeroing it before the merge did not help.
   constexpr int kTailVar =
       D == 256 ? kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTail : kDietVar | kVarTail;
   constexpr auto tail_kernel = &fwd_kernel<D, BF16, BN, WGs, VS, kTailVar>;
   opt_in_smem<tail_kernel>(Tr::kSmemBytes);
   FwdArgs a2 = a;
-  a2.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D == 256 ? 0 : 1);
+  // (D 256: launch 1's auto, on from kPingPong256MinSeqlenK keys since session 53, measured with
+  // both launches on; off before.)
+  a2.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D == 256 ? a.pingpong : 1);
   a2.tail_first = a.num_tiles - rest;
   a2.tail.tiles = rest;
   a2.tail.n_blocks = n_blocks;
@@ -379,7 +380,8 @@ inline int epi_wide_auto(const Params& p, int D) {
 /// ATTNKIT_FLASH3_FWD_FP32_ROWSUM is set (core/env.hpp flag; read per call): lse from the fp32
 /// sum of the unrounded P instead of the tensor core's sum of the 16-bit P (docs/numerics.md).
 /// Session 41: D 256's diet kernel (slot 29; the auto at every Sk since session 46) sums on the
-/// tensor core from this many keys (it lost 1.1..2.5 % at 1k, gained 1.7..3.5 % at 4k).
+/// tensor core from this many keys (it lost 1.1..2.5 % at 1k, gained 1.7..3.5 % at 4k);
+/// causal launches at every Sk since session 53 (+1.1..+1.5 % at causal 1k; launch_forward).
 inline constexpr int kTc256MinSeqlenK = 2048;
 inline bool tc_row_sum_on() {
   return tuning().tc_row_sum != 0 && !env::flag("ATTNKIT_FLASH3_FWD_FP32_ROWSUM");
@@ -390,6 +392,8 @@ void launch_forward(const Params& p) {
   using Tr = FwdTraits<D, BN, WGs, VS, 1, RS>;
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   FwdArgs a = base_args<Tr, BF16>(p);
+  // Read once per launch (a getenv): the ordered auto, the slot 31 -> 37 swap, D 256's sums.
+  const bool tc_sums = tc_row_sum_on();
 
   // Scheduler auto. Static from run 7 (H100, session 2) to session 21: the dynamic hand-over
   // (producer warp -> consumers through one shared int and two named barriers, arrive -> sync)
@@ -472,7 +476,7 @@ void launch_forward(const Params& p) {
   // non-causal 1024 +2.1 / +1.9 / +2.2 %, 1536 +3.3 / +3.4 %; causal 1024 +1.2 / +0.9 / +1.0 %,
   // 1536 +1.2 / +1.7 %. The ordered kernel without ping-pong gained less below 2048 (non-causal
   // 1024 +0.0 %, 1536 +1.6 %; causal +0.3..+1.0 %).
-  const bool ord_auto = D == 256 || (D == 128 && (p.seqlen_k > 2048 || tc_row_sum_on()));
+  const bool ord_auto = D == 256 || (D == 128 && (p.seqlen_k > 2048 || tc_sums));
   const bool ordered = tuning().ordered_softmax < 0 ? ord_auto : tuning().ordered_softmax != 0;
   // Where the auto runs the diet: D 64 at every Sk (session 16, H100 A/B at 16k, slot 14 vs
   // slot 0: +2.5..+2.7 % both causal modes, bench/results/2026-11-23-h100-flash3-s16-d64-lazy-
@@ -565,7 +569,7 @@ void launch_forward(const Params& p) {
     constexpr int kTcVar = kTmaEpiVar | kVarOrdered | kVarTcSum;
     using TrTc = FwdTraitsOf<D, BN, WGs, VS, kTcVar>;
     static_assert(TrTc::kQStages == 2, "flash3: the TMA epilogue stages O in the 2nd Q buffer");
-    if (slot_id == 16 + 15 && tc_row_sum_on()) {
+    if (slot_id == 16 + 15 && tc_sums) {
       kernel = fwd_kernel<D, BF16, BN, WGs, VS, kTcVar>;
       slot_id = kTcSumSlot;
       smem = TrTc::kSmemBytes;
@@ -577,10 +581,13 @@ void launch_forward(const Params& p) {
   // call 1): slot 27's twin +2.7..+4.4 % at S 16k, slot 29's +1.7..+3.5 % at 4k but -1.1..-2.5 % at
   // 1k (not in cycles: at the board's power cap, call 6, where the D 128 twin's clock dropped 4.5
   // %). Auto: slot 27 always, slot 29 from Sk kTc256MinSeqlenK; Tuning::tc_row_sum = 1 forces both.
+  // Session 53: causal slot 29 at every Sk (its skip-turn twin 109 -> 119: 1-second blocks at
+  // causal 1024, against the default and a copy, rounds 0-2 +1.5 / +1.1 / +1.3 %; non-causal
+  // 1024 +0.5 / +0.1 / +0.2 %, left as it was).
   if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2) {
     const bool diet13 = slot_id == 16 + 13;
-    const bool tc_here =
-        tc_row_sum_on() && (tuning().tc_row_sum > 0 || !diet13 || p.seqlen_k >= kTc256MinSeqlenK);
+    const bool tc_here = tc_sums && (tuning().tc_row_sum > 0 || !diet13 ||
+                                     p.seqlen_k >= kTc256MinSeqlenK || a.causal);
     if ((slot_id == 16 + 11 || diet13) && tc_here) {
       constexpr int kV11 = kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTcSum;
       constexpr int kV13 = kDietVar | kVarOrdered | kVarTcSum;
@@ -694,9 +701,15 @@ void launch_forward(const Params& p) {
   // causal 1024 +0.9 / +0.3 %, 1536 +0.2 %;
   // from 2048 keys off: non-causal 2048 / 4096 / 16384 -0.1 / -0.7 / -0.7 %, causal +0.2 / -0.3 /
   // -0.1 %).
-  const bool pp_auto = (D == 256 && a.causal) || (!run_ord && (D <= 128 || a.causal)) ||
+  // Session 53: D 256 non-causal on where the ordered diet kernel with the row sums runs (slot
+  // 39, from kTc256MinSeqlenK keys), from kPingPong256MinSeqlenK keys (launch.hpp: +0.7..+1.9 % at
+  // 2k-16k in 1-second blocks, every round; session 46's losses were slot 29, which still loses).
+  const bool pp256_nc =
+      D == 256 && slot_id == kTcSum256DietSlot && p.seqlen_k >= kPingPong256MinSeqlenK;
+  const bool pp_auto = (D == 256 && a.causal) || pp256_nc || (!run_ord && (D <= 128 || a.causal)) ||
                        (D == 128 && run_ord && p.seqlen_k < kOrdPingPong128MaxSeqlenK);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : pp_auto ? 1 : 0;
+  set_last_forward_pingpong(a.pingpong != 0);
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = tuning().overlap_tiles ? 1 : 0;
   a.trace = static_cast<unsigned long long*>(tuning().trace);
@@ -870,6 +883,7 @@ void launch_forward_score_mod(const Params& p) {
   opt_in_smem<kernel>(Tr::kSmemBytes);
   const auto stream = static_cast<cudaStream_t>(p.stream);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (kVar & kVarOrdered) != 0 ? 0 : 1;
+  set_last_forward_pingpong(a.pingpong != 0);
   a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
   a.overlap = 0;
   a.trace = static_cast<unsigned long long*>(tuning().trace);

@@ -235,6 +235,12 @@ inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
 /// ping-pong below this many keys (launch.cuh pp_auto; measured at 1024 / 1536, off from 2048:
 /// -0.1..-0.7 %).
 inline constexpr int64_t kOrdPingPong128MaxSeqlenK = 2048;
+/// D 256 non-causal: the ordered diet kernel with the row sums in P V (kTcSum256DietSlot) runs
+/// with ping-pong from this many keys (launch.cuh pp_auto; session 53, H200, 1-second blocks,
+/// pingpong:1 against the default and a second copy of it, rounds 0-2: 2048 +1.2..+1.9 %, 3072
+/// +0.7..+1.2 %, 4096 +1.4..+1.5 %, 8192 +1.3..+1.7 %, 16384 +1.5..+1.7 %; at 1536, where slot 29
+/// runs without the sums, -1.1..-1.3 %; session 46's -2.8 % at 1024 was slot 29 too).
+inline constexpr int64_t kPingPong256MinSeqlenK = 2048;
 // Session 48 (Tuning::skip_masked_turn): the D 256 causal twin of slot this number minus
 // kSkipTurnSlotBase (16 + 13 = 29, 39) that skips wholly masked first turns; kSkipTurnSlotBase + 39
 // is the largest slot.
@@ -258,6 +264,10 @@ void set_last_forward_lpt_gain(double gain);
 /// back to (branch wip/f3lptcache49).
 bool last_forward_dynamic();
 void set_last_forward_dynamic(bool dynamic);
+/// Whether the last forward launch ran with the consumer warpgroups' ping-pong (FwdArgs::pingpong,
+/// Tuning::pingpong or its auto), so that tests can check the auto (session 53).
+bool last_forward_pingpong();
+void set_last_forward_pingpong(bool pingpong);
 
 /// Runs the forward for head dim D, bf16 (BF16 = true) or f16. Params must already satisfy
 /// backend.cpp's capability table and extra_reasons.

@@ -519,7 +519,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   // diet, slot 14). "unordered" never runs one.
   // Session 41: D = 256's with the row sums in P V (the diet's from Sk 2048; slot 27's with the
   // diet forced off, "nodiet"); "tc_off": the ordered builds themselves.
-  if (c.tag == "long" && c.d == 256) want_slot = c.sk >= 2048 ? flash3::kTcSum256DietSlot : 16 + 13;
+  // Session 53: causal D = 256 with them at every Sk.
+  if (c.tag == "long" && c.d == 256)
+    want_slot = c.sk >= 2048 || c.causal != Causal::none ? flash3::kTcSum256DietSlot : 16 + 13;
   if (c.tag == "tc_off" && c.d == 256) want_slot = 16 + 13;
   if (c.tag == "nodiet" && c.d == 256) want_slot = flash3::kTcSum256Slot;
   // D = 128 (session 40): slot 31's build with the row sums in P V; "tc_off": slot 31 itself.
@@ -586,6 +588,18 @@ TEST_P(Flash3Forward, MatchesReference) {
     EXPECT_GE(lpt_gain, 0.15) << "predicted gain";
     EXPECT_GT(flash3::last_forward_lpt_rounds(), 0) << "lpt table (model)";
   }
+  // Ping-pong (launch.cuh pp_auto; a wrong auto would still pass the oracle): D = 256 causal
+  // always; non-causal only on the ordered diet kernel with the row sums (slot 39, itself from
+  // Sk 2048) from kPingPong256MinSeqlenK keys (session 53), not on its multicast twin ("mc").
+  const bool launched = c.b > 0 && c.sq > 0 && c.hq > 0;  // (launch_forward returns before)
+  if (launched && c.d == 256 && !c.score_mod() && c.tag != "pp_on" && !pp_off)
+    EXPECT_EQ(flash3::last_forward_pingpong(),
+              c.causal != Causal::none || (last_slot == flash3::kTcSum256DietSlot &&
+                                           c.sk >= flash3::kPingPong256MinSeqlenK))
+        << "ping-pong, slot " << last_slot;
+  if (launched && c.tag == "pp_on")
+    EXPECT_TRUE(flash3::last_forward_pingpong()) << "Tuning::pingpong = 1";
+  if (launched && pp_off) EXPECT_FALSE(flash3::last_forward_pingpong()) << "Tuning::pingpong = 0";
   // The multicast twin runs where "mc" forces it (D 128 / 256) and by session 47's auto (launch.cuh
   // multicast_wanted): D 128 non-causal from kMulticast128MinSeqlenK keys (2048 since session 51)
   // with an even m-block count, not on a case's small grid (Tuning::max_grid). Every such case
