@@ -96,10 +96,8 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int
       D == 256 ? kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTail : kDietVar | kVarTail;
   constexpr auto tail_kernel = &fwd_kernel<D, BF16, BN, WGs, VS, kTailVar>;
   opt_in_smem<tail_kernel>(Tr::kSmemBytes);
-  FwdArgs a2 = a;
-  // (D 256: launch 1's auto, on from kPingPong256MinSeqlenK keys since session 53, measured with
-  // both launches on; off before.)
-  a2.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (D == 256 ? a.pingpong : 1);
+  FwdArgs a2 = a;  // (ping-pong as launch 1's: its knob, or at D 256 its auto, session 53)
+  if (D != 256 && tuning().pingpong < 0) a2.pingpong = 1;
   a2.tail_first = a.num_tiles - rest;
   a2.tail.tiles = rest;
   a2.tail.n_blocks = n_blocks;

@@ -8,12 +8,12 @@ namespace attnkit::flash3 {
 /// Measurement knobs (benchmarks only; defaults are the tuned choice). Process-wide.
 struct Tuning {
   // Consumer warpgroups alternate GEMM issue: -1 = auto: on, except D = 256 non-causal
-  // (570 vs 631 TFLOP/s at S = 4k in run 2) and, since session 16, wherever the ordered softmax
-  // runs (launch.cuh; off there +0.4..+3.2 %), except D = 128's ordered kernels below
-  // kOrdPingPong128MaxSeqlenK keys (session 52, over the ordered kernel without it: non-causal
-  // +1.7..+2.0 %, causal +0.2..+0.9 %). Causal 16k, run 3:
-  // D = 64 399 vs 373, D = 128 552 vs 506, D = 256 602 vs 586; non-causal D = 64/128 within
-  // noise (+-2 %).
+  // (570 vs 631 TFLOP/s at S = 4k in run 2; since session 53 on there from
+  // kPingPong256MinSeqlenK keys on the kernel with the row sums) and, since session 16, wherever
+  // the ordered softmax runs (launch.cuh; off there +0.4..+3.2 %), except D = 128's ordered kernels
+  // below kOrdPingPong128MaxSeqlenK keys (session 52, over the ordered kernel without it:
+  // non-causal +1.7..+2.0 %, causal +0.2..+0.9 %). Causal 16k, run 3: D = 64 399 vs 373, D = 128
+  // 552 vs 506, D = 256 602 vs 586; non-causal D = 64/128 within noise (+-2 %).
   int pingpong = -1;
   bool persistent = true;  // grid = min(#tiles, #SMs); false: one CTA per tile
   // Wider K/V tiles (FA3's): D = 128 non-causal 176 keys. Off: measured no better (S = 4k:
