@@ -37,6 +37,12 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
 __device__ __forceinline__ void st_release_gpu(int* p, int v) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+/// Reduction add with release semantics at GPU scope (no return value: RED, not ATOM): as
+/// st_release_gpu, for a counter that several CTAs bump (the flash3 backward's early dQ
+/// conversion, ATTNKIT_FLASH3_BWD_EARLY_CONV).
+__device__ __forceinline__ void red_release_gpu_add(int* p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 
 // ---------------------------------------------------------------------------------------------
 // mbarrier (64-bit barrier object in shared memory)

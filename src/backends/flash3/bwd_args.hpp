@@ -66,6 +66,8 @@ struct BwdArgs {
   // Session 25 (bwd_kernel.cuh kDet): the deterministic backward's turn counters, one per (b, h,
   // query block, consumer warpgroup), zeroed before the launch: int [B*Hq, num_m_blocks, 2]; the
   // D 256 kernel's kDet (session 30) one per (b, h, query block): int [B*Hq, num_m_blocks].
+  // ATTNKIT_FLASH3_BWD_EARLY_CONV (bwd_traits.hpp; never with kDet): the done counters instead,
+  // int [B*Hq] (that of kv head g at index b Hq + g group; nullptr: no early conversion).
   int* dq_sem;
   // Session 26: 1 = a tile's turn is handed on at the next item's dQ stage (or after the last
   // item) instead of right after its adds, so the fence waits on adds long since complete.

@@ -29,6 +29,7 @@
 #include "backends/flash3/reg_ops.cuh"
 #include "backends/flash3/seq_bounds.hpp"
 #include "core/params.hpp"
+#include "cuda/pdl.hpp"
 #include "cuda/ptx_sm80.hpp"
 #include "cuda/ptx_sm90.hpp"
 #include "cuda/sfu_math.cuh"
@@ -209,7 +210,9 @@ __global__ void __launch_bounds__(256)
 /// call 6 (H200, flash3_bwd_breakdown.py, S 1k non-causal, 16k tokens, hidden 2048): 55.5-56.4 ->
 /// 48.7-50.5 us per call at D 64 / 128 / 256, i.e. 201 MB at 4.0-4.1 TB/s (the device copy
 /// ceiling: 4.22); cuDNN's conversion 56-58. The workspace is read-only while this kernel runs.
-template <bool BF16, int kN>
+/// kNc = false (ATTNKIT_FLASH3_BWD_EARLY_CONV's 3w, bwd_early_conv.cuh): plain ld.global instead,
+/// for a conversion that runs while the main kernel still adds into other tiles.
+template <bool BF16, int kN, bool kNc = true>
 __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq, int64_t row_st,
                                                 int rows, int cols, int part, int rb, int jq,
                                                 float sc) {
@@ -222,7 +225,7 @@ __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq,
   float4 v[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k)
-    v[k] = __ldg(src + k);
+    v[k] = kNc ? __ldg(src + k) : src[k];
   const int i = 16 * rb + rr;
   if (i < rows)
     *reinterpret_cast<uint4*>(dq + i * row_st + col) =
@@ -237,12 +240,12 @@ __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq,
 template <int D>
 inline constexpr int kConvPasses = D / 8;
 /// Pass q of a tile (kConvPasses<D> of them): row block q % 4, then groups of 4 j, part-major.
-template <bool BF16, int D, int kN>
+template <bool BF16, int D, int kN, bool kNc = true>
 __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq, int64_t row_st,
                                                 int rows, int cols, int q, float sc) {
   const int jq = q / 4;
-  convert_dq_pass<BF16, kN>(tile, dq, row_st, rows, cols, jq / (kN / 32), q % 4, jq % (kN / 32),
-                            sc);
+  convert_dq_pass<BF16, kN, kNc>(tile, dq, row_st, rows, cols, jq / (kN / 32), q % 4,
+                                 jq % (kN / 32), sc);
 }
 /// 3w: grid (ceil(Sq / 64) * D / 64, Hq, B), block 256: 8 warps, a pass each (D / 64 blocks per
 /// tile).
@@ -272,10 +275,11 @@ __global__ void __launch_bounds__(256)
 // aligned), then written as rows: 16-byte stores where vec (bwd_launch.cuh rows16 of dq), 16-bit
 // ones otherwise. Columns >= head_dim (96 on the D 128 kernel) are not written.
 // ---------------------------------------------------------------------------------------------
-template <int D, bool BF16>
-__global__ void __launch_bounds__(256)
-    bwd_dq_convert_m80_kernel(const Params p, int sq_pad, const float* __restrict__ dq_acc,
-                              int vec) {
+/// The body of 3t for tile (blockIdx.x, h, b) (256 threads); kNc = false (the early conversion,
+/// bwd_early_conv.cuh): plain ld.global instead of ld.global.nc.
+template <int D, bool BF16, bool kNc = true>
+__device__ __forceinline__ void convert_m80_tile(const Params& p, int sq_pad, const float* dq_acc,
+                                                 int vec) {
   constexpr int kBM = 80, kLd = D + 8, kPartF4 = kBM / 8 * 128;
   __shared__ __align__(16) uint16_t tile[kBM * kLd];
   const int64_t b = blockIdx.z, h = blockIdx.y;
@@ -287,7 +291,7 @@ __global__ void __launch_bounds__(256)
   auto bits = [](float x) { return static_cast<uint16_t>(pack2<BF16>(x, 0.f) & 0xffffu); };
   for (int f = threadIdx.x; f < kBM * D / 4; f += 256) {
     const int part = f / kPartF4, g = f % kPartF4, j = g / 128, tid = g % 128;
-    const float4 v = __ldg(src + f);
+    const float4 v = kNc ? __ldg(src + f) : src[f];
     const int c = 64 * part + 16 * (tid / 32) + (tid % 32) / 4, q = 8 * j + 2 * (tid % 4);
     tile[q * kLd + c] = bits(v.x * sc);
     tile[(q + 1) * kLd + c] = bits(v.y * sc);
@@ -311,6 +315,12 @@ __global__ void __launch_bounds__(256)
       dq[i * p.dq_st.s + c * p.dq_st.d] = tile[i * kLd + c];
     }
   }
+}
+template <int D, bool BF16>
+__global__ void __launch_bounds__(256)
+    bwd_dq_convert_m80_kernel(const Params p, int sq_pad, const float* __restrict__ dq_acc,
+                              int vec) {
+  convert_m80_tile<D, BF16>(p, sq_pad, dq_acc, vec);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -347,10 +357,13 @@ __device__ __forceinline__ float unpack_half(uint32_t x, int e) {
 /// 1v. kTpr = D / 8 threads per row, each 8 elements (16 B) of O and dO and D / 2 bytes of the
 /// zeroed dQ workspace row (float4 stores, a warp's stores contiguous over 32 / kTpr rows).
 /// grid (sq_pad / (256 / kTpr), Hq, B), block 256.
-template <int D, bool BF16, bool kVarlen = false>
-__global__ void __launch_bounds__(256)
-    bwd_preprocess_vec_kernel(const Params p, int sq_pad, float* __restrict__ lse2,
-                              float* __restrict__ delta, float* __restrict__ dq_acc) {
+/// (The body, also of ATTNKIT_FLASH3_BWD_EARLY_CONV's bwd_preprocess_vec_ec_kernel. Params by
+/// value: by reference, ptxas scheduled the inlined body differently, nvcc 13.0.)
+template <int D, bool BF16, bool kVarlen>
+__device__ __forceinline__ void preprocess_vec_rows(const Params p, int sq_pad,
+                                                    float* __restrict__ lse2,
+                                                    float* __restrict__ delta,
+                                                    float* __restrict__ dq_acc) {
   constexpr int kTpr = D / 8, kRows = 256 / kTpr;
   static_assert(32 % kTpr == 0, "a row's threads inside one warp");
   static_assert(kVarlenPadRows % kRows == 0, "varlen: a block's rows inside one padded run");
@@ -387,6 +400,12 @@ __global__ void __launch_bounds__(256)
   for (int k = 0; k < D / 4 / kTpr; ++k)
     dq_row[t + k * kTpr] = make_float4(0.f, 0.f, 0.f, 0.f);
   if (t == 0) store_row_stats(p, b, h, i, w.len, w.q0, row, acc, lse2, delta);
+}
+template <int D, bool BF16, bool kVarlen = false>
+__global__ void __launch_bounds__(256)
+    bwd_preprocess_vec_kernel(const Params p, int sq_pad, float* __restrict__ lse2,
+                              float* __restrict__ delta, float* __restrict__ dq_acc) {
+  preprocess_vec_rows<D, BF16, kVarlen>(p, sq_pad, lse2, delta, dq_acc);
 }
 
 /// 3v (float4 workspace layout, kDqVec4, only). Thread = 4 consecutive float4 of a part =
@@ -838,6 +857,14 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
 
   init_bwd_ring<kStages>(full_kv, full, empty, Tr::kConsumerWGs * 4);
   __syncthreads();
+  // ATTNKIT_FLASH3_BWD_EARLY_CONV (bwd_traits.hpp, bwd_early_conv.cuh): the dQ conversion, a
+  // dependent launch that never waits for this grid's completion (it waits on the done counters,
+  // below the item loop), may start once every CTA of this grid has run this, i.e. once the last
+  // CTA is resident: it can never hold an SM that a CTA of this grid still needs. Every thread,
+  // items == 0 too; a no-op in a launch without a programmatic dependent.
+  constexpr bool kEarlyConv =
+      bwd_early_conv_kernel(D, kMod, kVarlen, kDet, kIdiet, kTmaKV) && !kDecoupled && kDqFirst;
+  if constexpr (kEarlyConv) attnkit::cuda::pdl_launch_dependents();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -1565,6 +1592,18 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
     if (held != nullptr) {
       ptx::named_bar_sync(2 + w, 128);
       if (tid == 0) ptx::st_release_gpu(held, held_next);
+    }
+  }
+  // ATTNKIT_FLASH3_BWD_EARLY_CONV: this WG has issued every dQ add of its items (all of them into
+  // the tiles of kv head g's q heads, batch b): its barrier orders every thread's REDs before
+  // thread 0's red.release.gpu on the (b, g) done counter (cumulative, as kDet's hand-over; no
+  // fence, so the REDs stay REDG). One bump per consumer WG and CTA, items == 0 too: the
+  // conversion of (b, g) waits for kConsumerWGs x N (key blocks). a.dq_sem = nullptr: the launch
+  // has no early conversion.
+  if constexpr (kEarlyConv) {
+    if (a.dq_sem != nullptr) {
+      ptx::named_bar_sync(2 + w, 128);
+      if (tid == 0) ptx::red_release_gpu_add(a.dq_sem + b * a.heads_q + g * a.group, 1);
     }
   }
 

@@ -16,6 +16,7 @@
 
 #include "attnkit/error.hpp"
 #include "backends/flash3/bwd_args.hpp"
+#include "backends/flash3/bwd_early_conv.cuh"
 #include "backends/flash3/bwd_kernel.cuh"
 #include "backends/flash3/bwd_launch.hpp"
 #include "backends/flash3/bwd_order_rule.hpp"
@@ -26,6 +27,7 @@
 #include "core/params.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_info.hpp"
+#include "cuda/pdl.hpp"
 #include "cuda/ptx_sm90.hpp"
 #include "cuda/workspace.hpp"
 
@@ -312,12 +314,30 @@ void launch_backward(const Params& p, const Variant& v) {
   const bwd::BwdRows geo = bwd::bwd_rows<Tr::kBlockM, kVarlen>(p);
   const int64_t m_blocks = geo.m_blocks, sq_pad = geo.sq_pad, grid_rows = geo.grid_rows,
                 bh = geo.bh;
+  // ATTNKIT_FLASH3_BWD_EARLY_CONV (bwd_traits.hpp, bwd_early_conv.cuh): this call's dQ
+  // conversion (3t, or 3w where 3w is the pick below) starts as a programmatic dependent of the
+  // main kernel and converts each (batch, kv head) once its done counter is full. Only D 128's
+  // default structures (kEarlyConv: dense, no score mods, not deterministic) with the 1v
+  // preprocess (it zeroes the counters), REDs (not the bulk dQ path) and Sq, Sk > 0 (Sk = 0: no
+  // main kernel bumps the counters).
+  constexpr bool kEarlyConv =
+      bwd_early_conv_kernel(D, kMod, kVarlen, kDet, kIdiet, kTmaKV) && !kDecoupled && kDqFirst;
+  bool early = false;
+  if constexpr (kEarlyConv) {
+    const bool conv_3v = v.conv_vec && p.head_dim == D && convert_vec_ok(p, v.dq_vec4);
+    const bool conv_3w = !conv_3v && conv_rows_enabled() && convert_vec_ok(p, v.dq_vec4);
+    early = v.prep_vec && prep_vec_ok(p) && !v.dq_bulk && p.seqlen_q > 0 && p.seqlen_k > 0 &&
+            (Tr::kDqTrans || conv_3w);
+  }
   // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D]; kDet
-  // also the turn counters, int [bh, m_blocks, 2] (BwdArgs::dq_sem); a head dim below D also
-  // the dK / dV scratch (narrow_kv_floats, 256-byte aligned).
+  // also the turn counters, int [bh, m_blocks, 2] (BwdArgs::dq_sem), kEarlyConv the done
+  // counters, int [bh] (the same place: never both); a head dim below D also the dK / dV scratch
+  // (narrow_kv_floats, 256-byte aligned).
   const size_t rows = geo.rows;
   const size_t shift = static_cast<size_t>(bwd_tuning().dq_ws_shift / 256 * 256) / sizeof(float);
-  const size_t sems = kDet ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) * 2 : 0;
+  const size_t sems = kDet         ? static_cast<size_t>(bh) * static_cast<size_t>(m_blocks) * 2
+                      : kEarlyConv ? static_cast<size_t>(bh)
+                                   : 0;
   const size_t head = (rows * (2 + static_cast<size_t>(D)) + shift + sems + 63) / 64 * 64;
   const size_t narrow_floats = kTmaKV ? 0 : narrow_kv_floats<D>(p);
   float* ws = static_cast<float*>(
@@ -326,6 +346,7 @@ void launch_backward(const Params& p, const Variant& v) {
   float* delta = ws + rows;
   float* dq_acc = ws + 2 * rows + shift;
   int* dq_sem = kDet ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;
+  int* done = early ? reinterpret_cast<int*>(dq_acc + rows * D) : nullptr;  // (kEarlyConv)
   // The register epilogue of a head dim below D: dK / dV into the scratch (narrow_kv_params).
   const bool narrow = narrow_floats != 0;
   const Params pk = narrow ? narrow_kv_params<D>(p, ws + head) : p;
@@ -336,8 +357,14 @@ void launch_backward(const Params& p, const Variant& v) {
     static_assert(Tr::kBlockM % kRows == 0, "whole preprocess blocks per query block");
     const dim3 grid(static_cast<unsigned>(grid_rows / kRows), static_cast<unsigned>(p.heads_q),
                     static_cast<unsigned>(p.batch));
-    bwd::bwd_preprocess_vec_kernel<D, BF16, kVarlen>
-        <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
+    if (early) {  // (1v that also zeroes the done counters)
+      if constexpr (kEarlyConv)
+        bwd::bwd_preprocess_vec_ec_kernel<D, BF16>
+            <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc, done);
+    } else {
+      bwd::bwd_preprocess_vec_kernel<D, BF16, kVarlen>
+          <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), lse2, delta, dq_acc);
+    }
     ATTNKIT_CUDA_CHECK_LAUNCH();
   } else {
     const dim3 grid(static_cast<unsigned>(grid_rows / 8), static_cast<unsigned>(p.heads_q),
@@ -361,6 +388,7 @@ void launch_backward(const Params& p, const Variant& v) {
     a.wait_ns = v.wait_ns;
     a.tma_dk = kv_maps[0];
     a.tma_dv = kv_maps[1];
+    if constexpr (kEarlyConv) a.dq_sem = done;  // (the done counters; nullptr: not early)
     if constexpr (kMod != 0 || kVarlen) {
       const ScoreMod m = score_mod_of(p);
       if constexpr (kMod != 0) set_bwd_score_mod(p, m, a);
@@ -418,9 +446,21 @@ void launch_backward(const Params& p, const Variant& v) {
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
 
+  // kEarlyConv: (b, kv head g)'s conversion waits for kConsumerWGs x N bumps (N key blocks).
+  [[maybe_unused]] const int expected =
+      Tr::kConsumerWGs * static_cast<int>((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN);
   if constexpr (Tr::kDqTrans) {
     // The 80-row kernel's workspace order (3t, bwd_dq_convert_m80_kernel).
-    if (p.seqlen_q > 0) {
+    if (early) {
+      if constexpr (kEarlyConv) {
+        const dim3 grid(static_cast<unsigned>(m_blocks), static_cast<unsigned>(p.heads_q),
+                        static_cast<unsigned>(p.batch));
+        cuda::launch_dependent(bwd::bwd_dq_convert_m80_ec_kernel<D, BF16>, grid, dim3(256), 0,
+                               stream, true, p, static_cast<int>(sq_pad),
+                               static_cast<const float*>(dq_acc), rows16(p.dq, p.dq_st) ? 1 : 0,
+                               static_cast<const int*>(done), expected);
+      }
+    } else if (p.seqlen_q > 0) {
       const dim3 grid(static_cast<unsigned>(m_blocks), static_cast<unsigned>(p.heads_q),
                       static_cast<unsigned>(p.batch));
       bwd::bwd_dq_convert_m80_kernel<D, BF16>
@@ -437,6 +477,15 @@ void launch_backward(const Params& p, const Variant& v) {
     bwd::bwd_dq_convert_vec_kernel<D, Tr::kDqN, BF16, kVarlen>
         <<<grid, 256, 0, stream>>>(p, static_cast<int>(sq_pad), dq_acc);
     ATTNKIT_CUDA_CHECK_LAUNCH();
+  } else if (early) {  // (3w, waiting per head: bwd_early_conv.cuh)
+    if constexpr (kEarlyConv) {
+      const dim3 grid(static_cast<unsigned>((p.seqlen_q + 63) / 64 * (D / 64)),
+                      static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+      cuda::launch_dependent(bwd::bwd_dq_convert_rows_ec_kernel<D, Tr::kDqN, BF16>, grid, dim3(256),
+                             0, stream, true, p, static_cast<int>(sq_pad),
+                             static_cast<const float*>(dq_acc), static_cast<const int*>(done),
+                             expected);
+    }
   } else if (p.seqlen_q > 0 && conv_rows_enabled() && convert_vec_ok(p, v.dq_vec4)) {
     launch_convert_rows<D, Tr::kDqN, BF16, kVarlen>(p, sq_pad, dq_acc, stream);  // (3w)
   } else if (p.seqlen_q > 0) {

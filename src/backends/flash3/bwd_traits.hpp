@@ -274,6 +274,30 @@ inline constexpr bool kItemHoist = ATTNKIT_FLASH3_BWD_ITEM_HOIST != 0;
 #endif
 inline constexpr bool kTimingSkipDqAtomics = ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS != 0;
 
+// ATTNKIT_FLASH3_BWD_EARLY_CONV (session 53 helper, wip/ec53; compile-checked only, never run on a
+//   GPU: bench/notes/bwd-early-conv-s53.md): the dQ conversion of the D 128 default structures (the
+//   80-row kernel + 3t non-causal, the 64-row kernel + 3w causal; dense, no score mods, not
+//   deterministic) as a programmatic dependent launch of the main kernel that does NOT wait for
+//   it: each conversion CTA spins (ld.acquire.gpu + nanosleep) on its (batch, kv head)'s done
+//   counter, which every main CTA's two consumer warpgroups bump (a WG barrier after their last dQ
+//   RED, then one red.release.gpu each), so the heads finished before the main kernel's last,
+//   partial wave are converted on the SMs that wave leaves idle. The counters (int [B * Hq]) sit
+//   after the dQ workspace and are zeroed by the 1v preprocess (bwd_early_conv.cuh). Main kernels
+//   trigger (griddepcontrol.launch_dependents) right after their barrier init. No fence: the
+//   dQ adds stay REDG (tools/sass_atomics.sh). 0 (default) builds every kernel as before.
+#ifndef ATTNKIT_FLASH3_BWD_EARLY_CONV
+#define ATTNKIT_FLASH3_BWD_EARLY_CONV 0
+#endif
+inline constexpr bool kBwdEarlyConv = ATTNKIT_FLASH3_BWD_EARLY_CONV != 0;
+/// The main kernels built with the early conversion's trigger and done-counter bumps (with
+/// kBwdEarlyConv): D 128's TMA-epilogue item-diet structures without score mods, varlen or kDet
+/// (the defaults, 64 / 80 rows, and their kOrd twins: the structures that have kOrd twins).
+/// Whether a call uses it is the launcher's (bwd_launch.cuh launch_backward: `early`).
+__host__ __device__ constexpr bool bwd_early_conv_kernel(int d, int mod, bool varlen, bool det,
+                                                         bool idiet, bool tmakv) {
+  return kBwdEarlyConv && d == 128 && mod == 0 && !varlen && !det && idiet && tmakv;
+}
+
 template <int D, bool kDecoupledWGs = true, int BM = 64>
 struct BwdTraits {
   static_assert(D == 64 || D == 128, "flash3 backward: D in {64, 128}");

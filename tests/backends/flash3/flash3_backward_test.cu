@@ -293,6 +293,26 @@ TEST(Flash3BackwardBm80, HostileLengthsMatchOracle) {
         expect_backward_passes(bwd_case(DType::bf16, 2, l.sq, l.sk, 4, 2, 128, cz));
       }
 }
+// D 128's default structures over several waves of main-kernel CTAs on 132 SMs (512, 512, 512 and
+// 256 CTAs; the cases above fit in one), against cuda_math, three seeds each: 80 rows + 3t
+// non-causal, 64 rows + 3w causal, GQA 1 and 4, partial last query blocks. With
+// ATTNKIT_FLASH3_BWD_EARLY_CONV=1 (bwd_traits.hpp) these are the calls whose conversion runs beside
+// the main kernel's last wave (session 53 helper).
+TEST(Flash3BackwardMultiWave, MatchesCudaMath) {
+  if (!backend_built("cuda_math")) GTEST_SKIP() << "cuda_math not built in this binary";
+  struct S {
+    int64_t b, sq, sk, hq, hkv;
+    Causal cz;
+  };
+  for (const S x :
+       {S{4, 1024, 1024, 16, 16, Causal::none}, S{4, 1024, 1024, 16, 16, Causal::top_left},
+        S{4, 2000, 2000, 32, 8, Causal::none}, S{8, 777, 1024, 16, 4, Causal::bottom_right}})
+    for (const uint64_t seed : {23u, 24u, 25u}) {
+      SCOPED_TRACE("seed " + std::to_string(seed));
+      expect_backward_passes(bwd_case(DType::bf16, x.b, x.sq, x.sk, x.hq, x.hkv, 128, x.cz),
+                             "cuda_math", seed);
+    }
+}
 TEST_P(Flash3Backward, MatchesOraclePrefetch) {
   TuningScope t(-1, -1, -1, -1, 2);
   expect_backward_passes(GetParam());
