@@ -18,11 +18,18 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 
 #include "backends/flash3/bwd_kernel.cuh"
 #include "core/params.hpp"
 #include "cuda/pdl.hpp"
 #include "cuda/ptx_sm90.hpp"
+
+// ATTNKIT_FLASH3_BWD_EC_WATCHDOG_S (seconds, default 0 = off): the conversion's spin traps after
+// that long, and on a counter past `expected` (ec_wait_head). For the GPU test runs only.
+#ifndef ATTNKIT_FLASH3_BWD_EC_WATCHDOG_S
+#define ATTNKIT_FLASH3_BWD_EC_WATCHDOG_S 0
+#endif
 
 namespace attnkit::flash3::bwd {
 
@@ -47,8 +54,32 @@ __device__ __forceinline__ void ec_wait_head(const Params& p, const int* done, i
     const int* c =
         done + static_cast<int>(blockIdx.z) * static_cast<int>(p.heads_q) + h - h % group;
     // (Heads converted in the main kernel's order: only the last wave's heads ever spin.)
+#if ATTNKIT_FLASH3_BWD_EC_WATCHDOG_S > 0
+    // Test builds (bench/notes/bwd-early-conv-s53.md): a counter that never fills (a bump lost
+    // or sent to another (b, g)) traps after the limit instead of hanging the device, and one
+    // past `expected` (a bump counted twice or misrouted) traps at once.
+    uint64_t t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    int v;
+    while ((v = ptx::ld_acquire_gpu(c)) < expected) {
+      __nanosleep(256);
+      uint64_t t;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+      if (t - t0 > static_cast<uint64_t>(ATTNKIT_FLASH3_BWD_EC_WATCHDOG_S) * 1000000000ull) {
+        printf("attnkit ec: b %d h %d counter %d < %d after %d s\n", static_cast<int>(blockIdx.z),
+               h, v, expected, ATTNKIT_FLASH3_BWD_EC_WATCHDOG_S);
+        __trap();
+      }
+    }
+    if (v != expected) {
+      printf("attnkit ec: b %d h %d counter %d > %d\n", static_cast<int>(blockIdx.z), h, v,
+             expected);
+      __trap();
+    }
+#else
     while (ptx::ld_acquire_gpu(c) < expected)
       __nanosleep(256);
+#endif
     if (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1 && blockIdx.z == gridDim.z - 1)
       attnkit::cuda::pdl_wait_previous();
   }

@@ -292,6 +292,7 @@ void launch_backward(const Params& p, const Variant& v) {
   static_assert(!kVarlen || !kTmaKV, "flash3 varlen backward: no TMA dK / dV stores");
   // (Reset first: the empty-call and Sk = 0 returns below must not leave the last launch's value.)
   last_backward_order_sections() = 0;
+  last_backward_early_conv() = 0;
   if (p.batch == 0 || p.heads_q == 0) return;
   CUtensorMap kv_maps[2] = {};  // kTmaKV: dK, dV (box 64 x 16 key rows)
   if constexpr (kTmaKV) {
@@ -329,6 +330,7 @@ void launch_backward(const Params& p, const Variant& v) {
     early = v.prep_vec && prep_vec_ok(p) && !v.dq_bulk && p.seqlen_q > 0 && p.seqlen_k > 0 &&
             (Tr::kDqTrans || conv_3w);
   }
+  last_backward_early_conv() = early ? 1 : 0;
   // Workspace (fp32): lse2 [bh, sq_pad] | delta [bh, sq_pad] | dq_acc [bh, sq_pad, D]; kDet
   // also the turn counters, int [bh, m_blocks, 2] (BwdArgs::dq_sem), kEarlyConv the done
   // counters, int [bh] (the same place: never both); a head dim below D also the dK / dV scratch

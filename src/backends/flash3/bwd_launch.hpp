@@ -99,6 +99,12 @@ inline int& last_backward_order_sections() {
   static thread_local int sections = 0;
   return sections;
 }
+/// 1 when the last backward launch on this thread ran the early dQ conversion
+/// (ATTNKIT_FLASH3_BWD_EARLY_CONV, bwd_launch.cuh `early`), else 0. Tests read it.
+inline int& last_backward_early_conv() {
+  static thread_local int early = 0;
+  return early;
+}
 
 /// Runs the backward for head dim D (64, 128 or 256), bf16 (BF16 = true) or f16: dq, dk, dv from
 /// (dout, q, k, v, out, lse). Params must satisfy backend.cpp's capability table and

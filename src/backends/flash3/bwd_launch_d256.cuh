@@ -50,6 +50,7 @@ void launch_backward_d256(const Params& p) {
   constexpr int D = Tr::kD;
   // (Reset first: the empty-call and Sk = 0 returns below must not leave the last launch's value.)
   last_backward_order_sections() = 0;
+  last_backward_early_conv() = 0;
   if (p.batch == 0 || p.heads_q == 0) return;
   auto stream = static_cast<cudaStream_t>(p.stream);
   // (bwd_rows: the padded query rows and the preprocess grid, as launch_backward's)

@@ -274,8 +274,8 @@ inline constexpr bool kItemHoist = ATTNKIT_FLASH3_BWD_ITEM_HOIST != 0;
 #endif
 inline constexpr bool kTimingSkipDqAtomics = ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_ATOMICS != 0;
 
-// ATTNKIT_FLASH3_BWD_EARLY_CONV (session 53 helper, wip/ec53; compile-checked only, never run on a
-//   GPU: bench/notes/bwd-early-conv-s53.md): the dQ conversion of the D 128 default structures (the
+// ATTNKIT_FLASH3_BWD_EARLY_CONV (default 1 since session 54; written by a session 53 helper,
+//   bench/notes/bwd-early-conv-s53.md): the dQ conversion of the D 128 default structures (the
 //   80-row kernel + 3t non-causal, the 64-row kernel + 3w causal; dense, no score mods, not
 //   deterministic) as a programmatic dependent launch of the main kernel that does NOT wait for
 //   it: each conversion CTA spins (ld.acquire.gpu + nanosleep) on its (batch, kv head)'s done
@@ -284,9 +284,13 @@ inline constexpr bool kTimingSkipDqAtomics = ATTNKIT_FLASH3_BWD_TIMING_SKIP_DQ_A
 //   partial wave are converted on the SMs that wave leaves idle. The counters (int [B * Hq]) sit
 //   after the dQ workspace and are zeroed by the 1v preprocess (bwd_early_conv.cuh). Main kernels
 //   trigger (griddepcontrol.launch_dependents) right after their barrier init. No fence: the
-//   dQ adds stay REDG (tools/sass_atomics.sh). 0 (default) builds every kernel as before.
+//   dQ adds stay REDG (tools/sass_atomics.sh). Measured (H200, same-process ABBA, 6 x 400 calls,
+//   session 53 calls 8-9): +1.0 / +1.1 % non-causal 1k, +2.4 / +2.5 % causal 1k, +1.9 % nc 4k,
+//   +1.3 % causal 4k, +0.4 % nc 16k; dK / dV bitwise equal. Session 54 ran every flash3 test with
+//   it on (and a 20 s spin watchdog), then the backward suites on the default build.
+//   0 builds every kernel as before (the plain conversion after the main kernel).
 #ifndef ATTNKIT_FLASH3_BWD_EARLY_CONV
-#define ATTNKIT_FLASH3_BWD_EARLY_CONV 0
+#define ATTNKIT_FLASH3_BWD_EARLY_CONV 1
 #endif
 inline constexpr bool kBwdEarlyConv = ATTNKIT_FLASH3_BWD_EARLY_CONV != 0;
 /// The main kernels built with the early conversion's trigger and done-counter bumps (with

@@ -309,8 +309,12 @@ TEST(Flash3BackwardMultiWave, MatchesCudaMath) {
         S{4, 2000, 2000, 32, 8, Causal::none}, S{8, 777, 1024, 16, 4, Causal::bottom_right}})
     for (const uint64_t seed : {23u, 24u, 25u}) {
       SCOPED_TRACE("seed " + std::to_string(seed));
+      flash3::last_backward_early_conv() = -7;
       expect_backward_passes(bwd_case(DType::bf16, x.b, x.sq, x.sk, x.hq, x.hkv, 128, x.cz),
                              "cuda_math", seed);
+      // (The switch on: these calls must have taken the early conversion, or the test is void.)
+      if (!::testing::Test::IsSkipped() && flash3_built_with(128))
+        EXPECT_EQ(flash3::last_backward_early_conv(), flash3::bwd::kBwdEarlyConv ? 1 : 0);
     }
 }
 TEST_P(Flash3Backward, MatchesOraclePrefetch) {
