@@ -113,7 +113,13 @@ def main():
                     help="compare each variant's first out / lse bit for bit with the first's")
     ap.add_argument("--max-err", type=float, default=0.05,
                     help="flag a variant whose first output differs from cuDNN's by more")
+    ap.add_argument("--stream", choices=("default", "created"), default="default",
+                    help="created: every call (ours, the shims', cuDNN's) on one created stream "
+                         "instead of torch's default (the legacy stream, where a programmatic "
+                         "dependent launch does not overlap its primary: session 54's probe)")
     args = ap.parse_args()
+    if args.stream == "created":
+        torch.cuda.set_stream(torch.cuda.Stream())
     fn, set_tuning = load(args.lib)
     variants = [parse_variant(v) for v in args.variant]
     shims = []  # (name, fn, its knob setup, last_slot) of the other builds
