@@ -100,17 +100,8 @@ template <int D, int kDqN, bool BF16>
 __global__ void __launch_bounds__(256)
     bwd_dq_convert_rows_ec_kernel(const Params p, int sq_pad, const float* dq_acc, const int* done,
                                   int expected) {
-  static_assert(kConvPasses<D> == 8 * (D / 64), "eight passes a block");
   ec_wait_head(p, done, expected);
-  const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int t = blockIdx.x / (D / 64);
-  const int q = (blockIdx.x % (D / 64)) * 8 + static_cast<int>(threadIdx.x / 32);
-  const WsRows w = ws_rows<false>(p, b, h, sq_pad);
-  const int rows = w.len - t * 64;
-  if (rows <= 0) return;
-  uint16_t* dq = static_cast<uint16_t*>(p.dq) + b * p.dq_st.b + t * 64 * p.dq_st.s + h * p.dq_st.h;
-  convert_dq_pass<BF16, D, kDqN, false>(dq_acc + (w.base + t * 64) * D, dq, p.dq_st.s, rows,
-                                        static_cast<int>(p.head_dim), q, p.scale);
+  convert_rows_block<D, kDqN, BF16, false, false>(p, sq_pad, dq_acc);
 }
 
 }  // namespace attnkit::flash3::bwd

@@ -249,9 +249,11 @@ __device__ __forceinline__ void convert_dq_pass(const float* tile, uint16_t* dq,
 }
 /// 3w: grid (ceil(Sq / 64) * D / 64, Hq, B), block 256: 8 warps, a pass each (D / 64 blocks per
 /// tile).
-template <int D, int kDqN, bool BF16, bool kVarlen = false>
-__global__ void __launch_bounds__(256)
-    bwd_dq_convert_rows_kernel(const Params p, int sq_pad, const float* __restrict__ dq_acc) {
+/// (The body, also of ATTNKIT_FLASH3_BWD_EARLY_CONV's bwd_dq_convert_rows_ec_kernel with kNc =
+/// false: plain loads, bwd_early_conv.cuh.)
+template <int D, int kDqN, bool BF16, bool kVarlen, bool kNc = true>
+__device__ __forceinline__ void convert_rows_block(const Params& p, int sq_pad,
+                                                   const float* dq_acc) {
   static_assert(kConvPasses<D> == 8 * (D / 64), "eight passes a block");
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int t = blockIdx.x / (D / 64);
@@ -261,8 +263,13 @@ __global__ void __launch_bounds__(256)
   if (rows <= 0) return;
   uint16_t* dq =
       static_cast<uint16_t*>(p.dq) + b * p.dq_st.b + (w.q0 + t * 64) * p.dq_st.s + h * p.dq_st.h;
-  convert_dq_pass<BF16, D, kDqN>(dq_acc + (w.base + t * 64) * D, dq, p.dq_st.s, rows,
-                                 static_cast<int>(p.head_dim), q, p.scale);
+  convert_dq_pass<BF16, D, kDqN, kNc>(dq_acc + (w.base + t * 64) * D, dq, p.dq_st.s, rows,
+                                      static_cast<int>(p.head_dim), q, p.scale);
+}
+template <int D, int kDqN, bool BF16, bool kVarlen = false>
+__global__ void __launch_bounds__(256)
+    bwd_dq_convert_rows_kernel(const Params p, int sq_pad, const float* __restrict__ dq_acc) {
+  convert_rows_block<D, kDqN, BF16, kVarlen>(p, sq_pad, dq_acc);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -863,7 +870,7 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
   // CTA is resident: it can never hold an SM that a CTA of this grid still needs. Every thread,
   // items == 0 too; a no-op in a launch without a programmatic dependent.
   constexpr bool kEarlyConv =
-      bwd_early_conv_kernel(D, kMod, kVarlen, kDet, kIdiet, kTmaKV) && !kDecoupled && kDqFirst;
+      bwd_early_conv_kernel(D, kMod, kVarlen, kDet, kIdiet, kTmaKV, kDecoupled, kDqFirst);
   if constexpr (kEarlyConv) attnkit::cuda::pdl_launch_dependents();
 
   const int wg = threadIdx.x / 128;

@@ -322,7 +322,7 @@ void launch_backward(const Params& p, const Variant& v) {
   // preprocess (it zeroes the counters), REDs (not the bulk dQ path) and Sq, Sk > 0 (Sk = 0: no
   // main kernel bumps the counters).
   constexpr bool kEarlyConv =
-      bwd_early_conv_kernel(D, kMod, kVarlen, kDet, kIdiet, kTmaKV) && !kDecoupled && kDqFirst;
+      bwd_early_conv_kernel(D, kMod, kVarlen, kDet, kIdiet, kTmaKV, kDecoupled, kDqFirst);
   bool early = false;
   if constexpr (kEarlyConv) {
     const bool conv_3v = v.conv_vec && p.head_dim == D && convert_vec_ok(p, v.dq_vec4);

@@ -296,10 +296,13 @@ inline constexpr bool kBwdEarlyConv = ATTNKIT_FLASH3_BWD_EARLY_CONV != 0;
 /// The main kernels built with the early conversion's trigger and done-counter bumps (with
 /// kBwdEarlyConv): D 128's TMA-epilogue item-diet structures without score mods, varlen or kDet
 /// (the defaults, 64 / 80 rows, and their kOrd twins: the structures that have kOrd twins).
+/// Coupled warpgroups with the dQ adds first (kDqFirst), as every default structure.
 /// Whether a call uses it is the launcher's (bwd_launch.cuh launch_backward: `early`).
 __host__ __device__ constexpr bool bwd_early_conv_kernel(int d, int mod, bool varlen, bool det,
-                                                         bool idiet, bool tmakv) {
-  return kBwdEarlyConv && d == 128 && mod == 0 && !varlen && !det && idiet && tmakv;
+                                                         bool idiet, bool tmakv, bool decoupled,
+                                                         bool dq_first) {
+  return kBwdEarlyConv && d == 128 && mod == 0 && !varlen && !det && idiet && tmakv && !decoupled &&
+         dq_first;
 }
 
 template <int D, bool kDecoupledWGs = true, int BM = 64>
