@@ -325,6 +325,12 @@ struct PingPong {
   __device__ __forceinline__ void pass_turn() const {
     if (on) attnkit::cuda::sm90::named_bar_arrive(1 + (me + 1 == n ? 0 : me + 1), 256);
   }
+  /// pass_turn with the next barrier's id computed outside the `on` test, where it is loop
+  /// invariant (ATTNKIT_FLASH3_FWD_D64_TURN; inside it, ptxas recomputed it every turn).
+  __device__ __forceinline__ void pass_turn_lean() const {
+    const int next = 1 + (me + 1 == n ? 0 : me + 1);
+    if (on) attnkit::cuda::sm90::named_bar_arrive(next, 256);
+  }
 };
 
 /// issue_qk from the k-step 0 descriptors of Q_wg (da0) and of the K stage (db0).
@@ -530,6 +536,40 @@ inline constexpr int kVarTcSum = 65536;
 // kVarSkipTurn (session 48; consume_tile_simple, skip_masked_turn has the why and the protocol):
 // a causal launch's warpgroup skips its tile's first K/V block when the mask hides all of it.
 inline constexpr int kVarSkipTurn = 131072;
+
+// ATTNKIT_FLASH3_FWD_D64_TURN (session 55; default 1, 0 = the session-54 code): a shorter steady
+// turn for the D 64 overlapped consumer (Consumer, no score mods, no kTcSum), with the same values
+// (bitwise). Session 54 measured the D 64 turn as issue-limited (+64 / +128 FMA-pipe instructions
+// a turn: -3.4..-5.3 % / -5.7..-9.9 %); slot 14's issued steady turn 456 -> 424 (2 WGs) / 455 ->
+// 430 (3 WGs) bought +1.1..+4.0 % on the H200 (session 55 call 2: nc 1k / 4k / 16k +1.3..2.9 /
+// +3.1..3.4 / +3.4..4.0 %, causal +1.1..2.2 / +2.0..3.4 / +2.5..3.7 %; bench/notes/session55.md;
+// the SASS table in bench/notes/fwd-d64-turn-s55.md).
+//  1: both parts below; 2: the lean math only; 3: the split loops only (separate A/B arms).
+//  Lean math (kD64TurnMath): OnlineSoftmax::step's kLean form (softmax.cuh: 2 instructions fewer
+//     per row), the stage descriptors' offsets without desc_add's shift and mask, the next
+//     ping-pong barrier's id outside PingPong's `on` test.
+//  Split loops (kD64TurnSplit): Consumer::tile runs its turns as a masked loop, then an
+//     unmasked one, so the steady turn has no per-turn mask test (nb >= mask_from, its branch,
+//     BSSY / BSYNC), and ptxas schedules it without the mask's code in the middle.
+#ifndef ATTNKIT_FLASH3_FWD_D64_TURN
+#define ATTNKIT_FLASH3_FWD_D64_TURN 1
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_D64_TURN >= 0 && ATTNKIT_FLASH3_FWD_D64_TURN <= 3,
+              "ATTNKIT_FLASH3_FWD_D64_TURN: 0 (off), 1 (all), 2 (lean math), 3 (split loops)");
+/// The D 64 turn diet (ATTNKIT_FLASH3_FWD_D64_TURN) applies to kernel variant kVar at head dim kD:
+/// the tile-diet kernels with uniform descriptors (slot 14's family; in the other D 64 A/B
+/// kernels it changed ptxas's spills, e.g. kVar 3 with 3 WGs 1020 -> 1140 B).
+template <int kD, int kVar, bool kTc>
+inline constexpr bool kD64Turn =
+    ATTNKIT_FLASH3_FWD_D64_TURN >= 1 && kD == 64 && !kTc &&
+    (kVar & (kVarTileDiet | kVarUniformDesc)) == (kVarTileDiet | kVarUniformDesc) &&
+    (kVar & (kVarScoreMod | kVarLazyRescale | kVarLegacyDesc)) == 0;
+template <int kD, int kVar, bool kTc>
+inline constexpr bool kD64TurnMath = kD64Turn<kD, kVar, kTc>&& ATTNKIT_FLASH3_FWD_D64_TURN != 3;
+template <int kD, int kVar, bool kTc>
+inline constexpr bool kD64TurnSplit = kD64Turn<kD, kVar, kTc>&& ATTNKIT_FLASH3_FWD_D64_TURN != 2;
+/// mainloop_turn's mask test: kMaskTest per turn (main's form), or known for the whole loop.
+inline constexpr int kMaskTest = 0, kMaskAlways = 1, kMaskNever = 2;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
@@ -656,6 +696,10 @@ __device__ __forceinline__ void rescale_o(float (&o)[kD / 2], const float (&f)[2
 /// the wait across: with it the EX2s come first (checked in the SASS: D = 64 2/3 warpgroups,
 /// D = 128, D = 256). The trap is unreachable: the sums add exp2 results (>= 0, or the
 /// canonical NaN 0x7fffffff), never the bit pattern 0xffffffff.
+/// With the row sums on the tensor core (kTcSum) row_sum holds each row's last p, and ptxas puts
+/// most MUFU.EX2 after the wait again (D 128: 62 of 66; D 256: 31 of 34). Session 55 anchored on
+/// the AND of every p so that all ran before it: -2.2..-4.5 % at D 128, -2.2..-5.8 % at D 256
+/// (bench/results/2026-12-01-h200-flash3-s55.md), so the last-p anchor stays.
 template <bool kOn>
 __device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
   if constexpr (kOn) {
@@ -865,7 +909,10 @@ __device__ __forceinline__ void skip_masked_turn(const SmemLayout<Tr>& sm, PipeO
 /// (n_blocks: one past the tile's last block; a split tail's piece passes its own end, tail.cuh.)
 /// kMaskFrom (Consumer::kMaskFrom): first_row holds the first block that needs the mask
 /// (Consumer::mask_from) instead of the warpgroup's first row.
-template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, class Sm, class State>
+/// kMask: kMaskTest (main's per-turn needs_mask test), or kMaskAlways / kMaskNever when the
+/// caller knows the answer for every turn of its loop (kD64TurnSplit's split loops).
+template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, int kMask = kMaskTest, class Sm,
+          class State>
 __device__ __forceinline__ void mainloop_turn(
     const FwdArgs& a, Sm& sm, PipeOf<Tr>& pipe, const PingPong& turn, int it, int n_blocks,
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
@@ -882,8 +929,10 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kUniform = (kVar & kVarUniformDesc) != 0;
   constexpr bool kLazy = (kVar & kVarLazyRescale) != 0;
   constexpr bool kTc = Tr::kTcSum;
+  constexpr bool kLean = kD64TurnMath<Tr::kD, kVar, kTc>;
   auto uni = [](int x) { return kUniform ? warp_uniform(x) : x; };
   auto needs_mask = [&](int nb) {
+    if constexpr (kMask != kMaskTest) return kMask == kMaskAlways;
     if constexpr (kMaskFrom) return nb >= first_row;
     return block_needs_mask<kBN>(a, nb, first_row);
   };
@@ -922,7 +971,13 @@ __device__ __forceinline__ void mainloop_turn(
   constexpr bool kDescRedux =
       kUniform && (Tr::kD == 64 || Tr::kD == 128) && (kVar & (kVarQReg | kVarLegacyDesc)) == 0;
   auto stage_desc = [&](uint32_t base, int stage, uint32_t lbo, int stride) {
-    return uniform_lo(desc_add(ptx::Sw128Desc::make(base, lbo, 1024), stage * stride));
+    const uint64_t d = ptx::Sw128Desc::make(base, lbo, 1024);
+    if constexpr (kLean) {  // (stride % 16 == 0: desc_add's low word, without its shift and mask)
+      static_assert(Tr::kKStageBytes % 16 == 0 && Tr::kKVBytes % 16 == 0, "16-byte units");
+      return uniform_lo((d & 0xFFFFFFFF00000000ull) |
+                        (static_cast<uint32_t>(d) + static_cast<uint32_t>(stage * (stride >> 4))));
+    }
+    return uniform_lo(desc_add(d, stage * stride));
   };
   if constexpr (kDescRedux)
     issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024),
@@ -947,7 +1002,10 @@ __device__ __forceinline__ void mainloop_turn(
   }
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
-  turn.pass_turn();
+  if constexpr (kLean)
+    turn.pass_turn_lean();
+  else
+    turn.pass_turn();
   Clk::mark(wc);
   ptx::wgmma_wait<1>();  // S ready
   Clk::lap(wc, Clk::kS);
@@ -957,7 +1015,7 @@ __device__ __forceinline__ void mainloop_turn(
     score_mod_tile<kBN>(s, a, nb, first_row, row0, lane, alibi_k, mask_bh);
   else if (needs_mask(nb))
     mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-  const bool moved = sm_state.template step<!kLegacyDesc, kLazy, kTc>(s, sl2, factor);
+  const bool moved = sm_state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);
   softmax_before_wait<kOrdered>(sm_state.row_sum);
   Clk::lap(wc, Clk::kSoft);
   ptx::wgmma_wait<0>();  // P V_{it-1} done: O and P are free
@@ -1576,6 +1634,9 @@ struct Consumer {
   static constexpr bool kDiet = (kVar & kVarTileDiet) != 0;
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
   static constexpr bool kTc = Tr::kTcSum;
+  // ATTNKIT_FLASH3_FWD_D64_TURN's parts
+  static constexpr bool kLean = kD64TurnMath<Tr::kD, kVar, kTc>;
+  static constexpr bool kSplit = kD64TurnSplit<Tr::kD, kVar, kTc>;
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1877,7 +1938,7 @@ struct Consumer {
       state.init();
       if (needs_mask(nb))
         mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc, kLazy, kTc>(s, sl2, factor);  // O starts from zero
+      state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);  // O starts from zero
       if constexpr (kCanOverlap) {
         softmax_before_wait<kOrdered>(state.row_sum);
         ptx::wgmma_wait<0>();  // the previous tile's P V
@@ -1901,10 +1962,26 @@ struct Consumer {
         release_staged();  // kTmaEpi: turn 0's store has had a turn to read its rows
       }
     }
-    for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
-      mainloop_turn<Tr, BF16, kVar, kMaskFrom>(a, sm, pipe, turn, it, n_end, q_wg, k_base,
-                                               attnkit::cuda::sm90::smem_u32(sm.v), o, p, s, factor,
-                                               pf, state, sl2, mrow, row0, lane, qa);
+    if constexpr (kSplit && kMaskFrom) {
+      // (kD64TurnSplit) Turn it shows block n_end - 1 - it, which needs the mask iff it is >= mrow:
+      // the turns it < n_end - mrow, all before the others. Two loops, the second one without
+      // the mask's code or its per-turn test.
+      const int it_plain = n_end - mrow;
+      int it = kDiet ? 2 : 1;
+      for (; it < n_blocks && it < it_plain; ++it)
+        mainloop_turn<Tr, BF16, kVar, kMaskFrom, kMaskAlways>(
+            a, sm, pipe, turn, it, n_end, q_wg, k_base, attnkit::cuda::sm90::smem_u32(sm.v), o, p,
+            s, factor, pf, state, sl2, mrow, row0, lane, qa);
+      for (; it < n_blocks; ++it)
+        mainloop_turn<Tr, BF16, kVar, kMaskFrom, kMaskNever>(
+            a, sm, pipe, turn, it, n_end, q_wg, k_base, attnkit::cuda::sm90::smem_u32(sm.v), o, p,
+            s, factor, pf, state, sl2, mrow, row0, lane, qa);
+    } else {
+      for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
+        mainloop_turn<Tr, BF16, kVar, kMaskFrom>(a, sm, pipe, turn, it, n_end, q_wg, k_base,
+                                                 attnkit::cuda::sm90::smem_u32(sm.v), o, p, s,
+                                                 factor, pf, state, sl2, mrow, row0, lane, qa);
+    }
     // Every QK^T of this tile is done: the producer may load a later tile's Q here (kTmaEpi:
     // only after the epilogue's TMA store has read it, release_staged in a later tile).
     if constexpr (kTmaEpi) {

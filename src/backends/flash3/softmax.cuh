@@ -54,13 +54,17 @@ struct OnlineSoftmax {
   /// rounding), l <= 256 * Sk in fp32. The decision is warp-uniform (vote), so the skipped
   /// rescale is a uniform branch with no wgmma inside. Without kLazy it always returns true.
   /// kNoSum (kTcSum): the row sums are not accumulated here (the tensor core sums P);
-  /// row_sum then holds each row's last p (mainloop.cuh softmax_before_wait orders on it).
-  template <bool kTree = true, bool kLazy = false, bool kNoSum = false>
+  /// row_sum then holds each row's last p (mainloop.cuh softmax_before_wait orders on it; session
+  /// 55: anchoring on every p instead, so that every exp2 runs before the P V wait, lost 2-6 % at
+  /// D 128 / 256: bench/notes/session55.md).
+  /// kLean (mainloop.cuh ATTNKIT_FLASH3_FWD_D64_TURN, D 64 only): exp_row's bit-identical form
+  /// with 2 instructions fewer per row (its comment says why the values are the same).
+  template <bool kTree = true, bool kLazy = false, bool kNoSum = false, bool kLean = false>
   __device__ __forceinline__ bool step(float (&s)[kRegs], float scale_log2, float (&factor)[2]) {
     if constexpr (!kLazy) {  // row by row, as before kLazy existed (same PTX order)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kNoSum>(s, r, block_max<kTree>(s, r), scale_log2, factor);
+        exp_row<kNoSum, kLean>(s, r, block_max<kTree>(s, r), scale_log2, factor);
       return true;
     } else {
       float mx[2];
@@ -74,7 +78,7 @@ struct OnlineSoftmax {
       if (!moved) mx[0] = row_max[0], mx[1] = row_max[1];
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        exp_row<kNoSum>(s, r, mx[r], scale_log2, factor);
+        exp_row<kNoSum, kLean>(s, r, mx[r], scale_log2, factor);
       return moved;
     }
   }
@@ -108,10 +112,21 @@ struct OnlineSoftmax {
 
   /// Row r against the new reference max mx: factor[r], p = 2^(s * scale_log2 - ref) in place,
   /// row_max / row_sum updated.
-  template <bool kNoSum = false>
+  /// kLean: the same bits from 2 instructions fewer per row (FSETP + FSEL -> FMNMX; no FADD):
+  ///  - ref = max(mx * scale_log2, -FLT_MAX) instead of (mx == -inf ? 0 : mx * scale_log2).
+  ///    A finite mx (scale_log2 > 0, no overflow) gives the same ref; mx = -inf (every score of
+  ///    the row -inf so far) gives -FLT_MAX instead of 0, and every value ref reaches is the
+  ///    same: fma(-inf, scale_log2, FLT_MAX) = -inf -> p = +0 and factor = 2^-inf = +0 as with
+  ///    ref = 0, and no finite score exists in such a row. (mx = NaN, a row of NaN scores only:
+  ///    NaN output either way.)
+  ///  - sum starts from the row's first p instead of 0 + p: ex2.approx.ftz never returns -0 or a
+  ///    subnormal, so 0 + p = p bitwise (a NaN stays NaN).
+  template <bool kNoSum = false, bool kLean = false>
   __device__ __forceinline__ void exp_row(float (&s)[kRegs], int r, float mx, float scale_log2,
                                           float (&factor)[2]) {
-    const float ref = mx == -INFINITY ? 0.f : mx * scale_log2;
+    const float ref = kLean             ? fmaxf(mx * scale_log2, -3.402823466e38f)
+                      : mx == -INFINITY ? 0.f
+                                        : mx * scale_log2;
     factor[r] = fast_exp2(row_max[r] * scale_log2 - ref);
     row_max[r] = mx;
     float sum = 0.f;
@@ -121,7 +136,7 @@ struct OnlineSoftmax {
       for (int e = 0; e < 2; ++e) {
         const float p = fast_exp2(fmaf(s[4 * j + 2 * r + e], scale_log2, -ref));
         s[4 * j + 2 * r + e] = p;
-        if constexpr (!kNoSum) sum += p;
+        if constexpr (!kNoSum) sum = kLean && j == 0 && e == 0 ? p : sum + p;
       }
     }
     if constexpr (!kNoSum)
