@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/flash3/bwd_wgmma_ops.hpp"
 #include "backends/flash3/cluster.cuh"
@@ -331,6 +332,12 @@ struct PingPong {
     const int next = 1 + (me + 1 == n ? 0 : me + 1);
     if (on) attnkit::cuda::sm90::named_bar_arrive(next, 256);
   }
+  /// The next warpgroup's barrier id (pass_turn's), and pass_turn given it (kD64Ring: the id
+  /// computed once per loop; in the unrolled turns ptxas recomputed it per turn, 3 instructions).
+  __device__ __forceinline__ int next_bar() const { return 1 + (me + 1 == n ? 0 : me + 1); }
+  __device__ __forceinline__ void pass_turn_to(int next) const {
+    if (on) attnkit::cuda::sm90::named_bar_arrive(next, 256);
+  }
 };
 
 /// issue_qk from the k-step 0 descriptors of Q_wg (da0) and of the K stage (db0).
@@ -570,6 +577,30 @@ template <int kD, int kVar, bool kTc>
 inline constexpr bool kD64TurnSplit = kD64Turn<kD, kVar, kTc>&& ATTNKIT_FLASH3_FWD_D64_TURN != 2;
 /// mainloop_turn's mask test: kMaskTest per turn (main's form), or known for the whole loop.
 inline constexpr int kMaskTest = 0, kMaskAlways = 1, kMaskNever = 2;
+
+// ATTNKIT_FLASH3_FWD_D64_RING (session 55, helper-46; default 1, 0 = the code before it): the
+// unmasked loop of kD64TurnSplit (Consumer::tile) runs two turns an iteration, the first on K stage
+// 0 and the second on K stage 1 of the 2-stage ring (Consumer::ring_turns), so each turn's K / V
+// stage is a compile-time constant (mainloop_turn's kStage) and the phase parity a loop-carried
+// bit flipped once an iteration: no ring index math (count + it, % 2, / 2 and their signed
+// fix-ups, the parity shift), barrier addresses as immediates, and the four stage descriptors'
+// low words as (smem base >> 4) + constants (ring_desc: one LEA.HI where ptxas rematerialises
+// them; make()'s VIADD + LOP3 + LEA.HI + IMAD by stage before). Values and the mbarrier protocol
+// are unchanged (the same barriers waited on with the same parities, in the same order; the
+// argument in bench/notes/fwd-d64-ring-s55.md). Issued steady turn (nvcc 13.0): slot 14 424 ->
+// 402 (2 WGs) / 430 -> 409 (3 WGs), its TMA-epilogue twin 784 427 -> 401; spills unchanged
+// (20 B); +376..+416 static instructions (the second turn body). H200, same process, 0 bits
+// differing (session 55 calls 4-5, bench/results/2026-12-01-h200-flash3-s55.md): +0.8..+2.8 %
+// at 4k / 16k (every round), nc 2k +0.9..+1.1 %, nc 1k +0.2 %, causal 1k / 2k -0.2 / -0.4 %
+// (short unmasked runs: the loop's setup is paid per tile). Helper-46's four-turn form (the
+// parity a constant too) saved ~3 instructions more a turn for +800 static; not kept.
+#ifndef ATTNKIT_FLASH3_FWD_D64_RING
+#define ATTNKIT_FLASH3_FWD_D64_RING 1
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_D64_RING == 0 || ATTNKIT_FLASH3_FWD_D64_RING == 1,
+              "ATTNKIT_FLASH3_FWD_D64_RING: 0 (off) or 1 (two turns an iteration)");
+template <int kD, int kVar, bool kTc>
+inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING >= 1 && kD64TurnSplit<kD, kVar, kTc>;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
@@ -902,6 +933,28 @@ __device__ __forceinline__ void skip_masked_turn(const SmemLayout<Tr>& sm, PipeO
   ++pipe.count;
 }
 
+/// (kD64Ring) The ring state of Consumer::ring_turns' turns (their K stage is mainloop_turn's
+/// template argument kStage): the 2-stage ring's phase parity, the K / V stage descriptors of
+/// stages 0 and 1 (ring_desc; the turn takes their low words through REDUX, as stage_desc) and
+/// the ping-pong barrier to arrive on.
+struct RingTurn {
+  uint64_t kd[2], vd[2];
+  uint32_t ph;
+  int next_bar;  // PingPong::next_bar
+};
+
+/// (kD64Ring) The descriptor of the shared-memory stage `off` bytes after `base` (16-byte
+/// multiples), with leading byte offset lbo; mainloop_turn takes its low word through REDUX
+/// (uniform_lo), as stage_desc. The same value as Sw128Desc::make(base + off, lbo, 1024): its
+/// low word is ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16; shared addresses are <
+/// 2^18 (228 KB per CTA), so the mask changes nothing and | is +, and the word is (base >> 4) +
+/// a constant: one LEA.HI where ptxas rematerialises it in the loop (make's VIADD + LOP3 +
+/// LEA.HI from the smem base; base = the smem base itself, so no VIADD either).
+__device__ __forceinline__ uint64_t ring_desc(uint32_t base, uint32_t off, uint32_t lbo) {
+  const uint64_t hi = attnkit::cuda::sm90::Sw128Desc::make(0, 0, 1024);  // SBO, swizzle
+  return hi | ((base >> 4) + (off >> 4) + (((lbo >> 4) & 0x3FFF) << 16));
+}
+
 /// Turn it (1 <= it < n_blocks) of a tile (consume_tile_simple, Consumer::tile): S = Q K_it^T
 /// and O += P V_{it-1} issued in one ping-pong turn, the softmax of S (key tile
 /// nb = n_blocks - 1 - it) while P V runs, then O *= factor and P = S converted (16-bit pairs).
@@ -911,15 +964,18 @@ __device__ __forceinline__ void skip_masked_turn(const SmemLayout<Tr>& sm, PipeO
 /// (Consumer::mask_from) instead of the warpgroup's first row.
 /// kMask: kMaskTest (main's per-turn needs_mask test), or kMaskAlways / kMaskNever when the
 /// caller knows the answer for every turn of its loop (kD64TurnSplit's split loops).
-template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, int kMask = kMaskTest, class Sm,
-          class State>
+/// kStage >= 0 (kD64Ring): the turn's K stage, known to the caller's unrolled loop; ring holds
+/// the phase parity and the stage descriptors (RingTurn), and `it` only names the key block.
+template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, int kMask = kMaskTest,
+          int kStage = -1, class Sm, class State>
 __device__ __forceinline__ void mainloop_turn(
     const FwdArgs& a, Sm& sm, PipeOf<Tr>& pipe, const PingPong& turn, int it, int n_blocks,
     uint32_t q_wg, uint32_t k_base, uint32_t v_base, float (&o)[Tr::kD / 2],
     uint32_t (&p)[Tr::kBlockN / 4], float (&s)[Tr::kBlockN / 2], float (&factor)[2], float (&pf)[2],
     State& sm_state, float sl2, int first_row, int row0, int lane,
     const uint32_t (&qa)[Tr::kD / 16][4], int pv_scale = 1, WaitClock* wc = nullptr,
-    float alibi_k = 0.f, const uint8_t* mask_bh = nullptr, uint32_t drop_bh = 0) {
+    float alibi_k = 0.f, const uint8_t* mask_bh = nullptr, uint32_t drop_bh = 0,
+    const RingTurn* ring = nullptr) {
   namespace ptx = attnkit::cuda::sm90;
   constexpr int kBN = Tr::kBlockN;
   constexpr bool kScoreMod = (kVar & kVarScoreMod) != 0;
@@ -946,11 +1002,17 @@ __device__ __forceinline__ void mainloop_turn(
   // position as count + (it - 1), which changed the SASS of the measured D 128 kernels.)
   constexpr bool kUnsignedRing = kUniform && (Tr::kD == 128 || Tr::kD == 256);
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
+  constexpr bool kFixed = kStage >= 0;  // (kD64Ring: RingTurn says why the values are these)
+  static_assert(!kFixed || (KS == 2 && VS == 2 && !kUnsignedRing), "flash3: the 2-stage ring");
   const uint32_t c = static_cast<uint32_t>(pipe.count + it);
-  const int st = kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
-  const int sp = kUnsignedRing ? static_cast<int>((c - 1) % VS) : pipe.vs(it - 1);
-  const uint32_t kph = kUnsignedRing ? (c / KS) & 1u : pipe.kph(it);
-  const uint32_t vph = kUnsignedRing ? ((c - 1) / VS) & 1u : pipe.vph(it - 1);
+  const int st = kFixed ? kStage : kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
+  const int sp = kFixed          ? kStage ^ 1
+                 : kUnsignedRing ? static_cast<int>((c - 1) % VS)
+                                 : pipe.vs(it - 1);
+  const uint32_t kph = kFixed ? ring->ph : kUnsignedRing ? (c / KS) & 1u : pipe.kph(it);
+  const uint32_t vph = kFixed          ? ring->ph ^ (kStage == 0 ? 1u : 0u)
+                       : kUnsignedRing ? ((c - 1) / VS) & 1u
+                                       : pipe.vph(it - 1);
   // (trace builds: the turn's parts into *wc; no code otherwise)
   using Clk = WaitClock;
   Clk::mark(wc);
@@ -979,7 +1041,9 @@ __device__ __forceinline__ void mainloop_turn(
     }
     return uniform_lo(desc_add(d, stage * stride));
   };
-  if constexpr (kDescRedux)
+  if constexpr (kFixed)
+    issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024), uniform_lo(ring->kd[kStage]));
+  else if constexpr (kDescRedux)
     issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024),
                             stage_desc(k_base, st, 16, Tr::kKStageBytes));
   else
@@ -993,6 +1057,9 @@ __device__ __forceinline__ void mainloop_turn(
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
   if constexpr (kTc) {  // (the kTcSum layout)
     issue_pv_tc<Tr, BF16>(o, sm_state.lacc, p, v_base, sp, pv_scale);
+  } else if constexpr (kFixed) {
+    issue_pv_desc<Tr, BF16>(o, p, uniform_lo(ring->vd[kStage ^ 1]), 16 * Tr::kChunkRowBytes,
+                            pv_scale);
   } else if constexpr (kDescRedux) {
     issue_pv_desc<Tr, BF16>(o, p, stage_desc(v_base, sp, Tr::kKVChunkBytes, Tr::kKVBytes),
                             16 * Tr::kChunkRowBytes, pv_scale);
@@ -1002,7 +1069,9 @@ __device__ __forceinline__ void mainloop_turn(
   }
   ptx::wgmma_commit();
   Clk::lap(wc, Clk::kIssue);
-  if constexpr (kLean)
+  if constexpr (kFixed)
+    turn.pass_turn_to(ring->next_bar);
+  else if constexpr (kLean)
     turn.pass_turn_lean();
   else
     turn.pass_turn();
@@ -1637,6 +1706,7 @@ struct Consumer {
   // ATTNKIT_FLASH3_FWD_D64_TURN's parts
   static constexpr bool kLean = kD64TurnMath<Tr::kD, kVar, kTc>;
   static constexpr bool kSplit = kD64TurnSplit<Tr::kD, kVar, kTc>;
+  static constexpr bool kRing = kD64Ring<Tr::kD, kVar, kTc>;  // ATTNKIT_FLASH3_FWD_D64_RING
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1870,6 +1940,52 @@ struct Consumer {
     pipe.count += n_blocks;
   }
 
+  /// (kRing) The unmasked turns it .. n_blocks - 1 (it < n_blocks) with the 2-stage K / V ring
+  /// unrolled: an iteration runs the turn on K stage 0, then the one on K stage 1. Turn i reads
+  /// ring position c = pipe.count + i: K stage c % 2 with parity (c / 2) & 1, V stage (c - 1) % 2
+  /// with parity ((c - 1) / 2) & 1 (PipeIndex; c >= 2 here, so no signed fix-ups are needed).
+  /// For even c: K stage 0, V stage 1, K parity ph = (c / 2) & 1, V parity ph ^ 1; for odd c: K
+  /// stage 1, V stage 0, both parities ph = (c >> 1) & 1. ph flips after each odd c. A loop
+  /// that starts on an odd c (pipe.count and it vary per tile) skips its first stage-0 turn.
+  __device__ __forceinline__ void ring_turns(int it, int n_blocks, int n_end, uint32_t q_wg,
+                                             uint32_t k_base, float (&s)[kBN / 2],
+                                             float (&factor)[2], float sl2, int mrow, int row0) {
+    namespace ptx = attnkit::cuda::sm90;
+    static_assert(kDiet, "flash3: ring_turns starts at turn 2 (c >= 2: no signed fix-ups)");
+    const uint32_t v_base = ptx::smem_u32(sm.v);
+    const int c = pipe.count + it;
+    RingTurn r;
+    // (SmemLayout: sm.k = sm.q + kKOff, sm.v = sm.k + kStagesK * kKVBytes)
+    const uint32_t q_base = ptx::smem_u32(sm.q);
+    constexpr uint32_t kKOff = Tr::kQStages * Tr::kQBytes;
+    constexpr uint32_t kVOff = kKOff + Tr::kStagesK * Tr::kKVBytes;
+#pragma unroll
+    for (int st = 0; st < 2; ++st) {
+      r.kd[st] = ring_desc(q_base, kKOff + st * Tr::kKStageBytes, 16);
+      r.vd[st] = ring_desc(q_base, kVOff + st * Tr::kKVBytes, Tr::kKVChunkBytes);
+    }
+    r.next_bar = turn.next_bar();
+    auto run = [&](auto stage) {
+      mainloop_turn<Tr, BF16, kVar, kMaskFrom, kMaskNever, decltype(stage)::value>(
+          a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s, factor, pf, state, sl2, mrow,
+          row0, lane, qa, 1, nullptr, 0.f, nullptr, 0, &r);
+    };
+    using S0 = std::integral_constant<int, 0>;
+    using S1 = std::integral_constant<int, 1>;
+    r.ph = static_cast<uint32_t>(c >> 1) & 1u;
+    bool odd = (c & 1) != 0;
+    for (;;) {
+      if (!odd) {
+        run(S0{});
+        if (++it == n_blocks) break;
+      }
+      run(S1{});
+      if (++it == n_blocks) break;
+      r.ph ^= 1u;
+      odd = false;
+    }
+  }
+
   /// Tile (m_block, h, b): its n_blocks K/V blocks, or (kTail) piece pc's, blocks pc.lo ..
   /// pc.lo + n_blocks - 1 (n_blocks = pc.n).
   __device__ __forceinline__ void tile(int m_block, int h, int b, int n_blocks,
@@ -1972,10 +2088,15 @@ struct Consumer {
         mainloop_turn<Tr, BF16, kVar, kMaskFrom, kMaskAlways>(
             a, sm, pipe, turn, it, n_end, q_wg, k_base, attnkit::cuda::sm90::smem_u32(sm.v), o, p,
             s, factor, pf, state, sl2, mrow, row0, lane, qa);
-      for (; it < n_blocks; ++it)
-        mainloop_turn<Tr, BF16, kVar, kMaskFrom, kMaskNever>(
-            a, sm, pipe, turn, it, n_end, q_wg, k_base, attnkit::cuda::sm90::smem_u32(sm.v), o, p,
-            s, factor, pf, state, sl2, mrow, row0, lane, qa);
+      if constexpr (kRing) {
+        if (it < n_blocks)
+          ring_turns(it, n_blocks, n_end, q_wg, k_base, s, factor, sl2, mrow, row0);
+      } else {
+        for (; it < n_blocks; ++it)
+          mainloop_turn<Tr, BF16, kVar, kMaskFrom, kMaskNever>(
+              a, sm, pipe, turn, it, n_end, q_wg, k_base, attnkit::cuda::sm90::smem_u32(sm.v), o, p,
+              s, factor, pf, state, sl2, mrow, row0, lane, qa);
+      }
     } else {
       for (int it = kDiet ? 2 : 1; it < n_blocks; ++it)
         mainloop_turn<Tr, BF16, kVar, kMaskFrom>(a, sm, pipe, turn, it, n_end, q_wg, k_base,
