@@ -323,21 +323,19 @@ struct PingPong {
   __device__ __forceinline__ void wait_turn() const {
     if (on) attnkit::cuda::sm90::named_bar_sync(1 + me, 256);
   }
-  __device__ __forceinline__ void pass_turn() const {
-    if (on) attnkit::cuda::sm90::named_bar_arrive(1 + (me + 1 == n ? 0 : me + 1), 256);
-  }
-  /// pass_turn with the next barrier's id computed outside the `on` test, where it is loop
-  /// invariant (ATTNKIT_FLASH3_FWD_D64_TURN; inside it, ptxas recomputed it every turn).
-  __device__ __forceinline__ void pass_turn_lean() const {
-    const int next = 1 + (me + 1 == n ? 0 : me + 1);
-    if (on) attnkit::cuda::sm90::named_bar_arrive(next, 256);
-  }
-  /// The next warpgroup's barrier id (pass_turn's), and pass_turn given it (kD64Ring: the id
-  /// computed once per loop; in the unrolled turns ptxas recomputed it per turn, 3 instructions).
+  /// The next warpgroup's barrier id.
   __device__ __forceinline__ int next_bar() const { return 1 + (me + 1 == n ? 0 : me + 1); }
+  /// Hands the turn to barrier `next` (next_bar(); kD64Ring computes it once per loop: in the
+  /// unrolled turns ptxas recomputed it per turn, 3 instructions).
   __device__ __forceinline__ void pass_turn_to(int next) const {
     if (on) attnkit::cuda::sm90::named_bar_arrive(next, 256);
   }
+  __device__ __forceinline__ void pass_turn() const {
+    if (on) attnkit::cuda::sm90::named_bar_arrive(next_bar(), 256);
+  }
+  /// pass_turn with the id computed outside the `on` test, where it is loop invariant
+  /// (ATTNKIT_FLASH3_FWD_D64_TURN; inside it, ptxas recomputed it every turn).
+  __device__ __forceinline__ void pass_turn_lean() const { pass_turn_to(next_bar()); }
 };
 
 /// issue_qk from the k-step 0 descriptors of Q_wg (da0) and of the K stage (db0).
