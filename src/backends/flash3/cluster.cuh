@@ -27,6 +27,14 @@ __device__ __forceinline__ uint32_t ctarank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
+/// ctarank without `volatile`: the rank is fixed for the kernel's life, so the compiler may read
+/// it once and keep it (mainloop.cuh kD128RingRank: the volatile read put an S2R SR_CgaCtaId +
+/// LOP3 into each of the two remote releases of the D 128 multicast twin's steady turn).
+__device__ __forceinline__ uint32_t ctarank_pure() {
+  uint32_t r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
 /// Every thread of every CTA of the cluster (aligned: whole warps).
 __device__ __forceinline__ void sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::

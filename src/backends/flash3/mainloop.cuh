@@ -419,13 +419,38 @@ template <class Tr>
 __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
+
+// ATTNKIT_FLASH3_FWD_D128_RING (session 55, helper-47; A/B build switch, default 0 = the code
+// before it): D 64's two steady-turn diets for the D 128 ordered kernels with the row sums in
+// P V (kVarTcSum: slot 37 = kVar 66321 and its 2-CTA multicast twin, slot 77; bf16 and f16):
+// Consumer::tile's turns as a masked loop, then the unmasked ones two an iteration over the
+// 2-stage K / V ring (Consumer::ring_turns, as ATTNKIT_FLASH3_FWD_D64_TURN's split and
+// ATTNKIT_FLASH3_FWD_D64_RING: compile-time stages, barriers and stage descriptors, a
+// loop-carried parity bit, the ping-pong id once a loop; P V on the kTcSum layout through the
+// ring's per-stage V descriptor), and the multicast twin's remote releases with the cluster rank
+// read once (cl::ctarank_pure, kD128RingRank). Same values, same mbarrier protocol (the argument
+// and the SASS in bench/notes/fwd-d128-ring-s55.md).
+#ifndef ATTNKIT_FLASH3_FWD_D128_RING
+#define ATTNKIT_FLASH3_FWD_D128_RING 0
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_D128_RING == 0 || ATTNKIT_FLASH3_FWD_D128_RING == 1,
+              "ATTNKIT_FLASH3_FWD_D128_RING: 0 (off) or 1 (split loops, two turns an iteration)");
+/// (ATTNKIT_FLASH3_FWD_D128_RING) The traits of slot 77 (D 128 with the row sums in P V, 2-CTA
+/// cluster: only kVar 66321 has them): release_kv reads the cluster rank once.
+template <class Tr>
+inline constexpr bool kD128RingRank =
+    ATTNKIT_FLASH3_FWD_D128_RING >= 1 && Tr::kD == 128 && Tr::kTcSum&& Tr::kCluster == 2;
+
 /// A K or V stage is released: with a cluster of 2 on both CTAs' "empty" barriers (the peer's
 /// producer multicasts into this CTA's stage too; cluster.cuh).
 template <class Tr>
 __device__ __forceinline__ void release_kv(uint64_t* bar, int lane) {
   if (lane != 0) return;
   attnkit::cuda::sm90::mbar_arrive(bar);
-  if constexpr (Tr::kCluster == 2) cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
+  if constexpr (kD128RingRank<Tr>)  // (the rank read once: ctarank_pure)
+    cl::mbar_arrive_remote(bar, cl::ctarank_pure() ^ 1u);
+  else if constexpr (Tr::kCluster == 2)
+    cl::mbar_arrive_remote(bar, cl::ctarank() ^ 1u);
 }
 
 /// Kernel variant bits (the kVar template parameter; Tuning::ordered_softmax, early_rescale).
@@ -599,6 +624,15 @@ static_assert(ATTNKIT_FLASH3_FWD_D64_RING == 0 || ATTNKIT_FLASH3_FWD_D64_RING ==
               "ATTNKIT_FLASH3_FWD_D64_RING: 0 (off) or 1 (two turns an iteration)");
 template <int kD, int kVar, bool kTc>
 inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING >= 1 && kD64TurnSplit<kD, kVar, kTc>;
+/// ATTNKIT_FLASH3_FWD_D128_RING (above release_kv) applies to kernel variant kVar at head dim kD:
+/// the D 128 kernels with the row sums in P V (kTc: only the tile-diet kernels, kernel.cuh), with
+/// uniform descriptors and none of the A/B-only or tail bits; in the build: 66321 at CL 1 and 2.
+template <int kD, int kVar, bool kTc>
+inline constexpr bool kD128Ring = ATTNKIT_FLASH3_FWD_D128_RING >= 1 && kD == 128 && kTc &&
+                                  (kVar & (kVarTileDiet | kVarUniformDesc)) ==
+                                      (kVarTileDiet | kVarUniformDesc) &&
+                                  (kVar & (kVarScoreMod | kVarLazyRescale | kVarLegacyDesc |
+                                           kVarQReg | kVarTail)) == 0;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
@@ -931,10 +965,10 @@ __device__ __forceinline__ void skip_masked_turn(const SmemLayout<Tr>& sm, PipeO
   ++pipe.count;
 }
 
-/// (kD64Ring) The ring state of Consumer::ring_turns' turns (their K stage is mainloop_turn's
-/// template argument kStage): the 2-stage ring's phase parity, the K / V stage descriptors of
-/// stages 0 and 1 (ring_desc; the turn takes their low words through REDUX, as stage_desc) and
-/// the ping-pong barrier to arrive on.
+/// (kD64Ring, kD128Ring) The ring state of Consumer::ring_turns' turns (their K stage is
+/// mainloop_turn's template argument kStage): the 2-stage ring's phase parity, the K / V stage
+/// descriptors of stages 0 and 1 (ring_desc; the turn takes their low words through REDUX, as
+/// stage_desc) and the ping-pong barrier to arrive on.
 struct RingTurn {
   uint64_t kd[2], vd[2];
   uint32_t ph;
@@ -962,8 +996,8 @@ __device__ __forceinline__ uint64_t ring_desc(uint32_t base, uint32_t off, uint3
 /// (Consumer::mask_from) instead of the warpgroup's first row.
 /// kMask: kMaskTest (main's per-turn needs_mask test), or kMaskAlways / kMaskNever when the
 /// caller knows the answer for every turn of its loop (kD64TurnSplit's split loops).
-/// kStage >= 0 (kD64Ring): the turn's K stage, known to the caller's unrolled loop; ring holds
-/// the phase parity and the stage descriptors (RingTurn), and `it` only names the key block.
+/// kStage >= 0 (kD64Ring, kD128Ring): the turn's K stage, known to the caller's unrolled loop; ring
+/// holds the phase parity and the stage descriptors (RingTurn), and `it` only names the key block.
 template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, int kMask = kMaskTest,
           int kStage = -1, class Sm, class State>
 __device__ __forceinline__ void mainloop_turn(
@@ -1000,8 +1034,10 @@ __device__ __forceinline__ void mainloop_turn(
   // position as count + (it - 1), which changed the SASS of the measured D 128 kernels.)
   constexpr bool kUnsignedRing = kUniform && (Tr::kD == 128 || Tr::kD == 256);
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
-  constexpr bool kFixed = kStage >= 0;  // (kD64Ring: RingTurn says why the values are these)
-  static_assert(!kFixed || (KS == 2 && VS == 2 && !kUnsignedRing), "flash3: the 2-stage ring");
+  // (kD64Ring / kD128Ring: RingTurn says why the values are these; with kUnsignedRing too, since
+  // the unsigned and the signed forms agree for c >= 1)
+  constexpr bool kFixed = kStage >= 0;
+  static_assert(!kFixed || (KS == 2 && VS == 2), "flash3: the 2-stage ring");
   const uint32_t c = static_cast<uint32_t>(pipe.count + it);
   const int st = kFixed ? kStage : kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
   const int sp = kFixed          ? kStage ^ 1
@@ -1053,7 +1089,11 @@ __device__ __forceinline__ void mainloop_turn(
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // (never with kTc: a tile-diet kernel)
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  if constexpr (kTc) {  // (the kTcSum layout)
+  if constexpr (kTc && kFixed) {  // (kD128Ring: the kTcSum layout's V stage kStage ^ 1)
+    static_assert(Tr::kD == 128, "flash3: the ring's P V with the row sums is D 128's");
+    issue_pv_ext_desc<Tr, BF16>(o, sm_state.lacc, p, uniform_lo(ring->vd[kStage ^ 1]),
+                                16 * Tr::kChunkRowBytes, pv_scale);
+  } else if constexpr (kTc) {  // (the kTcSum layout)
     issue_pv_tc<Tr, BF16>(o, sm_state.lacc, p, v_base, sp, pv_scale);
   } else if constexpr (kFixed) {
     issue_pv_desc<Tr, BF16>(o, p, uniform_lo(ring->vd[kStage ^ 1]), 16 * Tr::kChunkRowBytes,
@@ -1703,8 +1743,11 @@ struct Consumer {
   static constexpr bool kTc = Tr::kTcSum;
   // ATTNKIT_FLASH3_FWD_D64_TURN's parts
   static constexpr bool kLean = kD64TurnMath<Tr::kD, kVar, kTc>;
-  static constexpr bool kSplit = kD64TurnSplit<Tr::kD, kVar, kTc>;
-  static constexpr bool kRing = kD64Ring<Tr::kD, kVar, kTc>;  // ATTNKIT_FLASH3_FWD_D64_RING
+  // ATTNKIT_FLASH3_FWD_D128_RING: the same split and ring for D 128's row-sum kernels
+  static constexpr bool kRing128 = kD128Ring<Tr::kD, kVar, kTc>;
+  static constexpr bool kSplit = kD64TurnSplit<Tr::kD, kVar, kTc> || kRing128;
+  // ATTNKIT_FLASH3_FWD_D64_RING
+  static constexpr bool kRing = kD64Ring<Tr::kD, kVar, kTc> || kRing128;
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1945,6 +1988,8 @@ struct Consumer {
   /// For even c: K stage 0, V stage 1, K parity ph = (c / 2) & 1, V parity ph ^ 1; for odd c: K
   /// stage 1, V stage 0, both parities ph = (c >> 1) & 1. ph flips after each odd c. A loop
   /// that starts on an odd c (pipe.count and it vary per tile) skips its first stage-0 turn.
+  /// (kD128Ring: kUnsignedRing's unsigned c % 2, c / 2 are the same values for c >= 1; the V
+  /// stages of the kTcSum layout sit at Tr::v_off(s) from sm.v = sm.k, chunk stride v_lbo(s).)
   __device__ __forceinline__ void ring_turns(int it, int n_blocks, int n_end, uint32_t q_wg,
                                              uint32_t k_base, float (&s)[kBN / 2],
                                              float (&factor)[2], float sl2, int mrow, int row0) {
@@ -1953,14 +1998,16 @@ struct Consumer {
     const uint32_t v_base = ptx::smem_u32(sm.v);
     const int c = pipe.count + it;
     RingTurn r;
-    // (SmemLayout: sm.k = sm.q + kKOff, sm.v = sm.k + kStagesK * kKVBytes)
+    // (SmemLayout: sm.k = sm.q + kKOff, sm.v = sm.k + kStagesK * kKVBytes, kTc: sm.v = sm.k;
+    // V stage st at sm.v + v_off(st) with chunk stride v_lbo(st): st * kKVBytes and
+    // kKVChunkBytes without kTc)
     const uint32_t q_base = ptx::smem_u32(sm.q);
     constexpr uint32_t kKOff = Tr::kQStages * Tr::kQBytes;
-    constexpr uint32_t kVOff = kKOff + Tr::kStagesK * Tr::kKVBytes;
+    constexpr uint32_t kVOff = kKOff + (kTc ? 0 : Tr::kStagesK * Tr::kKVBytes);
 #pragma unroll
     for (int st = 0; st < 2; ++st) {
       r.kd[st] = ring_desc(q_base, kKOff + st * Tr::kKStageBytes, 16);
-      r.vd[st] = ring_desc(q_base, kVOff + st * Tr::kKVBytes, Tr::kKVChunkBytes);
+      r.vd[st] = ring_desc(q_base, kVOff + Tr::v_off(st), Tr::v_lbo(st));
     }
     r.next_bar = turn.next_bar();
     auto run = [&](auto stage) {
@@ -2077,9 +2124,9 @@ struct Consumer {
       }
     }
     if constexpr (kSplit && kMaskFrom) {
-      // (kD64TurnSplit) Turn it shows block n_end - 1 - it, which needs the mask iff it is >= mrow:
-      // the turns it < n_end - mrow, all before the others. Two loops, the second one without
-      // the mask's code or its per-turn test.
+      // (kD64TurnSplit, kD128Ring) Turn it shows block n_end - 1 - it, which needs the mask iff it
+      // is >= mrow: the turns it < n_end - mrow, all before the others. Two loops, the second one
+      // without the mask's code or its per-turn test.
       const int it_plain = n_end - mrow;
       int it = kDiet ? 2 : 1;
       for (; it < n_blocks && it < it_plain; ++it)
