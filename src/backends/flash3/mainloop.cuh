@@ -633,6 +633,34 @@ inline constexpr bool kD128Ring = ATTNKIT_FLASH3_FWD_D128_RING >= 1 && kD == 128
                                       (kVarTileDiet | kVarUniformDesc) &&
                                   (kVar & (kVarScoreMod | kVarLazyRescale | kVarLegacyDesc |
                                            kVarQReg | kVarTail)) == 0;
+
+// ATTNKIT_FLASH3_FWD_D256_RING (session 55, a helper; A/B, default 0 = the code before it): D 64's
+// two turn diets for D 256's row-sums-in-P-V diet kernels (consume_tile_simple: slot 39, its causal
+// skip-turn twin slot 119, 39's multicast twin). The turns after the peeled turn 1 run as a masked
+// prefix loop (the mask test once a tile, first_masked_block, instead of block_needs_mask every
+// turn), then the unmasked turns two an iteration over the 2-stage K / V ring (ring_loop,
+// mainloop_turn's kStage, RingTurn; the V descriptor through issue_pv_tc_desc). Same values,
+// the same barriers waited on with the same parities in the same order (the argument:
+// bench/notes/fwd-d256-ring-s55.md). Issued steady turn (nvcc 13.0; bf16 = f16): slot 39 435 ->
+// 386 / 384 (stage 0 / 1 halves; without a rescale 303 -> 254 / 252), slot 119 433 -> 386 / 384,
+// the multicast twin 446 -> 397 / 395; a masked turn 526 -> 504; the exps' place against the P V
+// wait unchanged (3 before, 31 after); spills 124 / 184 -> 116 / 172 B (68 / 104 -> 60 / 96);
+// +848..+872 static instructions (the second turn body). Not measured yet.
+#ifndef ATTNKIT_FLASH3_FWD_D256_RING
+#define ATTNKIT_FLASH3_FWD_D256_RING 0
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_D256_RING == 0 || ATTNKIT_FLASH3_FWD_D256_RING == 1,
+              "ATTNKIT_FLASH3_FWD_D256_RING: 0 (off) or 1 (split loops, two turns an iteration)");
+/// The D 256 ring turns (ATTNKIT_FLASH3_FWD_D256_RING) apply to kernel variant kVar: the plain
+/// (no score mod, mask, dropout, varlen, split tail) tile-diet kernels with uniform descriptors
+/// and the row sums in P V.
+template <int kD, int kVar, bool kTc>
+inline constexpr bool kD256Ring = ATTNKIT_FLASH3_FWD_D256_RING == 1 && kD == 256 && kTc &&
+                                  (kVar & (kVarTileDiet | kVarUniformDesc)) ==
+                                      (kVarTileDiet | kVarUniformDesc) &&
+                                  (kVar & (kVarScoreMod | kVarMask | kVarDropout | kVarVarlen |
+                                           kVarNarrow | kVarTail | kVarLegacyDesc |
+                                           kVarEarlyRescale)) == 0;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
@@ -661,22 +689,20 @@ __device__ __forceinline__ uint64_t tc_v_desc(uint32_t v_base, int sp) {
   return uniform_lo(sp == 0 ? d0 : d1);  // (both have the same high word: SBO, swizzle)
 }
 
-/// P V on the kTcSum layout for V stage sp, with the row sums into l: D = 128 one m64n(128 + 8)
-/// wgmma per k-step; D = 256 two, columns 0-127 and 128-255 + 8 (the sums).
+/// P V on the kTcSum layout from d0, the kk = 0 descriptor of the V stage (low word uniform),
+/// with the row sums into l: D = 128 one m64n(128 + 8) wgmma per k-step; D = 256 two, columns
+/// 0-127 and 128-255 + 8 (the sums). (issue_pv_tc's stage sp; mainloop_turn's kFixed ring turns
+/// pass RingTurn's V stage descriptor.)
 template <class Tr, bool BF16>
-__device__ __forceinline__ void issue_pv_tc(float (&o)[Tr::kD / 2], float (&l)[4],
-                                            const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_base,
-                                            int sp, int scale_first) {
+__device__ __forceinline__ void issue_pv_tc_desc(float (&o)[Tr::kD / 2], float (&l)[4],
+                                                 const uint32_t (&p)[Tr::kBlockN / 4], uint64_t d0,
+                                                 int scale_first) {
   constexpr uint32_t kKk = 16 * Tr::kChunkRowBytes;  // 16 keys along a chunk
   if constexpr (Tr::kD == 128) {
-    issue_pv_ext_desc<Tr, BF16>(o, l, p, tc_v_desc<Tr>(v_base, sp), kKk, scale_first);
+    issue_pv_ext_desc<Tr, BF16>(o, l, p, d0, kKk, scale_first);
   } else {
     static_assert(Tr::kD == 256, "flash3: the kTcSum layout is D = 128 or 256");
-    // (stage sp at base + sp x 5C, the plain kernel's form; the second half 2C on: desc_add)
-    namespace ptx = attnkit::cuda::sm90;
-    const uint64_t db = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::kTcChunk, 1024);
-    const uint64_t d0 = uniform_lo(desc_add(db, sp * Tr::kTcVStageBytes));
-    const uint64_t d1 = desc_add(d0, 2 * Tr::kTcChunk);
+    const uint64_t d1 = desc_add(d0, 2 * Tr::kTcChunk);  // (the second half 2C on)
     float(&lo)[64] = *reinterpret_cast<float(*)[64]>(&o[0]);
     float(&hi)[64] = *reinterpret_cast<float(*)[64]>(&o[64]);
 #pragma unroll
@@ -686,6 +712,22 @@ __device__ __forceinline__ void issue_pv_tc(float (&o)[Tr::kD / 2], float (&l)[4
       Wgmma<128, BF16>::rs(lo, a, desc_add(d0, kk * kKk), sc);
       WgmmaExt<128, BF16>::rs(hi, l, a, desc_add(d1, kk * kKk), sc);
     }
+  }
+}
+
+/// P V on the kTcSum layout for V stage sp (issue_pv_tc_desc), with the row sums into l.
+template <class Tr, bool BF16>
+__device__ __forceinline__ void issue_pv_tc(float (&o)[Tr::kD / 2], float (&l)[4],
+                                            const uint32_t (&p)[Tr::kBlockN / 4], uint32_t v_base,
+                                            int sp, int scale_first) {
+  if constexpr (Tr::kD == 128) {
+    issue_pv_tc_desc<Tr, BF16>(o, l, p, tc_v_desc<Tr>(v_base, sp), scale_first);
+  } else {
+    // (stage sp at base + sp x 5C, the plain kernel's form)
+    namespace ptx = attnkit::cuda::sm90;
+    const uint64_t db = ptx::Sw128Desc::make(v_base + Tr::v_off(0), Tr::kTcChunk, 1024);
+    issue_pv_tc_desc<Tr, BF16>(o, l, p, uniform_lo(desc_add(db, sp * Tr::kTcVStageBytes)),
+                               scale_first);
   }
 }
 
@@ -965,26 +1007,75 @@ __device__ __forceinline__ void skip_masked_turn(const SmemLayout<Tr>& sm, PipeO
   ++pipe.count;
 }
 
-/// (kD64Ring, kD128Ring) The ring state of Consumer::ring_turns' turns (their K stage is
+/// (kD64Ring, kD128Ring, kD256Ring) The ring state of ring_loop's turns (their K stage is
 /// mainloop_turn's template argument kStage): the 2-stage ring's phase parity, the K / V stage
-/// descriptors of stages 0 and 1 (ring_desc; the turn takes their low words through REDUX, as
-/// stage_desc) and the ping-pong barrier to arrive on.
+/// descriptors of stages 0 and 1 (ring_turn_state, ring_desc; at D 64 / 128 the turn takes their
+/// low words through REDUX, as stage_desc: mainloop_turn's ring_lo) and the ping-pong barrier to
+/// arrive on.
 struct RingTurn {
   uint64_t kd[2], vd[2];
   uint32_t ph;
   int next_bar;  // PingPong::next_bar
 };
 
-/// (kD64Ring) The descriptor of the shared-memory stage `off` bytes after `base` (16-byte
-/// multiples), with leading byte offset lbo; mainloop_turn takes its low word through REDUX
-/// (uniform_lo), as stage_desc. The same value as Sw128Desc::make(base + off, lbo, 1024): its
-/// low word is ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16; shared addresses are <
-/// 2^18 (228 KB per CTA), so the mask changes nothing and | is +, and the word is (base >> 4) +
-/// a constant: one LEA.HI where ptxas rematerialises it in the loop (make's VIADD + LOP3 +
-/// LEA.HI from the smem base; base = the smem base itself, so no VIADD either).
+/// (kD64Ring, kD128Ring, kD256Ring) The descriptor of the shared-memory stage `off` bytes after
+/// `base` (16-byte multiples), with leading byte offset lbo; mainloop_turn takes its low word
+/// through REDUX (uniform_lo), as stage_desc, at D 64 / 128 (ring_lo). The same value as
+/// Sw128Desc::make(base + off, lbo, 1024): its low word is ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) &
+/// 0x3FFF) << 16; shared addresses are < 2^18 (228 KB per CTA), so the mask changes nothing and |
+/// is +, and the word is (base >> 4) + a constant: one LEA.HI where ptxas rematerialises it in the
+/// loop (make's VIADD + LOP3 + LEA.HI from the smem base; base = the smem base itself, so no VIADD
+/// either).
 __device__ __forceinline__ uint64_t ring_desc(uint32_t base, uint32_t off, uint32_t lbo) {
   const uint64_t hi = attnkit::cuda::sm90::Sw128Desc::make(0, 0, 1024);  // SBO, swizzle
   return hi | ((base >> 4) + (off >> 4) + (((lbo >> 4) & 0x3FFF) << 16));
+}
+
+/// (kD64Ring, kD128Ring, kD256Ring) The stage descriptors of both K and V stages (SmemLayout: k = q
+/// + kQStages x kQBytes; v = k + kStagesK x kKVBytes, or v = k on the kTcSum layout; V stage s at
+/// v + v_off(s) with chunk stride v_lbo(s)) and the ping-pong barrier to arrive on; ring_loop sets
+/// the parity.
+template <class Tr>
+__device__ __forceinline__ void ring_turn_state(RingTurn& r, const SmemLayout<Tr>& sm,
+                                                const PingPong& turn) {
+  static_assert(Tr::kStagesK == 2 && Tr::kStagesV == 2 && !Tr::kRing, "flash3: the 2-stage ring");
+  const uint32_t q_base = attnkit::cuda::sm90::smem_u32(sm.q);
+  constexpr uint32_t kKOff = Tr::kQStages * Tr::kQBytes;
+  constexpr uint32_t kVOff = kKOff + (Tr::kTcSum ? 0 : Tr::kStagesK * Tr::kKVBytes);
+#pragma unroll
+  for (int st = 0; st < 2; ++st) {
+    r.kd[st] = ring_desc(q_base, kKOff + st * Tr::kKStageBytes, 16);
+    r.vd[st] = ring_desc(q_base, kVOff + Tr::v_off(st), Tr::v_lbo(st));
+  }
+  r.next_bar = turn.next_bar();
+}
+
+/// (kD64Ring, kD128Ring, kD256Ring) Turns it .. n_blocks - 1 (it < n_blocks) of a tile, the turn at
+/// ring position c = pipe.count + it first, with the 2-stage K / V ring unrolled: an iteration runs
+/// run(integral_constant<int, 0>) (the turn on K stage 0), then run(.. 1 ..) (K stage 1). Turn i
+/// reads ring position c = pipe.count + i: K stage c % 2 with parity (c / 2) & 1, V stage (c -
+/// 1) % 2 with parity ((c - 1) / 2) & 1 (PipeIndex; c >= 2 here, so no signed fix-ups are
+/// needed, and kUnsignedRing's unsigned c % 2, c / 2 at D 128 / 256 are the same values). For even
+/// c: K stage 0, V stage 1, K parity ph = (c / 2) & 1, V parity ph ^ 1; for odd c: K stage 1, V
+/// stage 0, both parities ph = (c >> 1) & 1. ph (r.ph) flips after each odd c. A loop that starts
+/// on an odd c (pipe.count and it vary per tile) skips its first stage-0 turn. it counts the turns
+/// (run reads it through the caller's reference: the turn's key block).
+template <class Run>
+__device__ __forceinline__ void ring_loop(int& it, int n_blocks, int c, RingTurn& r, Run&& run) {
+  using S0 = std::integral_constant<int, 0>;
+  using S1 = std::integral_constant<int, 1>;
+  r.ph = static_cast<uint32_t>(c >> 1) & 1u;
+  bool odd = (c & 1) != 0;
+  for (;;) {
+    if (!odd) {
+      run(S0{});
+      if (++it == n_blocks) break;
+    }
+    run(S1{});
+    if (++it == n_blocks) break;
+    r.ph ^= 1u;
+    odd = false;
+  }
 }
 
 /// Turn it (1 <= it < n_blocks) of a tile (consume_tile_simple, Consumer::tile): S = Q K_it^T
@@ -996,8 +1087,9 @@ __device__ __forceinline__ uint64_t ring_desc(uint32_t base, uint32_t off, uint3
 /// (Consumer::mask_from) instead of the warpgroup's first row.
 /// kMask: kMaskTest (main's per-turn needs_mask test), or kMaskAlways / kMaskNever when the
 /// caller knows the answer for every turn of its loop (kD64TurnSplit's split loops).
-/// kStage >= 0 (kD64Ring, kD128Ring): the turn's K stage, known to the caller's unrolled loop; ring
-/// holds the phase parity and the stage descriptors (RingTurn), and `it` only names the key block.
+/// kStage >= 0 (kD64Ring, kD128Ring, kD256Ring): the turn's K stage, known to the caller's
+/// unrolled loop (ring_loop); ring holds the phase parity and the stage descriptors (RingTurn),
+/// and `it` only names the key block.
 template <class Tr, bool BF16, int kVar, bool kMaskFrom = false, int kMask = kMaskTest,
           int kStage = -1, class Sm, class State>
 __device__ __forceinline__ void mainloop_turn(
@@ -1034,9 +1126,13 @@ __device__ __forceinline__ void mainloop_turn(
   // position as count + (it - 1), which changed the SASS of the measured D 128 kernels.)
   constexpr bool kUnsignedRing = kUniform && (Tr::kD == 128 || Tr::kD == 256);
   constexpr uint32_t KS = PipeOf<Tr>::kKS, VS = PipeOf<Tr>::kVS;
-  // (kD64Ring / kD128Ring: RingTurn says why the values are these; with kUnsignedRing too, since
-  // the unsigned and the signed forms agree for c >= 1)
+  // (kD64Ring / kD128Ring / kD256Ring: ring_loop says why the values are these; with
+  // kUnsignedRing too, since the unsigned and the signed forms agree for c >= 1)
   constexpr bool kFixed = kStage >= 0;
+  // (kFixed: the stage descriptors' low words through REDUX, as stage_desc, at D 64 / 128, their
+  // measured form; at D 256 ptxas builds ring_desc's words from the smem base's uniform register,
+  // ULEA.HI, and a REDUX only moved them through a vector register: 4 IMAD.U32 + REDUX a turn)
+  auto ring_lo = [](uint64_t d) { return Tr::kD == 256 ? d : uniform_lo(d); };
   static_assert(!kFixed || (KS == 2 && VS == 2), "flash3: the 2-stage ring");
   const uint32_t c = static_cast<uint32_t>(pipe.count + it);
   const int st = kFixed ? kStage : kUnsignedRing ? static_cast<int>(c % KS) : pipe.ks(it);
@@ -1076,7 +1172,7 @@ __device__ __forceinline__ void mainloop_turn(
     return uniform_lo(desc_add(d, stage * stride));
   };
   if constexpr (kFixed)
-    issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024), uniform_lo(ring->kd[kStage]));
+    issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024), ring_lo(ring->kd[kStage]));
   else if constexpr (kDescRedux)
     issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024),
                             stage_desc(k_base, st, 16, Tr::kKStageBytes));
@@ -1089,10 +1185,8 @@ __device__ __forceinline__ void mainloop_turn(
   if constexpr (kEarly) rescale_o<Tr::kD>(o, pf);  // (never with kTc: a tile-diet kernel)
   ptx::wgmma_fence();  // the V wait is a branch: re-establish register ordering for PV
   // pv_scale 0 (kVarTileDiet, turn 1: the tile's first P V): O = P V, O was not cleared.
-  if constexpr (kTc && kFixed) {  // (kD128Ring: the kTcSum layout's V stage kStage ^ 1)
-    static_assert(Tr::kD == 128, "flash3: the ring's P V with the row sums is D 128's");
-    issue_pv_ext_desc<Tr, BF16>(o, sm_state.lacc, p, uniform_lo(ring->vd[kStage ^ 1]),
-                                16 * Tr::kChunkRowBytes, pv_scale);
+  if constexpr (kTc && kFixed) {  // (kD128Ring, kD256Ring: the kTcSum layout's V stage kStage ^ 1)
+    issue_pv_tc_desc<Tr, BF16>(o, sm_state.lacc, p, ring_lo(ring->vd[kStage ^ 1]), pv_scale);
   } else if constexpr (kTc) {  // (the kTcSum layout)
     issue_pv_tc<Tr, BF16>(o, sm_state.lacc, p, v_base, sp, pv_scale);
   } else if constexpr (kFixed) {
@@ -1179,6 +1273,9 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   static_assert(!kDiet || !kEarly, "flash3: kVarTileDiet does not rescale O before P V");
   // kVarSkipTurn (above skip_masked_turn): the plain kernels only.
   constexpr bool kSkipTurn = (kVar & kVarSkipTurn) != 0;
+  // ATTNKIT_FLASH3_FWD_D256_RING: split loops and the unrolled K / V ring (below the peeled turn 1)
+  constexpr bool kRing256 = kD256Ring<Tr::kD, kVar, kTc>;
+  static_assert(!kRing256 || kDiet, "flash3: the ring loop starts at turn 2 (c >= 2)");
   static_assert(!kSkipTurn || (kVar & (kVarScoreMod | kVarMask | kVarTail | kVarDropout |
                                        kVarNarrow | kVarVarlen)) == 0,
                 "flash3: kVarSkipTurn runs in the plain kernels only");
@@ -1272,10 +1369,33 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
                                       s, factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
                                       &wc, alibi_k, mask_bh, drop_bh);
     }
-    for (int it = kDiet ? 2 : 1; it < n_run; ++it)
-      mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_run_end, q_wg, k_base, v_base, o, p, s,
-                                    factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1, &wc,
-                                    alibi_k, mask_bh, drop_bh);
+    if constexpr (kRing256) {
+      // (kD256Ring) Turn it shows block n_run_end - 1 - it, which needs the mask iff that block
+      // is >= first_masked_block's (block_needs_mask's rule; a host test checks the two agree):
+      // the turns it < it_plain, all before the others. They run in a loop of their own (still
+      // masked), the rest two an iteration over the K / V ring without the mask's code or its
+      // per-turn test. (Causal with mask_from <= 0: every turn is in the first loop.)
+      const int it_plain = n_run_end - first_masked_block<__builtin_ctz(kBN)>(a, first_row);
+      int it = 2;
+      for (; it < n_run && it < it_plain; ++it)
+        mainloop_turn<Tr, BF16, kVar, false, kMaskAlways>(
+            a, sm, pipe, turn, it, n_run_end, q_wg, k_base, v_base, o, p, s, factor, pf, sm_state,
+            sl2, first_row, row0, lane, no_qa, 1, &wc, alibi_k, mask_bh, drop_bh);
+      if (it < n_run) {
+        RingTurn r;
+        ring_turn_state<Tr>(r, sm, turn);
+        ring_loop(it, n_run, pipe.count + it, r, [&](auto stage) {
+          mainloop_turn<Tr, BF16, kVar, false, kMaskNever, decltype(stage)::value>(
+              a, sm, pipe, turn, it, n_run_end, q_wg, k_base, v_base, o, p, s, factor, pf, sm_state,
+              sl2, first_row, row0, lane, no_qa, 1, &wc, alibi_k, mask_bh, drop_bh, &r);
+        });
+      }
+    } else {
+      for (int it = kDiet ? 2 : 1; it < n_run; ++it)
+        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_run_end, q_wg, k_base, v_base, o, p,
+                                      s, factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1,
+                                      &wc, alibi_k, mask_bh, drop_bh);
+    }
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
     {
@@ -1982,53 +2102,22 @@ struct Consumer {
   }
 
   /// (kRing) The unmasked turns it .. n_blocks - 1 (it < n_blocks) with the 2-stage K / V ring
-  /// unrolled: an iteration runs the turn on K stage 0, then the one on K stage 1. Turn i reads
-  /// ring position c = pipe.count + i: K stage c % 2 with parity (c / 2) & 1, V stage (c - 1) % 2
-  /// with parity ((c - 1) / 2) & 1 (PipeIndex; c >= 2 here, so no signed fix-ups are needed).
-  /// For even c: K stage 0, V stage 1, K parity ph = (c / 2) & 1, V parity ph ^ 1; for odd c: K
-  /// stage 1, V stage 0, both parities ph = (c >> 1) & 1. ph flips after each odd c. A loop
-  /// that starts on an odd c (pipe.count and it vary per tile) skips its first stage-0 turn.
-  /// (kD128Ring: kUnsignedRing's unsigned c % 2, c / 2 are the same values for c >= 1; the V
-  /// stages of the kTcSum layout sit at Tr::v_off(s) from sm.v = sm.k, chunk stride v_lbo(s).)
+  /// unrolled: an iteration runs the turn on K stage 0, then the one on K stage 1 (ring_loop has
+  /// the ring positions and why the stages and parities are these; ring_turn_state the stage
+  /// descriptors, on the kTcSum layout too).
   __device__ __forceinline__ void ring_turns(int it, int n_blocks, int n_end, uint32_t q_wg,
                                              uint32_t k_base, float (&s)[kBN / 2],
                                              float (&factor)[2], float sl2, int mrow, int row0) {
     namespace ptx = attnkit::cuda::sm90;
     static_assert(kDiet, "flash3: ring_turns starts at turn 2 (c >= 2: no signed fix-ups)");
     const uint32_t v_base = ptx::smem_u32(sm.v);
-    const int c = pipe.count + it;
     RingTurn r;
-    // (SmemLayout: sm.k = sm.q + kKOff, sm.v = sm.k + kStagesK * kKVBytes, kTc: sm.v = sm.k;
-    // V stage st at sm.v + v_off(st) with chunk stride v_lbo(st): st * kKVBytes and
-    // kKVChunkBytes without kTc)
-    const uint32_t q_base = ptx::smem_u32(sm.q);
-    constexpr uint32_t kKOff = Tr::kQStages * Tr::kQBytes;
-    constexpr uint32_t kVOff = kKOff + (kTc ? 0 : Tr::kStagesK * Tr::kKVBytes);
-#pragma unroll
-    for (int st = 0; st < 2; ++st) {
-      r.kd[st] = ring_desc(q_base, kKOff + st * Tr::kKStageBytes, 16);
-      r.vd[st] = ring_desc(q_base, kVOff + Tr::v_off(st), Tr::v_lbo(st));
-    }
-    r.next_bar = turn.next_bar();
-    auto run = [&](auto stage) {
+    ring_turn_state<Tr>(r, sm, turn);
+    ring_loop(it, n_blocks, pipe.count + it, r, [&](auto stage) {
       mainloop_turn<Tr, BF16, kVar, kMaskFrom, kMaskNever, decltype(stage)::value>(
           a, sm, pipe, turn, it, n_end, q_wg, k_base, v_base, o, p, s, factor, pf, state, sl2, mrow,
           row0, lane, qa, 1, nullptr, 0.f, nullptr, 0, &r);
-    };
-    using S0 = std::integral_constant<int, 0>;
-    using S1 = std::integral_constant<int, 1>;
-    r.ph = static_cast<uint32_t>(c >> 1) & 1u;
-    bool odd = (c & 1) != 0;
-    for (;;) {
-      if (!odd) {
-        run(S0{});
-        if (++it == n_blocks) break;
-      }
-      run(S1{});
-      if (++it == n_blocks) break;
-      r.ph ^= 1u;
-      odd = false;
-    }
+    });
   }
 
   /// Tile (m_block, h, b): its n_blocks K/V blocks, or (kTail) piece pc's, blocks pc.lo ..
