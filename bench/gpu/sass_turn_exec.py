@@ -9,12 +9,13 @@ NHGMMA HGMMA: 12 at D 64, 16 at D 128, 24 at D 256), its mask block, the execute
 its MUFU.EX2 sit against the P V wait (WARPGROUP.DEPBAR.LE gsb0, 0x0; the S wait is 0x1).
 Session 54 found 62 of 66 (D 128 slots 37 / 77) and 31 of 34 (D 256 slots 39 / 119) after it.
 
-Two-turn loops (the K / V ring unrolled: ATTNKIT_FLASH3_FWD_D64_RING, _D256_RING; NHGMMA = 2 x the
-turn's): the loop is also cut at its odd-entry point (the target of the forward conditional branch
+Two-turn loops (the K / V ring unrolled: ATTNKIT_FLASH3_FWD_D64_RING, _D128_RING, _D256_RING;
+NHGMMA = 2 x the turn's): the loop is also cut at its odd-entry point (the target of the forward conditional branch
 before the loop's first HGMMA that lands past half of its HGMMAs) and each half reported alone
 ("half 0" = the K stage 0 turn with the loop top, "half 1" = the K stage 1 turn with the back edge);
 a half's lazy-rescale block is the one inside it (the whole loop's count also takes the odd-entry
-branch's skip for one).
+branch's skip for one: D 128's slot 37 at _D128_RING=1, no lazy rescale, shows 394 there; read
+the halves).
 
 usage: cuobjdump -sass fwd_d128_bf16.o > f.sass; python3 bench/gpu/sass_turn_exec.py f.sass "66321, 1, 0>" 16 [dump]
 (c++filt the dump first for template-argument keys; cuobjdump on the 2-core machine: the Triton
