@@ -420,7 +420,7 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
   if (lane == 0) attnkit::cuda::sm90::mbar_arrive(bar);
 }
 
-// ATTNKIT_FLASH3_FWD_D128_RING (session 55, helper-47; A/B build switch, default 0 = the code
+// ATTNKIT_FLASH3_FWD_D128_RING (session 55, helper-47; default 1 since session 56, 0 = the code
 // before it): D 64's two steady-turn diets for the D 128 ordered kernels with the row sums in
 // P V (kVarTcSum: slot 37 = kVar 66321 and its 2-CTA multicast twin, slot 77; bf16 and f16):
 // Consumer::tile's turns as a masked loop, then the unmasked ones two an iteration over the
@@ -429,9 +429,13 @@ __device__ __forceinline__ void release(uint64_t* bar, int lane) {
 // loop-carried parity bit, the ping-pong id once a loop; P V on the kTcSum layout through the
 // ring's per-stage V descriptor), and the multicast twin's remote releases with the cluster rank
 // read once (cl::ctarank_pure, kD128RingRank). Same values, same mbarrier protocol (the argument
-// and the SASS in bench/notes/fwd-d128-ring-s55.md).
+// and the SASS in bench/notes/fwd-d128-ring-s55.md). Issued steady turn slot 37 427 -> 395,
+// slot 77 437 -> 402 (ring_turn_state's rank mask: +1). H200, same process (session 56 call 1,
+// bench/results/2026-12-01-h200-flash3-s56.md): slot 37 +1.0..+1.9 % at nc 1k / 4224 and
+// causal 1k / 4k / 4224 / 16k, 0 bits differing; slot 77 +2.4 % at nc 4k / 16k but half of O
+// wrong before the rank mask (ring_turn_state).
 #ifndef ATTNKIT_FLASH3_FWD_D128_RING
-#define ATTNKIT_FLASH3_FWD_D128_RING 0
+#define ATTNKIT_FLASH3_FWD_D128_RING 1
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_D128_RING == 0 || ATTNKIT_FLASH3_FWD_D128_RING == 1,
               "ATTNKIT_FLASH3_FWD_D128_RING: 0 (off) or 1 (split loops, two turns an iteration)");
@@ -634,20 +638,22 @@ inline constexpr bool kD128Ring = ATTNKIT_FLASH3_FWD_D128_RING >= 1 && kD == 128
                                   (kVar & (kVarScoreMod | kVarLazyRescale | kVarLegacyDesc |
                                            kVarQReg | kVarTail)) == 0;
 
-// ATTNKIT_FLASH3_FWD_D256_RING (session 55, a helper; A/B, default 0 = the code before it): D 64's
-// two turn diets for D 256's row-sums-in-P-V diet kernels (consume_tile_simple: slot 39, its causal
-// skip-turn twin slot 119, 39's multicast twin). The turns after the peeled turn 1 run as a masked
-// prefix loop (the mask test once a tile, first_masked_block, instead of block_needs_mask every
-// turn), then the unmasked turns two an iteration over the 2-stage K / V ring (ring_loop,
-// mainloop_turn's kStage, RingTurn; the V descriptor through issue_pv_tc_desc). Same values,
-// the same barriers waited on with the same parities in the same order (the argument:
+// ATTNKIT_FLASH3_FWD_D256_RING (session 55, helper-48; default 1 since session 56, 0 = the code
+// before it): D 64's two turn diets for D 256's row-sums-in-P-V diet kernels (consume_tile_simple:
+// slot 39, its causal skip-turn twin slot 119, 39's multicast twin). The turns after the peeled
+// turn 1 run as a masked prefix loop (the mask test once a tile, first_masked_block, instead of
+// block_needs_mask every turn), then the unmasked turns two an iteration over the 2-stage K / V
+// ring (ring_loop, mainloop_turn's kStage, RingTurn; the V descriptor through issue_pv_tc_desc).
+// Same values, the same barriers waited on with the same parities in the same order (the argument:
 // bench/notes/fwd-d256-ring-s55.md). Issued steady turn (nvcc 13.0; bf16 = f16): slot 39 435 ->
 // 386 / 384 (stage 0 / 1 halves; without a rescale 303 -> 254 / 252), slot 119 433 -> 386 / 384,
 // the multicast twin 446 -> 397 / 395; a masked turn 526 -> 504; the exps' place against the P V
 // wait unchanged (3 before, 31 after); spills 124 / 184 -> 116 / 172 B (68 / 104 -> 60 / 96);
-// +848..+872 static instructions (the second turn body). Not measured yet.
+// +848..+872 static instructions (the second turn body). H200, same process, 0 bits differing
+// (session 56 call 1): +1.9..+2.8 % at nc / causal 4k and 4224, causal 16k +2.5 %, nc 16k
+// +1.1..+1.6 %; causal 1k (slot 119, 16 blocks a tile) -1.2 %.
 #ifndef ATTNKIT_FLASH3_FWD_D256_RING
-#define ATTNKIT_FLASH3_FWD_D256_RING 0
+#define ATTNKIT_FLASH3_FWD_D256_RING 1
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_D256_RING == 0 || ATTNKIT_FLASH3_FWD_D256_RING == 1,
               "ATTNKIT_FLASH3_FWD_D256_RING: 0 (off) or 1 (split loops, two turns an iteration)");
@@ -1022,10 +1028,10 @@ struct RingTurn {
 /// `base` (16-byte multiples), with leading byte offset lbo; mainloop_turn takes its low word
 /// through REDUX (uniform_lo), as stage_desc, at D 64 / 128 (ring_lo). The same value as
 /// Sw128Desc::make(base + off, lbo, 1024): its low word is ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) &
-/// 0x3FFF) << 16; shared addresses are < 2^18 (228 KB per CTA), so the mask changes nothing and |
-/// is +, and the word is (base >> 4) + a constant: one LEA.HI where ptxas rematerialises it in the
-/// loop (make's VIADD + LOP3 + LEA.HI from the smem base; base = the smem base itself, so no VIADD
-/// either).
+/// 0x3FFF) << 16. base must be < 2^18 (a CTA's offset, 228 KB at most; ring_turn_state masks
+/// it in a cluster), so the mask changes nothing and | is +, and the word is (base >> 4) + a
+/// constant: one LEA.HI where ptxas rematerialises it in the loop (make's VIADD + LOP3 + LEA.HI
+/// from the smem base; base = the smem base itself, so no VIADD either).
 __device__ __forceinline__ uint64_t ring_desc(uint32_t base, uint32_t off, uint32_t lbo) {
   const uint64_t hi = attnkit::cuda::sm90::Sw128Desc::make(0, 0, 1024);  // SBO, swizzle
   return hi | ((base >> 4) + (off >> 4) + (((lbo >> 4) & 0x3FFF) << 16));
@@ -1039,7 +1045,13 @@ template <class Tr>
 __device__ __forceinline__ void ring_turn_state(RingTurn& r, const SmemLayout<Tr>& sm,
                                                 const PingPong& turn) {
   static_assert(Tr::kStagesK == 2 && Tr::kStagesV == 2 && !Tr::kRing, "flash3: the 2-stage ring");
-  const uint32_t q_base = attnkit::cuda::sm90::smem_u32(sm.q);
+  // A shared address carries the CTA's cluster rank in bits 24-31 (ptxas forms the window
+  // base as rank << 24 | 0x400): 0 without a cluster, 1 in the second CTA of a pair. Unmasked,
+  // that rank lands in the descriptor's LBO field (bit 20 of the low word) and rank 1's P V
+  // reads V with a wrong chunk stride (session 56 call 1: half of O and lse wrong at D 128 nc
+  // 4k / 16k, slot 77). The mask only where a rank can be nonzero: CL 1 SASS unchanged.
+  constexpr uint32_t kRankMask = Tr::kCluster == 2 ? 0x3FFFFu : 0xFFFFFFFFu;
+  const uint32_t q_base = attnkit::cuda::sm90::smem_u32(sm.q) & kRankMask;
   constexpr uint32_t kKOff = Tr::kQStages * Tr::kQBytes;
   constexpr uint32_t kVOff = kKOff + (Tr::kTcSum ? 0 : Tr::kStagesK * Tr::kKVBytes);
 #pragma unroll
