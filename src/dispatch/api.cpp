@@ -15,6 +15,7 @@
 #include "core/device_runtime.hpp"
 #include "core/env.hpp"
 #include "core/resolve.hpp"
+#include "dispatch/flash3_preference.hpp"
 #include "dispatch/registry.hpp"
 #include "dispatch/select.hpp"
 
@@ -79,35 +80,8 @@ SelectionRequest request_for(const Options& o, const Params& p) {
   r.env_default = env::default_backend();
   r.device = p.device.type;
   r.allow_quantized = o.allow_quantized;
-  // Varlen backward: flash3 before cuDNN (session 25, H200,
-  // bench/results/2026-11-28-h200-flash3-varlen-bwd.md: 1.22-3.46x cuDNN's varlen backward, which
-  // ran at half its dense speed at 1k-long sequences). The varlen forward keeps the table's order
-  // (flash3 / cuDNN 0.97-1.15, 2026-11-28-h200-flash3-varlen.md).
-  if (p.varlen && p.is_backward) r.prefer = {"flash3"};
-  // Dense backwards where flash3 beat cuDNN at every S >= 1k in the same process (H200; sessions
-  // 28-30, bench/results/2026-11-29-h200-flash3-s30.md): D 256 (1.04-1.28x in session 30, both
-  // causal modes) and causal D 64 (1.06-1.11x). Plain calls
-  // only: masks and windows keep the table's order (not compared with cuDNN's); softcap / ALiBi
-  // reach flash3 anyway (cuDNN declines them). Where flash3 declines (dropout), the table's
-  // order follows.
-  // Session 34 (H200, bench/results/2026-11-29-h200-flash3-s34.md): the other plain dense
-  // backwards, D 128 (both causal modes) and non-causal D 64, at S >= 1k (the range measured):
-  // 1.01-1.08x cuDNN with both at the sustained (power-capped) clock, 1.00-1.06x by the standard
-  // method of session 33 but for D 128 non-causal 4k's 0.89, which the sustained probe put at
-  // 1.00 (cuDNN's block had run at boost). Non-deterministic calls only: flash3's deterministic
-  // D 64 / 128 backward runs at 0.59-0.75 of its default and was not timed against cuDNN's.
-  // Session 38 (H200, bench/results/2026-11-29-h200-flash3-s38.md, call 3): D 192 on flash3's
-  // D 256 kernel against cuDNN's native D 192 backward: 1.02-1.03x at S 4k, 1.16-1.18x at 16k,
-  // 1.00 / 0.88 at 1k (non-causal / causal), so from 4096 keys and queries. D 96 (0.94-1.00x
-  // cuDNN) keeps the table's order.
-  const bool plain = !p.has_mask() && p.window_left < 0 && p.window_right < 0;
-  const bool measured_1k = !o.deterministic && p.seqlen_q >= 1024 && p.seqlen_k >= 1024;
-  const bool measured_4k = !o.deterministic && p.seqlen_q >= 4096 && p.seqlen_k >= 4096;
-  const bool d64 = p.head_dim == 64, causal = p.causal != Causal::none;
-  if (p.is_backward && !p.varlen && plain &&
-      (p.head_dim == 256 || (d64 && causal) || (measured_1k && (p.head_dim == 128 || d64)) ||
-       (measured_4k && p.head_dim == 192)))
-    r.prefer = {"flash3"};
+  // The classes where flash3 measured faster than cuDNN (dispatch/flash3_preference.hpp).
+  if (flash3_preferred(p, o.deterministic)) r.prefer = {"flash3"};
   return r;
 }
 

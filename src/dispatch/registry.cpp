@@ -44,7 +44,8 @@ const std::vector<KnownBackend>& known_backends() {
   // 1.43-2.33 fwd, 1.46-1.74 bwd; session 11: 1.41-2.39 fwd, 1.44-1.74 bwd; session 13:
   // 1.48-2.26 fwd; session 14: 1.49-2.42 fwd, 1.46-1.74 bwd; session 16: 1.50-2.50 fwd,
   // 1.45-1.76 bwd).
-  // Revisit when flash3 beats cuDNN on a shape class by more than the noise.
+  // Revisit when flash3 beats cuDNN on a shape class by more than the noise. (The classes where it
+  // does, since sessions 25-56, reorder this per call: dispatch/flash3_preference.hpp.)
   static const std::vector<KnownBackend> table = {
       {"cudnn", {"_native_cudnn", "_sdpa_cudnn"}, "cuDNN fused attention (graph API)"},
       {"flash3",

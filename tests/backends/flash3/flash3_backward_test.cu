@@ -1198,7 +1198,8 @@ TEST(Flash3AutoBackward, PrefersFlash3WhereFaster) {
     const Explanation e = explain(fa, opts, /*backward=*/true);
     EXPECT_EQ(e.selected, "flash3") << "D = " << d << "\n" << e.str();
     EXPECT_EQ(e.rule, "auto");
-    // The forward keeps the table's order: cuDNN first wherever it can run the call.
+    // At S 256 (below the forward's measured range, Flash3AutoForward) the forward keeps the
+    // table's order: cuDNN first wherever it can run the call.
     const Explanation f = explain(fa, opts, /*backward=*/false);
     if (cudnn_can_run(f)) EXPECT_EQ(f.selected, "cudnn") << f.str();
     if (d == 256) {
@@ -1242,6 +1243,48 @@ TEST(Flash3AutoBackward, PrefersFlash3AtD128AndD64NonCausalFrom1k) {
     const ExplainCall short_call(512, d);
     const Explanation s = explain(short_call.fa, opts, /*backward=*/true);
     if (cudnn_can_run(s)) EXPECT_EQ(s.selected, "cudnn") << "S = 512, D = " << d << "\n" << s.str();
+  }
+}
+
+// Session 56: plain dense forwards go to flash3 under auto where it measured faster than cuDNN
+// (dispatch/flash3_preference.hpp; H200, 1.04-1.17x): D 128 from 1k, D 64 non-causal from 1k and
+// causal from 2k, D 256 causal from 1k and non-causal from 2k. The ties at 1k (D 64 causal 0.97x,
+// D 256 non-causal 0.98-1.03x), shorter calls, windows and dropout keep the table's order
+// (cuDNN first wherever it can run the call).
+TEST(Flash3AutoForward, PrefersFlash3WhereFaster) {
+  ATTNKIT_SKIP_IF_NO_CUDA();
+  if (!device_is_sm90()) GTEST_SKIP() << "device 0 is not sm90";
+  struct Case {
+    int64_t d;
+    Causal causal;
+    int64_t s;
+    bool flash3;
+  };
+  const Causal nc = Causal::none, tl = Causal::top_left, br = Causal::bottom_right;
+  for (const Case& k :
+       {Case{128, nc, 1024, true}, Case{128, br, 1024, true}, Case{128, nc, 512, false},
+        Case{64, nc, 1024, true}, Case{64, tl, 1024, false}, Case{64, tl, 2048, true},
+        Case{256, tl, 1024, true}, Case{256, nc, 1024, false}, Case{256, nc, 2048, true}}) {
+    if (!flash3_built_with(static_cast<int>(k.d))) continue;
+    const ExplainCall call(k.s, k.d);
+    Options opts;
+    opts.causal = k.causal;
+    const Explanation f = explain(call.fa, opts, /*backward=*/false);
+    const std::string what = "D = " + std::to_string(k.d) + ", S = " + std::to_string(k.s) +
+                             ", causal " + std::to_string(static_cast<int>(k.causal)) + "\n";
+    if (k.flash3) {
+      EXPECT_EQ(f.selected, "flash3") << what << f.str();
+      EXPECT_EQ(f.rule, "auto");
+      opts.window_left = 100;  // not a plain call: the table's order
+      const Explanation w = explain(call.fa, opts, /*backward=*/false);
+      if (cudnn_can_run(w)) EXPECT_EQ(w.selected, "cudnn") << what << w.str();
+      opts.window_left = -1;
+      opts.dropout_p = 0.1;  // dropout: not compared with cuDNN's
+      const Explanation dr = explain(call.fa, opts, /*backward=*/false);
+      if (cudnn_can_run(dr)) EXPECT_EQ(dr.selected, "cudnn") << what << dr.str();
+    } else if (cudnn_can_run(f)) {
+      EXPECT_EQ(f.selected, "cudnn") << what << f.str();
+    }
   }
 }
 
