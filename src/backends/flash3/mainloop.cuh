@@ -443,7 +443,7 @@ static_assert(ATTNKIT_FLASH3_FWD_D128_RING == 0 || ATTNKIT_FLASH3_FWD_D128_RING 
 /// cluster: only kVar 66321 has them): release_kv reads the cluster rank once.
 template <class Tr>
 inline constexpr bool kD128RingRank =
-    ATTNKIT_FLASH3_FWD_D128_RING >= 1 && Tr::kD == 128 && Tr::kTcSum&& Tr::kCluster == 2;
+    ATTNKIT_FLASH3_FWD_D128_RING == 1 && Tr::kD == 128 && Tr::kTcSum&& Tr::kCluster == 2;
 
 /// A K or V stage is released: with a cluster of 2 on both CTAs' "empty" barriers (the peer's
 /// producer multicasts into this CTA's stage too; cluster.cuh).
@@ -590,14 +590,20 @@ inline constexpr int kVarSkipTurn = 131072;
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_D64_TURN >= 0 && ATTNKIT_FLASH3_FWD_D64_TURN <= 3,
               "ATTNKIT_FLASH3_FWD_D64_TURN: 0 (off), 1 (all), 2 (lean math), 3 (split loops)");
+/// Kernel variant kVar is a tile-diet kernel with uniform descriptors and none of the variant
+/// bits in kNone: the family the turn diets and ring unrolls below apply to (each names its own
+/// excluded bits).
+template <int kVar, int kNone>
+inline constexpr bool kDietUniformWithout = (kVar & (kVarTileDiet | kVarUniformDesc)) ==
+                                                (kVarTileDiet | kVarUniformDesc) &&
+                                            (kVar & kNone) == 0;
 /// The D 64 turn diet (ATTNKIT_FLASH3_FWD_D64_TURN) applies to kernel variant kVar at head dim kD:
 /// the tile-diet kernels with uniform descriptors (slot 14's family; in the other D 64 A/B
 /// kernels it changed ptxas's spills, e.g. kVar 3 with 3 WGs 1020 -> 1140 B).
 template <int kD, int kVar, bool kTc>
 inline constexpr bool kD64Turn =
     ATTNKIT_FLASH3_FWD_D64_TURN >= 1 && kD == 64 && !kTc &&
-    (kVar & (kVarTileDiet | kVarUniformDesc)) == (kVarTileDiet | kVarUniformDesc) &&
-    (kVar & (kVarScoreMod | kVarLazyRescale | kVarLegacyDesc)) == 0;
+    kDietUniformWithout<kVar, kVarScoreMod | kVarLazyRescale | kVarLegacyDesc>;
 template <int kD, int kVar, bool kTc>
 inline constexpr bool kD64TurnMath = kD64Turn<kD, kVar, kTc>&& ATTNKIT_FLASH3_FWD_D64_TURN != 3;
 template <int kD, int kVar, bool kTc>
@@ -627,16 +633,15 @@ inline constexpr int kMaskTest = 0, kMaskAlways = 1, kMaskNever = 2;
 static_assert(ATTNKIT_FLASH3_FWD_D64_RING == 0 || ATTNKIT_FLASH3_FWD_D64_RING == 1,
               "ATTNKIT_FLASH3_FWD_D64_RING: 0 (off) or 1 (two turns an iteration)");
 template <int kD, int kVar, bool kTc>
-inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING >= 1 && kD64TurnSplit<kD, kVar, kTc>;
+inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING == 1 && kD64TurnSplit<kD, kVar, kTc>;
 /// ATTNKIT_FLASH3_FWD_D128_RING (above release_kv) applies to kernel variant kVar at head dim kD:
 /// the D 128 kernels with the row sums in P V (kTc: only the tile-diet kernels, kernel.cuh), with
 /// uniform descriptors and none of the A/B-only or tail bits; in the build: 66321 at CL 1 and 2.
 template <int kD, int kVar, bool kTc>
-inline constexpr bool kD128Ring = ATTNKIT_FLASH3_FWD_D128_RING >= 1 && kD == 128 && kTc &&
-                                  (kVar & (kVarTileDiet | kVarUniformDesc)) ==
-                                      (kVarTileDiet | kVarUniformDesc) &&
-                                  (kVar & (kVarScoreMod | kVarLazyRescale | kVarLegacyDesc |
-                                           kVarQReg | kVarTail)) == 0;
+inline constexpr bool kD128Ring =
+    ATTNKIT_FLASH3_FWD_D128_RING == 1 && kD == 128 && kTc &&
+    (kDietUniformWithout<kVar,
+                         kVarScoreMod | kVarLazyRescale | kVarLegacyDesc | kVarQReg | kVarTail>);
 
 // ATTNKIT_FLASH3_FWD_D256_RING (session 55, helper-48; default 1 since session 56, 0 = the code
 // before it): D 64's two turn diets for D 256's row-sums-in-P-V diet kernels (consume_tile_simple:
@@ -661,12 +666,10 @@ static_assert(ATTNKIT_FLASH3_FWD_D256_RING == 0 || ATTNKIT_FLASH3_FWD_D256_RING 
 /// (no score mod, mask, dropout, varlen, split tail) tile-diet kernels with uniform descriptors
 /// and the row sums in P V.
 template <int kD, int kVar, bool kTc>
-inline constexpr bool kD256Ring = ATTNKIT_FLASH3_FWD_D256_RING == 1 && kD == 256 && kTc &&
-                                  (kVar & (kVarTileDiet | kVarUniformDesc)) ==
-                                      (kVarTileDiet | kVarUniformDesc) &&
-                                  (kVar & (kVarScoreMod | kVarMask | kVarDropout | kVarVarlen |
-                                           kVarNarrow | kVarTail | kVarLegacyDesc |
-                                           kVarEarlyRescale)) == 0;
+inline constexpr bool kD256Ring =
+    ATTNKIT_FLASH3_FWD_D256_RING == 1 && kD == 256 && kTc &&
+    (kDietUniformWithout<kVar, kVarScoreMod | kVarMask | kVarDropout | kVarVarlen | kVarNarrow |
+                                   kVarTail | kVarLegacyDesc | kVarEarlyRescale>);
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
