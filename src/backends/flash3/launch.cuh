@@ -59,7 +59,8 @@ inline int sm_count() {
 /// The split tail (tail.cuh) of a static persistent launch of `kernel` on `ctas` CTAs (a, as
 /// launch_forward filled it): true when it ran the forward as two launches, false when the
 /// caller launches as usual. `eligible`: the launch is one the tail kernel can continue (a
-/// static schedule (FwdArgs::num_rounds), persistent, no cluster, more tiles than CTAs; D = 128:
+/// static schedule (FwdArgs::num_rounds), persistent, no cluster (but the multicast twin with
+/// cluster_cfg, below), more tiles than CTAs; D = 128:
 /// the diet kernels, D = 256 (session 20): any 64-key kernel). Non-causal only (every
 /// tile has the same blocks). Auto (Tuning::tail_split = -1): when the last round holds at most
 /// 80 % of the CTAs (68 of 132 at every BENCHMARKS.md shape) and each tile has at least
@@ -75,9 +76,18 @@ inline int sm_count() {
 /// gain), 8k 1.017-1.019, 16k 1.022-1.027: from 8192 keys (128 blocks).
 template <int D>
 inline constexpr int kTailMinKeys = D == 256 ? 8192 : 4096;
+/// `cluster_cfg` (session 57, Tuning::multicast_tail; null otherwise): launch 1 is the 2-CTA
+/// multicast twin, launched with this config (launch_forward's cfg: the cluster attribute, its
+/// smem and stream; gridDim set here to `ctas`). Its static pair schedule stays whole: ctas is
+/// even (2 x the clusters that fit) and so is num_tiles (an even m-block count), hence
+/// rest = num_tiles % ctas and tail_first = num_tiles - rest are even, and the full rounds give
+/// every CTA pair (2c, 2c + 1) tiles (r ctas + 2c, r ctas + 2c + 1) = (m, m + 1) of one head with
+/// m even, as without the tail; the partial round, which the twin would run on rest / 2 pairs,
+/// goes to launch 2's plain (non-cluster) tail kernel instead.
 template <int D, bool BF16, int BN, int WGs, int VS, int kDietVar>
 bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int kernel_smem,
-                       bool eligible, int ctas, cudaStream_t stream) {
+                       bool eligible, int ctas, cudaStream_t stream,
+                       const cudaLaunchConfig_t* cluster_cfg = nullptr) {
   using Tr = FwdTraits<D, BN, WGs, VS>;
   const int rest = a.num_tiles % ctas;
   const int64_t n_blocks = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
@@ -114,7 +124,11 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int
       cuda::zeroed_counters(static_cast<size_t>(rest) * kWarps, p.device.index, stream);
   a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile)
   const int probe = tuning().tail_probe;
-  if (probe != 2) {
+  if (probe != 2 && cluster_cfg != nullptr) {  // (the twin: kernel_smem is in cluster_cfg)
+    cudaLaunchConfig_t cfg1 = *cluster_cfg;
+    cfg1.gridDim = dim3(ctas);
+    ATTNKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg1, kernel, a));
+  } else if (probe != 2) {
     kernel<<<dim3(ctas), Tr::kThreads, kernel_smem, stream>>>(a);
     ATTNKIT_CUDA_CHECK_LAUNCH();
   }
@@ -223,10 +237,11 @@ inline bool lpt_long_causal(const FwdArgs& a, int lpt) {
   return (lpt == 2 || lpt == 3) && tuning().scheduler < 0 && long_causal_launch(a);
 }
 /// Tuning::cluster = 3 or its auto (-1, from kMulticast128MinSeqlenK keys at D 128: launch.hpp).
+/// The auto yields to a forced split tail unless the twin takes the tail (Tuning::multicast_tail).
 inline bool multicast_wanted(const Params& p, int d) {
   if (tuning().cluster >= 0) return tuning().cluster == 3;
-  return d == 128 && p.seqlen_k >= kMulticast128MinSeqlenK && tuning().tail_split != 1 &&
-         tuning().max_grid <= 0;
+  return d == 128 && p.seqlen_k >= kMulticast128MinSeqlenK &&
+         (tuning().tail_split != 1 || tuning().multicast_tail == 1) && tuning().max_grid <= 0;
 }
 inline bool dynamic_schedule(const FwdArgs& a) {
   return tuning().persistent &&
@@ -778,11 +793,16 @@ void launch_forward(const Params& p) {
   set_last_forward_dynamic(a.tile_counter != nullptr);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
   // stages, after any slot.
+  // Session 57 (Tuning::multicast_tail, off by default, not yet measured): after the multicast
+  // twin too (D 128 slots 55 / 71 / 77, D 256 69 / 79), launch 1 then its cluster launch (cfg)
+  // over the full rounds; not after Tuning::cluster = 2's plain cluster kernels (slots 4-7).
+  // (Why: D 128 nc 4k / 16k, 2048 tiles on 132 CTAs, the twin's last round runs 68 of 132.)
   if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
+    const bool mc_tail = multicast && tuning().multicast_tail == 1;
     if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
             p, a, kernel, smem,
-            (D == 256 || diet) && persistent && !dynamic && !cl2 && ctas < a.num_tiles, ctas,
-            stream))
+            (D == 256 || diet) && persistent && !dynamic && (!cl2 || mc_tail) && ctas < a.num_tiles,
+            ctas, stream, mc_tail ? &cfg : nullptr))
       return;
   }
   set_last_forward_tail_tiles(0);

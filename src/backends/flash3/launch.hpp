@@ -53,10 +53,10 @@ struct Tuning {
   // 28-36 % of its peak without it (ncu), so there is no bandwidth to win.
   // 3 (session 46): the default non-causal kernels' 2-CTA twins (launch_forward: D 128's diet
   // kernels, D 256's ordered diet, with or without the row sums), static persistent schedule, no
-  // split tail. Session 46 call 7 measured the multicast's energy on the plain kernels: +1.1 /
-  // +2.1 % at D 256 non-causal 4k / 16k in 1-second blocks. -1 = auto (launch.cuh
-  // multicast_wanted, session 47): the twins at D 128 non-causal from kMulticast128MinSeqlenK
-  // keys (4096; 2048 since session 51).
+  // split tail (but with multicast_tail = 1, below). Session 46 call 7 measured the multicast's
+  // energy on the plain kernels: +1.1 / +2.1 % at D 256 non-causal 4k / 16k in 1-second blocks.
+  // -1 = auto (launch.cuh multicast_wanted, session 47): the twins at D 128 non-causal from
+  // kMulticast128MinSeqlenK keys (4096; 2048 since session 51).
   int cluster = -1;
   // v5's code generation (mainloop.cuh kVarLegacyDesc: wgmma descriptors rebuilt per
   // instruction, row max as one dependent chain). A/B only; runs the plain kernel (no other
@@ -161,7 +161,8 @@ struct Tuning {
   int epi_wide = -1;
   // Session 19: the static schedule's last, partial round of tiles split along the keys over
   // every CTA, as a second, programmatic dependent launch (tail.cuh). D = 128 diet kernels and
-  // (session 20) D = 256 64-key kernels, non-causal, static persistent schedule, no cluster.
+  // (session 20) D = 256 64-key kernels, non-causal, static persistent schedule, no cluster (the
+  // multicast twin only with multicast_tail = 1, below).
   // -1 = auto (launch.cuh), 0 = off, 1 = wherever it can run.
   int tail_split = -1;
   // The auto's least K/V blocks per tile (-1: launch.cuh's default: 4096 keys, D = 256 8192).
@@ -170,6 +171,17 @@ struct Tuning {
   // the split tail's launch 1 alone, 2 = its launch 2 alone, 3 = launch 2 without programmatic
   // dependent launch; 0 = both launches (default).
   int tail_probe = 0;
+  // Session 57 (helper 52; compiled only, not yet measured on a GPU): 1 = the 2-CTA multicast
+  // twin (cluster = 3 or its auto) takes the split tail where tail_split (its auto's rule in
+  // launch.cuh launch_split_tail, or 1) would run it after the plain kernel: launch 1 is the
+  // twin's cluster launch over the full rounds (num_tiles / grid), launch 2 the plain tail
+  // kernel. With it the twin's auto no longer yields to tail_split = 1. Why: at D 128
+  // non-causal 4k / 16k (2048 tiles of 128 rows on 132 CTAs, 15.52 rounds) the twin's last
+  // round runs 68 of 132 CTAs (64 SMs idle for 1 of 16 rounds: ~3 % of the SM time), and
+  // session 56 call 4 measured the twin without the tail 1.2-3 % above slot 37 with it
+  // (bench/notes/fwd-mc-tail-s56.md predicts +1..+2.5 % over the twin). 0 = off (the twin runs
+  // every round itself; the default until measured).
+  int multicast_tail = 0;
   // Session 40: the D = 128 default past Sk 2048 (slot 31) with the softmax's row sums as 8 more
   // columns of P V (mainloop.cuh kVarTcSum; launch slot kTcSumSlot): l then sums the 16-bit P
   // that P V multiplies (lse moves by at most log(1 + 2^-8) in bf16 against fp32 sums of the
@@ -229,7 +241,8 @@ inline constexpr int kMulticastSlotBase = 40;
 /// launch keeps its own grid). Against session 46's defaults (call 5, blocks): +2.0 / +1.4 % at 4k
 /// / 16k. Session 51 (calls A / B, blocks, rounds 1-2, the twin against the default and a second
 /// copy of it): non-causal 1024 -0.3 / -0.4 %, 1536 +1.4 % (the copy +0.5 %), 2048 +2.2 / +2.5 %,
-/// 2560 +2.5 %, 3072 +2.4 %: from 2048 keys (4096 before).
+/// 2560 +2.5 %, 3072 +2.4 %: from 2048 keys (4096 before). (Session 57: with
+/// Tuning::multicast_tail = 1 it no longer yields to tail_split = 1; the twin takes the tail.)
 inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
 /// D 128's ordered kernels (the auto at every Sk with the row sums on, since session 52) run with
 /// ping-pong below this many keys (launch.cuh pp_auto; measured at 1024 / 1536, off from 2048:
