@@ -31,6 +31,12 @@ differ and, of those, the ones whose values differ (+0 against -0 is a bit diffe
 For knobs and build switches meant to be bitwise (session 48: skip:0 against the default's
 skipped masked turn at D 256 causal; two shims of flash3_defs_ab.sh in one process).
 
+Session 57: mctail:1 (Tuning::multicast_tail) runs the multicast twin with the split tail; its
+slot column then reads e.g. 77+tail68 (the twin of slot 37, kMulticastSlotBase + 37, and the
+tiles launch 2 ran), so a variant that fell back to the twin alone (77) or to slot 37 with the
+tail (37+tail68) shows. Not bitwise against the twin alone: the tail splits its tiles' keys
+into pieces and merges them (tail.cuh), another order of the sums.
+
 usage: flash3_knob_ab.py --lib build_f3/libflash3_shim.so --d 256 --s 1024,4096 --causal 0,1 \
            --variant base=qpf:0 --variant pf4=qpf:4 [--reps 30] [--rounds 2] [--json out.json]
            [--blocks 1.0]

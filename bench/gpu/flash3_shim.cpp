@@ -145,6 +145,11 @@ extern "C" void flash3_set_knobs_tail_probe(int tail_probe) {
 extern "C" void flash3_set_knobs_tc(int tc_row_sum) {
   attnkit::flash3::tuning().tc_row_sum = tc_row_sum;
 }
+// Session 57 (helper 52): Tuning::multicast_tail (0 = off, the default / 1 = the 2-CTA multicast
+// twin takes the split tail where Tuning::tail_split's rule, or tail_split = 1, runs it).
+extern "C" void flash3_set_knobs_mctail(int multicast_tail) {
+  attnkit::flash3::tuning().multicast_tail = multicast_tail;
+}
 // Session 19: the tiles of the last forward that ran in the split tail (0: none).
 extern "C" int flash3_last_tail_tiles() {
   return attnkit::flash3::last_forward_tail_tiles();

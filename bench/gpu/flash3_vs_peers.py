@@ -52,6 +52,7 @@ def load(lib_path):
     knobs_tc = optional("flash3_set_knobs_tc", 1)  # session 40 (tc_row_sum)
     knobs_lpt = optional("flash3_set_knobs_lpt", 2)  # session 46 (lpt_schedule, section MB)
     knobs_skip = optional("flash3_set_knobs_skip", 1)  # session 48 (skip_masked_turn)
+    knobs_mctail = optional("flash3_set_knobs_mctail", 1)  # session 57 (multicast_tail)
     last_slot = getattr(lib, "flash3_last_slot", None)
     if last_slot is not None:
         last_slot.restype = ctypes.c_int
@@ -60,7 +61,7 @@ def load(lib_path):
                    ordered=-1, early=0, vst=2, cluster=-1, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
                    epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0,
-                   skip=-1):
+                   skip=-1, mctail=0):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -98,6 +99,10 @@ def load(lib_path):
             knobs_skip(skip)
         elif skip != -1:
             raise SystemExit("skip: the shim has no flash3_set_knobs_skip")
+        if knobs_mctail is not None:  # (the multicast twin with the split tail)
+            knobs_mctail(mctail)
+        elif mctail != 0:
+            raise SystemExit("mctail: the shim has no flash3_set_knobs_mctail")
     set_tuning.has_diet = knobs_diet is not None
     set_tuning.last_slot = last_slot
     last_tail = getattr(lib, "flash3_last_tail_tiles", None)  # session 19
