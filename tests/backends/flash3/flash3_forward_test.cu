@@ -496,6 +496,14 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "mc" (session 46): the default non-causal kernels' 2-CTA multicast twins
   // (Tuning::cluster = 3; launch.cuh), D 128 / 256 with an even m-block count.
   if (c.tag == "mc") flash3::tuning().cluster = 3;
+  // "mctail" (session 57): the twin forced (cluster = 3) with the split tail forced after it
+  // (tail_split = 1, Tuning::multicast_tail = 1): launch 1 the cluster launch over the full
+  // rounds, launch 2 the plain tail kernel. (Reset with every knob after the forward, below.)
+  if (c.tag == "mctail") {
+    flash3::tuning().cluster = 3;
+    flash3::tuning().tail_split = 1;
+    flash3::tuning().multicast_tail = 1;
+  }
   // "noskip" (session 48): D 256 causal without the twins that skip a wholly masked first turn
   // (Tuning::skip_masked_turn = 0; the auto runs them).
   if (c.tag == "noskip") flash3::tuning().skip_masked_turn = 0;
@@ -618,15 +626,28 @@ TEST_P(Flash3Forward, MatchesReference) {
                        (c.sq + 127) / 128 % 2 == 0 && !c.bhsd && !c.padded && c.tag != "unordered";
   if (!c.score_mod())
     EXPECT_EQ(last_slot >= flash3::kMulticastSlotBase && last_slot < flash3::kSkipTurnSlotBase,
-              c.tag == "mc" ? (c.d == 128 || c.d == 256) : mc_auto)
+              c.tag == "mc" || c.tag == "mctail" ? (c.d == 128 || c.d == 256) : mc_auto)
         << "multicast twin, slot " << flash3::last_forward_slot();
   // The multicast twins (a kernel that silently fell back would still pass the oracle): D 128
   // slot 37's (the ordered kernel with the row sums, the default at every Sk since session 52;
   // slot 15's up to Sk 2048 before); D 256 29 / 39.
-  if (c.tag == "mc" && (c.d == 128 || c.d == 256)) {
+  if ((c.tag == "mc" || c.tag == "mctail") && (c.d == 128 || c.d == 256)) {
     const bool sums = c.sk >= 2048;
     const int base = c.d == 128 ? flash3::kTcSumSlot : (sums ? flash3::kTcSum256DietSlot : 16 + 13);
     EXPECT_EQ(flash3::last_forward_slot(), flash3::kMulticastSlotBase + base) << "multicast twin";
+  }
+  // "mctail" (session 57): the twin AND the split tail ran (a launch that fell back to the twin
+  // alone, or to the plain kernel with the tail, would still pass the oracle). The twin's grid
+  // (2 x the 2-CTA clusters that fit, <= the SMs) is not known here: the cases have more tiles
+  // than SMs, and tile counts (160 = 2^5 x 5, 288 = 2^5 x 3^2) that the H100 / H200 grid (132;
+  // 114 on a PCIe H100) does not divide, so the last round is partial; its tiles are whole pairs.
+  if (c.tag == "mctail" && (c.d == 128 || c.d == 256)) {
+    const int64_t tiles = c.b * c.hq * ((c.sq + 127) / 128);
+    ASSERT_GT(tiles, sms) << "an mctail case needs more tiles than SMs";
+    const int tail = flash3::last_forward_tail_tiles();
+    EXPECT_GT(tail, 0) << "split tail tiles after the multicast twin, " << tiles << " tiles";
+    EXPECT_EQ(tail % 2, 0) << "the tail holds whole CTA pairs' tiles";
+    EXPECT_LT(tail, tiles - tail) << "launch 1 (the twin) ran at least one full round";
   }
   // Session 48: every D 256 causal launch of the ordered diet kernels (slot 29, or 39 with the row
   // sums in P V) runs their twin that skips a wholly masked first turn, but "noskip"; no other
@@ -874,6 +895,19 @@ std::vector<Cfg> cases() {
         add({"mc", 1, 256, 333, 4, 4, 0, bf, nc, false, false, false, 4.f});
         add({"mc", 2, 512, 2500, 8, 2, 0, bf, nc, false, false, true});
         add({"mc", 3, 256, 5000, 4, 1, 0, bf, nc, false, false, true});
+      }
+      // Session 57 (Tuning::multicast_tail): the twin with the split tail, D 128 / 256 non-causal,
+      // even m-block counts, on the full grid (the cluster ignores Tuning::max_grid), so more
+      // tiles than SMs: 160 tiles (132 SMs: 1 full round + 28 tail tiles, 114: 1 + 46) and 288
+      // (2 full rounds + 24 / 2 + 60). GQA 5 / 8 and MQA, partial last K/V blocks (1000 / 2500 /
+      // 3000 keys), a partial last m block (Sq 700), without (Sk < 2048) and with the row sums,
+      // jumping maxima (amp 4: the tail's merge weights); the GPU reference.
+      if (d == 128 || d == 256) {
+        const auto bf = DType::bf16;
+        const auto nc = Causal::none;
+        add({"mctail", 2, 512, 1000, 20, 4, 0, bf, nc, false, false, true});
+        add({"mctail", 3, 700, 2500, 16, 2, 0, bf, nc, false, false, true});
+        add({"mctail", 2, 256, 3000, 40, 1, 0, bf, nc, false, false, true, 4.f});
       }
       // Session 23: softcap, ALiBi, sliding windows (launch_forward_score_mod). Windows: both
       // edges with Sq != Sk (rows whose range is empty at the start and the end), left only with
