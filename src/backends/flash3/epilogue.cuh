@@ -15,13 +15,29 @@
 
 namespace attnkit::flash3 {
 
+/// x >= 0 (a batch, head or row index) widened for a product with an int64 stride: zero-extended
+/// when kNonNeg (the same value: x >= 0), else as int64's own conversion (sign extension). Why
+/// (ATTNKIT_FLASH3_FWD_D256_EDGE): int x int64 costs a sign SHF.R.S32 and an IMAD for the sign
+/// word's product per index in the SASS, the zero-extended one neither.
+template <bool kNonNeg>
+__device__ __forceinline__ int64_t index64(int x) {
+  if constexpr (kNonNeg)
+    return static_cast<int64_t>(static_cast<uint32_t>(x));
+  else
+    return x;
+}
+
 /// lse of this thread's rows row0 and row0 + 8 (those < seqlen_q), from lane 0 of each quad
-/// (every path of store_output calls it).
+/// (every path of store_output calls it). kNonNeg: index64's.
+template <bool kNonNeg = false>
 __device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2], int b, int h,
                                           int row0, int lane) {
   if (a.lse == nullptr || (lane & 3) != 0) return;
   // One row pointer for both rows (session 34, with the rest of the tile-boundary diet below).
-  float* const l0 = a.lse + b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(row0) * a.lse_ss;
+  float* const l0 =
+      kNonNeg ? a.lse + index64<true>(b) * a.lse_sb + index64<true>(h) * a.lse_sh +
+                    index64<true>(row0) * a.lse_ss
+              : a.lse + b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(row0) * a.lse_ss;
 #pragma unroll
   for (int r = 0; r < 2; ++r)
     if (row0 + 8 * r < a.seqlen_q) l0[8 * r * a.lse_ss] = lse[r];
@@ -39,11 +55,16 @@ __device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2
 /// 16 contiguous bytes: one 16-byte store per lane, 64 bytes per row and warp store.
 /// kNarrow (mainloop.cuh kVarNarrow): only columns < a.d_cols exist (a multiple of 32, checked by
 /// the launch); the plain 4-byte stores, epi_wide is 0 there.
-template <int kD, bool BF16, bool kNarrow = false>
+/// kNonNeg (ATTNKIT_FLASH3_FWD_D256_EDGE; b, h, row0 >= 0): the indices' int64 products through
+/// index64 (zero-extended: same addresses, fewer instructions), the 8- and 4-byte paths.
+template <int kD, bool BF16, bool kNarrow = false, bool kNonNeg = false>
 __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2],
                                              const float (&inv)[2], const float (&lse)[2], int b,
                                              int h, int row0, int lane) {
-  uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_sb + h * a.out_sh;
+  static_assert(!kNonNeg || !kNarrow, "flash3: kNonNeg is the D 256 plain kernels' epilogue");
+  uint16_t* out = static_cast<uint16_t*>(a.out) +
+                  (kNonNeg ? index64<true>(b) * a.out_sb + index64<true>(h) * a.out_sh
+                           : b * a.out_sb + h * a.out_sh);
   if constexpr (kNarrow) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -69,7 +90,7 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int i = row0 + 8 * r;
-      uint16_t* row = out + static_cast<int64_t>(i) * a.out_ss + 8 * (lane & 3);
+      uint16_t* row = out + index64<kNonNeg>(i) * a.out_ss + 8 * (lane & 3);
 #pragma unroll
       for (int g = 0; g < kD / 32; ++g) {
         uint32_t v[4];  // v[t]: this lane's pair of column group 4g + t
@@ -95,7 +116,7 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
           *reinterpret_cast<uint4*>(row + 32 * g) = make_uint4(v[0], v[1], v[2], v[3]);
       }
     }
-    store_lse(a, lse, b, h, row0, lane);
+    store_lse<kNonNeg>(a, lse, b, h, row0, lane);
     return;
   }
   if (!kNoWide && a.epi_wide == 1) {
@@ -105,7 +126,7 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int i = row0 + 8 * r;
-      uint16_t* row = out + static_cast<int64_t>(i) * a.out_ss + col;
+      uint16_t* row = out + index64<kNonNeg>(i) * a.out_ss + col;
 #pragma unroll
       for (int m = 0; m < kD / 16; ++m) {
         const uint32_t p0 = pack2<BF16>(o[8 * m + 2 * r] * inv[r], o[8 * m + 2 * r + 1] * inv[r]);
@@ -116,20 +137,20 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
           *reinterpret_cast<uint2*>(row + 16 * m) = odd ? make_uint2(got, p1) : make_uint2(p0, got);
       }
     }
-    store_lse(a, lse, b, h, row0, lane);
+    store_lse<kNonNeg>(a, lse, b, h, row0, lane);
     return;
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int i = row0 + 8 * r;
     if (i >= a.seqlen_q) continue;
-    uint16_t* row = out + static_cast<int64_t>(i) * a.out_ss + 2 * (lane & 3);
+    uint16_t* row = out + index64<kNonNeg>(i) * a.out_ss + 2 * (lane & 3);
 #pragma unroll
     for (int j = 0; j < kD / 8; ++j)
       *reinterpret_cast<uint32_t*>(row + 8 * j) =
           pack2<BF16>(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
   }
-  store_lse(a, lse, b, h, row0, lane);
+  store_lse<kNonNeg>(a, lse, b, h, row0, lane);
 }
 
 // ---------------------------------------------------------------------------------------------

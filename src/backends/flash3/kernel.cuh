@@ -240,12 +240,19 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
       // an entry is a load from L2, which would otherwise wait at every tile boundary of these
       // short overlapped tiles; the tile-at-a-time consumer below reads its entry at the start).
       int t_ahead = dynamic ? -1 : static_tile<kLptTable>(args, 0);
+      // (ATTNKIT_FLASH3_FWD_EDGE) num_n_blocks' non-causal count, once: (Sk + kBlockN - 1) /
+      // kBlockN, the value num_n_blocks returns when !args.causal.
+      const int total_n = (args.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;
       for (int k = 0;; ++k) {
         // kVarTileDiet: the schedule without per-tile divisions (tile_scheduler.cuh FastDiv).
         const int t = dynamic ? slot.get(k) : t_ahead;
         if (!dynamic && t >= 0) t_ahead = static_tile<kLptTable>(args, k + 1);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
-        const int n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
+        int n_blocks;
+        if constexpr (Consumer<Tr, BF16, kVar>::kEdge)  // (ATTNKIT_FLASH3_FWD_EDGE)
+          n_blocks = t < 0 ? 0 : args.causal ? num_n_blocks<Tr>(args, tile.m_block) : total_n;
+        else
+          n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);
         // (trace builds: word 0 = the tile starts, 3 = its m block and K/V block count, 1 = after
         // the flush turn, 2 = the tile call returns)
         if (t >= 0) {

@@ -634,6 +634,40 @@ static_assert(ATTNKIT_FLASH3_FWD_D64_RING == 0 || ATTNKIT_FLASH3_FWD_D64_RING ==
               "ATTNKIT_FLASH3_FWD_D64_RING: 0 (off) or 1 (two turns an iteration)");
 template <int kD, int kVar, bool kTc>
 inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING == 1 && kD64TurnSplit<kD, kVar, kTc>;
+// ATTNKIT_FLASH3_FWD_EDGE (session 56, helper-50; default 0 = the code before it; compile-checked
+// only, not run on a GPU): a tile-boundary diet for the overlapped consumer (Consumer::tile's
+// turn 0, the kernel loop's next-tile fetch). At 1k a tile has 8 K/V blocks and removed boundary
+// instructions paid 3-10 cycles each (bench/notes/fwd-1k-tile-cost-s51.md). Output values, the
+// mbarrier / named-barrier protocol and its order are unchanged (bench/notes/fwd-edge-s56.md):
+//  - turn 0's P V without a pending tile (the CTA's first tile, after a flush) reads the tile's
+//    own landed Q buffer instead of the zero block (issue_pending_pv_t0: its result is never
+//    read), so the k-step stride is a constant and the 8 k-step descriptors are one REDUX'd low
+//    word + immediates (before: the `pending` select of stride and base in vector registers,
+//    LEA.HI + IMAD.MOV + 2 R2UR per wgmma);
+//  - turn 0's Q K^T from the K stage descriptor's uniform low word (mainloop_turn's kDescRedux
+//    form) instead of issue_qk's;
+//  - the pending P V's V stage / parity and turn 0's K stage / parity in unsigned ring
+//    arithmetic (pipe.count >= 0, and count >= 1 wherever the pending values are used; as
+//    mainloop_turn's kUnsignedRing);
+//  - kernel.cuh: num_n_blocks' non-causal count (Sk + kBlockN - 1) / kBlockN once per CTA.
+// Tile boundary (bench/gpu/sass_tile_edge.py, issued on the 1k nc path from the ring loop's exit
+// to the next tile's ring entry, nvcc 13.0): slot 37 1220 -> 1194, slot 77 1247 -> 1219, D 64
+// slot 14 1174 -> 1148 (3 WGs 1188 -> 1160, TMA epilogue 784 1190 -> 1165); the steady ring
+// turns and the spills unchanged.
+#ifndef ATTNKIT_FLASH3_FWD_EDGE
+#define ATTNKIT_FLASH3_FWD_EDGE 0
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_EDGE == 0 || ATTNKIT_FLASH3_FWD_EDGE == 1,
+              "ATTNKIT_FLASH3_FWD_EDGE: 0 (off) or 1 (the tile-boundary diet)");
+/// ATTNKIT_FLASH3_FWD_EDGE applies to the overlapped tile-diet kernels with uniform descriptors
+/// (D 64 slot 14 and its TMA-epilogue / 3-warpgroup builds, D 128 slots 37 / 77), without the
+/// A/B-only bits or the split tail.
+template <int kD, int kVar>
+inline constexpr bool kFwdEdge =
+    ATTNKIT_FLASH3_FWD_EDGE == 1 && kD != 256 &&
+    kDietUniformWithout<kVar, kVarScoreMod | kVarLegacyDesc | kVarQReg | kVarTail |
+                                  kVarEarlyRescale | kVarMask | kVarDropout | kVarVarlen |
+                                  kVarNarrow>;
 /// ATTNKIT_FLASH3_FWD_D128_RING (above release_kv) applies to kernel variant kVar at head dim kD:
 /// the D 128 kernels with the row sums in P V (kTc: only the tile-diet kernels, kernel.cuh), with
 /// uniform descriptors and none of the A/B-only or tail bits; in the build: 66321 at CL 1 and 2.
@@ -670,6 +704,38 @@ inline constexpr bool kD256Ring =
     ATTNKIT_FLASH3_FWD_D256_RING == 1 && kD == 256 && kTc &&
     (kDietUniformWithout<kVar, kVarScoreMod | kVarMask | kVarDropout | kVarVarlen | kVarNarrow |
                                    kVarTail | kVarLegacyDesc | kVarEarlyRescale>);
+// ATTNKIT_FLASH3_FWD_D256_EDGE (session 57, helper-51; default 0 = main's code; compile-checked
+// only, not run on a GPU): a D 256 tile-boundary diet for the plain tile-diet kernels at CL 1
+// (slots 29, 39, 119 and 109): consume_tile_simple computes first_masked_block once a tile and
+// tests `nb >= mfb` (one ISETP) for turn 0, the peeled turn 1 and slot 29's / 109's plain loop
+// (mainloop_turn's kMaskFrom) instead of block_needs_mask (the same rule: the host test
+// tests/core/flash3_mask_blocks_test.cpp; the ring kernels' it_plain already rests on it).
+// Issued instructions from the last steady turn of tile i to the steady loop of tile i + 1
+// (nc, no mask, bench/gpu/sass_path.py): slot 39 1217 -> 1190, 119 1228 -> 1200, 29 1283 ->
+// 1246; slot 29's steady turn 454 -> 432 (without a rescale 326 -> 304); spills not grown.
+// ATTNKIT_FLASH3_FWD_D256_EDGE_IDX (default 0; with _EDGE = 1 only): also the epilogue's index
+// products zero-extended (store_output's kNonNeg): -14 / -14 / -11 more, but ptxas then spills
+// the tile counter (+3 local accesses a boundary). bench/notes/fwd-d256-edge-s56.md has it all.
+#ifndef ATTNKIT_FLASH3_FWD_D256_EDGE
+#define ATTNKIT_FLASH3_FWD_D256_EDGE 0
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_D256_EDGE == 0 || ATTNKIT_FLASH3_FWD_D256_EDGE == 1,
+              "ATTNKIT_FLASH3_FWD_D256_EDGE: 0 (off) or 1 (the tile-boundary diet)");
+#ifndef ATTNKIT_FLASH3_FWD_D256_EDGE_IDX
+#define ATTNKIT_FLASH3_FWD_D256_EDGE_IDX 0
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_D256_EDGE_IDX == 0 || ATTNKIT_FLASH3_FWD_D256_EDGE_IDX == 1,
+              "ATTNKIT_FLASH3_FWD_D256_EDGE_IDX: 0 (off) or 1 (zero-extended epilogue indices)");
+/// The D 256 tile-boundary diet (ATTNKIT_FLASH3_FWD_D256_EDGE) applies to kernel variant kVar at
+/// cluster size kCl: D 256 tile-diet kernels with uniform descriptors, with or without the row
+/// sums in P V, none of score mod / mask / dropout / varlen / narrow / split tail / legacy
+/// descriptors / early rescale, without the cluster (the multicast twins stay main's: not
+/// defaults, and not in the A/B).
+template <int kD, int kVar, int kCl>
+inline constexpr bool kD256Edge =
+    ATTNKIT_FLASH3_FWD_D256_EDGE == 1 && kD == 256 && kCl == 1 &&
+    kDietUniformWithout<kVar, kVarScoreMod | kVarMask | kVarDropout | kVarVarlen | kVarNarrow |
+                                  kVarTail | kVarLegacyDesc | kVarEarlyRescale>;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
@@ -1291,6 +1357,10 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
   // ATTNKIT_FLASH3_FWD_D256_RING: split loops and the unrolled K / V ring (below the peeled turn 1)
   constexpr bool kRing256 = kD256Ring<Tr::kD, kVar, kTc>;
   static_assert(!kRing256 || kDiet, "flash3: the ring loop starts at turn 2 (c >= 2)");
+  // ATTNKIT_FLASH3_FWD_D256_EDGE: the tile-boundary diet (kD256Edge); _EDGE_IDX with it: the
+  // epilogue's zero-extended index products (store_output's kNonNeg)
+  constexpr bool kEdge = kD256Edge<Tr::kD, kVar, Tr::kCluster>;
+  constexpr bool kEdgeIdx = kEdge && ATTNKIT_FLASH3_FWD_D256_EDGE_IDX == 1;
   static_assert(!kSkipTurn || (kVar & (kVarScoreMod | kVarMask | kVarTail | kVarDropout |
                                        kVarNarrow | kVarVarlen)) == 0,
                 "flash3: kVarSkipTurn runs in the plain kernels only");
@@ -1328,7 +1398,17 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     const uint32_t v_base = ptx::smem_u32(sm.v);
     // A tile needs the mask when it holds keys >= Sk or keys right of the first row's diagonal.
     const int first_row = m_block * Tr::kBlockM + cwg * 64;
-    auto needs_mask = [&](int nb) { return block_needs_mask<kBN>(a, nb, first_row); };
+    // kEdge: the first block that needs the mask, once a tile (first_masked_block; a block needs
+    // it iff nb >= mfb, block_needs_mask's rule: tests/core/flash3_mask_blocks_test.cpp checks the
+    // two agree), for turn 0's test, turn 1's and the plain loop's (mainloop_turn's kMaskFrom)
+    // and the ring's it_plain: one ISETP a test instead of block_needs_mask's ~10 instructions.
+    const int mfb = kEdge ? first_masked_block<__builtin_ctz(kBN)>(a, first_row) : 0;
+    auto needs_mask = [&](int nb) {
+      if constexpr (kEdge) return nb >= mfb;
+      return block_needs_mask<kBN>(a, nb, first_row);
+    };
+    // (mainloop_turn's first_row: mfb under kMaskFrom = kEdge)
+    const int turn_row = kEdge ? mfb : first_row;
     const float alibi_k = kScoreMod ? alibi_factor(a, b, h) : 0.f;
     const uint8_t* mask_bh = (kVar & kVarMask) != 0 ? mask_base(a, b, h) : nullptr;
     // kVarDropout: the Philox counter's word 2 (core/philox.hpp; b is the batch: not varlen)
@@ -1380,9 +1460,9 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
     const uint32_t no_qa[Tr::kD / 16][4] = {};  // (unused without kVarQReg)
     if constexpr (kDiet) {  // turn 1 peeled: its P V (the tile's first) with scale-d 0
       if (n_run > 1)
-        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, 1, n_run_end, q_wg, k_base, v_base, o, p,
-                                      s, factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 0,
-                                      &wc, alibi_k, mask_bh, drop_bh);
+        mainloop_turn<Tr, BF16, kVar, kEdge>(a, sm, pipe, turn, 1, n_run_end, q_wg, k_base, v_base,
+                                             o, p, s, factor, pf, sm_state, sl2, turn_row, row0,
+                                             lane, no_qa, 0, &wc, alibi_k, mask_bh, drop_bh);
     }
     if constexpr (kRing256) {
       // (kD256Ring) Turn it shows block n_run_end - 1 - it, which needs the mask iff that block
@@ -1390,7 +1470,8 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       // the turns it < it_plain, all before the others. They run in a loop of their own (still
       // masked), the rest two an iteration over the K / V ring without the mask's code or its
       // per-turn test. (Causal with mask_from <= 0: every turn is in the first loop.)
-      const int it_plain = n_run_end - first_masked_block<__builtin_ctz(kBN)>(a, first_row);
+      const int it_plain =
+          n_run_end - (kEdge ? mfb : first_masked_block<__builtin_ctz(kBN)>(a, first_row));
       int it = 2;
       for (; it < n_run && it < it_plain; ++it)
         mainloop_turn<Tr, BF16, kVar, false, kMaskAlways>(
@@ -1407,9 +1488,9 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       }
     } else {
       for (int it = kDiet ? 2 : 1; it < n_run; ++it)
-        mainloop_turn<Tr, BF16, kVar>(a, sm, pipe, turn, it, n_run_end, q_wg, k_base, v_base, o, p,
-                                      s, factor, pf, sm_state, sl2, first_row, row0, lane, no_qa, 1,
-                                      &wc, alibi_k, mask_bh, drop_bh);
+        mainloop_turn<Tr, BF16, kVar, kEdge>(a, sm, pipe, turn, it, n_run_end, q_wg, k_base, v_base,
+                                             o, p, s, factor, pf, sm_state, sl2, turn_row, row0,
+                                             lane, no_qa, 1, &wc, alibi_k, mask_bh, drop_bh);
     }
     // Every QK^T of this tile is done: the producer may load the next tile's Q.
     release<Tr>(&sm.empty_q[qb], lane);
@@ -1464,7 +1545,7 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
 #pragma unroll
       for (int i = 0; i < Tr::kD / 2; ++i)
         z[i] = 0.f;
-      store_output<Tr::kD, BF16, kNarrow>(a, z, inv, lse, b, h, row0, lane);
+      store_output<Tr::kD, BF16, kNarrow, kEdgeIdx>(a, z, inv, lse, b, h, row0, lane);
       return;
     }
   }
@@ -1475,7 +1556,8 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       return;
     }
   }
-  store_output<Tr::kD, BF16, kNarrow>(a, o, inv, lse, b, h, row0, lane);
+  // (kEdge: b, h, row0 >= 0, store_output's kNonNeg)
+  store_output<Tr::kD, BF16, kNarrow, kEdgeIdx>(a, o, inv, lse, b, h, row0, lane);
 }
 
 /// P (16-bit pairs) packed in place into the low half of S's registers: s[i] = pack(s[2i],
@@ -1883,6 +1965,19 @@ struct Consumer {
   static constexpr bool kSplit = kD64TurnSplit<Tr::kD, kVar, kTc> || kRing128;
   // ATTNKIT_FLASH3_FWD_D64_RING
   static constexpr bool kRing = kD64Ring<Tr::kD, kVar, kTc> || kRing128;
+  // ATTNKIT_FLASH3_FWD_EDGE
+  static constexpr bool kEdge = kFwdEdge<Tr::kD, kVar>;
+  /// The pending P V's V stage / parity (ring position count - 1 >= 0 whenever used; kEdge:
+  /// unsigned, no signed fix-ups; the same values there).
+  __device__ __forceinline__ int pend_vs() const {
+    if constexpr (kEdge)
+      return static_cast<int>((static_cast<uint32_t>(pipe.count) - 1u) % PipeOf<Tr>::kVS);
+    return pipe.vs(-1);
+  }
+  __device__ __forceinline__ uint32_t pend_vph() const {
+    if constexpr (kEdge) return ((static_cast<uint32_t>(pipe.count) - 1u) / PipeOf<Tr>::kVS) & 1u;
+    return pipe.vph(-1);
+  }
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
@@ -1975,7 +2070,7 @@ struct Consumer {
   /// itself is never inside a data-dependent branch (ptxas would serialise every wgmma, C7518).
   __device__ __forceinline__ void issue_pending_pv() {
     namespace ptx = attnkit::cuda::sm90;
-    if (pending) ptx::mbar_wait(&sm.full_v[pipe.vs(-1)], pipe.vph(-1));
+    if (pending) ptx::mbar_wait(&sm.full_v[pend_vs()], pend_vph());
     // (kUniform: one REDUX on the selected offset from the Q base; V stages follow Q and K,
     // the zero block follows the K/V region, SmemLayout.)
     constexpr int kVOff = Tr::kQStages * Tr::kQBytes + Tr::kStagesK * Tr::kKVBytes;
@@ -2005,13 +2100,52 @@ struct Consumer {
     issue_pv<Tr, BF16, kLegacyDesc>(o, p, base, kk_stride, chunk_stride, kDiet ? pacc : 1);
     ptx::wgmma_commit();
   }
+  /// (ATTNKIT_FLASH3_FWD_EDGE) issue_pending_pv in tile()'s turn 0, where the tile's Q buffer
+  /// (shared address q_buf, its first row; 1024-aligned) has landed and is read-only until the
+  /// tile's end: without a pending P V the wgmmas read it instead of the zero block, with the
+  /// pending one's k-step stride (16 rows, 2 KB) and chunk stride lbo (kTcSum: 2 KB; else V's
+  /// chunk stride), i.e. 7 x 2 KB + (chunks - 1) x lbo + 2 KB from its start: kTcSum D 128 (3
+  /// chunks with the ones) 20 KB of the 32 KB buffer, D 64 16 KB of 16 / 24 KB, D 128 without
+  /// the sums 32 KB of 32 KB (static_assert). The k-step stride is then a constant and only the kk
+  /// = 0 low word depends on `pending` (one REDUX): each k-step's descriptor is that word + an
+  /// immediate. That P V's result is never read: O and the row sums are overwritten by the tile's
+  /// first P V (scale-d 0: turn 1's pv_scale, or pacc = 0 for a one-block tile) and finish_pending
+  /// stores nothing without a pending tile, so neither P's value nor the bytes read matter (0 x NaN
+  /// included). With a pending P V: the same descriptors, wait and wgmmas as issue_pending_pv.
+  __device__ __forceinline__ void issue_pending_pv_t0(uint32_t q_buf) {
+    namespace ptx = attnkit::cuda::sm90;
+    if (pending) ptx::mbar_wait(&sm.full_v[pend_vs()], pend_vph());
+    constexpr uint32_t kRow16 = 16 * Tr::kChunkRowBytes;
+    const int vs = pend_vs();
+    const uint32_t q0 = ptx::smem_u32(sm.q);
+    uint32_t addr, lbo;
+    if constexpr (kTc) {
+      addr = pending ? q0 + Tr::kQStages * Tr::kQBytes + Tr::v_off(vs) : q_buf;
+      lbo = pending ? Tr::v_lbo(vs) : kRow16;
+    } else {
+      constexpr int kVOff = Tr::kQStages * Tr::kQBytes + Tr::kStagesK * Tr::kKVBytes;
+      addr = pending ? q0 + kVOff + vs * Tr::kKVBytes : q_buf;
+      lbo = Tr::kKVChunkBytes;  // (the pending one's; the extent: static_assert below)
+    }
+    static_assert(Tr::kBlockN / 16 * kRow16 +
+                          (Tr::kD / 64 + (kTc ? 1 : 0) - 1) * (kTc ? kRow16 : Tr::kKVChunkBytes) <=
+                      Tr::kQBytes,
+                  "flash3: the fake P V stays inside the tile's Q buffer");
+    const uint64_t db = uniform_lo(ptx::Sw128Desc::make(addr, lbo, 1024));
+    ptx::wgmma_fence();
+    if constexpr (kTc)
+      issue_pv_ext_desc<Tr, BF16>(o, state.lacc, p, db, kRow16, pacc);
+    else
+      issue_pv_desc<Tr, BF16>(o, p, db, kRow16, pacc);
+    ptx::wgmma_commit();
+  }
   /// After that P V completed: finishes the pending tile (frees its V buffer, writes O and
   /// lse; inv/lse = its finalised softmax state), then clears O (P is cleared by the callers
   /// whose next P V may be a zero-block one). kDiet: O is left as it is (the next tile's first
   /// P V overwrites it, scale-d = 0).
   __device__ __forceinline__ void finish_pending(const float (&inv)[2], const float (&lse)[2]) {
     if (pending) {
-      release_kv<Tr>(&sm.empty_v[pipe.vs(-1)], lane);
+      release_kv<Tr>(&sm.empty_v[pend_vs()], lane);
       if constexpr (kTail) {
         if (piece.pieces > 1) {
           finish_tail_piece<Tr::kD, Tr::kConsumerWGs * 4, BF16>(
@@ -2177,15 +2311,25 @@ struct Consumer {
     // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
     {
       const int nb = n_end - 1;
-      const int st = pipe.ks();
-      ptx::mbar_wait(&sm.full_k[st], pipe.kph());
+      // (kEdge: pipe.count >= 0, so the unsigned stage / parity are pipe.ks() / kph())
+      const uint32_t c0 = static_cast<uint32_t>(pipe.count);
+      const int st = kEdge ? static_cast<int>(c0 % PipeOf<Tr>::kKS) : pipe.ks();
+      ptx::mbar_wait(&sm.full_k[st], kEdge ? (c0 / PipeOf<Tr>::kKS) & 1u : pipe.kph());
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKStageBytes));
+      if constexpr (kEdge)  // (the K stage descriptor's low word through REDUX: the same value)
+        issue_qk_desc<Tr, BF16>(
+            s, ptx::Sw128Desc::make(q_wg, 16, 1024),
+            uniform_lo(ptx::Sw128Desc::make(k_base + st * Tr::kKStageBytes, 16, 1024)));
+      else
+        issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKStageBytes));
       ptx::wgmma_commit();
-      if constexpr (kCanOverlap) issue_pending_pv();
+      if constexpr (kEdge)
+        issue_pending_pv_t0(ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes));
+      else if constexpr (kCanOverlap)
+        issue_pending_pv();
       turn.pass_turn();
       if constexpr (kCanOverlap) {
         ptx::wgmma_wait<1>();  // S ready
