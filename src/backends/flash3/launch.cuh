@@ -793,9 +793,9 @@ void launch_forward(const Params& p) {
   set_last_forward_dynamic(a.tile_counter != nullptr);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
   // stages, after any slot.
-  // Session 57 (Tuning::multicast_tail, off by default, not yet measured): after the multicast
-  // twin too (D 128 slots 55 / 71 / 77, D 256 69 / 79), launch 1 then its cluster launch (cfg)
-  // over the full rounds; not after Tuning::cluster = 2's plain cluster kernels (slots 4-7).
+  // Session 57 (Tuning::multicast_tail, off by default: +1.1 % at 16k, -0.3 % at 4k): after the
+  // multicast twin too (D 128 slots 55 / 71 / 77, D 256 69 / 79), launch 1 then its cluster launch
+  // (cfg) over the full rounds; not after Tuning::cluster = 2's plain cluster kernels (slots 4-7).
   // (Why: D 128 nc 4k / 16k, 2048 tiles on 132 CTAs, the twin's last round runs 68 of 132.)
   if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
     const bool mc_tail = multicast && tuning().multicast_tail == 1;

@@ -171,16 +171,17 @@ struct Tuning {
   // the split tail's launch 1 alone, 2 = its launch 2 alone, 3 = launch 2 without programmatic
   // dependent launch; 0 = both launches (default).
   int tail_probe = 0;
-  // Session 57 (helper 52; compiled only, not yet measured on a GPU): 1 = the 2-CTA multicast
-  // twin (cluster = 3 or its auto) takes the split tail where tail_split (its auto's rule in
-  // launch.cuh launch_split_tail, or 1) would run it after the plain kernel: launch 1 is the
-  // twin's cluster launch over the full rounds (num_tiles / grid), launch 2 the plain tail
-  // kernel. With it the twin's auto no longer yields to tail_split = 1. Why: at D 128
-  // non-causal 4k / 16k (2048 tiles of 128 rows on 132 CTAs, 15.52 rounds) the twin's last
-  // round runs 68 of 132 CTAs (64 SMs idle for 1 of 16 rounds: ~3 % of the SM time), and
-  // session 56 call 4 measured the twin without the tail 1.2-3 % above slot 37 with it
-  // (bench/notes/fwd-mc-tail-s56.md predicts +1..+2.5 % over the twin). 0 = off (the twin runs
-  // every round itself; the default until measured).
+  // Session 57 (helper 52): 1 = the 2-CTA multicast twin (cluster = 3 or its auto) takes the split
+  // tail where tail_split (its auto's rule in launch.cuh launch_split_tail, or 1) would run it
+  // after the plain kernel: launch 1 is the twin's cluster launch over the full rounds (num_tiles /
+  // grid), launch 2 the plain tail kernel. With it the twin's auto no longer yields to tail_split =
+  // 1. Why: at D 128 non-causal 4k / 16k (2048 tiles of 128 rows on 132 CTAs, 15.52 rounds) the
+  // twin's last round runs 68 of 132 CTAs (64 SMs idle for 1 of 16 rounds: ~3 % of the SM time),
+  // and session 56 call 4 measured the twin without the tail 1.2-3 % above slot 37 with it
+  // (bench/notes/fwd-mc-tail-s56.md predicted +1..+2.5 % over the twin). Measured (H200, same
+  // process, session 57 call 2): D 128 nc 16k +1.1 %, nc 4k -0.3 / -0.4 %; the tail tiles' bits
+  // differ from the twin's (their keys summed in another order; the mctail tests check the oracle).
+  // 0 = off (the twin runs every round itself; the default: 4k is the short row).
   int multicast_tail = 0;
   // Session 40: the D = 128 default past Sk 2048 (slot 31) with the softmax's row sums as 8 more
   // columns of P V (mainloop.cuh kVarTcSum; launch slot kTcSumSlot): l then sums the 16-bit P
