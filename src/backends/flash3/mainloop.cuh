@@ -634,8 +634,8 @@ static_assert(ATTNKIT_FLASH3_FWD_D64_RING == 0 || ATTNKIT_FLASH3_FWD_D64_RING ==
               "ATTNKIT_FLASH3_FWD_D64_RING: 0 (off) or 1 (two turns an iteration)");
 template <int kD, int kVar, bool kTc>
 inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING == 1 && kD64TurnSplit<kD, kVar, kTc>;
-// ATTNKIT_FLASH3_FWD_EDGE (session 56, helper-50; default 0 = the code before it; compile-checked
-// only, not run on a GPU): a tile-boundary diet for the overlapped consumer (Consumer::tile's
+// ATTNKIT_FLASH3_FWD_EDGE (session 56, helper-50; default 0 = the code before it; an A/B switch:
+// measured mixed, see below): a tile-boundary diet for the overlapped consumer (Consumer::tile's
 // turn 0, the kernel loop's next-tile fetch). At 1k a tile has 8 K/V blocks and removed boundary
 // instructions paid 3-10 cycles each (bench/notes/fwd-1k-tile-cost-s51.md). Output values, the
 // mbarrier / named-barrier protocol and its order are unchanged (bench/notes/fwd-edge-s56.md):
@@ -653,7 +653,9 @@ inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING == 1 && kD64TurnSpl
 // Tile boundary (bench/gpu/sass_tile_edge.py, issued on the 1k nc path from the ring loop's exit
 // to the next tile's ring entry, nvcc 13.0): slot 37 1220 -> 1194, slot 77 1247 -> 1219, D 64
 // slot 14 1174 -> 1148 (3 WGs 1188 -> 1160, TMA epilogue 784 1190 -> 1165); the steady ring
-// turns and the spills unchanged.
+// turns and the spills unchanged. H200, same process, 0 bits differing (session 57 call 2, rounds
+// 1 / 2): D 64 nc 1k +2.3 / +2.1 %, but D 64 causal 1k -1.4 / -1.5 % (the same kernel, slot 14;
+// the worst row of issue #5), D 128 nc / causal 1k -0.2..+0.2 %, 4k / 16k within +-1 %: off.
 #ifndef ATTNKIT_FLASH3_FWD_EDGE
 #define ATTNKIT_FLASH3_FWD_EDGE 0
 #endif
@@ -704,8 +706,8 @@ inline constexpr bool kD256Ring =
     ATTNKIT_FLASH3_FWD_D256_RING == 1 && kD == 256 && kTc &&
     (kDietUniformWithout<kVar, kVarScoreMod | kVarMask | kVarDropout | kVarVarlen | kVarNarrow |
                                    kVarTail | kVarLegacyDesc | kVarEarlyRescale>);
-// ATTNKIT_FLASH3_FWD_D256_EDGE (session 57, helper-51; default 0 = main's code; compile-checked
-// only, not run on a GPU): a D 256 tile-boundary diet for the plain tile-diet kernels at CL 1
+// ATTNKIT_FLASH3_FWD_D256_EDGE (sessions 56-57, helper-51; default 1 since session 57, 0 = the
+// code before it): a D 256 tile-boundary diet for the plain tile-diet kernels at CL 1
 // (slots 29, 39, 119 and 109): consume_tile_simple computes first_masked_block once a tile and
 // tests `nb >= mfb` (one ISETP) for turn 0, the peeled turn 1 and slot 29's / 109's plain loop
 // (mainloop_turn's kMaskFrom) instead of block_needs_mask (the same rule: the host test
@@ -713,11 +715,13 @@ inline constexpr bool kD256Ring =
 // Issued instructions from the last steady turn of tile i to the steady loop of tile i + 1
 // (nc, no mask, bench/gpu/sass_path.py): slot 39 1217 -> 1190, 119 1228 -> 1200, 29 1283 ->
 // 1246; slot 29's steady turn 454 -> 432 (without a rescale 326 -> 304); spills not grown.
+// H200, same process, 0 bits differing (session 57 call 2): nc 1k (slot 29) +1.6 / +1.9 %
+// (rounds 1 / 2; round 0 +0.0), causal 1k -1.5 / +0.3 / +0.4 %, 4k / 16k within +-1 %.
 // ATTNKIT_FLASH3_FWD_D256_EDGE_IDX (default 0; with _EDGE = 1 only): also the epilogue's index
 // products zero-extended (store_output's kNonNeg): -14 / -14 / -11 more, but ptxas then spills
 // the tile counter (+3 local accesses a boundary). bench/notes/fwd-d256-edge-s56.md has it all.
 #ifndef ATTNKIT_FLASH3_FWD_D256_EDGE
-#define ATTNKIT_FLASH3_FWD_D256_EDGE 0
+#define ATTNKIT_FLASH3_FWD_D256_EDGE 1
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_D256_EDGE == 0 || ATTNKIT_FLASH3_FWD_D256_EDGE == 1,
               "ATTNKIT_FLASH3_FWD_D256_EDGE: 0 (off) or 1 (the tile-boundary diet)");
