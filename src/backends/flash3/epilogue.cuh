@@ -34,10 +34,8 @@ __device__ __forceinline__ void store_lse(const FwdArgs& a, const float (&lse)[2
                                           int row0, int lane) {
   if (a.lse == nullptr || (lane & 3) != 0) return;
   // One row pointer for both rows (session 34, with the rest of the tile-boundary diet below).
-  float* const l0 =
-      kNonNeg ? a.lse + index64<true>(b) * a.lse_sb + index64<true>(h) * a.lse_sh +
-                    index64<true>(row0) * a.lse_ss
-              : a.lse + b * a.lse_sb + h * a.lse_sh + static_cast<int64_t>(row0) * a.lse_ss;
+  float* const l0 = a.lse + index64<kNonNeg>(b) * a.lse_sb + index64<kNonNeg>(h) * a.lse_sh +
+                    index64<kNonNeg>(row0) * a.lse_ss;
 #pragma unroll
   for (int r = 0; r < 2; ++r)
     if (row0 + 8 * r < a.seqlen_q) l0[8 * r * a.lse_ss] = lse[r];
@@ -62,9 +60,8 @@ __device__ __forceinline__ void store_output(const FwdArgs& a, float (&o)[kD / 2
                                              const float (&inv)[2], const float (&lse)[2], int b,
                                              int h, int row0, int lane) {
   static_assert(!kNonNeg || !kNarrow, "flash3: kNonNeg is the D 256 plain kernels' epilogue");
-  uint16_t* out = static_cast<uint16_t*>(a.out) +
-                  (kNonNeg ? index64<true>(b) * a.out_sb + index64<true>(h) * a.out_sh
-                           : b * a.out_sb + h * a.out_sh);
+  uint16_t* out = static_cast<uint16_t*>(a.out) + index64<kNonNeg>(b) * a.out_sb +
+                  index64<kNonNeg>(h) * a.out_sh;
   if constexpr (kNarrow) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {

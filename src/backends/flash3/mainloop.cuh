@@ -698,14 +698,16 @@ inline constexpr bool kD128Ring =
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_D256_RING == 0 || ATTNKIT_FLASH3_FWD_D256_RING == 1,
               "ATTNKIT_FLASH3_FWD_D256_RING: 0 (off) or 1 (split loops, two turns an iteration)");
+/// The variant bits that keep a D 256 kernel off the plain path the ring and the tile-boundary
+/// diet (below) rewrite.
+inline constexpr int kD256NotPlain = kVarScoreMod | kVarMask | kVarDropout | kVarVarlen |
+                                     kVarNarrow | kVarTail | kVarLegacyDesc | kVarEarlyRescale;
 /// The D 256 ring turns (ATTNKIT_FLASH3_FWD_D256_RING) apply to kernel variant kVar: the plain
 /// (no score mod, mask, dropout, varlen, split tail) tile-diet kernels with uniform descriptors
 /// and the row sums in P V.
 template <int kD, int kVar, bool kTc>
-inline constexpr bool kD256Ring =
-    ATTNKIT_FLASH3_FWD_D256_RING == 1 && kD == 256 && kTc &&
-    (kDietUniformWithout<kVar, kVarScoreMod | kVarMask | kVarDropout | kVarVarlen | kVarNarrow |
-                                   kVarTail | kVarLegacyDesc | kVarEarlyRescale>);
+inline constexpr bool kD256Ring = ATTNKIT_FLASH3_FWD_D256_RING == 1 && kD == 256 && kTc &&
+                                  (kDietUniformWithout<kVar, kD256NotPlain>);
 // ATTNKIT_FLASH3_FWD_D256_EDGE (sessions 56-57, helper-51; default 1 since session 57, 0 = the
 // code before it): a D 256 tile-boundary diet for the plain tile-diet kernels at CL 1
 // (slots 29, 39, 119 and 109): consume_tile_simple computes first_masked_block once a tile and
@@ -736,10 +738,8 @@ static_assert(ATTNKIT_FLASH3_FWD_D256_EDGE_IDX == 0 || ATTNKIT_FLASH3_FWD_D256_E
 /// descriptors / early rescale, without the cluster (the multicast twins stay main's: not
 /// defaults, and not in the A/B).
 template <int kD, int kVar, int kCl>
-inline constexpr bool kD256Edge =
-    ATTNKIT_FLASH3_FWD_D256_EDGE == 1 && kD == 256 && kCl == 1 &&
-    kDietUniformWithout<kVar, kVarScoreMod | kVarMask | kVarDropout | kVarVarlen | kVarNarrow |
-                                  kVarTail | kVarLegacyDesc | kVarEarlyRescale>;
+inline constexpr bool kD256Edge = ATTNKIT_FLASH3_FWD_D256_EDGE == 1 && kD == 256 && kCl == 1 &&
+                                  kDietUniformWithout<kVar, kD256NotPlain>;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf = FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0>;
