@@ -801,6 +801,10 @@ std::vector<Cfg> cases() {
       add({"unordered", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::top_left});
       add({"tc_off", 1, 200, 2500, 4, 2, 0, DType::bf16, Causal::bottom_right});
       add({"tc_off", 1, 300, 2048, 4, 2, 0, DType::bf16, Causal::none});
+      // Session 58: D 256's causal kernel without the row sums that skips a wholly masked turn
+      // (slot 109) with several tiles a CTA (960 tiles on the grid), the one kernel whose tile
+      // boundary no other case reaches (bench/notes/fwd-d256-overlap-review-s57.md, F2).
+      if (d == 256) add({"tc_off", 4, 700, 200, 40, 8, 0, DType::bf16, Causal::bottom_right});
       // D 256 with the row sums in P V forced below the auto's Sk 2048 (session 41): rows
       // without keys (br, Sq > Sk), GQA, partial K/V blocks, one-block tiles, jumping maxima
       // (amp 4: the lazy rescale's branch), past Sk 4096 (slot 27's build until session 46, the
