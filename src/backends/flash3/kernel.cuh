@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         if (!dynamic && t >= 0) t_ahead = static_tile<kLptTable>(args, k + 1);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         int n_blocks;
-        if constexpr (Consumer<Tr, BF16, kVar>::kEdge)  // (ATTNKIT_FLASH3_FWD_EDGE)
+        if constexpr (Consumer<Tr, BF16, kVar>::kEdgeCount)  // (ATTNKIT_FLASH3_FWD_EDGE part 8)
           n_blocks = t < 0 ? 0 : args.causal ? num_n_blocks<Tr>(args, tile.m_block) : total_n;
         else
           n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);

@@ -670,6 +670,22 @@ inline constexpr bool kFwdEdge =
     kDietUniformWithout<kVar, kVarScoreMod | kVarLegacyDesc | kVarQReg | kVarTail |
                                   kVarEarlyRescale | kVarMask | kVarDropout | kVarVarlen |
                                   kVarNarrow>;
+// ATTNKIT_FLASH3_FWD_EDGE_PARTS (session 57; with ATTNKIT_FLASH3_FWD_EDGE = 1 only; default 15
+// = all, the switch as measured): which of its four parts run, as bits, so that one A/B can say
+// which part gains at D 64 nc 1k (+2.2 % for all four) and which loses at causal 1k (-1.5 %):
+// 1 = turn 0's idle P V on the tile's own Q buffer (issue_pending_pv_t0), 2 = turn 0's Q K^T on
+// the uniform K descriptor (REDUX), 4 = the pending P V's and turn 0's ring positions unsigned,
+// 8 = the non-causal K/V block count once a CTA (kernel.cuh). Not yet run on a GPU.
+#ifndef ATTNKIT_FLASH3_FWD_EDGE_PARTS
+#define ATTNKIT_FLASH3_FWD_EDGE_PARTS 15
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_EDGE_PARTS >= 1 && ATTNKIT_FLASH3_FWD_EDGE_PARTS <= 15,
+              "ATTNKIT_FLASH3_FWD_EDGE_PARTS: bits 1 (own Q), 2 (REDUX K descriptor), 4 "
+              "(unsigned ring), 8 (block count once)");
+/// Part kPart (one bit of ATTNKIT_FLASH3_FWD_EDGE_PARTS) of the tile-boundary diet applies.
+template <int kD, int kVar, int kPart>
+inline constexpr bool kFwdEdgePart = kFwdEdge<kD, kVar> &&
+                                     (ATTNKIT_FLASH3_FWD_EDGE_PARTS & kPart) != 0;
 /// ATTNKIT_FLASH3_FWD_D128_RING (above release_kv) applies to kernel variant kVar at head dim kD:
 /// the D 128 kernels with the row sums in P V (kTc: only the tile-diet kernels, kernel.cuh), with
 /// uniform descriptors and none of the A/B-only or tail bits; in the build: 66321 at CL 1 and 2.
@@ -1969,17 +1985,21 @@ struct Consumer {
   static constexpr bool kSplit = kD64TurnSplit<Tr::kD, kVar, kTc> || kRing128;
   // ATTNKIT_FLASH3_FWD_D64_RING
   static constexpr bool kRing = kD64Ring<Tr::kD, kVar, kTc> || kRing128;
-  // ATTNKIT_FLASH3_FWD_EDGE
-  static constexpr bool kEdge = kFwdEdge<Tr::kD, kVar>;
-  /// The pending P V's V stage / parity (ring position count - 1 >= 0 whenever used; kEdge:
+  // ATTNKIT_FLASH3_FWD_EDGE's parts (ATTNKIT_FLASH3_FWD_EDGE_PARTS bits 1 / 2 / 4 / 8)
+  static constexpr bool kEdgeOwnQ = kFwdEdgePart<Tr::kD, kVar, 1>;
+  static constexpr bool kEdgeDesc = kFwdEdgePart<Tr::kD, kVar, 2>;
+  static constexpr bool kEdgeRing = kFwdEdgePart<Tr::kD, kVar, 4>;
+  static constexpr bool kEdgeCount = kFwdEdgePart<Tr::kD, kVar, 8>;
+  /// The pending P V's V stage / parity (ring position count - 1 >= 0 whenever used; kEdgeRing:
   /// unsigned, no signed fix-ups; the same values there).
   __device__ __forceinline__ int pend_vs() const {
-    if constexpr (kEdge)
+    if constexpr (kEdgeRing)
       return static_cast<int>((static_cast<uint32_t>(pipe.count) - 1u) % PipeOf<Tr>::kVS);
     return pipe.vs(-1);
   }
   __device__ __forceinline__ uint32_t pend_vph() const {
-    if constexpr (kEdge) return ((static_cast<uint32_t>(pipe.count) - 1u) / PipeOf<Tr>::kVS) & 1u;
+    if constexpr (kEdgeRing)
+      return ((static_cast<uint32_t>(pipe.count) - 1u) / PipeOf<Tr>::kVS) & 1u;
     return pipe.vph(-1);
   }
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
@@ -2315,22 +2335,22 @@ struct Consumer {
     // Turn 0: S = Q K_{n-1}^T, plus the previous tile's last P V (then its epilogue).
     {
       const int nb = n_end - 1;
-      // (kEdge: pipe.count >= 0, so the unsigned stage / parity are pipe.ks() / kph())
+      // (kEdgeRing: pipe.count >= 0, so the unsigned stage / parity are pipe.ks() / kph())
       const uint32_t c0 = static_cast<uint32_t>(pipe.count);
-      const int st = kEdge ? static_cast<int>(c0 % PipeOf<Tr>::kKS) : pipe.ks();
-      ptx::mbar_wait(&sm.full_k[st], kEdge ? (c0 / PipeOf<Tr>::kKS) & 1u : pipe.kph());
+      const int st = kEdgeRing ? static_cast<int>(c0 % PipeOf<Tr>::kKS) : pipe.ks();
+      ptx::mbar_wait(&sm.full_k[st], kEdgeRing ? (c0 / PipeOf<Tr>::kKS) & 1u : pipe.kph());
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
-      if constexpr (kEdge)  // (the K stage descriptor's low word through REDUX: the same value)
+      if constexpr (kEdgeDesc)  // (the K stage descriptor's low word through REDUX: the same value)
         issue_qk_desc<Tr, BF16>(
             s, ptx::Sw128Desc::make(q_wg, 16, 1024),
             uniform_lo(ptx::Sw128Desc::make(k_base + st * Tr::kKStageBytes, 16, 1024)));
       else
         issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKStageBytes));
       ptx::wgmma_commit();
-      if constexpr (kEdge)
+      if constexpr (kEdgeOwnQ)
         issue_pending_pv_t0(ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes));
       else if constexpr (kCanOverlap)
         issue_pending_pv();
