@@ -58,6 +58,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--d", type=int, default=64)
+    # Session 58 (D = 256): the sequence lengths, and --as-timed: the timed build's knobs (every
+    # auto, the split tail off so that every S has the same 1,024 whole tiles) instead of
+    # session 14's set (Q prefetch off, 8-byte O stores, the ordered softmax at auto and off).
+    ap.add_argument("--s", default="1024,4096")
+    ap.add_argument("--as-timed", action="store_true")
     a = ap.parse_args()
     fn, set_tuning = load(a.lib)
     lib = ctypes.CDLL(a.lib)
@@ -65,7 +70,7 @@ def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     buf = torch.zeros(sms * KMAX * WGS * WORDS, dtype=torch.int64, device="cuda")
     if a.d == 256:
-        trace_256(fn, set_tuning, lib, sms, buf)
+        trace_256(fn, set_tuning, lib, sms, buf, [int(x) for x in a.s.split(",")], a.as_timed)
         return
     d = 64
     torch.manual_seed(0)
@@ -107,11 +112,11 @@ def main():
     set_tuning()
 
 
-def trace_256(fn, set_tuning, lib, sms, buf):
+def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed):
     """D = 256 (consume_tile_simple): Q wait, mainloop, epilogue, gap and period per warpgroup."""
     d = 256
     torch.manual_seed(0)
-    for s in (1024, 4096):
+    for s in seqs:
         b, h = 16384 // s, 2048 // d
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn_like(q)
@@ -121,9 +126,10 @@ def trace_256(fn, set_tuning, lib, sms, buf):
         run = make_flash3(fn, q, k, v, out, lse, False)
         turns = s // 64 - 1  # mainloop turns 1 .. n-1 of a non-causal tile
         # Q prefetch off, 8-byte O stores, ping-pong auto; the ordered softmax at auto (on) / off
-        qpf, epi_wide, pp = 0, 1, -1
-        for ordered in (-1, 0):
-            set_tuning(qpf=qpf, epi=epi_wide, pingpong=pp, ordered=ordered)
+        qpf, epi_wide, pp = (-1, -1, -1) if as_timed else (0, 1, -1)
+        for ordered in (-1,) if as_timed else (-1, 0):
+            set_tuning(qpf=qpf, epi=epi_wide, pingpong=pp, ordered=ordered,
+                       tail=0 if as_timed else -1)
             t = traced_call(run, lib, buf, sms)
             parts = {name: {w: [] for w in range(2)} for name in
                      ("qwait0", "qwait", "main", "epi", "gap", "period", "turn", "wait_k",
