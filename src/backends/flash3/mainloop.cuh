@@ -634,11 +634,12 @@ static_assert(ATTNKIT_FLASH3_FWD_D64_RING == 0 || ATTNKIT_FLASH3_FWD_D64_RING ==
               "ATTNKIT_FLASH3_FWD_D64_RING: 0 (off) or 1 (two turns an iteration)");
 template <int kD, int kVar, bool kTc>
 inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING == 1 && kD64TurnSplit<kD, kVar, kTc>;
-// ATTNKIT_FLASH3_FWD_EDGE (session 56, helper-50; default 0 = the code before it; an A/B switch:
-// measured mixed, see below): a tile-boundary diet for the overlapped consumer (Consumer::tile's
-// turn 0, the kernel loop's next-tile fetch). At 1k a tile has 8 K/V blocks and removed boundary
-// instructions paid 3-10 cycles each (bench/notes/fwd-1k-tile-cost-s51.md). Output values, the
-// mbarrier / named-barrier protocol and its order are unchanged (bench/notes/fwd-edge-s56.md):
+// ATTNKIT_FLASH3_FWD_EDGE (session 56, helper-50; default 1 since session 58 with only part 1 of
+// ATTNKIT_FLASH3_FWD_EDGE_PARTS, below; 0 = the code before it): a tile-boundary diet for the
+// overlapped consumer (Consumer::tile's turn 0, the kernel loop's next-tile fetch). At 1k a tile
+// has 8 K/V blocks and removed boundary instructions paid 3-10 cycles each
+// (bench/notes/fwd-1k-tile-cost-s51.md). Output values, the mbarrier / named-barrier protocol and
+// its order are unchanged (bench/notes/fwd-edge-s56.md):
 //  - turn 0's P V without a pending tile (the CTA's first tile, after a flush) reads the tile's
 //    own landed Q buffer instead of the zero block (issue_pending_pv_t0: its result is never
 //    read), so the k-step stride is a constant and the 8 k-step descriptors are one REDUX'd low
@@ -655,9 +656,10 @@ inline constexpr bool kD64Ring = ATTNKIT_FLASH3_FWD_D64_RING == 1 && kD64TurnSpl
 // slot 14 1174 -> 1148 (3 WGs 1188 -> 1160, TMA epilogue 784 1190 -> 1165); the steady ring
 // turns and the spills unchanged. H200, same process, 0 bits differing (session 57 call 2, rounds
 // 1 / 2): D 64 nc 1k +2.3 / +2.1 %, but D 64 causal 1k -1.4 / -1.5 % (the same kernel, slot 14;
-// the worst row of issue #5), D 128 nc / causal 1k -0.2..+0.2 %, 4k / 16k within +-1 %: off.
+// the worst row of issue #5), D 128 nc / causal 1k -0.2..+0.2 %, 4k / 16k within +-1 %: off
+// until its parts were measured apart (session 58, below).
 #ifndef ATTNKIT_FLASH3_FWD_EDGE
-#define ATTNKIT_FLASH3_FWD_EDGE 0
+#define ATTNKIT_FLASH3_FWD_EDGE 1
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_EDGE == 0 || ATTNKIT_FLASH3_FWD_EDGE == 1,
               "ATTNKIT_FLASH3_FWD_EDGE: 0 (off) or 1 (the tile-boundary diet)");
@@ -670,14 +672,22 @@ inline constexpr bool kFwdEdge =
     kDietUniformWithout<kVar, kVarScoreMod | kVarLegacyDesc | kVarQReg | kVarTail |
                                   kVarEarlyRescale | kVarMask | kVarDropout | kVarVarlen |
                                   kVarNarrow>;
-// ATTNKIT_FLASH3_FWD_EDGE_PARTS (session 57; with ATTNKIT_FLASH3_FWD_EDGE = 1 only; default 15
-// = all, the switch as measured): which of its four parts run, as bits, so that one A/B can say
-// which part gains at D 64 nc 1k (+2.2 % for all four) and which loses at causal 1k (-1.5 %):
-// 1 = turn 0's idle P V on the tile's own Q buffer (issue_pending_pv_t0), 2 = turn 0's Q K^T on
-// the uniform K descriptor (REDUX), 4 = the pending P V's and turn 0's ring positions unsigned,
-// 8 = the non-causal K/V block count once a CTA (kernel.cuh). Not yet run on a GPU.
+// ATTNKIT_FLASH3_FWD_EDGE_PARTS (session 57; with ATTNKIT_FLASH3_FWD_EDGE = 1 only; default 1):
+// which of its four parts run, as bits: 1 = turn 0's idle P V on the tile's own Q buffer
+// (issue_pending_pv_t0), 2 = turn 0's Q K^T on the uniform K descriptor (REDUX), 4 = the pending
+// P V's and turn 0's ring positions unsigned, 8 = the non-causal K/V block count once a CTA
+// (kernel.cuh). Slot 14's nc boundary path (sass_tile_edge.py, issued) 1174 -> 1153 / 1172 /
+// 1182 / 1167 / 1148 for 1 / 2 / 4 / 8 / 15. H200, same process, vs EDGE 0, 0 bits differing,
+// rounds 1 / 2 (bench/results/2026-12-01-h200-flash3-s58-call{1,2}-edgeparts.txt, -call3-d128-p1):
+//   D 64 1k nc / causal: 1 +0.2 / +0.3, +0.3 / +0.2 and +0.7 / +0.7, +0.6 / +0.6 (two calls);
+//   3 +1.1 / +1.0 and -0.6 / -0.6; 7 +1.9 / +1.4 and -1.7 / -1.6; 9 +0.8 / +1.4 and -0.9 / -0.9;
+//   15 +2.1 / +2.4 and -1.7 / -1.7; 8 alone costs causal -0.4 / -0.5 although it runs only
+//   non-causal. Parts 2 and 4 buy nc and cost causal in the same SASS (slot 14 serves both), so
+//   only part 1 is on: the one set without a losing row (D 64 2k +0.1..+0.6; D 128 1k / 2k / 4k,
+//   slots 37 / 77: nc +1.2 / +0.3, 0.0 / +0.4, -0.1 / +0.1, causal +0.7 / 0.0, +0.5 / 0.0,
+//   0.0 / +0.2).
 #ifndef ATTNKIT_FLASH3_FWD_EDGE_PARTS
-#define ATTNKIT_FLASH3_FWD_EDGE_PARTS 15
+#define ATTNKIT_FLASH3_FWD_EDGE_PARTS 1
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_EDGE_PARTS >= 1 && ATTNKIT_FLASH3_FWD_EDGE_PARTS <= 15,
               "ATTNKIT_FLASH3_FWD_EDGE_PARTS: bits 1 (own Q), 2 (REDUX K descriptor), 4 "
