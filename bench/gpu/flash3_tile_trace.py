@@ -39,6 +39,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flash3_vs_peers import load, make_flash3  # noqa: E402
 
 KMAX, WGS, WORDS = 64, 3, 12  # (mainloop.cuh kTraceWords)
+# Tiles 46-63 of the trace are kernel.cuh's per-CTA stamps (46 / 47: the kernel's start, 48 / 49+:
+# the split tail), not tiles: only k < KTILES are read as tiles (session 58; before, slot 47's
+# entry was read as a CTA's last tile: one garbage entry a CTA in the medians, "busy" < 0).
+KTILES = 46
 
 
 def traced_call(run, lib, buf, sms):
@@ -87,7 +91,7 @@ def main():
             t = traced_call(run, lib, buf, sms)
             periods, own, busy = {}, {w: [] for w in range(WGS)}, []
             for c in range(sms):
-                tiles = [t[c][kk] for kk in range(KMAX) if t[c][kk][0][0] != 0]
+                tiles = [t[c][kk] for kk in range(KTILES) if t[c][kk][0][0] != 0]
                 last_m = (sq + 191) // 192 - 1
                 kind = ["T" if (e[0][3] & 0xFFFF) == last_m and sq - last_m * 192 <= 64 else "F"
                         for e in tiles]
@@ -136,7 +140,7 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed):
                       "wait_v", "wait_s", "wait_pv", "issue", "soft", "post", "rest")}
             busy, ntiles = [], []
             for c in range(sms):
-                tiles = [t[c][kk] for kk in range(KMAX) if t[c][kk][0][0] != 0]
+                tiles = [t[c][kk] for kk in range(KTILES) if t[c][kk][0][0] != 0]
                 ntiles.append(len(tiles))
                 for i, e in enumerate(tiles):
                     for w in range(2):
