@@ -67,14 +67,19 @@ def main():
     # session 14's set (Q prefetch off, 8-byte O stores, the ordered softmax at auto and off).
     ap.add_argument("--s", default="1024,4096")
     ap.add_argument("--as-timed", action="store_true")
+    ap.add_argument("--tuning", default="",
+                    help="with --as-timed: more knobs as KW:VAL,... (set_tuning's keywords, "
+                         "e.g. qpf:4 for the next tile's Q prefetched into L2 4 blocks ahead)")
     a = ap.parse_args()
+    extra = {k: int(v) for k, _, v in (x.partition(":") for x in a.tuning.split(",") if x)}
     fn, set_tuning = load(a.lib)
     lib = ctypes.CDLL(a.lib)
     lib.flash3_set_trace.argtypes = [ctypes.c_void_p]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     buf = torch.zeros(sms * KMAX * WGS * WORDS, dtype=torch.int64, device="cuda")
     if a.d == 256:
-        trace_256(fn, set_tuning, lib, sms, buf, [int(x) for x in a.s.split(",")], a.as_timed)
+        trace_256(fn, set_tuning, lib, sms, buf, [int(x) for x in a.s.split(",")], a.as_timed,
+                  extra)
         return
     d = 64
     torch.manual_seed(0)
@@ -116,7 +121,7 @@ def main():
     set_tuning()
 
 
-def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed):
+def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra):
     """D = 256 (consume_tile_simple): Q wait, mainloop, epilogue, gap and period per warpgroup."""
     d = 256
     torch.manual_seed(0)
@@ -129,11 +134,15 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed):
         lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
         run = make_flash3(fn, q, k, v, out, lse, False)
         turns = s // 64 - 1  # mainloop turns 1 .. n-1 of a non-causal tile
-        # Q prefetch off, 8-byte O stores, ping-pong auto; the ordered softmax at auto (on) / off
-        qpf, epi_wide, pp = (-1, -1, -1) if as_timed else (0, 1, -1)
+        # Session 14: Q prefetch off, 8-byte O stores, ping-pong auto, the ordered softmax at auto
+        # (on) / off; --as-timed: every auto, the split tail off, and --tuning's knobs
+        kw = {"qpf": -1, "epi": -1, "pingpong": -1, "tail": 0} if as_timed else \
+            {"qpf": 0, "epi": 1, "pingpong": -1}
+        if as_timed:
+            kw.update(extra)
+        qpf, epi_wide, pp = kw["qpf"], kw["epi"], kw["pingpong"]
         for ordered in (-1,) if as_timed else (-1, 0):
-            set_tuning(qpf=qpf, epi=epi_wide, pingpong=pp, ordered=ordered,
-                       tail=0 if as_timed else -1)
+            set_tuning(ordered=ordered, **kw)
             t = traced_call(run, lib, buf, sms)
             parts = {name: {w: [] for w in range(2)} for name in
                      ("qwait0", "qwait", "main", "epi", "gap", "period", "turn", "wait_k",
