@@ -25,7 +25,13 @@ cycles above the tensor cores' ~2048 per block (2 x 2 M MAC at 2048 MAC/clk/SM) 
 Session 16: each shape with the ordered softmax at auto (on at D 256) and off (the trace's clock
 reads move ptxas's waits, so the ordered kernel's split is not what the timed build runs).
 
-usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so [--d 64|256]
+Session 58: --as-timed (every knob at its auto, the split tail off; --tuning adds knobs) with
+--s: D 256 as above over those S; D 64 / 128 the per-tile period and K/V block count of the
+overlapped consumer per S, and the line period = F + n x c fitted over them (F: a tile's fixed
+cost, c: a block's).
+
+usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so [--d 64|128|256]
+       [--s 1024,4096,16384] [--as-timed [--tuning qpf:4]]
 """
 import argparse
 import ctypes
@@ -81,6 +87,9 @@ def main():
         trace_256(fn, set_tuning, lib, sms, buf, [int(x) for x in a.s.split(",")], a.as_timed,
                   extra)
         return
+    if a.as_timed:
+        trace_fit(fn, set_tuning, lib, sms, buf, a.d, [int(x) for x in a.s.split(",")], extra)
+        return
     d = 64
     torch.manual_seed(0)
     for sk, sq, b in ((1024, 1024, 16), (1024, 1152, 16), (4096, 4096, 4)):
@@ -118,6 +127,50 @@ def main():
             line.append(f"CTA busy min / median / max {min(busy)} / {statistics.median(busy):.0f}"
                         f" / {max(busy)} cyc")
             print("  ".join(line), flush=True)
+    set_tuning()
+
+
+def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
+    """D = 64 / 128 as timed (session 58; the overlapped consumer, whose stamps are kernel.cuh's
+    words 0 = tile start and 3 = m block | K/V blocks << 16): per S (non-causal, b = 16384 / S,
+    2048 / D heads, split tail off) the median period of warpgroup 0 (its start of tile k to its
+    start of tile k + 1) and its K/V block count; then the least-squares line period = F + n x c
+    over the S given: c = cycles a K/V block in the steady state, F = the per-tile fixed cost."""
+    torch.manual_seed(0)
+    pts = []
+    for s in seqs:
+        b, h = 16384 // s, 2048 // d
+        q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn_like(q)
+        v = torch.randn_like(q)
+        out = torch.empty_like(q)
+        lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+        run = make_flash3(fn, q, k, v, out, lse, False)
+        set_tuning(tail=0, **extra)
+        t = traced_call(run, lib, buf, sms)
+        periods, blocks, ntiles, first = [], [], [], []
+        for c in range(sms):
+            tiles = [t[c][kk] for kk in range(KTILES) if t[c][kk][0][0] != 0]
+            ntiles.append(len(tiles))
+            if tiles and t[c][47][0][2] != 0:  # kernel.cuh: slot 47 word 2 = the CTA's start
+                first.append(tiles[0][0][0] - t[c][47][0][2])
+            for i in range(len(tiles) - 1):
+                periods.append(tiles[i + 1][0][0] - tiles[i][0][0])
+                blocks.append(tiles[i][0][3] >> 16)
+        p, n = statistics.median(periods), statistics.median(blocks)
+        pts.append((n, p))
+        print(f"D={d} S={s:5d} B={b:2d} nc {extra or ''}: tiles per CTA {min(ntiles)}-"
+              f"{max(ntiles)}, K/V blocks a tile {n:.0f}, period {p:8.0f} cyc "
+              f"({p / n:6.0f} a block), CTA start to first tile "
+              f"{statistics.median(first) if first else float('nan'):6.0f} cyc", flush=True)
+    if len(pts) >= 2:
+        mn = sum(x for x, _ in pts) / len(pts)
+        mp = sum(y for _, y in pts) / len(pts)
+        c = sum((x - mn) * (y - mp) for x, y in pts) / sum((x - mn) ** 2 for x, _ in pts)
+        f = mp - c * mn
+        print(f"D={d} fit over S {seqs}: {c:6.0f} cyc a K/V block, {f:7.0f} cyc a tile fixed "
+              "(" + ", ".join(f"S {s}: {f / y * 100:4.1f} % of the period"
+                              for s, (_, y) in zip(seqs, pts)) + ")", flush=True)
     set_tuning()
 
 
