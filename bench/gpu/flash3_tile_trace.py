@@ -130,6 +130,18 @@ def main():
     set_tuning()
 
 
+def square_run(fn, s, d):
+    """BENCHMARKS.md's non-causal shape at S and head dim D (b = 16384 / S, 2048 / D heads, bf16):
+    (b, a call of the flash3 forward on fresh random tensors)."""
+    b, h = 16384 // s, 2048 // d
+    q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn_like(q)
+    v = torch.randn_like(q)
+    out = torch.empty_like(q)
+    lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+    return b, make_flash3(fn, q, k, v, out, lse, False)
+
+
 def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
     """D = 64 / 128 as timed (session 58; the overlapped consumer, whose stamps are kernel.cuh's
     words 0 = tile start and 3 = m block | K/V blocks << 16): per S (non-causal, b = 16384 / S,
@@ -139,13 +151,7 @@ def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
     torch.manual_seed(0)
     pts = []
     for s in seqs:
-        b, h = 16384 // s, 2048 // d
-        q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn_like(q)
-        v = torch.randn_like(q)
-        out = torch.empty_like(q)
-        lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-        run = make_flash3(fn, q, k, v, out, lse, False)
+        b, run = square_run(fn, s, d)
         set_tuning(tail=0, **extra)
         t = traced_call(run, lib, buf, sms)
         periods, blocks, ntiles, first = [], [], [], []
@@ -157,13 +163,17 @@ def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
             for i in range(len(tiles) - 1):
                 periods.append(tiles[i + 1][0][0] - tiles[i][0][0])
                 blocks.append(tiles[i][0][3] >> 16)
+        if not periods:
+            print(f"D={d} S={s:5d}: no two tiles traced in any CTA (a shim built without "
+                  "F3_TRACE=1, or one tile a CTA)", flush=True)
+            continue
         p, n = statistics.median(periods), statistics.median(blocks)
         pts.append((n, p))
         print(f"D={d} S={s:5d} B={b:2d} nc {extra or ''}: tiles per CTA {min(ntiles)}-"
               f"{max(ntiles)}, K/V blocks a tile {n:.0f}, period {p:8.0f} cyc "
               f"({p / n:6.0f} a block), CTA start to first tile "
               f"{statistics.median(first) if first else float('nan'):6.0f} cyc", flush=True)
-    if len(pts) >= 2:
+    if len({x for x, _ in pts}) >= 2:  # (a line needs two different block counts)
         mn = sum(x for x, _ in pts) / len(pts)
         mp = sum(y for _, y in pts) / len(pts)
         c = sum((x - mn) * (y - mp) for x, y in pts) / sum((x - mn) ** 2 for x, _ in pts)
@@ -179,13 +189,7 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra):
     d = 256
     torch.manual_seed(0)
     for s in seqs:
-        b, h = 16384 // s, 2048 // d
-        q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn_like(q)
-        v = torch.randn_like(q)
-        out = torch.empty_like(q)
-        lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-        run = make_flash3(fn, q, k, v, out, lse, False)
+        b, run = square_run(fn, s, d)
         turns = s // 64 - 1  # mainloop turns 1 .. n-1 of a non-causal tile
         # Session 14: Q prefetch off, 8-byte O stores, ping-pong auto, the ordered softmax at auto
         # (on) / off; --as-timed: every auto, the split tail off, and --tuning's knobs
