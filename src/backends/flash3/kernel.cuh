@@ -68,6 +68,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
   static_assert((kVar & kVarTcSum) == 0 || ((kVar & kVarScoreMod) == 0 &&
                                             ((D == 128 && (kVar & kVarTileDiet) != 0) || D == 256)),
                 "flash3: the row sums in P V (kVarTcSum): D = 128 tile-diet kernels, D = 256");
+  static_assert((kVar & kVarEdgeNc) == 0 ||
+                    (D == 64 && (kVar & ~kVarEdgeNc) == (kVarTileDiet | kVarUniformDesc)),
+                "flash3: kVarEdgeNc is D 64 slot 14's non-causal twin only (launch.cuh)");
   namespace ptx = attnkit::cuda::sm90;
   extern __shared__ uint8_t smem_raw[];
   // Swizzle-128B atoms need 1024-byte alignment; the dynamic window only promises 16.
@@ -249,7 +252,9 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         if (!dynamic && t >= 0) t_ahead = static_tile<kLptTable>(args, k + 1);
         const Tile tile = decode_tile_of<kDiet>(args, t < 0 ? 0 : t);
         int n_blocks;
-        if constexpr (Consumer<Tr, BF16, kVar>::kEdgeCount)  // (ATTNKIT_FLASH3_FWD_EDGE part 8)
+        // (ATTNKIT_FLASH3_FWD_EDGE part 8; of ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC with kVarEdgeNc,
+        // whose launches are non-causal: the args.causal test stays, the same code as slot 14's)
+        if constexpr (Consumer<Tr, BF16, kVar>::kEdgeCount)
           n_blocks = t < 0 ? 0 : args.causal ? num_n_blocks<Tr>(args, tile.m_block) : total_n;
         else
           n_blocks = t < 0 ? 0 : num_n_blocks<Tr>(args, tile.m_block);

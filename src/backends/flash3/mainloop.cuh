@@ -570,6 +570,13 @@ inline constexpr int kVarTcSum = 65536;
 // kVarSkipTurn (session 48; consume_tile_simple, skip_masked_turn has the why and the protocol):
 // a causal launch's warpgroup skips its tile's first K/V block when the mask hides all of it.
 inline constexpr int kVarSkipTurn = 131072;
+// kVarEdgeNc (session 58 helper, for session 59; Tuning::edge_nc_twin, launch.cuh): a kernel
+// that runs non-causal launches only, with the tile-boundary diet's parts
+// ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC instead of ATTNKIT_FLASH3_FWD_EDGE_PARTS (kFwdEdgePart,
+// below). Nothing else reads the bit: the kernel is its base variant built with those parts (the
+// same SASS, bench/notes/fwd-d64-edge-nc-twin-s58.md). D 64 slot 14's twin only (kVar 272 | this
+// bit; kernel.cuh asserts it).
+inline constexpr int kVarEdgeNc = 262144;
 
 // ATTNKIT_FLASH3_FWD_D64_TURN (session 55; default 1, 0 = the session-54 code): a shorter steady
 // turn for the D 64 overlapped consumer (Consumer, no score mods, no kTcSum), with the same values
@@ -692,10 +699,26 @@ inline constexpr bool kFwdEdge =
 static_assert(ATTNKIT_FLASH3_FWD_EDGE_PARTS >= 1 && ATTNKIT_FLASH3_FWD_EDGE_PARTS <= 15,
               "ATTNKIT_FLASH3_FWD_EDGE_PARTS: bits 1 (own Q), 2 (REDUX K descriptor), 4 "
               "(unsigned ring), 8 (block count once)");
-/// Part kPart (one bit of ATTNKIT_FLASH3_FWD_EDGE_PARTS) of the tile-boundary diet applies.
+// ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC (session 58 helper; default 15 = all four parts): the parts
+// of the kernels with kVarEdgeNc, which run non-causal launches only (D 64 slot 14's twin,
+// launch.cuh Tuning::edge_nc_twin). Why: in slot 14, which serves both modes, all parts read D 64
+// nc 1k +2.1 / +2.4 %, 2k +0.8 / +1.1 %, but causal 1k -1.7 / -1.7 %, 2k -2.0 / -1.9 % (session
+// 58 call 1, above); the twin keeps the non-causal gain without the causal loss (the precedent:
+// session 48's kVarSkipTurn twins). Same bits.
+#ifndef ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC
+#define ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC 15
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC >= 1 && ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC <= 15,
+              "ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC: bits 1 (own Q), 2 (REDUX K descriptor), 4 "
+              "(unsigned ring), 8 (block count once)");
+/// The tile-boundary diet's parts in kernel variant kVar: ATTNKIT_FLASH3_FWD_EDGE_PARTS, or
+/// ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC in the non-causal twin (kVarEdgeNc).
+template <int kVar>
+inline constexpr int kFwdEdgeParts = (kVar & kVarEdgeNc) != 0 ? ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC
+                                                              : ATTNKIT_FLASH3_FWD_EDGE_PARTS;
+/// Part kPart (one bit of kFwdEdgeParts) of the tile-boundary diet applies.
 template <int kD, int kVar, int kPart>
-inline constexpr bool kFwdEdgePart = kFwdEdge<kD, kVar> &&
-                                     (ATTNKIT_FLASH3_FWD_EDGE_PARTS & kPart) != 0;
+inline constexpr bool kFwdEdgePart = kFwdEdge<kD, kVar> && (kFwdEdgeParts<kVar> & kPart) != 0;
 /// ATTNKIT_FLASH3_FWD_D128_RING (above release_kv) applies to kernel variant kVar at head dim kD:
 /// the D 128 kernels with the row sums in P V (kTc: only the tile-diet kernels, kernel.cuh), with
 /// uniform descriptors and none of the A/B-only or tail bits; in the build: 66321 at CL 1 and 2.
@@ -1995,7 +2018,8 @@ struct Consumer {
   static constexpr bool kSplit = kD64TurnSplit<Tr::kD, kVar, kTc> || kRing128;
   // ATTNKIT_FLASH3_FWD_D64_RING
   static constexpr bool kRing = kD64Ring<Tr::kD, kVar, kTc> || kRing128;
-  // ATTNKIT_FLASH3_FWD_EDGE's parts (ATTNKIT_FLASH3_FWD_EDGE_PARTS bits 1 / 2 / 4 / 8)
+  // ATTNKIT_FLASH3_FWD_EDGE's parts (ATTNKIT_FLASH3_FWD_EDGE_PARTS bits 1 / 2 / 4 / 8; with
+  // kVarEdgeNc ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC's)
   static constexpr bool kEdgeOwnQ = kFwdEdgePart<Tr::kD, kVar, 1>;
   static constexpr bool kEdgeDesc = kFwdEdgePart<Tr::kD, kVar, 2>;
   static constexpr bool kEdgeRing = kFwdEdgePart<Tr::kD, kVar, 4>;
