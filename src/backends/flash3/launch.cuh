@@ -628,6 +628,19 @@ void launch_forward(const Params& p) {
       }
     }
   }
+  // Session 58 helper (Tuning::edge_nc_twin; mainloop.cuh kVarEdgeNc): D 64 non-causal launches
+  // of slot 14 (2 or 3 consumer warpgroups; the auto non-causal D 64 kernel, 3 warpgroups, at
+  // every S) run its twin with every part of the tile-boundary diet
+  // (ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC = 15); slot 14 keeps ATTNKIT_FLASH3_FWD_EDGE_PARTS = 1 for
+  // the causal ones. In the shared kernel (session 58 call 1, rounds 1 / 2) all parts read nc 1k
+  // +2.1 / +2.4 %, 2k +0.8 / +1.1 %, causal 1k -1.7 / -1.7 %, 2k -2.0 / -1.9 % (against EDGE 0).
+  // Same traits and shared memory as slot 14.
+  if constexpr (D == 64 && kDietCapable) {
+    if (slot_id == 14 && !a.causal && tuning().edge_nc_twin != 0) {
+      kernel = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc | kVarEdgeNc>;
+      slot_id += kEdgeNcSlotBase;
+    }
+  }
   // Session 46 (Tuning::cluster = 3; the auto since session 47 at D 128, multicast_wanted): the
   // default non-causal kernel's 2-CTA twin with K/V multicast (cluster.cuh; the pair (2c, 2c + 1)
   // holds tiles (m, m + 1) of one head in every round: static rounds without rotation, an even grid
@@ -669,7 +682,10 @@ void launch_forward(const Params& p) {
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
   // also cache how many 2-CTA clusters fit on the device at once (the persistent grid).
-  static std::atomic<int> attr_set[kSkipTurnSlotBase + kTcSum256DietSlot + 1][kMaxDevices] = {};
+  // (slot ids: launch.hpp; kEdgeNcSlotBase + 14 the largest)
+  static_assert(kSkipTurnSlotBase + kTcSum256DietSlot < kEdgeNcSlotBase + 14,
+                "flash3: attr_set covers slot ids up to kEdgeNcSlotBase + 14");
+  static std::atomic<int> attr_set[kEdgeNcSlotBase + 14 + 1][kMaxDevices] = {};
   const int dev = current_device();
   const auto stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute cl_attr[1];
