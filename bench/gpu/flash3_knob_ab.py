@@ -37,6 +37,11 @@ tiles launch 2 ran), so a variant that fell back to the twin alone (77) or to sl
 tail (37+tail68) shows. Not bitwise against the twin alone: the tail splits its tiles' keys
 into pieces and merges them (tail.cuh), another order of the sums.
 
+Session 58 helper: edgenc:0 (Tuning::edge_nc_twin = 0) runs D 64 non-causal on slot 14 itself
+instead of its twin with every part of the tile-boundary diet (mainloop.cuh kVarEdgeNc); the
+slot column reads 134 for the twin (kEdgeNcSlotBase + 14) and 14 for slot 14 (causal rows: 14 in
+both variants, the same kernel). Bitwise.
+
 usage: flash3_knob_ab.py --lib build_f3/libflash3_shim.so --d 256 --s 1024,4096 --causal 0,1 \
            --variant base=qpf:0 --variant pf4=qpf:4 [--reps 30] [--rounds 2] [--json out.json]
            [--blocks 1.0]

@@ -150,6 +150,12 @@ extern "C" void flash3_set_knobs_tc(int tc_row_sum) {
 extern "C" void flash3_set_knobs_mctail(int multicast_tail) {
   attnkit::flash3::tuning().multicast_tail = multicast_tail;
 }
+// Session 58 helper: Tuning::edge_nc_twin (-1 = auto, the default: D 64 non-causal launches of
+// slot 14 run its twin with all parts of the tile-boundary diet, slot kEdgeNcSlotBase + 14 = 134 /
+// 0 = off: slot 14 / 1 = on).
+extern "C" void flash3_set_knobs_edge_nc(int edge_nc_twin) {
+  attnkit::flash3::tuning().edge_nc_twin = edge_nc_twin;
+}
 // Session 19: the tiles of the last forward that ran in the split tail (0: none).
 extern "C" int flash3_last_tail_tiles() {
   return attnkit::flash3::last_forward_tail_tiles();

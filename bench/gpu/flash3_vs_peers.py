@@ -53,6 +53,7 @@ def load(lib_path):
     knobs_lpt = optional("flash3_set_knobs_lpt", 2)  # session 46 (lpt_schedule, section MB)
     knobs_skip = optional("flash3_set_knobs_skip", 1)  # session 48 (skip_masked_turn)
     knobs_mctail = optional("flash3_set_knobs_mctail", 1)  # session 57 (multicast_tail)
+    knobs_edge_nc = optional("flash3_set_knobs_edge_nc", 1)  # session 58 helper (edge_nc_twin)
     last_slot = getattr(lib, "flash3_last_slot", None)
     if last_slot is not None:
         last_slot.restype = ctypes.c_int
@@ -61,7 +62,7 @@ def load(lib_path):
                    ordered=-1, early=0, vst=2, cluster=-1, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
                    epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0,
-                   skip=-1, mctail=0):
+                   skip=-1, mctail=0, edgenc=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -103,6 +104,10 @@ def load(lib_path):
             knobs_mctail(mctail)
         elif mctail != 0:
             raise SystemExit("mctail: the shim has no flash3_set_knobs_mctail")
+        if knobs_edge_nc is not None:  # (D 64 slot 14's non-causal twin, all edge-diet parts)
+            knobs_edge_nc(edgenc)
+        elif edgenc != -1:
+            raise SystemExit("edgenc: the shim has no flash3_set_knobs_edge_nc")
     set_tuning.has_diet = knobs_diet is not None
     set_tuning.last_slot = last_slot
     last_tail = getattr(lib, "flash3_last_tail_tiles", None)  # session 19
