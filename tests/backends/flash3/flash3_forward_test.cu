@@ -507,6 +507,11 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "noskip" (session 48): D 256 causal without the twins that skip a wholly masked first turn
   // (Tuning::skip_masked_turn = 0; the auto runs them).
   if (c.tag == "noskip") flash3::tuning().skip_masked_turn = 0;
+  // "edgenc_off" / "edgenc_off_wgs2" (session 58 helper): D 64 non-causal on slot 14 itself
+  // instead of its twin with every part of the tile-boundary diet (Tuning::edge_nc_twin = 0; the
+  // auto runs the twin, mainloop.cuh kVarEdgeNc), 3 (the auto) or 2 consumer warpgroups.
+  if (c.tag.rfind("edgenc_off", 0) == 0) flash3::tuning().edge_nc_twin = 0;
+  if (c.tag == "edgenc_off_wgs2") flash3::tuning().consumer_wgs = 2;
   // The kernel a knob must select (launch.cuh kernels[]): v5's descriptors (slot 8) at every D,
   // Q from registers (slot 12) at D = 128. A knob that silently fell back would still pass the
   // oracle, so the slot is checked too.
@@ -519,10 +524,12 @@ TEST_P(Flash3Forward, MatchesReference) {
   // The kernels with the row sums in P V (sessions 40 / 41): lse within log(1 + 2^-8) of the
   // fp32 sum of the unrounded P in bf16 (docs/numerics.md; 2^-11 in f16, below the bound here).
   // (Tuning::cluster = 3 runs slot s's multicast twin as kMulticastSlotBase + s; session 48's
-  // causal twins that skip a wholly masked first turn are kSkipTurnSlotBase + s.)
+  // causal twins that skip a wholly masked first turn are kSkipTurnSlotBase + s; D 64 slot 14's
+  // non-causal twin (Tuning::edge_nc_twin) is kEdgeNcSlotBase + 14.)
   const int last_slot = flash3::last_forward_slot();
   const int ran_slot =
-      last_slot >= flash3::kSkipTurnSlotBase    ? last_slot - flash3::kSkipTurnSlotBase
+      last_slot >= flash3::kEdgeNcSlotBase      ? last_slot - flash3::kEdgeNcSlotBase
+      : last_slot >= flash3::kSkipTurnSlotBase  ? last_slot - flash3::kSkipTurnSlotBase
       : last_slot >= flash3::kMulticastSlotBase ? last_slot - flash3::kMulticastSlotBase
                                                 : last_slot;
   const bool tc_sums = ran_slot == flash3::kTcSumSlot || ran_slot == flash3::kTcSum256Slot ||
@@ -546,6 +553,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (c.tag == "tc_off" && c.d == 128) want_slot = c.sk > 2048 ? 16 + 15 : 15;
   if (c.tag == "tc256" && c.d == 256) want_slot = flash3::kTcSum256DietSlot;
   if (c.tag == "long" && c.d == 64) want_slot = 14;  // (the diet at every Sk since session 16)
+  if (c.tag.rfind("edgenc_off", 0) == 0) want_slot = 14;
   // Session 23: softcap / ALiBi / window calls run their own kernel, whatever the knobs say.
   if (c.score_mod()) want_slot = flash3::kScoreModSlot;
   // (The multicast twin of slot s is kMulticastSlotBase + s: compared as s here, the twin below.)
@@ -654,12 +662,28 @@ TEST_P(Flash3Forward, MatchesReference) {
   // launch does. (A twin that silently fell back would still pass the oracle.)
   const bool skip_want = c.d == 256 && c.causal != Causal::none && c.tag != "noskip" &&
                          (ran_slot == 16 + 13 || ran_slot == flash3::kTcSum256DietSlot);
-  EXPECT_EQ(last_slot >= flash3::kSkipTurnSlotBase, skip_want)
+  EXPECT_EQ(last_slot >= flash3::kSkipTurnSlotBase && last_slot < flash3::kEdgeNcSlotBase,
+            skip_want)
       << "skip-turn twin, slot " << last_slot;
   if (c.d == 256 && c.causal != Causal::none && (c.tag == "long" || c.tag == "tc256"))
     EXPECT_GE(last_slot, flash3::kSkipTurnSlotBase) << "skip-turn twin (default knobs)";
   if (c.tag == "unordered" || (c.tag == "long" && c.d == 64))
     EXPECT_LT(ran_slot, 16) << "kernel slot (unordered build)";
+  // Session 58 helper (Tuning::edge_nc_twin; launch.cuh): every D 64 non-causal launch of slot 14
+  // (2 or 3 consumer warpgroups) runs its twin with every part of the tile-boundary diet
+  // (kEdgeNcSlotBase + 14), but "edgenc_off"; causal launches run slot 14 itself; no other slot
+  // has the twin. (A twin that silently fell back, or ran a causal launch, would still pass the
+  // oracle.) The default-knob cases that certainly run slot 14 ("long", "square", "gqa2",
+  // "sq_gt_sk", "mqa_bhsd", "padded", "wgs2": the auto's diet) are checked by slot number too.
+  const bool edge_nc_want = launched && c.d == 64 && c.causal == Causal::none && ran_slot == 14 &&
+                            c.tag.rfind("edgenc_off", 0) != 0;
+  EXPECT_EQ(last_slot >= flash3::kEdgeNcSlotBase, edge_nc_want)
+      << "edge-diet non-causal twin, slot " << last_slot;
+  if (launched && c.d == 64 && !c.score_mod() &&
+      (c.tag == "long" || c.tag == "square" || c.tag == "gqa2" || c.tag == "sq_gt_sk" ||
+       c.tag == "mqa_bhsd" || c.tag == "padded" || c.tag == "wgs2"))
+    EXPECT_EQ(last_slot, c.causal == Causal::none ? flash3::kEdgeNcSlotBase + 14 : 14)
+        << "D 64 default kernel (slot 14; non-causal: its twin)";
   // The split tail runs after the D = 128 diet kernels (slots 13 / 15 and their ordered builds)
   // and (session 20) the D = 256 64-key ones (13; 11 past Sk 4096 before session 46), non-causal;
   // the cases are sized so that the last round is partial (a knob that silently fell back would
@@ -1177,6 +1201,17 @@ std::vector<Cfg> cases() {
              true});
         add({"causal_3wg", 1, 1536, 1536, 4, 2, 0, DType::bf16, Causal::top_left, false, false,
              true});
+        // Session 58 helper (Tuning::edge_nc_twin): non-causal on slot 14 itself (the twin is the
+        // auto, every other non-causal D 64 case): the benchmark's 1k shape (3 warpgroups, 6 tiles
+        // a head, the last with 64 of 192 rows), GQA with partial K/V blocks and Sq != Sk, and 2
+        // warpgroups forced; the twin with 2 warpgroups forced ("wgs2", non-causal).
+        add({"edgenc_off", 4, 1024, 1024, 16, 16, 0, DType::bf16, Causal::none, false, false,
+             true});
+        add({"edgenc_off", 1, 300, 1000, 4, 2, 0, DType::bf16, Causal::none});
+        add({"edgenc_off_wgs2", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false,
+             true});
+        add({"wgs2", 2, 1000, 1000, 24, 8, 0, DType::bf16, Causal::none, false, false, true});
+        add({"wgs2", 1, 300, 77, 2, 1, 0, DType::bf16, Causal::none});
       }
       // Rotated static rounds (several rounds per CTA, non-causal; the 3-warpgroup D = 64
       // kernel only, the knob is ignored elsewhere): forced on with whole tiles, off with a
