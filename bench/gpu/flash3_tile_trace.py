@@ -227,8 +227,12 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra):
                             parts["period"][w].append(tiles[i + 1][w][0] - st)
                 if tiles:
                     busy.append(tiles[-1][0][2] - tiles[0][0][0])
+            # (session 59: the launch slot and --tuning's other knobs, e.g. tc:0 runs slot 29)
+            slot = set_tuning.last_slot() if getattr(set_tuning, "last_slot", None) else -1
+            more = ",".join(f"{k}:{v}" for k, v in kw.items()
+                            if k not in ("qpf", "epi", "pingpong", "tail"))
             line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf} epi_wide={epi_wide} pingpong={pp} "
-                    f"ordered={ordered}:"]
+                    f"ordered={ordered}{' ' + more if more else ''} slot {slot}:"]
             for name, per_wg in parts.items():
                 if per_wg[0]:
                     line.append(f"{name} " + " / ".join(
