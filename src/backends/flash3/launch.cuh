@@ -236,12 +236,15 @@ inline int lpt_mode(const FwdArgs& a, int d) {
 inline bool lpt_long_causal(const FwdArgs& a, int lpt) {
   return (lpt == 2 || lpt == 3) && tuning().scheduler < 0 && long_causal_launch(a);
 }
-/// Tuning::cluster = 3 or its auto (-1, from kMulticast128MinSeqlenK keys at D 128: launch.hpp).
-/// The auto yields to a forced split tail unless the twin takes the tail (Tuning::multicast_tail).
+/// Tuning::cluster = 3 or its auto (-1: from kMulticast128MinSeqlenK keys at D 128,
+/// kMulticast256MinSeqlenK at D 256; launch.hpp). The auto yields to a forced split tail unless
+/// the twin takes the tail (Tuning::multicast_tail).
 inline bool multicast_wanted(const Params& p, int d) {
   if (tuning().cluster >= 0) return tuning().cluster == 3;
-  return d == 128 && p.seqlen_k >= kMulticast128MinSeqlenK &&
-         (tuning().tail_split != 1 || tuning().multicast_tail == 1) && tuning().max_grid <= 0;
+  const bool keys = (d == 128 && p.seqlen_k >= kMulticast128MinSeqlenK) ||
+                    (d == 256 && p.seqlen_k >= kMulticast256MinSeqlenK);
+  return keys && (tuning().tail_split != 1 || tuning().multicast_tail == 1) &&
+         tuning().max_grid <= 0;
 }
 inline bool dynamic_schedule(const FwdArgs& a) {
   return tuning().persistent &&
@@ -641,8 +644,9 @@ void launch_forward(const Params& p) {
       slot_id += kEdgeNcSlotBase;
     }
   }
-  // Session 46 (Tuning::cluster = 3; the auto since session 47 at D 128, multicast_wanted): the
-  // default non-causal kernel's 2-CTA twin with K/V multicast (cluster.cuh; the pair (2c, 2c + 1)
+  // Session 46 (Tuning::cluster = 3; the auto since session 47 at D 128, since session 59 at D
+  // 256 from 2048 keys: multicast_wanted): the default non-causal kernel's 2-CTA twin with K/V
+  // multicast (cluster.cuh; the pair (2c, 2c + 1)
   // holds tiles (m, m + 1) of one head in every round: static rounds without rotation, an even grid
   // and m-block count). D 128: the diet + TMA epilogue kernel (15), its ordered build (31) and that
   // with the row sums (37); D 256: the ordered diet (29) and its row-sum twin (39). Why: call 7,

@@ -56,7 +56,8 @@ struct Tuning {
   // split tail (but with multicast_tail = 1, below). Session 46 call 7 measured the multicast's
   // energy on the plain kernels: +1.1 / +2.1 % at D 256 non-causal 4k / 16k in 1-second blocks.
   // -1 = auto (launch.cuh multicast_wanted, session 47): the twins at D 128 non-causal from
-  // kMulticast128MinSeqlenK keys (4096; 2048 since session 51).
+  // kMulticast128MinSeqlenK keys (4096; 2048 since session 51), and since session 59 at D 256
+  // non-causal from kMulticast256MinSeqlenK keys (slot 39's twin, 79).
   int cluster = -1;
   // v5's code generation (mainloop.cuh kVarLegacyDesc: wgmma descriptors rebuilt per
   // instruction, row max as one dependent chain). A/B only; runs the plain kernel (no other
@@ -244,15 +245,25 @@ inline constexpr int kMulticastSlotBase = 40;
 /// (launch.cuh multicast_wanted, launch_forward). Session 47 (H200, 1-second blocks under the power
 /// cap, 3 rounds, call 2): D 128 non-causal +0.7 / +1.7 / +1.6 % at 4k, +0.7 / +1.2 / +1.1 % at 16k
 /// (its clock 45-75 MHz above the plain kernel's at the same power, 2.0-3.5 % less work per cycle);
-/// D 256 -0.3 % at 4k, +0.2 % at 16k: off. (Same-process 30-rep loops, below the cap, read D 128
-/// -1.0 % at 4k, -2.3 % at 16k, where the twin gives up the split tail: the energy is the win.) The
-/// auto yields to a forced split tail (Tuning::tail_split = 1) and to Tuning::max_grid (the cluster
-/// launch keeps its own grid). Against session 46's defaults (call 5, blocks): +2.0 / +1.4 % at 4k
-/// / 16k. Session 51 (calls A / B, blocks, rounds 1-2, the twin against the default and a second
-/// copy of it): non-causal 1024 -0.3 / -0.4 %, 1536 +1.4 % (the copy +0.5 %), 2048 +2.2 / +2.5 %,
-/// 2560 +2.5 %, 3072 +2.4 %: from 2048 keys (4096 before). (Session 57: with
-/// Tuning::multicast_tail = 1 it no longer yields to tail_split = 1; the twin takes the tail.)
+/// D 256 -0.3 % at 4k, +0.2 % at 16k: off (on from 2048 keys since session 59: below).
+/// (Same-process 30-rep loops, below the cap, read D 128 -1.0 % at 4k, -2.3 % at 16k, where the
+/// twin gives up the split tail: the energy is the win.) The auto yields to a forced split tail
+/// (Tuning::tail_split = 1) and to Tuning::max_grid (the cluster launch keeps its own grid).
+/// Against session 46's defaults (call 5, blocks): +2.0 / +1.4 % at 4k / 16k. Session 51 (calls A /
+/// B, blocks, rounds 1-2, the twin against the default and a second copy of it): non-causal 1024
+/// -0.3 / -0.4 %, 1536 +1.4 % (the copy +0.5 %), 2048 +2.2 / +2.5 %, 2560 +2.5 %, 3072 +2.4 %: from
+/// 2048 keys (4096 before). (Session 57: with Tuning::multicast_tail = 1 it no longer yields to
+/// tail_split = 1; the twin takes the tail.)
 inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
+/// D 256 (session 59, H200, one process, 1-second blocks under the power cap, 3 rounds; rounds 1 /
+/// 2 against the default, bench/results/2026-12-01-h200-flash3-s59-call3-ab.json): the twin of
+/// slot 39 (79) non-causal 2k +0.5 / +0.9 %, 4k +1.2 / +0.8 %, 16k +0.2 / +0.3 % (there against the
+/// split tail, which the twin gives up), at 15-45 MHz less clock; slot 29's twin (69) at 1k -1.8 /
+/// -1.0 % (the twins lack kD256Edge's boundary diet, a CL 1 kernel's only). The tile trace (same
+/// call, cycles): the twin's turn 2515-2532 vs 2552-2595, WG 0's per-turn K wait 67 vs 630 (slot
+/// 39 waits for K from 2k keys, slot 29 and the twin do not), busy max -1.5..-3.1 %. Sessions 47 /
+/// 52 (older kernels) read -0.3..+0.6 %: off until now.
+inline constexpr int64_t kMulticast256MinSeqlenK = 2048;
 /// D 128's ordered kernels (the auto at every Sk with the row sums on, since session 52) run with
 /// ping-pong below this many keys (launch.cuh pp_auto; measured at 1024 / 1536, off from 2048:
 /// -0.1..-0.7 %).

@@ -628,10 +628,17 @@ TEST_P(Flash3Forward, MatchesReference) {
   // multicast_wanted): D 128 non-causal from kMulticast128MinSeqlenK keys (2048 since session 51)
   // with an even m-block count, not on a case's small grid (Tuning::max_grid). Every such case
   // runs a twin-able slot (15 / 31 / 37) but "unordered", whose kernel past 4096 keys is slot 0
-  // (no twin).
-  const bool mc_auto = c.d == 128 && c.causal == Causal::none &&
-                       c.sk >= flash3::kMulticast128MinSeqlenK && c.grid == 0 &&
-                       (c.sq + 127) / 128 % 2 == 0 && !c.bhsd && !c.padded && c.tag != "unordered";
+  // (no twin). Session 59: D 256 non-causal from kMulticast256MinSeqlenK keys, where the launch
+  // ran slot 29 or 39 (their twins 69 / 79; ran_slot is the twin's slot less kMulticastSlotBase),
+  // with an even m-block count, not on a small grid, a forced split tail or the dynamic scheduler.
+  const bool mc_auto_128 =
+      c.d == 128 && c.causal == Causal::none && c.sk >= flash3::kMulticast128MinSeqlenK &&
+      c.grid == 0 && (c.sq + 127) / 128 % 2 == 0 && !c.bhsd && !c.padded && c.tag != "unordered";
+  const bool mc_auto_256 = c.d == 256 && c.causal == Causal::none &&
+                           c.sk >= flash3::kMulticast256MinSeqlenK && c.grid == 0 &&
+                           (c.sq + 127) / 128 % 2 == 0 && c.tag != "tail" && c.tag != "sched_dyn" &&
+                           (ran_slot == 16 + 13 || ran_slot == flash3::kTcSum256DietSlot);
+  const bool mc_auto = mc_auto_128 || mc_auto_256;
   if (!c.score_mod())
     EXPECT_EQ(last_slot >= flash3::kMulticastSlotBase && last_slot < flash3::kSkipTurnSlotBase,
               c.tag == "mc" || c.tag == "mctail" ? (c.d == 128 || c.d == 256) : mc_auto)
