@@ -211,13 +211,16 @@ struct Tuning {
   // block when the causal mask hides all of it (warpgroup 0 of every full tile at S_q = S_k).
   // Same bits but for the sign of an exact-zero output. -1 = auto (on), 0 = off.
   int skip_masked_turn = -1;
-  // Session 58 helper, for session 59 (mainloop.cuh kVarEdgeNc): D 64 non-causal launches of slot
-  // 14 (the auto diet kernel, 2 or 3 consumer warpgroups; not its TMA-epilogue build, slot 15) run
-  // its twin, whose tile-boundary diet runs ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC (15: all four parts)
-  // while slot 14, which then serves causal launches only, keeps ATTNKIT_FLASH3_FWD_EDGE_PARTS (1).
-  // Why: in the shared kernel all parts read D 64 nc 1k +2.1..+2.4 %, 2k +0.8..+1.1 % but causal
-  // 1k -1.7 %, 2k -2.0 % (session 58 call 1, bench/results/2026-12-01-h200-flash3-s58.md). Same
-  // bits. Not yet measured as a twin. -1 = auto (on), 0 = off (slot 14 runs both modes), 1 = on.
+  // Session 58 helper, landed in session 59 (mainloop.cuh kVarEdgeNc): D 64 non-causal launches
+  // of slot 14 (the auto diet kernel, 2 or 3 consumer warpgroups; not its TMA-epilogue build, slot
+  // 15) run its twin, whose tile-boundary diet runs ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC (15: all four
+  // parts) while slot 14, which then serves causal launches only, keeps
+  // ATTNKIT_FLASH3_FWD_EDGE_PARTS (1). Why: in the shared kernel all parts read D 64 nc 1k
+  // +2.1..+2.4 %, 2k +0.8..+1.1 % but causal 1k -1.7 %, 2k -2.0 % (session 58 call 1). As a twin
+  // (session 59 call 1, H200, one process, 1-second blocks, rounds 1 / 2, on against off): nc 1k
+  // +2.0 / +2.0 %, 2k +1.1 / +1.3 %, 4k +1.0 / +1.1 %, 16k +0.3 / +0.3 %; causal -0.2..+0.4 %
+  // (slot 14 either way); 0 bits differing (bench/results/2026-12-01-h200-flash3-s59.md). Same
+  // bits. -1 = auto (on), 0 = off (slot 14 runs both modes), 1 = on.
   int edge_nc_twin = -1;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
