@@ -631,14 +631,10 @@ void launch_forward(const Params& p) {
       }
     }
   }
-  // Session 58 helper (Tuning::edge_nc_twin; mainloop.cuh kVarEdgeNc): D 64 non-causal launches
-  // of slot 14 (2 or 3 consumer warpgroups; the auto non-causal D 64 kernel, 3 warpgroups, at
-  // every S) run its twin with every part of the tile-boundary diet
-  // (ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC = 15); slot 14 keeps ATTNKIT_FLASH3_FWD_EDGE_PARTS = 1 for
-  // the causal ones. In the shared kernel (session 58 call 1, rounds 1 / 2) all parts read nc 1k
-  // +2.1 / +2.4 %, 2k +0.8 / +1.1 %, causal 1k -1.7 / -1.7 %, 2k -2.0 / -1.9 % (against EDGE 0);
-  // the twin against slot 14 (session 59 call 1): nc 1k +2.0 / +2.0 %, 4k +1.0 / +1.1 %.
-  // Same traits and shared memory as slot 14.
+  // Tuning::edge_nc_twin (launch.hpp has the why and the measurements; mainloop.cuh kVarEdgeNc):
+  // D 64 non-causal launches of slot 14 (2 or 3 consumer warpgroups) run its twin with every part
+  // of the tile-boundary diet (ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC); slot 14 keeps
+  // ATTNKIT_FLASH3_FWD_EDGE_PARTS for the causal ones. Same traits and shared memory as slot 14.
   if constexpr (D == 64 && kDietCapable) {
     if (slot_id == 14 && !a.causal && tuning().edge_nc_twin != 0) {
       kernel = fwd_kernel<D, BF16, BN, WGs, VS, kVarTileDiet | kVarUniformDesc | kVarEdgeNc>;
