@@ -642,13 +642,12 @@ void launch_forward(const Params& p) {
     }
   }
   // Session 46 (Tuning::cluster = 3; the auto since session 47 at D 128, since session 59 at D
-  // 256 from 2048 keys: multicast_wanted): the default non-causal kernel's 2-CTA twin with K/V
-  // multicast (cluster.cuh; the pair (2c, 2c + 1)
-  // holds tiles (m, m + 1) of one head in every round: static rounds without rotation, an even grid
-  // and m-block count). D 128: the diet + TMA epilogue kernel (15), its ordered build (31) and that
-  // with the row sums (37); D 256: the ordered diet (29) and its row-sum twin (39). Why: call 7,
-  // the stripped cluster kernel drew less energy per FLOP (+1.1 / +2.1 % at D 256 nc 4k / 16k under
-  // the power cap).
+  // 256 from 1024 keys (2048 in session 59): multicast_wanted): the default non-causal kernel's
+  // 2-CTA twin with K/V multicast (cluster.cuh; the pair (2c, 2c + 1) holds tiles (m, m + 1) of one
+  // head in every round: static rounds without rotation, an even grid and m-block count). D 128:
+  // the diet + TMA epilogue kernel (15), its ordered build (31) and that with the row sums (37); D
+  // 256: the ordered diet (29) and its row-sum twin (39). Why: call 7, the stripped cluster kernel
+  // drew less energy per FLOP (+1.1 / +2.1 % at D 256 nc 4k / 16k under the power cap).
   bool multicast = false;
   if constexpr (kClusterCapable<D, BN, WGs> && !Tr::kFused && VS == 2 && kDietCapable) {
     if (multicast_wanted(p, D) && !a.causal && !dynamic && a.num_m_blocks % 2 == 0 &&

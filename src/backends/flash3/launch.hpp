@@ -57,7 +57,8 @@ struct Tuning {
   // energy on the plain kernels: +1.1 / +2.1 % at D 256 non-causal 4k / 16k in 1-second blocks.
   // -1 = auto (launch.cuh multicast_wanted, session 47): the twins at D 128 non-causal from
   // kMulticast128MinSeqlenK keys (4096; 2048 since session 51), and since session 59 at D 256
-  // non-causal from kMulticast256MinSeqlenK keys (slot 39's twin, 79).
+  // non-causal from kMulticast256MinSeqlenK keys (1024 since session 60: slot 29's twin 69 below
+  // 2048 keys, slot 39's twin 79 from there).
   int cluster = -1;
   // v5's code generation (mainloop.cuh kVarLegacyDesc: wgmma descriptors rebuilt per
   // instruction, row max as one dependent chain). A/B only; runs the plain kernel (no other
@@ -265,8 +266,11 @@ inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
 /// -1.0 % (the twins lack kD256Edge's boundary diet, a CL 1 kernel's only). The tile trace (same
 /// call, cycles): the twin's turn 2515-2532 vs 2552-2595, WG 0's per-turn K wait 67 vs 630 (slot
 /// 39 waits for K from 2k keys, slot 29 and the twin do not), busy max -1.5..-3.1 %. Sessions 47 /
-/// 52 (older kernels) read -0.3..+0.6 %: off until now.
-inline constexpr int64_t kMulticast256MinSeqlenK = 2048;
+/// 52 (older kernels) read -0.3..+0.6 %: off until now. Session 60: from 1024 keys (2048 before),
+/// where slot 29 runs: its twin 69 with the boundary diet (mainloop.cuh
+/// ATTNKIT_FLASH3_FWD_D256_EDGE_CL2) against slot 29, rounds 1-4: 1024 +0.5 / +0.6 / +1.1 / +1.1
+/// %, 1536 +1.5 / +1.0 / +1.2 / +1.5 % (bench/results/2026-12-01-h200-flash3-s60.md).
+inline constexpr int64_t kMulticast256MinSeqlenK = 1024;
 /// D 128's ordered kernels (the auto at every Sk with the row sums on, since session 52) run with
 /// ping-pong below this many keys (launch.cuh pp_auto; measured at 1024 / 1536, off from 2048:
 /// -0.1..-0.7 %).

@@ -781,29 +781,34 @@ static_assert(ATTNKIT_FLASH3_FWD_D256_EDGE == 0 || ATTNKIT_FLASH3_FWD_D256_EDGE 
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_D256_EDGE_IDX == 0 || ATTNKIT_FLASH3_FWD_D256_EDGE_IDX == 1,
               "ATTNKIT_FLASH3_FWD_D256_EDGE_IDX: 0 (off) or 1 (zero-extended epilogue indices)");
-// ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 (session 59 helper; default 0 = the code before it, with
-// _EDGE = 1 only): the same diet in the 2-CTA K/V multicast twins too (slot 79 = 39's, the D 256
-// non-causal auto from 2048 keys since session 59; 69 = 29's). Nothing of it depends on the
-// cluster: mfb comes from this CTA's own FwdArgs and first row, as block_needs_mask's test did;
-// the mask decides mask_tile's register work only; every wait, release (release_kv's remote
-// arrival on the peer's "empty" too), descriptor (ring_turn_state's rank mask) and the ring's
-// it_plain keep their values and order (bench/notes/fwd-d256-edge-cl2-s59.md). Why a switch: the
-// twins were left out of session 57's A/B, and 69 read -1.8 / -1.0 % against slot 29 at nc 1k
-// in session 59, where the diet had bought slot 29 +1.6..+1.9 %. Compile-checked only.
+// ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 (session 59 helper, default 1 since session 60; 0 = the code
+// before it, the diet in the CL 1 kernels only): the same diet in slot 29's 2-CTA K/V multicast
+// twin (69), which runs D 256 non-causal launches from kMulticast256MinSeqlenK = 1024 keys below
+// 2048 (launch.hpp). Nothing of it depends on the cluster: mfb comes from this CTA's own FwdArgs
+// and first row, as block_needs_mask's test did; the mask decides mask_tile's register work only;
+// every wait, release (release_kv's remote arrival on the peer's "empty" too), descriptor
+// (ring_turn_state's rank mask) and the ring's it_plain keep their values and order
+// (bench/notes/fwd-d256-edge-cl2-s59.md; boundary 1302 -> 1271 issued, turn 466 -> 447). H200,
+// one process, 1-second blocks, 0 bits differing (session 60, bench/results/
+// 2026-12-01-h200-flash3-s60.md): 69 with it against slot 29 (the default there until now) at nc
+// 1k +1.2 / +1.1 % (call 1, rounds 1 / 2), +0.5 / +0.6 / +1.1 / +1.1 % (call 2, rounds 1-4),
+// 1536 +1.5 / +1.0 / +1.2 / +1.5 %; 69 without it -1.4..-0.4. Not in slot 39's twin (79, from
+// 2048 keys; kVarTcSum): there it read +0.2 / -0.4 %, -0.2 / -0.4 %, -0.8 / -0.2 % at 2k / 4k /
+// 16k (call 1), within the noise of identical kernels (+-0.5 %), so 79 stays as measured before.
 #ifndef ATTNKIT_FLASH3_FWD_D256_EDGE_CL2
-#define ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 0
+#define ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 1
 #endif
 static_assert(ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 == 0 || ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 == 1,
-              "ATTNKIT_FLASH3_FWD_D256_EDGE_CL2: 0 (off) or 1 (the diet in the multicast twins)");
+              "ATTNKIT_FLASH3_FWD_D256_EDGE_CL2: 0 (off) or 1 (the diet in slot 29's twin, 69)");
 /// The D 256 tile-boundary diet (ATTNKIT_FLASH3_FWD_D256_EDGE) applies to kernel variant kVar at
 /// cluster size kCl: D 256 tile-diet kernels with uniform descriptors, with or without the row
 /// sums in P V, none of score mod / mask / dropout / varlen / narrow / split tail / legacy
-/// descriptors / early rescale; without the cluster, or with it (the multicast twins, CL 2) under
-/// ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 = 1.
+/// descriptors / early rescale; without the cluster, or in the multicast twin without the row
+/// sums (CL 2, slot 69) under ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 = 1.
 template <int kD, int kVar, int kCl>
 inline constexpr bool kD256Edge = ATTNKIT_FLASH3_FWD_D256_EDGE == 1 && kD == 256 &&
-                                  (kCl == 1 ||
-                                   (kCl == 2 && ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 == 1)) &&
+                                  (kCl == 1 || (kCl == 2 && ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 == 1 &&
+                                                (kVar & kVarTcSum) == 0)) &&
                                   kDietUniformWithout<kVar, kD256NotPlain>;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>

@@ -552,6 +552,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   // (Sk 2048: ordered, with it, only with the row sums: without them slot 15.)
   if (c.tag == "tc_off" && c.d == 128) want_slot = c.sk > 2048 ? 16 + 15 : 15;
   if (c.tag == "tc256" && c.d == 256) want_slot = flash3::kTcSum256DietSlot;
+  if (c.tag == "auto60") want_slot = 16 + 13;        // (D 256 non-causal below 2048 keys: slot 29)
   if (c.tag == "long" && c.d == 64) want_slot = 14;  // (the diet at every Sk since session 16)
   if (c.tag.rfind("edgenc_off", 0) == 0) want_slot = 14;
   // Session 23: softcap / ALiBi / window calls run their own kernel, whatever the knobs say.
@@ -630,7 +631,8 @@ TEST_P(Flash3Forward, MatchesReference) {
   // runs a twin-able slot (15 / 31 / 37) but "unordered", whose kernel past 4096 keys is slot 0
   // (no twin). Session 59: D 256 non-causal from kMulticast256MinSeqlenK keys, where the launch
   // ran slot 29 or 39 (their twins 69 / 79; ran_slot is the twin's slot less kMulticastSlotBase),
-  // with an even m-block count, not on a small grid, a forced split tail or the dynamic scheduler.
+  // with an even m-block count, not on a small grid, a forced split tail or the dynamic scheduler
+  // (1024 keys since session 60: slot 29's twin with the boundary diet, the "auto60" cases).
   const bool mc_auto_128 =
       c.d == 128 && c.causal == Causal::none && c.sk >= flash3::kMulticast128MinSeqlenK &&
       c.grid == 0 && (c.sq + 127) / 128 % 2 == 0 && !c.bhsd && !c.padded && c.tag != "unordered";
@@ -910,6 +912,19 @@ std::vector<Cfg> cases() {
         // on 66 CTAs (GQA).
         add({"auto48long", 1, 4300, 4300, 4, 2, 0, bf, Causal::top_left, false, false, true, 1.f,
              66});
+      }
+      // Session 60: D 256 non-causal from 1024 keys runs slot 29's multicast twin (69) with the
+      // tile-boundary diet (ATTNKIT_FLASH3_FWD_D256_EDGE_CL2): 160 tiles on the grid (132 / 114
+      // SMs: CTA pairs with two tiles, the diet's tile boundary), GQA 5, a partial last K/V block
+      // (1500 keys), the GPU reference; the threshold's two sides (1024 keys: the twin, with
+      // jumping maxima; 1000: slot 29), and an odd m-block count (Sq 384: slot 29 at 1200 keys).
+      if (d == 256) {
+        const auto bf = DType::bf16;
+        const auto nc = Causal::none;
+        add({"auto60", 1, 512, 1500, 40, 8, 0, bf, nc, false, false, true});
+        add({"auto60", 2, 256, 1024, 8, 2, 0, bf, nc, false, false, false, 4.f});
+        add({"auto60", 2, 256, 1000, 8, 2, 0, bf, nc});
+        add({"auto60", 1, 384, 1200, 4, 2, 0, bf, nc});
       }
       // Session 48: D 256 causal on the plain ordered diet kernels (Tuning::skip_masked_turn = 0),
       // the twins' comparison (the default cases run the twins).
