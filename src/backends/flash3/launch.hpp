@@ -249,7 +249,8 @@ inline constexpr int kMulticastSlotBase = 40;
 /// (launch.cuh multicast_wanted, launch_forward). Session 47 (H200, 1-second blocks under the power
 /// cap, 3 rounds, call 2): D 128 non-causal +0.7 / +1.7 / +1.6 % at 4k, +0.7 / +1.2 / +1.1 % at 16k
 /// (its clock 45-75 MHz above the plain kernel's at the same power, 2.0-3.5 % less work per cycle);
-/// D 256 -0.3 % at 4k, +0.2 % at 16k: off (on from 2048 keys since session 59: below).
+/// D 256 -0.3 % at 4k, +0.2 % at 16k: off (on from 2048 keys since session 59, from 1024 since
+/// session 60: below).
 /// (Same-process 30-rep loops, below the cap, read D 128 -1.0 % at 4k, -2.3 % at 16k, where the
 /// twin gives up the split tail: the energy is the win.) The auto yields to a forced split tail
 /// (Tuning::tail_split = 1) and to Tuning::max_grid (the cluster launch keeps its own grid).
