@@ -792,9 +792,10 @@ static_assert(ATTNKIT_FLASH3_FWD_D256_EDGE_IDX == 0 || ATTNKIT_FLASH3_FWD_D256_E
 // one process, 1-second blocks, 0 bits differing (session 60, bench/results/
 // 2026-12-01-h200-flash3-s60.md): 69 with it against slot 29 (the default there until now) at nc
 // 1k +1.2 / +1.1 % (call 1, rounds 1 / 2), +0.5 / +0.6 / +1.1 / +1.1 % (call 2, rounds 1-4),
-// 1536 +1.5 / +1.0 / +1.2 / +1.5 %; 69 without it -1.4..-0.4. Not in slot 39's twin (79, from
-// 2048 keys; kVarTcSum): there it read +0.2 / -0.4 %, -0.2 / -0.4 %, -0.8 / -0.2 % at 2k / 4k /
-// 16k (call 1), within the noise of identical kernels (+-0.5 %), so 79 stays as measured before.
+// 1536 +1.5 / +1.0 / +1.2 / +1.5 %; 69 without it -1.4..-0.2 (call 2). Not in slot 39's twin (79,
+// from 2048 keys; kVarTcSum): there it read +0.2 / -0.4 %, -0.2 / -0.4 %, -0.8 / -0.2 % at 2k / 4k
+// / 16k (call 1), within the noise of identical kernels in that call (up to +-0.9 %), so 79 stays
+// as measured before.
 #ifndef ATTNKIT_FLASH3_FWD_D256_EDGE_CL2
 #define ATTNKIT_FLASH3_FWD_D256_EDGE_CL2 1
 #endif
