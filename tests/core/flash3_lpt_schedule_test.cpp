@@ -247,5 +247,62 @@ TEST(Flash3LptSchedule, DynamicLoadIsTheGreedyScan) {
   EXPECT_EQ(dynamic_max_load({}, 4, 8, 1.0), 0.0);
 }
 
+/// The busiest CTA's load under a table with per-tile weights (lpt_tile_load), brute force.
+double weighted_max(const LptTable& t, const std::vector<int>& blocks, const std::vector<double>& w,
+                    int grid) {
+  const int m = static_cast<int>(blocks.size());
+  std::vector<double> load(grid, 0.0);
+  for (int k = 0; k < t.rounds; ++k)
+    for (int c = 0; c < grid; ++c) {
+      const int x = t.tiles[k * grid + c];
+      if (x >= 0) load[c] += 1.0 + blocks[x % m] * w[x % m];
+    }
+  return *std::max_element(load.begin(), load.end());
+}
+
+// Session 61 (Tuning::lpt_partial_pct): a head's partial last m block in the model. Its weight
+// (one warpgroup of n at one_wg, k in between linearly, a full tile 1); the table built with the
+// weights holds every tile once and balances the weighted loads better than the table without
+// them: D 64 causal 4k (B 4 x H 32, 22 m blocks of 192 rows, the last one 64 rows) and
+// non-causal 1k (B 16 x H 32, 6 m blocks, the last 64 rows) on 132 CTAs.
+TEST(Flash3LptSchedule, PartialTilesWeighTheirTurns) {
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(192, 192, 0.5), 1.0);
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(64, 192, 0.5), 0.5);
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(1, 192, 0.5), 0.5);
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(65, 192, 0.5), 0.75);
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(128, 192, 0.6), 0.8);
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(40, 128, 0.6), 0.6);
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(104, 128, 0.6), 1.0);
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(128, 128, 0.6), 1.0);
+  EXPECT_DOUBLE_EQ(lpt_partial_weight(10, 64, 0.5), 1.0);  // (one warpgroup: never partial)
+  struct Row {
+    const char* name;
+    std::vector<int> blocks;
+    int partial;  // in-head index of the partial m block (causal: m reversed)
+    int rows;     // its rows
+    int bh;
+  };
+  const Row rows[] = {{"d64 causal 4k", causal_blocks(4096, 192, 128), 0, 64, 128},
+                      {"d64 nc 1k", std::vector<int>(6, 8), 5, 64, 512}};
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const int m = static_cast<int>(r.blocks.size()), tiles = m * r.bh;
+    std::vector<double> w(m, 1.0);
+    w[r.partial] = lpt_partial_weight(r.rows, 192, 0.5);
+    const int sec = lpt_heads_per_section(4 * int64_t{1024} * 64, int64_t{32} << 20, r.bh);
+    const LptTable plain = build_lpt_table(r.blocks, r.bh, 132, sec, 1.0);
+    const LptTable weighted = build_lpt_table(r.blocks, r.bh, 132, sec, 1.0, w);
+    expect_valid(weighted, tiles, 132);
+    EXPECT_DOUBLE_EQ(weighted.max_load, weighted_max(weighted, r.blocks, w, 132));
+    EXPECT_LT(weighted.max_load, weighted_max(plain, r.blocks, w, 132));
+    // Weights of 1: the table without weights.
+    EXPECT_EQ(build_lpt_table(r.blocks, r.bh, 132, sec, 1.0, std::vector<double>(m, 1.0)).tiles,
+              plain.tiles);
+    // The baselines with the same weights: zig-zag against the brute force.
+    EXPECT_DOUBLE_EQ(zigzag_max_load(r.blocks, r.bh, 132, 1.0, w),
+                     weighted_max(zigzag(tiles, 132), r.blocks, w, 132));
+  }
+}
+
 }  // namespace
 }  // namespace attnkit::flash3

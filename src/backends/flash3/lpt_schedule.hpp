@@ -50,13 +50,34 @@ inline int lpt_heads_per_section(int64_t kv_bytes_per_head, int64_t section_byte
   return h;
 }
 
+/// Session 61: a tile's K/V blocks in the model when only some of its consumer warpgroups have
+/// rows (the last m block of a head when S_q is not a multiple of the tile's rows, e.g. D 64's
+/// 192-row tiles at S_q = 1024 / 4096: 64 rows, one warpgroup of three). Such a turn is not 1/3 of
+/// a full one: the lone warpgroup's chain (Q K^T, exps, P V) runs without the others to hide it
+/// (session 13's clock64 trace: 16.5k vs 24.7k cycles a 1k tile, 0.67). `rows` of `block_m`
+/// (warpgroups of 64 rows); one_wg = a one-warpgroup turn's cost, in full turns; k of n
+/// warpgroups in between, linearly: one_wg + (1 - one_wg) (k - 1) / (n - 1). 1 for a full tile.
+inline double lpt_partial_weight(int rows, int block_m, double one_wg) {
+  const int n = block_m / 64, k = (rows + 63) / 64;
+  if (k >= n || n <= 1) return 1.0;
+  return one_wg + (1.0 - one_wg) * (k < 1 ? 0 : k - 1) / (n - 1);
+}
+
+/// A tile's cost in the model: tile_cost + its K/V blocks, those times weight[i] when the caller
+/// gives weights (lpt_partial_weight per in-head index; empty: 1).
+inline double lpt_tile_load(const std::vector<int>& blocks, const std::vector<double>& weight,
+                            int i, double tile_cost) {
+  return tile_cost + blocks[i] * (weight.empty() ? 1.0 : weight[i]);
+}
+
 /// Greedy longest-first assignment (the file's comment has the order). blocks[i] = K/V blocks of
 /// a tile with in-head index i (decode_tile's t % num_m_blocks; the kernels' num_n_blocks of its
 /// m block), i = 0 .. num_m_blocks - 1; bh = batch x heads_q; grid = CTAs (>= 1); tile_cost =
-/// a tile's fixed cost in K/V blocks. Ties go to the lower CTA index, so the table is the same
-/// for the same arguments.
+/// a tile's fixed cost in K/V blocks; weight: lpt_tile_load's (empty: none). Ties go to the lower
+/// CTA index, so the table is the same for the same arguments.
 inline LptTable build_lpt_table(const std::vector<int>& blocks, int bh, int grid,
-                                int heads_per_section, double tile_cost) {
+                                int heads_per_section, double tile_cost,
+                                const std::vector<double>& weight = {}) {
   const int m = static_cast<int>(blocks.size());
   LptTable out;
   if (m == 0 || bh <= 0 || grid <= 0) return out;
@@ -64,8 +85,10 @@ inline LptTable build_lpt_table(const std::vector<int>& blocks, int bh, int grid
   std::vector<int> by_len(m);
   for (int i = 0; i < m; ++i)
     by_len[i] = i;
-  std::stable_sort(by_len.begin(), by_len.end(),
-                   [&](int x, int y) { return blocks[x] > blocks[y]; });
+  std::vector<double> load(m);
+  for (int i = 0; i < m; ++i)
+    load[i] = lpt_tile_load(blocks, weight, i, tile_cost);
+  std::stable_sort(by_len.begin(), by_len.end(), [&](int x, int y) { return load[x] > load[y]; });
   using Load = std::pair<double, int>;  // (load in K/V blocks, CTA)
   std::priority_queue<Load, std::vector<Load>, std::greater<Load>> least;
   for (int c = 0; c < grid; ++c)
@@ -79,7 +102,7 @@ inline LptTable build_lpt_table(const std::vector<int>& blocks, int bh, int grid
         const Load l = least.top();
         least.pop();
         lists[l.second].push_back(hb * m + i);
-        least.push({l.first + tile_cost + blocks[i], l.second});
+        least.push({l.first + load[i], l.second});
       }
     }
   }
@@ -97,7 +120,8 @@ inline LptTable build_lpt_table(const std::vector<int>& blocks, int bh, int grid
 /// The busiest CTA's load (same units) under the zig-zag rounds the table replaces
 /// (tile_scheduler.cuh tile_of_round, causal: CTA c takes tile r x grid + c in even rounds,
 /// r x grid + grid - 1 - c in odd ones; no rotation).
-inline double zigzag_max_load(const std::vector<int>& blocks, int bh, int grid, double tile_cost) {
+inline double zigzag_max_load(const std::vector<int>& blocks, int bh, int grid, double tile_cost,
+                              const std::vector<double>& weight = {}) {
   const int m = static_cast<int>(blocks.size());
   if (m == 0 || bh <= 0 || grid <= 0) return 0.0;
   const int64_t tiles = static_cast<int64_t>(m) * bh;
@@ -105,7 +129,7 @@ inline double zigzag_max_load(const std::vector<int>& blocks, int bh, int grid, 
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t r = t / grid, x = t % grid;
     const int64_t c = (r & 1) ? grid - 1 - x : x;
-    load[c] += tile_cost + blocks[t % m];
+    load[c] += lpt_tile_load(blocks, weight, static_cast<int>(t % m), tile_cost);
   }
   return *std::max_element(load.begin(), load.end());
 }
@@ -117,7 +141,8 @@ inline double zigzag_max_load(const std::vector<int>& blocks, int bh, int grid, 
 /// table's gain per cycle over the real scheduler was within 0-2.2 points of this model's (D 256
 /// causal 4224 / 5760 / 6784: +15.4 / +10.8 / +12.6 % against +17.6 / 11.4 / 12.5; D 128 4224 /
 /// 5760 +7.1 / +8.1 against +8.8 / 8.3).
-inline double dynamic_max_load(const std::vector<int>& blocks, int bh, int grid, double tile_cost) {
+inline double dynamic_max_load(const std::vector<int>& blocks, int bh, int grid, double tile_cost,
+                               const std::vector<double>& weight = {}) {
   const int m = static_cast<int>(blocks.size());
   if (m == 0 || bh <= 0 || grid <= 0) return 0.0;
   const int64_t tiles = static_cast<int64_t>(m) * bh;
@@ -129,7 +154,7 @@ inline double dynamic_max_load(const std::vector<int>& blocks, int bh, int grid,
   for (int64_t t = 0; t < tiles; ++t) {
     auto [l, c] = q.top();
     q.pop();
-    l += tile_cost + blocks[t % m];
+    l += lpt_tile_load(blocks, weight, static_cast<int>(t % m), tile_cost);
     max_load = std::max(max_load, l);
     q.emplace(l, c);
   }
