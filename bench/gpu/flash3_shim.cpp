@@ -124,11 +124,10 @@ extern "C" void flash3_set_knobs_lpt(int lpt_schedule, int lpt_section_mb) {
   attnkit::flash3::tuning().lpt_section_mb = lpt_section_mb;
 }
 // Session 61: Tuning::lpt_partial_pct (-1 = auto / 1-100: a one-warpgroup turn's cost in the
-// table's model, percent of a full one) and Tuning::lpt_nc (-1 = auto / 0 = off / 1 = the table on
-// the non-causal 3-warpgroup D 64 launches with a partial last m block).
-extern "C" void flash3_set_knobs_lpt_partial(int lpt_partial_pct, int lpt_nc) {
+// table's model, percent of a full one). (Session 61 call 4's second argument, Tuning::lpt_nc, the
+// table on non-causal D 64, lost 1-6 % and was removed: commit 6b18408 has it.)
+extern "C" void flash3_set_knobs_lpt_partial(int lpt_partial_pct) {
   attnkit::flash3::tuning().lpt_partial_pct = lpt_partial_pct;
-  attnkit::flash3::tuning().lpt_nc = lpt_nc;
 }
 // Session 48: Tuning::skip_masked_turn (-1 = auto, the default: D 256 causal runs the twins that
 // skip a wholly masked first turn / 0 = off).

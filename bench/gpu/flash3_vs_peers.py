@@ -51,7 +51,7 @@ def load(lib_path):
     knobs_tail_probe = optional("flash3_set_knobs_tail_probe", 1)  # session 19 (measurement)
     knobs_tc = optional("flash3_set_knobs_tc", 1)  # session 40 (tc_row_sum)
     knobs_lpt = optional("flash3_set_knobs_lpt", 2)  # session 46 (lpt_schedule, section MB)
-    knobs_lpt_partial = optional("flash3_set_knobs_lpt_partial", 2)  # session 61 (pct, nc)
+    knobs_lpt_partial = optional("flash3_set_knobs_lpt_partial", 1)  # session 61 (pct)
     knobs_skip = optional("flash3_set_knobs_skip", 1)  # session 48 (skip_masked_turn)
     knobs_mctail = optional("flash3_set_knobs_mctail", 1)  # session 57 (multicast_tail)
     knobs_edge_nc = optional("flash3_set_knobs_edge_nc", 1)  # session 58 helper (edge_nc_twin)
@@ -63,7 +63,7 @@ def load(lib_path):
                    ordered=-1, early=0, vst=2, cluster=-1, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
                    epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0,
-                   skip=-1, mctail=0, edgenc=-1, lptw=-1, lptnc=-1):
+                   skip=-1, mctail=0, edgenc=-1, lptw=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -98,9 +98,9 @@ def load(lib_path):
         elif lpt != -1 or lptmb != 0:
             raise SystemExit("lpt: the shim has no flash3_set_knobs_lpt")
         if knobs_lpt_partial is not None:
-            knobs_lpt_partial(lptw, lptnc)
-        elif lptw != -1 or lptnc != -1:
-            raise SystemExit("lptw / lptnc: the shim has no flash3_set_knobs_lpt_partial")
+            knobs_lpt_partial(lptw)
+        elif lptw != -1:
+            raise SystemExit("lptw: the shim has no flash3_set_knobs_lpt_partial")
         if knobs_skip is not None:
             knobs_skip(skip)
         elif skip != -1:

@@ -255,19 +255,14 @@ inline bool dynamic_schedule(const FwdArgs& a) {
 /// 61 call 4, H200, 1-second blocks, 3 rounds: D 64 causal 4k +0.5 / +1.0 % in rounds 1 / 2, and
 /// +0.5 / +1.1 in a second setup with the same table; 16k +0.2 / +0.3; 50 %: 4k 0.0 / +0.4, 16k
 /// -1.2 / -1.0; bench/results/2026-12-01-h200-flash3-s61-call4-ab.*), 100 elsewhere (the model of
-/// sessions 46-60; the 2-warpgroup kernels' partial tiles were not measured).
+/// sessions 46-60; the 2-warpgroup kernels' partial tiles were not measured). (Call 4 also ran the
+/// table with these weights on non-causal D 64 instead of the rotated rounds: nc 1k -0.9..-2.6 %,
+/// 2k -4.3..-5.7, 4k -3.7..-5.3, 16k -1.5..-2.0; that switch, Tuning::lpt_nc, is in commit
+/// 6b18408.)
 inline int lpt_partial_pct_auto(int block_m) {
   const int pct = tuning().lpt_partial_pct;
   if (pct >= 1 && pct <= 100) return pct;
   return block_m == 192 ? 67 : 100;
-}
-/// Tuning::lpt_nc (session 61): the table on a non-causal launch of the 3-warpgroup D 64 kernel
-/// whose last m block is partial. Auto: off (session 61 call 4: against the rotated rounds nc 1k
-/// -0.9..-2.6 %, 2k -4.3..-5.7, 4k -3.7..-5.3, 16k -1.5..-2.0 with weights 50 / 67 / 100: the
-/// table's longest-first order within sections costs more than the balance its model promised,
-/// +1.3..+2 % at 1k).
-inline bool lpt_non_causal(const FwdArgs& a, int wgs) {
-  return tuning().lpt_nc == 1 && !a.causal && wgs == 3 && a.seqlen_q % (64 * wgs) != 0;
 }
 
 /// Session 46 (Tuning::lpt_schedule, lpt_schedule.hpp): the device copy of the balanced static
@@ -296,12 +291,12 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
   };
   static std::mutex mu;
   // (A fixed-size key: no heap allocation on the launches that look a table up every call.)
-  static std::map<std::array<int, 13>, Entry> cache;
+  static std::map<std::array<int, 12>, Entry> cache;
   static size_t cached_bytes = 0;
   const int bh = a.num_tiles / a.num_m_blocks;
   const int section_mb = tuning().lpt_section_mb > 0 ? tuning().lpt_section_mb : 32;
   const int partial_pct = lpt_partial_pct_auto(Tr::kBlockM);
-  const std::array<int, 13> key{current_device(),
+  const std::array<int, 12> key{current_device(),
                                 ctas,
                                 bh,
                                 Tr::kBlockM,
@@ -312,7 +307,6 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
                                 static_cast<int>(p.head_dim),
                                 a.group,
                                 section_mb,
-                                a.causal,
                                 partial_pct};
   auto build = [&] {
     std::vector<int> blocks(a.num_m_blocks);
@@ -329,8 +323,7 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     LptTable t = build_lpt_table(blocks, bh, ctas,
                                  lpt_heads_per_section(kv_bytes, int64_t{section_mb} << 20, bh),
                                  1.0, weight);
-    // (The baseline: the schedule the launch runs without a table; session 48. Non-causal
-    // launches (session 61, Tuning::lpt_nc) take the table at any gain: no baseline is asked.)
+    // (The baseline: the schedule the launch runs without a table; session 48.)
     const double base = long_causal_launch(a) ? dynamic_max_load(blocks, bh, ctas, 1.0, weight)
                                               : zigzag_max_load(blocks, bh, ctas, 1.0, weight);
     return std::make_pair(std::move(t), lpt_predicted_gain(t, base));
@@ -836,10 +829,6 @@ void launch_forward(const Params& p) {
       set_schedule(p, a, ctas, dynamic, stream);
     }
   }
-  // Session 61 (Tuning::lpt_nc): the table on the non-causal 3-warpgroup D 64 launches with a
-  // partial last m block, instead of the rotated rounds (any predicted gain).
-  if (lpt_non_causal(a, WGs) && persistent && !dynamic && !cluster && ctas < a.num_tiles)
-    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream, -1.0);
   set_last_forward_lpt_rounds(a.sched_table != nullptr ? a.num_rounds : 0);
   set_last_forward_dynamic(a.tile_counter != nullptr);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V

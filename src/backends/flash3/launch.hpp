@@ -212,11 +212,6 @@ struct Tuning {
   // percent of a full turn. -1 = auto (67 on the 192-row D 64 tiles, 100 elsewhere: launch.cuh
   // lpt_partial_pct_auto), 1-100.
   int lpt_partial_pct = -1;
-  // Session 61: the table on non-causal launches too (persistent, static, no cluster, more tiles
-  // than CTAs), where the 3-warpgroup D 64 kernel's last m block is partial (S_q % 192 != 0),
-  // instead of the rotated rounds. -1 = auto (off: it lost 1-6 %, launch.cuh lpt_non_causal), 0 =
-  // off, 1 = on.
-  int lpt_nc = -1;
   // Session 48 (mainloop.cuh kVarSkipTurn): D 256 causal launches of the ordered diet kernels
   // (slots 29 / 39) run their twins, in which a consumer warpgroup skips its tile's first K/V
   // block when the causal mask hides all of it (warpgroup 0 of every full tile at S_q = S_k).

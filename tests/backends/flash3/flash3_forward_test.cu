@@ -489,12 +489,12 @@ TEST_P(Flash3Forward, MatchesReference) {
   // causal launches, on c.grid CTAs; lpt_long past 32 m blocks, where the auto runs the dynamic
   // scheduler.
   flash3::tuning().lpt_schedule = c.tag == "lpt" ? 1 : c.tag == "lpt_long" ? 2 : -1;
-  // "lptw" / "lptnc" (session 61): the table's model with a partial m block's one-warpgroup turns
-  // at 50 % (Tuning::lpt_partial_pct), on causal launches (lpt_schedule 1) / on the non-causal
-  // 3-warpgroup D 64 ones (Tuning::lpt_nc = 1, instead of the rotated rounds).
-  if (c.tag == "lptw" || c.tag == "lptnc") flash3::tuning().lpt_partial_pct = 50;
-  if (c.tag == "lptw") flash3::tuning().lpt_schedule = 1;
-  if (c.tag == "lptnc") flash3::tuning().lpt_nc = 1;
+  // "lptw" (session 61): the table (lpt_schedule 1) with a partial m block's one-warpgroup turns
+  // at 50 % in its model (Tuning::lpt_partial_pct; the auto, 67 %, runs in the default cases).
+  if (c.tag == "lptw") {
+    flash3::tuning().lpt_schedule = 1;
+    flash3::tuning().lpt_partial_pct = 50;
+  }
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -594,7 +594,7 @@ TEST_P(Flash3Forward, MatchesReference) {
   else if (!c.score_mod())
     EXPECT_EQ(flash3::last_forward_lpt_rounds() > 0, lpt_auto || lpt_model)
         << "lpt table (auto), predicted gain " << lpt_gain;
-  if (c.causal == Causal::none && !c.score_mod() && c.tag != "lptnc")
+  if (c.causal == Causal::none && !c.score_mod())
     EXPECT_TRUE(std::isnan(lpt_gain)) << "a non-causal launch asked the lpt model";
   // "auto48long" (session 48): a long causal launch (> 32 m blocks at D 128 / 256, the
   // dynamic scheduler's auto) where the model predicts 37-40 % over that scheduler on 66 CTAs
@@ -932,19 +932,15 @@ std::vector<Cfg> cases() {
         add({"auto60", 2, 256, 1000, 8, 2, 0, bf, nc});
         add({"auto60", 1, 384, 1200, 4, 2, 0, bf, nc});
       }
-      // Session 61: the table with a partial m block's turns at half cost (lptw: causal, D 64 at
-      // 3200 rows on 192-row tiles, the last m block 128 rows; at 1050 / 1200 keys on the
-      // 2-warpgroup kernel's 128-row tiles, 26 rows; lptnc: non-causal on the 3-warpgroup
-      // kernel, the last m block 40 / 100 rows, GQA, jumping maxima), on few CTAs; the "lpt"
-      // tag check above: a table ran.
+      // Session 61: the table with a partial m block's turns at half cost in its model, on few
+      // CTAs: causal D 64 at 3200 rows on 192-row tiles (the last m block 128 rows), and at 1050
+      // rows / 1200 keys on the 2-warpgroup kernel's 128-row tiles (26 rows); the "lpt" tag check
+      // above: a table ran.
       if (d == 64) {
         const auto bf = DType::bf16;
-        const auto nc = Causal::none;
         add({"lptw", 1, 3200, 3200, 4, 1, 0, bf, Causal::top_left, false, false, true, 1.f, 13});
-        add({"lptw", 2, 1050, 1200, 6, 2, 0, bf, Causal::bottom_right, false, false, false, 1.f,
+        add({"lptw", 2, 1050, 1200, 6, 2, 0, bf, Causal::bottom_right, false, false, false, 4.f,
              7});
-        add({"lptnc", 2, 1000, 700, 8, 2, 0, bf, nc, false, false, false, 1.f, 7});
-        add({"lptnc", 1, 1060, 1300, 6, 3, 0, bf, nc, false, false, true, 4.f, 13});
       }
       // Session 48: D 256 causal on the plain ordered diet kernels (Tuning::skip_masked_turn = 0),
       // the twins' comparison (the default cases run the twins).
