@@ -263,8 +263,8 @@ double weighted_max(const LptTable& t, const std::vector<int>& blocks, const std
 // Session 61 (Tuning::lpt_partial_pct): a head's partial last m block in the model. Its weight
 // (one warpgroup of n at one_wg, k in between linearly, a full tile 1); the table built with the
 // weights holds every tile once and balances the weighted loads better than the table without
-// them: D 64 causal 4k (B 4 x H 32, 22 m blocks of 192 rows, the last one 64 rows) and
-// non-causal 1k (B 16 x H 32, 6 m blocks, the last 64 rows) on 132 CTAs.
+// them: D 64 causal 4k (B 4 x H 32, 22 m blocks of 192 rows, the last one 64 rows) and 16k (B 1 x
+// H 32, 86 m blocks) on 132 CTAs, where the launch builds its table with them (auto 67 %).
 TEST(Flash3LptSchedule, PartialTilesWeighTheirTurns) {
   EXPECT_DOUBLE_EQ(lpt_partial_weight(192, 192, 0.5), 1.0);
   EXPECT_DOUBLE_EQ(lpt_partial_weight(64, 192, 0.5), 0.5);
@@ -276,31 +276,27 @@ TEST(Flash3LptSchedule, PartialTilesWeighTheirTurns) {
   EXPECT_DOUBLE_EQ(lpt_partial_weight(128, 128, 0.6), 1.0);
   EXPECT_DOUBLE_EQ(lpt_partial_weight(10, 64, 0.5), 1.0);  // (one warpgroup: never partial)
   struct Row {
-    const char* name;
-    std::vector<int> blocks;
-    int partial;  // in-head index of the partial m block (causal: m reversed)
-    int rows;     // its rows
-    int bh;
+    int s, bh;
   };
-  const Row rows[] = {{"d64 causal 4k", causal_blocks(4096, 192, 128), 0, 64, 128},
-                      {"d64 nc 1k", std::vector<int>(6, 8), 5, 64, 512}};
-  for (const Row& r : rows) {
-    SCOPED_TRACE(r.name);
-    const int m = static_cast<int>(r.blocks.size()), tiles = m * r.bh;
-    std::vector<double> w(m, 1.0);
-    w[r.partial] = lpt_partial_weight(r.rows, 192, 0.5);
-    const int sec = lpt_heads_per_section(4 * int64_t{1024} * 64, int64_t{32} << 20, r.bh);
-    const LptTable plain = build_lpt_table(r.blocks, r.bh, 132, sec, 1.0);
-    const LptTable weighted = build_lpt_table(r.blocks, r.bh, 132, sec, 1.0, w);
+  for (const Row& r : {Row{4096, 4 * 32}, Row{16384, 32}}) {
+    SCOPED_TRACE(r.s);
+    const std::vector<int> blocks = causal_blocks(r.s, 192, 128);
+    const int m = static_cast<int>(blocks.size()), tiles = m * r.bh;
+    std::vector<double> w(m, 1.0);  // (in-head index 0: the last m block, causal m reversed)
+    w[0] = lpt_partial_weight(r.s - (m - 1) * 192, 192, 0.67);
+    EXPECT_DOUBLE_EQ(w[0], 0.67);
+    const int sec = lpt_heads_per_section(4 * int64_t{r.s} * 64, int64_t{32} << 20, r.bh);
+    const LptTable plain = build_lpt_table(blocks, r.bh, 132, sec, 1.0);
+    const LptTable weighted = build_lpt_table(blocks, r.bh, 132, sec, 1.0, w);
     expect_valid(weighted, tiles, 132);
-    EXPECT_DOUBLE_EQ(weighted.max_load, weighted_max(weighted, r.blocks, w, 132));
-    EXPECT_LT(weighted.max_load, weighted_max(plain, r.blocks, w, 132));
+    EXPECT_DOUBLE_EQ(weighted.max_load, weighted_max(weighted, blocks, w, 132));
+    EXPECT_LT(weighted.max_load, weighted_max(plain, blocks, w, 132));
     // Weights of 1: the table without weights.
-    EXPECT_EQ(build_lpt_table(r.blocks, r.bh, 132, sec, 1.0, std::vector<double>(m, 1.0)).tiles,
+    EXPECT_EQ(build_lpt_table(blocks, r.bh, 132, sec, 1.0, std::vector<double>(m, 1.0)).tiles,
               plain.tiles);
     // The baselines with the same weights: zig-zag against the brute force.
-    EXPECT_DOUBLE_EQ(zigzag_max_load(r.blocks, r.bh, 132, 1.0, w),
-                     weighted_max(zigzag(tiles, 132), r.blocks, w, 132));
+    EXPECT_DOUBLE_EQ(zigzag_max_load(blocks, r.bh, 132, 1.0, w),
+                     weighted_max(zigzag(tiles, 132), blocks, w, 132));
   }
 }
 
