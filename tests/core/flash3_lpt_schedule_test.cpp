@@ -28,8 +28,10 @@ std::vector<int> causal_blocks(int s, int bm, int bn) {
   return b;
 }
 
-double cost(const std::vector<int>& blocks, int t) {
-  return 1.0 + blocks[t % static_cast<int>(blocks.size())];
+/// Tile t's cost in the model: 1 + its K/V blocks (times its in-head index's weight, if any).
+double cost(const std::vector<int>& blocks, int t, const std::vector<double>& w = {}) {
+  const int i = t % static_cast<int>(blocks.size());
+  return 1.0 + blocks[i] * (w.empty() ? 1.0 : w[i]);
 }
 
 /// max / mean of the CTAs' loads under a table.
@@ -164,11 +166,13 @@ TEST(Flash3LptSchedule, HeadsPerSectionIsAPowerOfTwoWithinTheBudget) {
 }
 
 /// The busiest CTA's load (the builder's max_load, zigzag_max_load) and the mean, brute force.
-double max_load(const LptTable& t, const std::vector<int>& blocks, int grid) {
+/// (w: per in-head index weights, lpt_tile_load's; empty: none.)
+double max_load(const LptTable& t, const std::vector<int>& blocks, int grid,
+                const std::vector<double>& w = {}) {
   std::vector<double> load(grid, 0.0);
   for (int k = 0; k < t.rounds; ++k)
     for (int c = 0; c < grid; ++c)
-      if (t.tiles[k * grid + c] >= 0) load[c] += cost(blocks, t.tiles[k * grid + c]);
+      if (t.tiles[k * grid + c] >= 0) load[c] += cost(blocks, t.tiles[k * grid + c], w);
   return *std::max_element(load.begin(), load.end());
 }
 
@@ -247,19 +251,6 @@ TEST(Flash3LptSchedule, DynamicLoadIsTheGreedyScan) {
   EXPECT_EQ(dynamic_max_load({}, 4, 8, 1.0), 0.0);
 }
 
-/// The busiest CTA's load under a table with per-tile weights (lpt_tile_load), brute force.
-double weighted_max(const LptTable& t, const std::vector<int>& blocks, const std::vector<double>& w,
-                    int grid) {
-  const int m = static_cast<int>(blocks.size());
-  std::vector<double> load(grid, 0.0);
-  for (int k = 0; k < t.rounds; ++k)
-    for (int c = 0; c < grid; ++c) {
-      const int x = t.tiles[k * grid + c];
-      if (x >= 0) load[c] += 1.0 + blocks[x % m] * w[x % m];
-    }
-  return *std::max_element(load.begin(), load.end());
-}
-
 // Session 61 (Tuning::lpt_partial_pct): a head's partial last m block in the model. Its weight
 // (one warpgroup of n at one_wg, k in between linearly, a full tile 1); the table built with the
 // weights holds every tile once and balances the weighted loads better than the table without
@@ -289,14 +280,14 @@ TEST(Flash3LptSchedule, PartialTilesWeighTheirTurns) {
     const LptTable plain = build_lpt_table(blocks, r.bh, 132, sec, 1.0);
     const LptTable weighted = build_lpt_table(blocks, r.bh, 132, sec, 1.0, w);
     expect_valid(weighted, tiles, 132);
-    EXPECT_DOUBLE_EQ(weighted.max_load, weighted_max(weighted, blocks, w, 132));
-    EXPECT_LT(weighted.max_load, weighted_max(plain, blocks, w, 132));
+    EXPECT_DOUBLE_EQ(weighted.max_load, max_load(weighted, blocks, 132, w));
+    EXPECT_LT(weighted.max_load, max_load(plain, blocks, 132, w));
     // Weights of 1: the table without weights.
     EXPECT_EQ(build_lpt_table(blocks, r.bh, 132, sec, 1.0, std::vector<double>(m, 1.0)).tiles,
               plain.tiles);
     // The baselines with the same weights: zig-zag against the brute force.
     EXPECT_DOUBLE_EQ(zigzag_max_load(blocks, r.bh, 132, 1.0, w),
-                     weighted_max(zigzag(tiles, 132), blocks, w, 132));
+                     max_load(zigzag(tiles, 132), blocks, 132, w));
   }
 }
 
