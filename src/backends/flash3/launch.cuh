@@ -313,7 +313,7 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     std::vector<double> weight;  // (session 61: a head's partial last m block; none at 100 %)
     if (partial_pct < 100) weight.assign(a.num_m_blocks, 1.0);
     for (int i = 0; i < a.num_m_blocks; ++i) {  // (decode_tile: in-head index i, causal m reversed)
-      const int m = a.causal ? a.num_m_blocks - 1 - i : i;
+      const int m = a.num_m_blocks - 1 - i;     // (only causal launches build a table)
       blocks[i] = num_n_blocks<Tr>(a, m);
       if (!weight.empty())
         weight[i] = lpt_partial_weight(std::min(Tr::kBlockM, a.seqlen_q - m * Tr::kBlockM),
