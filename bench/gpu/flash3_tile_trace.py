@@ -30,8 +30,12 @@ Session 58: --as-timed (every knob at its auto, the split tail off; --tuning add
 overlapped consumer per S, and the line period = F + n x c fitted over them (F: a tile's fixed
 cost, c: a block's).
 
+Session 63: --causal (D = 256): causal shapes, without the per-turn parts; every D = 256 row
+also prints warpgroup 0's boundary (Q waits + epilogues + gaps) and epilogues as shares of the
+CTAs' busy time.
+
 usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so [--d 64|128|256]
-       [--s 1024,4096,16384] [--as-timed [--tuning qpf:4]]
+       [--s 1024,4096,16384] [--as-timed [--tuning qpf:4]] [--causal (D 256)]
 """
 import argparse
 import ctypes
@@ -73,6 +77,9 @@ def main():
     # session 14's set (Q prefetch off, 8-byte O stores, the ordered softmax at auto and off).
     ap.add_argument("--s", default="1024,4096")
     ap.add_argument("--as-timed", action="store_true")
+    # Session 63 (D = 256 only): causal shapes; per-turn parts are left out (a causal tile's turn
+    # count varies), and every row also prints the boundary's share of the CTAs' busy time.
+    ap.add_argument("--causal", action="store_true")
     ap.add_argument("--tuning", default="",
                     help="with --as-timed: more knobs as KW:VAL,... (set_tuning's keywords, "
                          "e.g. qpf:4 for the next tile's Q prefetched into L2 4 blocks ahead)")
@@ -85,8 +92,10 @@ def main():
     buf = torch.zeros(sms * KMAX * WGS * WORDS, dtype=torch.int64, device="cuda")
     if a.d == 256:
         trace_256(fn, set_tuning, lib, sms, buf, [int(x) for x in a.s.split(",")], a.as_timed,
-                  extra)
+                  extra, a.causal)
         return
+    if a.causal:
+        sys.exit("--causal: D = 256 only")
     if a.as_timed:
         trace_fit(fn, set_tuning, lib, sms, buf, a.d, [int(x) for x in a.s.split(",")], extra)
         return
@@ -130,16 +139,16 @@ def main():
     set_tuning()
 
 
-def square_run(fn, s, d):
-    """BENCHMARKS.md's non-causal shape at S and head dim D (b = 16384 / S, 2048 / D heads, bf16):
-    (b, a call of the flash3 forward on fresh random tensors)."""
+def square_run(fn, s, d, causal=False):
+    """BENCHMARKS.md's shape at S and head dim D (b = 16384 / S, 2048 / D heads, bf16; non-causal
+    unless `causal`): (b, a call of the flash3 forward on fresh random tensors)."""
     b, h = 16384 // s, 2048 // d
     q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
     k = torch.randn_like(q)
     v = torch.randn_like(q)
     out = torch.empty_like(q)
     lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-    return b, make_flash3(fn, q, k, v, out, lse, False)
+    return b, make_flash3(fn, q, k, v, out, lse, causal)
 
 
 def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
@@ -184,12 +193,15 @@ def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
     set_tuning()
 
 
-def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra):
-    """D = 256 (consume_tile_simple): Q wait, mainloop, epilogue, gap and period per warpgroup."""
+def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra, causal=False):
+    """D = 256 (consume_tile_simple): Q wait, mainloop, epilogue, gap and period per warpgroup;
+    then the boundary (Q wait + epilogue + gap, every tile) as a share of the CTAs' busy time
+    (warpgroup 0's first start to last return), the median over CTAs. causal (session 63): the
+    per-turn parts are left out (the stamps carry no block count, and a causal tile's varies)."""
     d = 256
     torch.manual_seed(0)
     for s in seqs:
-        b, run = square_run(fn, s, d)
+        b, run = square_run(fn, s, d, causal)
         turns = s // 64 - 1  # mainloop turns 1 .. n-1 of a non-causal tile
         # Session 14: Q prefetch off, 8-byte O stores, ping-pong auto, the ordered softmax at auto
         # (on) / off; --as-timed: every auto, the split tail off, and --tuning's knobs
@@ -204,21 +216,28 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra):
             parts = {name: {w: [] for w in range(2)} for name in
                      ("qwait0", "qwait", "main", "epi", "gap", "period", "turn", "wait_k",
                       "wait_v", "wait_s", "wait_pv", "issue", "soft", "post", "rest")}
-            busy, ntiles = [], []
+            busy, ntiles, bshare, eshare = [], [], [], []
             for c in range(sms):
                 tiles = [t[c][kk] for kk in range(KTILES) if t[c][kk][0][0] != 0]
                 ntiles.append(len(tiles))
+                bound, epis = 0, 0  # warpgroup 0's Q waits + epilogues + gaps; epilogues alone
                 for i, e in enumerate(tiles):
                     for w in range(2):
                         st, ql, ret, epi, wk, wv, ws, wpv, wis, wso, wpo = e[w][:11]
-                        turn = (epi - ql) / (turns + 1)
-                        parts["turn"][w].append(turn)
-                        for name, x in (("wait_k", wk), ("wait_v", wv), ("wait_s", ws),
-                                        ("wait_pv", wpv), ("issue", wis), ("soft", wso),
-                                        ("post", wpo)):
-                            parts[name][w].append(x / turns)
-                        parts["rest"][w].append(
-                            turn - (wk + wv + ws + wpv + wis + wso + wpo) / turns)
+                        if w == 0:
+                            epis += ret - epi
+                            bound += (ql - st) + (ret - epi)
+                            if i + 1 < len(tiles):
+                                bound += tiles[i + 1][0][0] - ret
+                        if not causal:
+                            turn = (epi - ql) / (turns + 1)
+                            parts["turn"][w].append(turn)
+                            for name, x in (("wait_k", wk), ("wait_v", wv), ("wait_s", ws),
+                                            ("wait_pv", wpv), ("issue", wis), ("soft", wso),
+                                            ("post", wpo)):
+                                parts[name][w].append(x / turns)
+                            parts["rest"][w].append(
+                                turn - (wk + wv + ws + wpv + wis + wso + wpo) / turns)
                         parts["qwait0" if i == 0 else "qwait"][w].append(ql - st)
                         parts["main"][w].append(epi - ql)
                         parts["epi"][w].append(ret - epi)
@@ -227,11 +246,15 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra):
                             parts["period"][w].append(tiles[i + 1][w][0] - st)
                 if tiles:
                     busy.append(tiles[-1][0][2] - tiles[0][0][0])
+                    if busy[-1] > 0:
+                        bshare.append(bound / busy[-1])
+                        eshare.append(epis / busy[-1])
             # (session 59: the launch slot and --tuning's other knobs, e.g. tc:0 runs slot 29)
             slot = set_tuning.last_slot() if getattr(set_tuning, "last_slot", None) else -1
             more = ",".join(f"{k}:{v}" for k, v in kw.items()
                             if k not in ("qpf", "epi", "pingpong", "tail"))
-            line = [f"D=256 S={s:5d} B={b:2d} nc qpf={qpf} epi_wide={epi_wide} pingpong={pp} "
+            mode = "causal" if causal else "nc"
+            line = [f"D=256 S={s:5d} B={b:2d} {mode} qpf={qpf} epi_wide={epi_wide} pingpong={pp} "
                     f"ordered={ordered}{' ' + more if more else ''} slot {slot}:"]
             for name, per_wg in parts.items():
                 if per_wg[0]:
@@ -239,6 +262,10 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra):
                         f"{statistics.median(per_wg[w]):6.0f}" for w in range(2)))
             line.append(f"tiles per CTA {min(ntiles)}-{max(ntiles)}, busy min / median / max "
                         f"{min(busy)} / {statistics.median(busy):.0f} / {max(busy)} cyc")
+            if bshare:
+                line.append("WG 0 boundary (Q waits + epilogues + gaps) "
+                            f"{statistics.median(bshare) * 100:4.1f} % of busy, epilogues "
+                            f"{statistics.median(eshare) * 100:4.1f} %")
             print("  ".join(line), flush=True)
     set_tuning()
 
