@@ -220,15 +220,9 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra, causal=False
             for c in range(sms):
                 tiles = [t[c][kk] for kk in range(KTILES) if t[c][kk][0][0] != 0]
                 ntiles.append(len(tiles))
-                bound, epis = 0, 0  # warpgroup 0's Q waits + epilogues + gaps; epilogues alone
                 for i, e in enumerate(tiles):
                     for w in range(2):
                         st, ql, ret, epi, wk, wv, ws, wpv, wis, wso, wpo = e[w][:11]
-                        if w == 0:
-                            epis += ret - epi
-                            bound += (ql - st) + (ret - epi)
-                            if i + 1 < len(tiles):
-                                bound += tiles[i + 1][0][0] - ret
                         if not causal:
                             turn = (epi - ql) / (turns + 1)
                             parts["turn"][w].append(turn)
@@ -246,9 +240,10 @@ def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra, causal=False
                             parts["period"][w].append(tiles[i + 1][w][0] - st)
                 if tiles:
                     busy.append(tiles[-1][0][2] - tiles[0][0][0])
-                    if busy[-1] > 0:
-                        bshare.append(bound / busy[-1])
-                        eshare.append(epis / busy[-1])
+                    if busy[-1] > 0:  # warpgroup 0: busy = its mainloops + the boundary
+                        mains = sum(e[0][3] - e[0][1] for e in tiles)
+                        bshare.append(1 - mains / busy[-1])
+                        eshare.append(sum(e[0][2] - e[0][3] for e in tiles) / busy[-1])
             # (session 59: the launch slot and --tuning's other knobs, e.g. tc:0 runs slot 29)
             slot = set_tuning.last_slot() if getattr(set_tuning, "last_slot", None) else -1
             more = ",".join(f"{k}:{v}" for k, v in kw.items()
