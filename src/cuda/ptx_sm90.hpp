@@ -141,6 +141,18 @@ __device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, uint32_t sr
       "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
+/// tma_store_4d for a rank-3 map (c0 .. c2). Its operands fit a quad of uniform registers (the
+/// 4-D store's five did not: in the D 256 forward, ptxas then moved every wgmma descriptor of the
+/// mainloop's turns through one quad, +26 UMOV a turn; flash3 traits.hpp
+/// ATTNKIT_FLASH3_FWD_D256_TMA_EPI).
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src, int32_t c0,
+                                             int32_t c1, int32_t c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
 /// stmatrix .x4: four 8x8 16-bit matrices; lane l gives the shared address of row l % 8 of
 /// matrix l / 8, and r[m] holds this lane's pair of matrix m in the mma accumulator layout
 /// (row l / 4, columns 2 (l % 4) .. +1).
@@ -275,6 +287,23 @@ inline int encode_tensor_map_4d_16bit(CUtensorMap* map, const void* base, const 
   cuuint32_t b[4] = {box[0], box[1], box[2], box[3]};
   return static_cast<int>(
       fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+         const_cast<void*>(base), d, s, b, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+}
+
+/// encode_tensor_map_4d_16bit for a rank-3 map (dims[0] innermost, strides in bytes for dims 1..2).
+inline int encode_tensor_map_3d_16bit(CUtensorMap* map, const void* base, const uint64_t dims[3],
+                                      const uint64_t byte_strides[2], const uint32_t box[3],
+                                      bool bf16) {
+  auto fn = tensor_map_encoder();
+  if (!fn) return -1;
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  cuuint64_t d[3] = {dims[0], dims[1], dims[2]};
+  cuuint64_t s[2] = {byte_strides[0], byte_strides[1]};
+  cuuint32_t b[3] = {box[0], box[1], box[2]};
+  return static_cast<int>(
+      fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
          const_cast<void*>(base), d, s, b, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
