@@ -308,6 +308,7 @@ std::atomic<int> g_last_forward_lpt{0};
 std::atomic<double> g_last_forward_lpt_gain{std::numeric_limits<double>::quiet_NaN()};
 std::atomic<bool> g_last_forward_dynamic{false};
 std::atomic<bool> g_last_forward_pingpong{false};
+std::atomic<bool> g_last_forward_o_tma{false};
 }  // namespace
 int last_forward_slot() {
   return g_last_forward_slot.load(std::memory_order_relaxed);
@@ -344,6 +345,12 @@ bool last_forward_pingpong() {
 }
 void set_last_forward_pingpong(bool pingpong) {
   g_last_forward_pingpong.store(pingpong, std::memory_order_relaxed);
+}
+bool last_forward_o_tma() {
+  return g_last_forward_o_tma.load(std::memory_order_relaxed);
+}
+void set_last_forward_o_tma(bool o_tma) {
+  g_last_forward_o_tma.store(o_tma, std::memory_order_relaxed);
 }
 }  // namespace flash3
 

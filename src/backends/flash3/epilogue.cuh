@@ -181,4 +181,54 @@ __device__ __forceinline__ void store_output_tma(const FwdArgs& a, const float (
   store_lse(a, lse, b, h, row0, lane);
 }
 
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+/// (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) store_output through kBufs 2 KB chunks of shared
+/// memory per consumer warp: `buf` = the warp's first [16 rows][64 columns] chunk (128B swizzle,
+/// 1024-aligned, the next 2 KB after it; FwdTraits::kEpiStageBytes), through which its 16 x kD
+/// rows pass 64 columns at a time, column chunk c in chunk c % kBufs. Column chunk c =
+/// accumulator elements o[32 c .. 32 c + 31] (acc[4 j + 2 r + e] = row lane / 4 + 8 r, column
+/// 8 j + 2 (lane % 4) + e, so columns 64 c .. + 63 are j = 8 c .. 8 c + 7), packed as
+/// store_output packs them (pack2 of o * inv[r]: the same bits), then per column chunk:
+///   lane 0: cp.async.bulk.wait_group.read kBufs - 1: every store but the last kBufs - 1 has
+///           read its chunk, so the one written kBufs stores ago (this tile's column chunk
+///           c - kBufs or the previous tile's last ones: every call commits kD / 64 stores, a
+///           multiple of kBufs) is free; __syncwarp;
+///   4 stmatrix.x4; fence.proxy.async (generic writes -> the TMA's read); __syncwarp;
+///   lane 0: the TMA store of the box at (64 c, c1, c2) of FwdArgs::tma_o (rank 3: launch.cuh
+///           o_map_d256 says which coordinates the caller passes), commit (one group a store).
+/// Column chunk c's pairs are packed before that wait, so that only the stmatrix waits on it.
+/// Every warp that calls this has rows < seqlen_q (the caller sends the others nowhere): each
+/// call stages and commits all kD / 64 chunks, which the round robin above rests on. (Two 8-row
+/// boxes in one 2 KB chunk with wait_group.read 1 would keep one store in flight where a second
+/// chunk does not fit (kTcSum), but with the same bytes in flight per warp the reads' latency
+/// stays serial; not done.) The caller's lane 0 waits for every store before the warp exits
+/// (kernel.cuh). kNonNeg: store_lse's.
+template <int kD, int kBufs, bool BF16, bool kNonNeg = false>
+__device__ __forceinline__ void store_output_tma_warp(const FwdArgs& a, const float (&o)[kD / 2],
+                                                      const float (&inv)[2], const float (&lse)[2],
+                                                      int b, int h, int row0, int lane,
+                                                      uint32_t buf, int c1, int c2) {
+  static_assert((kD / 64) % kBufs == 0, "flash3: whole rounds of the staging chunks a call");
+  namespace ptx = attnkit::cuda::sm90;
+#pragma unroll
+  for (int c = 0; c < kD / 64; ++c) {
+    uint32_t pk[16];  // pk[2 jj + r]: row lane / 4 + 8 r, columns 64 c + 8 jj + 2 (lane % 4), + 1
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      pk[i] = pack2<BF16>(o[32 * c + 2 * i] * inv[i & 1], o[32 * c + 2 * i + 1] * inv[i & 1]);
+    const uint32_t chunk = buf + static_cast<uint32_t>((c % kBufs) * 16 * 128);
+    if (lane == 0) ptx::bulk_wait_read<kBufs - 1>();
+    __syncwarp();
+    stmatrix_packed_rows<64, 16 * 128>(lane, chunk, pk);
+    ptx::fence_proxy_async_smem();  // stmatrix (generic) -> TMA store (async)
+    __syncwarp();
+    if (lane == 0) {
+      ptx::tma_store_3d(&a.tma_o, chunk, 64 * c, c1, c2);
+      ptx::bulk_commit();
+    }
+  }
+  store_lse<kNonNeg>(a, lse, b, h, row0, lane);
+}
+#endif
+
 }  // namespace attnkit::flash3

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "backends/flash3/traits.hpp"
 #include "core/tail_ranges.hpp"
 
 namespace attnkit::flash3 {
@@ -131,6 +132,13 @@ struct FwdArgs {
   // static schedule as a table, [num_rounds][grid] tile indices (-1: none), in device memory the
   // launch keeps for the shape; null = the zig-zag / rotated rounds.
   const int* sched_table;
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI; mainloop.cuh kD256TmaEpi) The D 256 plain 64-key
+  // kernels' epilogue: 0 = STG (store_output); 1 / 2 = O through tma_o, which the launch encoded
+  // as a rank-3 map in form 1 (D, Sq, Hq x B) or 2 (D, Hq, B x Sq) (launch.cuh o_map_d256).
+  // Appended under the switch only: without it FwdArgs is main's.
+  int o_tma;
+#endif
 };
 
 }  // namespace attnkit::flash3

@@ -157,6 +157,10 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
         ptx::tma_prefetch_map(&args.tma_k);
         ptx::tma_prefetch_map(&args.tma_v);
         if constexpr ((kVar & kVarTmaEpi) != 0) ptx::tma_prefetch_map(&args.tma_o);
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+        if constexpr (kD256TmaEpi<Tr, kVar>)  // (only an encoded map: FwdArgs::o_tma)
+          if (args.o_tma != 0) ptx::tma_prefetch_map(&args.tma_o);
+#endif
       }
       if constexpr (kTail) {  // this CTA's pieces, in order (tail_piece)
         int k = 0;
@@ -306,6 +310,15 @@ __global__ void __launch_bounds__(FwdTraits<D, BN, WGs, VS, CL, RS>::kThreads, 1
           trace_stamp(args, k, cwg, threadIdx.x % 128, 2);
         }
       }
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+      // (ATTNKIT_FLASH3_FWD_D256_TMA_EPI) This warp's O stores (lane 0 issued them: bulk groups
+      // are per thread) are complete before it leaves: its staging chunk is not released under a
+      // store still reading it, and O is written before the CTA (and, with PDL, the split tail's
+      // wait on this launch) ends. Nothing else uses the staging region. (With o_tma = 0 lane 0
+      // has no bulk group: the wait returns at once.)
+      if constexpr (kD256TmaEpi<Tr, kVar>)
+        if (threadIdx.x % 32 == 0) ptx::bulk_wait<0>();
+#endif
     }
     if (cwg == 0) turn.wait_turn();  // the surplus turn handed over at the start
   }

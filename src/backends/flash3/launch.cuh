@@ -416,6 +416,37 @@ inline int epi_wide_auto(const Params& p, int D) {
   return want >= 2 && aligned(8) ? 2 : want >= 1 && aligned(4) ? 1 : 0;
 }
 
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+/// (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) O of a D 256 launch as the rank-3 TMA store map of
+/// its epilogue (FwdArgs::tma_o; rank 3, not the D 128 path's rank 4: see ptx_sm90.hpp
+/// tma_store_3d), box 64 columns x 16 rows (one consumer warp's rows), 128B swizzle. Two of
+/// O's [B, Sq, Hq] dims fold into one where the strides allow:
+///   1: (D, Sq, Hq x B), strides (s, h): B = 1 or out_sb = Hq out_sh (BHSD); rows >= Sq clipped;
+///   2: (D, Hq, B x Sq), strides (h, s): out_sb = Sq out_ss (BSHD); a warp whose rows cross Sq
+///      stores with STG (mainloop.cuh consume_tile_simple);
+///   0: neither, or the encode failed (the STG epilogue everywhere: never a wrong store).
+/// The returned form is FwdArgs::o_tma. (store_map_ok: 16-byte aligned base, d-stride 1, strides
+/// of dims with more than one index positive multiples of 8 elements below 2^39.)
+inline int o_map_d256(const Params& p, CUtensorMap* map, bool bf16) {
+  const int64_t b = p.batch, sq = p.seqlen_q, hq = p.heads_q;
+  const Strides4& st = p.out_st;
+  if (!store_map_ok(p.out, st, b, sq, hq) || b * sq > INT32_MAX || b * hq > INT32_MAX) return 0;
+  // (a size-1 dim's stride is never used; TMA rejects 0 and non-multiples of 16 bytes)
+  auto bytes = [&](int64_t n, int64_t stride) {
+    return static_cast<uint64_t>(n == 1 ? 256 * 2 * 16 : stride * 2);
+  };
+  const int form = b == 1 || st.b == hq * st.h ? 1 : st.b == sq * st.s ? 2 : 0;
+  if (form == 0) return 0;
+  const uint64_t dims[3] = {256, static_cast<uint64_t>(form == 1 ? sq : hq),
+                            static_cast<uint64_t>(form == 1 ? hq * b : b * sq)};
+  const uint64_t strides[2] = {form == 1 ? bytes(sq, st.s) : bytes(hq, st.h),
+                               form == 1 ? bytes(hq * b, st.h) : bytes(b * sq, st.s)};
+  const uint32_t box[3] = {64, form == 1 ? 16u : 1u, form == 1 ? 1u : 16u};
+  return cuda::sm90::encode_tensor_map_3d_16bit(map, p.out, dims, strides, box, bf16) == 0 ? form
+                                                                                           : 0;
+}
+#endif
+
 /// Session 40: slot 31 with the row sums in P V (kTcSumSlot) unless Tuning::tc_row_sum = 0 or
 /// ATTNKIT_FLASH3_FWD_FP32_ROWSUM is set (core/env.hpp flag; read per call): lse from the fp32
 /// sum of the unrounded P instead of the tensor core's sum of the 16-bit P (docs/numerics.md).
@@ -548,6 +579,14 @@ void launch_forward(const Params& p) {
       kTmaEpiCapable && diet && (D != 64 || diet_uni64) && tma_on && tuning().q_bufs >= 2 &&
       Tr::kQStages == 2 && store_map_ok(p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q) &&
       make_map_nothrow(&a.tma_o, p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q, D, 16, BF16) == 0;
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) D 256, 64-key blocks, 2 V stages: the plain
+  // kernels of whatever slot runs below (mainloop.cuh kD256TmaEpi) store O with TMA where its
+  // rank-3 map encodes (o_map_d256), else with STG. (Launch 2 of a split tail, kVarTail, keeps
+  // STG whatever a2.o_tma says.)
+  if constexpr (Tr::kEpiStageBytes > 0) a.o_tma = o_map_d256(p, &a.tma_o, BF16);
+  set_last_forward_o_tma(a.o_tma != 0);
+#endif
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
@@ -938,6 +977,9 @@ void launch_forward_score_mod(const Params& p) {
   set_last_forward_tail_tiles(0);
   set_last_forward_lpt_rounds(0);
   set_last_forward_lpt_gain(std::numeric_limits<double>::quiet_NaN());
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+  set_last_forward_o_tma(false);  // (the score-mod kernels keep the STG epilogue)
+#endif
   opt_in_smem<kernel>(Tr::kSmemBytes);
   const auto stream = static_cast<cudaStream_t>(p.stream);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (kVar & kVarOrdered) != 0 ? 0 : 1;

@@ -35,7 +35,7 @@
 namespace attnkit::flash3 {
 
 /// Carves the 1024-aligned dynamic shared memory: Q stages | K stages | V stages | barriers |
-/// scheduler slots.
+/// scheduler slots (ATTNKIT_FLASH3_FWD_D256_TMA_EPI: O's staging before the barriers).
 template <class Tr>
 struct SmemLayout {
   uint8_t* q;  // Q buffer i at q + i * kQBytes
@@ -51,6 +51,11 @@ struct SmemLayout {
   uint64_t* empty_k;
   uint64_t* empty_v;
   int* sched_tile;  // [kSchedSlots] dynamic tile scheduler hand-over (SchedSlot)
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+  // FwdTraits::kEpiStageBytes (before the barriers): O's staging, consumer warp w's
+  // kEpiStageBufs x 2 KB at epi + w x FwdTraits::kEpiStageWarpBytes
+  uint8_t* epi;
+#endif
   __device__ explicit SmemLayout(uint8_t* base) {
     q = base;
     k = q + Tr::kQStages * Tr::kQBytes;
@@ -58,7 +63,12 @@ struct SmemLayout {
     v = k + (Tr::kRing || Tr::kTcSum ? 0 : Tr::kStagesK * Tr::kKVBytes);
     zero = k + Tr::kKVRegionBytes;
     ones = k + Tr::kOnesOff;
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+    epi = zero + Tr::kZeroBytes;  // (1024-aligned: traits.hpp)
+    uint64_t* bars = reinterpret_cast<uint64_t*>(epi + Tr::kEpiStageBytes);
+#else
     uint64_t* bars = reinterpret_cast<uint64_t*>(zero + Tr::kZeroBytes);
+#endif
     full_q = bars;
     empty_q = full_q + Tr::kQStages;
     full_k = empty_q + Tr::kQStages;
@@ -751,6 +761,12 @@ static_assert(ATTNKIT_FLASH3_FWD_D256_RING == 0 || ATTNKIT_FLASH3_FWD_D256_RING 
 /// diet (below) rewrite.
 inline constexpr int kD256NotPlain = kVarScoreMod | kVarMask | kVarDropout | kVarVarlen |
                                      kVarNarrow | kVarTail | kVarLegacyDesc | kVarEarlyRescale;
+/// The D 256 TMA-store epilogue (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) applies to kernel
+/// variant kVar of traits Tr: those with O's staging region (D 256, 64-key blocks, 2 V stages)
+/// and none of kD256NotPlain's bits (the others keep store_output, as does every kernel at run
+/// time when FwdArgs::o_tma is 0).
+template <class Tr, int kVar>
+inline constexpr bool kD256TmaEpi = Tr::kEpiStageBytes > 0 && (kVar & kD256NotPlain) == 0;
 /// The D 256 ring turns (ATTNKIT_FLASH3_FWD_D256_RING) apply to kernel variant kVar: the plain
 /// (no score mod, mask, dropout, varlen, split tail) tile-diet kernels with uniform descriptors
 /// and the row sums in P V.
@@ -1631,6 +1647,27 @@ __device__ __forceinline__ void consume_tile_simple(const FwdArgs& a, SmemLayout
       return;
     }
   }
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+  if constexpr (kD256TmaEpi<Tr, kVar>) {
+    // FwdArgs::o_tma (uniform): 1 = tma_o is (D, Sq, Hq x B): box (column, row, b Hq + h), rows
+    // >= Sq clipped by the map; 2 = (D, Hq, B x Sq): box (column, h, b Sq + row), where rows past
+    // Sq would land in the next batch's, so a warp whose 16 rows cross Sq (one per head's last m
+    // block, none when 16 divides Sq) stores with STG below (a warp-uniform branch). A warp
+    // without rows < Sq has nothing to store (store_output would write nothing either) and stages
+    // nothing (store_output_tma_warp's round robin wants every call to commit all its chunks).
+    const int wrow0 = row0 - lane / 4;
+    if (a.o_tma != 0 && wrow0 >= a.seqlen_q) return;
+    if (a.o_tma == 1 || (a.o_tma == 2 && wrow0 + 16 <= a.seqlen_q)) {
+      const bool hb = a.o_tma == 1;
+      const uint32_t buf =
+          ptx::smem_u32(sm.epi) + static_cast<uint32_t>((cwg * 4 + warp) * Tr::kEpiStageWarpBytes);
+      store_output_tma_warp<Tr::kD, Tr::kEpiStageBufs, BF16, kEdgeIdx>(
+          a, o, inv, lse, b, h, row0, lane, buf, hb ? wrow0 : h,
+          hb ? b * a.heads_q + h : b * a.seqlen_q + wrow0);
+      return;
+    }
+  }
+#endif
   // (kEdge: b, h, row0 >= 0, store_output's kNonNeg)
   store_output<Tr::kD, BF16, kNarrow, kEdgeIdx>(a, o, inv, lse, b, h, row0, lane);
 }

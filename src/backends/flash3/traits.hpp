@@ -25,6 +25,26 @@
 
 #include <cstdint>
 
+// ATTNKIT_FLASH3_FWD_D256_TMA_EPI (session 63 helper; default 0, a measurement build, compile-
+// checked only): the D 256 64-key kernels with 2 V stages (consume_tile_simple; not the 128-key
+// fused / ring ones, not VS 3) write O through shared memory and TMA stores instead of STG
+// (epilogue.cuh store_output_tma_warp): a 32 / 16 KB staging region (FwdTraits::kEpiStageBytes:
+// two / one [16 rows][64 columns] 128B-swizzled 2 KB chunks per consumer warp, reused for O's 4
+// column chunks; two where they fit, i.e. without the row sums in P V), FwdArgs::o_tma set by the
+// launch where O's rank-3 map encodes (launch.cuh o_map_d256; else STG), only the plain
+// kernels (mainloop.cuh kD256TmaEpi: no score mod / mask / dropout / varlen / narrow / split
+// tail). Why: session 63's clock64 tile trace of slot 69 / 79 against a build whose O stores never
+// run: the epilogue 3.7k -> 1.1k cycles a tile at nc 1k, 3.6k -> 0.6k at nc 4k, the tile period
+// -5.5 % / -1.8 %, read in session 63 as the consumer warps' own time. A TMA store gains if that
+// holds, ~0 if O's 64 KB a tile rather shared a path with the next tile's loads (the note has
+// both predictions; the A/B decides). At 0 nothing changes (the D 256 TUs are SASS-identical to
+// main).
+#ifndef ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+#define ATTNKIT_FLASH3_FWD_D256_TMA_EPI 0
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 0 || ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1,
+              "ATTNKIT_FLASH3_FWD_D256_TMA_EPI: 0 (STG) or 1 (D 256 O by TMA stores)");
+
 namespace attnkit::flash3 {
 
 // CL = CTAs per cluster: 2 pairs the CTAs of tiles (m, h, b) and (m + 1, h, b), which read the
@@ -143,14 +163,31 @@ struct FwdTraits {
   // what lets its 3-V-stage variant fit (64 + 5 x 32 + 2 KB = 226 KB).
   // kTcSum: one more zero chunk, the 8 extra columns' B of the P = 0 wgmma (third chunk).
   static constexpr int kZeroBytes = D == 256 ? 0 : 16 * (kTcSum ? D + 64 : D) * 2;
+  // ATTNKIT_FLASH3_FWD_D256_TMA_EPI: O's staging for the TMA-store epilogue of the D 256 64-key
+  // kernels with 2 V stages, after the K/V region (and the zero block, none at D 256),
+  // 1024-aligned: per consumer warp kEpiStageBufs chunks of [16 rows][64 columns] (2 KB, 128B
+  // swizzle), through which its 4 column chunks of O go round robin. The plain layout (194 KB)
+  // takes two a warp (32 KB: 226 KB), so that a chunk's stmatrix waits only for the store of the
+  // chunk before the last (wait_group.read 1); the row sums' (kTcSum, 210 KB) one (16 KB: 226 KB),
+  // each chunk waiting for the previous chunk's store to have read it. One Q buffer either way.
+  static constexpr int kEpiStageBufs = kTcSum ? 1 : 2;
+  static constexpr int kEpiStageWarpBytes = kEpiStageBufs * 16 * kChunkRowBytes;
+  static constexpr int kEpiStageBytes = ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1 && D == 256 &&
+                                                kBlockN == 64 && VS == 2 && !kRing && !kFused
+                                            ? 4 * WGs * kEpiStageWarpBytes
+                                            : 0;
   // The mbarriers and the dynamic scheduler's slot ring (mainloop.cuh SmemLayout).
   static constexpr int kBarrierRegionBytes = 1024;
-  static constexpr int kFixedBytes = kKVRegionBytes + kZeroBytes + kBarrierRegionBytes + 1024;
+  static constexpr int kFixedBytes =
+      kKVRegionBytes + kZeroBytes + kEpiStageBytes + kBarrierRegionBytes + 1024;
   static constexpr int kQStages = 2 * kQBytes + kFixedBytes <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes = kQStages * kQBytes + kFixedBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "wgmma N");
   static_assert(kKVChunkBytes % 1024 == 0, "K/V chunks must stay 1024-aligned (swizzle atoms)");
+  static_assert(kEpiStageBytes == 0 ||
+                    (kQStages == 1 && (kQBytes + kKVRegionBytes + kZeroBytes) % 1024 == 0),
+                "flash3: the D 256 O staging is 1024-aligned, with one Q buffer");
 };
 
 }  // namespace attnkit::flash3
