@@ -25,6 +25,7 @@
 #include "backends/flash3/launch.hpp"
 #include "backends/flash3/lpt_schedule.hpp"
 #include "backends/flash3/tile_scheduler.cuh"
+#include "backends/flash3/traits.hpp"
 #include "common/scoped_env.hpp"
 #include "core/params.hpp"
 #include "core/philox.hpp"
@@ -485,6 +486,13 @@ TEST_P(Flash3Forward, MatchesReference) {
   // c.grid CTAs (Tuning::max_grid).
   flash3::tuning().max_grid = c.grid;
   flash3::tuning().tail_split = c.tag == "tail" ? 1 : c.tag == "tail_off" ? 0 : -1;
+  // "d256tma*" (session 63 helper): D 256 on the default knobs, the cases for a build with
+  // ATTNKIT_FLASH3_FWD_D256_TMA_EPI = 1 (traits.hpp: the plain 64-key kernels store O through
+  // shared memory + TMA; without it they check the STG epilogue); "d256tma_dyn" with the dynamic
+  // scheduler, "d256tma_tail" with the split tail forced (launch 1 that epilogue, launch 2 the
+  // tail kernel's STG), "d256tma_pp_off" with the ping-pong off.
+  if (c.tag == "d256tma_dyn") flash3::tuning().scheduler = 1;
+  if (c.tag == "d256tma_tail") flash3::tuning().tail_split = 1;
   // "lpt" / "lpt_long" (session 46): the balanced static table (Tuning::lpt_schedule 1 / 2) on
   // causal launches, on c.grid CTAs; lpt_long past 32 m blocks, where the auto runs the dynamic
   // scheduler.
@@ -623,6 +631,14 @@ TEST_P(Flash3Forward, MatchesReference) {
   // always; non-causal only on the ordered diet kernel with the row sums (slot 39, itself from
   // Sk 2048) from kPingPong256MinSeqlenK keys (session 53), not on its multicast twin ("mc").
   const bool launched = c.b > 0 && c.sq > 0 && c.hq > 0;  // (launch_forward returns before)
+  // (d256tma) The launch encoded O's map for the TMA epilogue (FwdArgs::o_tma) exactly in a build
+  // with the switch (every case's O folds to a rank-3 map: launch.cuh o_map_d256's form 1 for
+  // B = 1 or BHSD, form 2 for BSHD), and the split tail ran where forced (a path that silently
+  // fell back to STG, or a launch without the tail, would still pass the oracle).
+  if (launched && c.tag.rfind("d256tma", 0) == 0)
+    EXPECT_EQ(flash3::last_forward_o_tma(), ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1)
+        << "D 256 TMA epilogue (FwdArgs::o_tma)";
+  if (c.tag == "d256tma_tail") EXPECT_GT(flash3::last_forward_tail_tiles(), 0) << "split tail";
   if (launched && c.d == 256 && !c.score_mod() && c.tag != "pp_on" && !pp_off)
     EXPECT_EQ(flash3::last_forward_pingpong(),
               c.causal != Causal::none || (last_slot == flash3::kTcSum256DietSlot &&
@@ -941,6 +957,34 @@ std::vector<Cfg> cases() {
         add({"lptw", 1, 3200, 3200, 4, 1, 0, bf, Causal::top_left, false, false, true, 1.f, 13});
         add({"lptw", 2, 1050, 1200, 6, 2, 0, bf, Causal::bottom_right, false, false, false, 4.f,
              7});
+      }
+      // Session 63 helper ("d256tma*", ATTNKIT_FLASH3_FWD_D256_TMA_EPI): D 256 O through 2 KB
+      // staging chunks per consumer warp and TMA stores in a build with the switch (the STG
+      // epilogue without it). Several tiles a CTA on 3-7 CTAs (the staging reused across tiles)
+      // with GQA 4 and jumping maxima: slot 29 (nc, < 2048 keys: two chunks a warp), slot 39 (the
+      // row sums, 2100 keys: one); causal 1k (the skip-turn twin 119); partial last m blocks (Sq
+      // 1000: 104 rows, 193: one row, 700: an idle warpgroup; with B > 1 in BSHD (the map's form
+      // 2) the warp whose rows cross Sq stores with STG, with B = 1 or BHSD (form 1) the map clips
+      // them); the multicast twins 69 / 79 on the full grid (256 tiles: CTA pairs with two tiles);
+      // causal 1k bottom-right on the full grid; rows without keys (br, Sq > Sk: those tiles' STG
+      // between TMA tiles of the same CTA); BHSD with two batches and with padded strides; the
+      // dynamic scheduler; the ping-pong off; the split tail after the TMA kernel.
+      if (d == 256) {
+        const auto bf = DType::bf16;
+        const auto nc = Causal::none, tl = Causal::top_left, br = Causal::bottom_right;
+        add({"d256tma", 2, 1000, 1000, 8, 2, 0, bf, nc, false, false, true, 4.f, 7});
+        add({"d256tma", 2, 1000, 1000, 8, 2, 0, bf, tl, false, false, true, 1.f, 7});
+        add({"d256tma", 2, 193, 700, 4, 1, 0, bf, nc, false, false, false, 4.f, 3});
+        add({"d256tma", 1, 700, 2100, 8, 2, 0, bf, nc, false, false, true, 1.f, 5});
+        add({"d256tma", 2, 1024, 1024, 16, 2, 0, bf, nc, false, false, true, 4.f});
+        add({"d256tma", 2, 1024, 2500, 16, 4, 0, bf, nc, false, false, true});
+        add({"d256tma", 2, 1024, 1024, 16, 8, 0, bf, br, false, false, true});
+        add({"d256tma", 2, 700, 200, 8, 2, 0, bf, br, false, false, false, 1.f, 5});
+        add({"d256tma", 1, 300, 500, 4, 2, 0, bf, tl, true, true, false, 1.f, 3});
+        add({"d256tma", 2, 1000, 1100, 8, 2, 0, bf, nc, true, false, true, 1.f, 7});
+        add({"d256tma_dyn", 3, 700, 900, 8, 4, 0, bf, br, false, false, true, 1.f, 7});
+        add({"d256tma_pp_off", 1, 1000, 1000, 4, 2, 0, bf, tl, false, false, true, 4.f, 5});
+        add({"d256tma_tail", 2, 1000, 1000, 8, 2, 0, bf, nc, false, false, true, 1.f, 7});
       }
       // Session 48: D 256 causal on the plain ordered diet kernels (Tuning::skip_masked_turn = 0),
       // the twins' comparison (the default cases run the twins).
