@@ -579,14 +579,6 @@ void launch_forward(const Params& p) {
       kTmaEpiCapable && diet && (D != 64 || diet_uni64) && tma_on && tuning().q_bufs >= 2 &&
       Tr::kQStages == 2 && store_map_ok(p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q) &&
       make_map_nothrow(&a.tma_o, p.out, p.out_st, p.batch, p.seqlen_q, p.heads_q, D, 16, BF16) == 0;
-#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
-  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) D 256, 64-key blocks, 2 V stages: the plain
-  // kernels of whatever slot runs below (mainloop.cuh kD256TmaEpi) store O with TMA where its
-  // rank-3 map encodes (o_map_d256), else with STG. (Launch 2 of a split tail, kVarTail, keeps
-  // STG whatever a2.o_tma says.)
-  if constexpr (Tr::kEpiStageBytes > 0) a.o_tma = o_map_d256(p, &a.tma_o, BF16);
-  set_last_forward_o_tma(a.o_tma != 0);
-#endif
   const bool cluster = kClusterCapable<D, BN, WGs> && tuning().cluster == 2 &&
                        !tuning().legacy_desc && s4 == 0 && !diet && !a.causal && !dynamic &&
                        a.num_m_blocks % 2 == 0 && p.seqlen_k > 0;
@@ -685,15 +677,32 @@ void launch_forward(const Params& p) {
     if (a.causal && tuning().skip_masked_turn != 0) {
       constexpr int kV29 = kDietVar | kVarOrdered | kVarSkipTurn;
       constexpr int kV39 = kDietVar | kVarOrdered | kVarTcSum | kVarSkipTurn;
+      // (the twins' own shared memory: O's staging region at ATTNKIT_FLASH3_FWD_D256_TMA_EPI 1)
       if (slot_id == 16 + 13) {
         kernel = fwd_kernel<D, BF16, BN, WGs, VS, kV29>;
+        smem = FwdTraitsOf<D, BN, WGs, VS, kV29>::kSmemBytes;
         slot_id += kSkipTurnSlotBase;
       } else if (slot_id == kTcSum256DietSlot) {
         kernel = fwd_kernel<D, BF16, BN, WGs, VS, kV39>;
+        smem = FwdTraitsOf<D, BN, WGs, VS, kV39>::kSmemBytes;
         slot_id += kSkipTurnSlotBase;
       }
     }
   }
+#if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
+  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) D 256, 64-key blocks, 2 V stages: the plain
+  // kernels with O's staging region (at 1 the causal skip-turn twins just chosen, slots 109 /
+  // 119; at 2 every one; mainloop.cuh kD256TmaEpi) store O with TMA where its rank-3 map encodes
+  // (o_map_d256), else with STG. (Launch 2 of a split tail, kVarTail, keeps STG whatever a2.o_tma
+  // says; the multicast twins below are non-causal: at 1 they have no staging.)
+  if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2) {
+    const bool staged =
+        ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2 || (slot_id == kSkipTurnSlotBase + 16 + 13 ||
+                                                 slot_id == kSkipTurnSlotBase + kTcSum256DietSlot);
+    if (staged) a.o_tma = o_map_d256(p, &a.tma_o, BF16);
+  }
+  set_last_forward_o_tma(a.o_tma != 0);
+#endif
   // Tuning::edge_nc_twin (launch.hpp has the why and the measurements; mainloop.cuh kVarEdgeNc):
   // D 64 non-causal launches of slot 14 (2 or 3 consumer warpgroups) run its twin with every part
   // of the tile-boundary diet (ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC); slot 14 keeps

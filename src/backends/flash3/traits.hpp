@@ -25,25 +25,34 @@
 
 #include <cstdint>
 
-// ATTNKIT_FLASH3_FWD_D256_TMA_EPI (session 63 helper; default 0, a measurement build, compile-
-// checked only): the D 256 64-key kernels with 2 V stages (consume_tile_simple; not the 128-key
-// fused / ring ones, not VS 3) write O through shared memory and TMA stores instead of STG
-// (epilogue.cuh store_output_tma_warp): a 32 / 16 KB staging region (FwdTraits::kEpiStageBytes:
-// two / one [16 rows][64 columns] 128B-swizzled 2 KB chunks per consumer warp, reused for O's 4
-// column chunks; two where they fit, i.e. without the row sums in P V), FwdArgs::o_tma set by the
-// launch where O's rank-3 map encodes (launch.cuh o_map_d256; else STG), only the plain
-// kernels (mainloop.cuh kD256TmaEpi: no score mod / mask / dropout / varlen / narrow / split
-// tail). Why: session 63's clock64 tile trace of slot 69 / 79 against a build whose O stores never
-// run: the epilogue 3.7k -> 1.1k cycles a tile at nc 1k, 3.6k -> 0.6k at nc 4k, the tile period
-// -5.5 % / -1.8 %, read in session 63 as the consumer warps' own time. A TMA store gains if that
-// holds, ~0 if O's 64 KB a tile rather shared a path with the next tile's loads (the note has
-// both predictions; the A/B decides). At 0 nothing changes (the D 256 TUs are SASS-identical to
-// main).
+// ATTNKIT_FLASH3_FWD_D256_TMA_EPI (session 63 helper; session 64: default 1): the D 256 64-key
+// kernels with 2 V stages (consume_tile_simple; not the 128-key fused / ring ones, not VS 3)
+// write O through shared memory and TMA stores instead of STG (epilogue.cuh
+// store_output_tma_warp): a 32 / 16 KB staging region (FwdTraits::kEpiStageBytes: two / one
+// [16 rows][64 columns] 128B-swizzled 2 KB chunks per consumer warp, reused for O's 4 column
+// chunks; two where they fit, i.e. without the row sums in P V; the kernel grows to 226 KB),
+// FwdArgs::o_tma set by the launch where O's rank-3 map encodes (launch.cuh o_map_d256; else
+// STG), only the plain kernels (mainloop.cuh kD256TmaEpi: no score mod / mask / dropout / varlen
+// / narrow / split tail).
+//   0: STG everywhere (main's code until session 64);
+//   1: the causal skip-turn kernels only (mainloop.cuh kVarSkipTurn: slots 109 / 119, every D 256
+//      causal launch of the default knobs); the others keep STG and their shared memory;
+//   2: every plain kernel (29 / 39 / 109 / 119, multicast twins 69 / 79): session 64's A/B build.
+// Why (session 63): a clock64 tile trace of slot 69 / 79 against a build whose O stores never
+// run: the epilogue 3.7k -> 1.1k cycles a tile at nc 1k, the tile period -5.5 %. Measured
+// (session 64 call 1, H200, flash3_knob_ab.py, 1-second blocks, same process, outputs bitwise
+// equal; rounds 1 / 2 of 2 against the default build): slot 119 (causal) +3.8 / +3.3 % at 1k,
+// +2.3 / +2.2 % at 2k, +1.5 / +1.7 % at 4k, +0.5 / -0.9 % at 16k; slot 69 (nc 1k) +1.1 / +1.2 %;
+// slot 79 (nc 2k-16k) -1.2..-2.3 % at every length, even at 16k where one epilogue comes every
+// 256 turns (a steady-state loss, not the epilogue's: the traces' mainloops did not show it).
+// The epilogue itself shrank only 0.6k cycles a tile in the traces (3.7k -> 3.1k at nc 1k / 4k),
+// not the 2.6k the probe removed: most of that time is not the store instructions' issue.
 #ifndef ATTNKIT_FLASH3_FWD_D256_TMA_EPI
-#define ATTNKIT_FLASH3_FWD_D256_TMA_EPI 0
+#define ATTNKIT_FLASH3_FWD_D256_TMA_EPI 1
 #endif
-static_assert(ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 0 || ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1,
-              "ATTNKIT_FLASH3_FWD_D256_TMA_EPI: 0 (STG) or 1 (D 256 O by TMA stores)");
+static_assert(ATTNKIT_FLASH3_FWD_D256_TMA_EPI >= 0 && ATTNKIT_FLASH3_FWD_D256_TMA_EPI <= 2,
+              "ATTNKIT_FLASH3_FWD_D256_TMA_EPI: 0 (STG), 1 (D 256 causal kernels by TMA stores), "
+              "2 (every plain D 256 64-key kernel by TMA stores)");
 
 namespace attnkit::flash3 {
 
@@ -55,7 +64,11 @@ namespace attnkit::flash3 {
 // 16 KB through which K and V stream in consumption order (Tuning::kv_ring_256; see below).
 // TC: P V with the softmax's row sums as 8 more columns (session 40; the kernels with
 // mainloop.cuh's kVarTcSum bit): the K/V region laid out for it (kTcSum below).
-template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1, int RS = 0, bool TC = false>
+// EPI: O's staging region for the D 256 TMA-store epilogue (kEpiStageBytes below); every kernel
+// at ATTNKIT_FLASH3_FWD_D256_TMA_EPI = 2, only the causal skip-turn ones at 1 (mainloop.cuh
+// FwdTraitsOf sets it from the kernel's variant bits).
+template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1, int RS = 0, bool TC = false,
+          bool EPI = ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2>
 struct FwdTraits {
   static_assert(D == 64 || D == 128 || D == 256, "flash3 forward: D in {64, 128, 256}");
   static constexpr int kD = D;
@@ -172,10 +185,10 @@ struct FwdTraits {
   // each chunk waiting for the previous chunk's store to have read it. One Q buffer either way.
   static constexpr int kEpiStageBufs = kTcSum ? 1 : 2;
   static constexpr int kEpiStageWarpBytes = kEpiStageBufs * 16 * kChunkRowBytes;
-  static constexpr int kEpiStageBytes = ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1 && D == 256 &&
-                                                kBlockN == 64 && VS == 2 && !kRing && !kFused
-                                            ? 4 * WGs * kEpiStageWarpBytes
-                                            : 0;
+  static constexpr int kEpiStageBytes =
+      EPI && D == 256 && kBlockN == 64 && VS == 2 && !kRing && !kFused
+          ? 4 * WGs * kEpiStageWarpBytes
+          : 0;
   // The mbarriers and the dynamic scheduler's slot ring (mainloop.cuh SmemLayout).
   static constexpr int kBarrierRegionBytes = 1024;
   static constexpr int kFixedBytes =

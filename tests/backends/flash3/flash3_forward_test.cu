@@ -631,13 +631,21 @@ TEST_P(Flash3Forward, MatchesReference) {
   // always; non-causal only on the ordered diet kernel with the row sums (slot 39, itself from
   // Sk 2048) from kPingPong256MinSeqlenK keys (session 53), not on its multicast twin ("mc").
   const bool launched = c.b > 0 && c.sq > 0 && c.hq > 0;  // (launch_forward returns before)
-  // (d256tma) The launch encoded O's map for the TMA epilogue (FwdArgs::o_tma) exactly in a build
-  // with the switch (every case's O folds to a rank-3 map: launch.cuh o_map_d256's form 1 for
-  // B = 1 or BHSD, form 2 for BSHD), and the split tail ran where forced (a path that silently
-  // fell back to STG, or a launch without the tail, would still pass the oracle).
-  if (launched && c.tag.rfind("d256tma", 0) == 0)
-    EXPECT_EQ(flash3::last_forward_o_tma(), ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1)
-        << "D 256 TMA epilogue (FwdArgs::o_tma)";
+  // (d256tma) The launch encoded O's map for the TMA epilogue (FwdArgs::o_tma) exactly where the
+  // build stages O (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI: 2 every plain kernel, 1 the causal
+  // skip-turn twins 109 / 119, which every causal case here runs; every case's O folds to a
+  // rank-3 map: launch.cuh o_map_d256's form 1 for B = 1 or BHSD, form 2 for BSHD), and the split
+  // tail ran where forced (a path that silently fell back to STG, or a launch without the tail,
+  // would still pass the oracle).
+  if (launched && c.tag.rfind("d256tma", 0) == 0) {
+    const bool skip_twin = last_slot == flash3::kSkipTurnSlotBase + 16 + 13 ||
+                           last_slot == flash3::kSkipTurnSlotBase + flash3::kTcSum256DietSlot;
+    if (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1)
+      EXPECT_EQ(skip_twin, c.causal != Causal::none) << "slot " << last_slot;
+    EXPECT_EQ(flash3::last_forward_o_tma(), ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2 ||
+                                                (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1 && skip_twin))
+        << "D 256 TMA epilogue (FwdArgs::o_tma), slot " << last_slot;
+  }
   if (c.tag == "d256tma_tail") EXPECT_GT(flash3::last_forward_tail_tiles(), 0) << "split tail";
   if (launched && c.d == 256 && !c.score_mod() && c.tag != "pp_on" && !pp_off)
     EXPECT_EQ(flash3::last_forward_pingpong(),
