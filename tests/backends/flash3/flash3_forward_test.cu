@@ -486,9 +486,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   // c.grid CTAs (Tuning::max_grid).
   flash3::tuning().max_grid = c.grid;
   flash3::tuning().tail_split = c.tag == "tail" ? 1 : c.tag == "tail_off" ? 0 : -1;
-  // "d256tma*" (session 63 helper): D 256 on the default knobs, the cases for a build with
-  // ATTNKIT_FLASH3_FWD_D256_TMA_EPI = 1 (traits.hpp: the plain 64-key kernels store O through
-  // shared memory + TMA; without it they check the STG epilogue); "d256tma_dyn" with the dynamic
+  // "d256tma*" (session 63 helper): D 256 on the default knobs, the cases of
+  // ATTNKIT_FLASH3_FWD_D256_TMA_EPI (traits.hpp: at 1, the default since session 64, the causal
+  // kernels store O through shared memory + TMA and the non-causal ones with STG; at 2 every plain
+  // 64-key kernel by TMA; at 0 every one with STG); "d256tma_dyn" with the dynamic
   // scheduler, "d256tma_tail" with the split tail forced (launch 1 that epilogue, launch 2 the
   // tail kernel's STG), "d256tma_pp_off" with the ping-pong off.
   if (c.tag == "d256tma_dyn") flash3::tuning().scheduler = 1;
@@ -967,16 +968,17 @@ std::vector<Cfg> cases() {
              7});
       }
       // Session 63 helper ("d256tma*", ATTNKIT_FLASH3_FWD_D256_TMA_EPI): D 256 O through 2 KB
-      // staging chunks per consumer warp and TMA stores in a build with the switch (the STG
-      // epilogue without it). Several tiles a CTA on 3-7 CTAs (the staging reused across tiles)
-      // with GQA 4 and jumping maxima: slot 29 (nc, < 2048 keys: two chunks a warp), slot 39 (the
-      // row sums, 2100 keys: one); causal 1k (the skip-turn twin 119); partial last m blocks (Sq
-      // 1000: 104 rows, 193: one row, 700: an idle warpgroup; with B > 1 in BSHD (the map's form
-      // 2) the warp whose rows cross Sq stores with STG, with B = 1 or BHSD (form 1) the map clips
-      // them); the multicast twins 69 / 79 on the full grid (256 tiles: CTA pairs with two tiles);
-      // causal 1k bottom-right on the full grid; rows without keys (br, Sq > Sk: those tiles' STG
-      // between TMA tiles of the same CTA); BHSD with two batches and with padded strides; the
-      // dynamic scheduler; the ping-pong off; the split tail after the TMA kernel.
+      // staging chunks per consumer warp and TMA stores where the build stages O (at the default
+      // 1 the causal cases; at 2 all; the STG epilogue elsewhere). Several tiles a CTA on 3-7 CTAs
+      // (the staging reused across tiles) with GQA 4 and jumping maxima: slot 29 (nc, < 2048 keys:
+      // two chunks a warp), slot 39 (the row sums, 2100 keys: one); causal 1k (the skip-turn twin
+      // 119); partial last m blocks (Sq 1000: 104 rows, 193: one row, 700: an idle warpgroup; with
+      // B > 1 in BSHD (the map's form 2) the warp whose rows cross Sq stores with STG, with B = 1
+      // or BHSD (form 1) the map clips them); the multicast twins 69 / 79 on the full grid (256
+      // tiles: CTA pairs with two tiles); causal 1k bottom-right on the full grid; rows without
+      // keys (br, Sq > Sk: those tiles' STG between TMA tiles of the same CTA); BHSD with two
+      // batches and with padded strides; the dynamic scheduler; the ping-pong off; the split tail
+      // after the TMA kernel.
       if (d == 256) {
         const auto bf = DType::bf16;
         const auto nc = Causal::none, tl = Causal::top_left, br = Causal::bottom_right;
