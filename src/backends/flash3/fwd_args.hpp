@@ -133,10 +133,10 @@ struct FwdArgs {
   // launch keeps for the shape; null = the zig-zag / rotated rounds.
   const int* sched_table;
 #if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
-  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI; mainloop.cuh kD256TmaEpi) The D 256 plain 64-key
-  // kernels' epilogue: 0 = STG (store_output); 1 / 2 = O through tma_o, which the launch encoded
-  // as a rank-3 map in form 1 (D, Sq, Hq x B) or 2 (D, Hq, B x Sq) (launch.cuh o_map_d256).
-  // Appended under the switch only: without it FwdArgs is main's.
+  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI; mainloop.cuh kD256TmaEpi) The epilogue of the D
+  // 256 kernels with O's staging region (at the default 1 the causal skip-turn ones): 0 = STG
+  // (store_output); 1 / 2 = O through tma_o, which the launch encoded as a rank-3 map in form 1
+  // (D, Sq, Hq x B) or 2 (D, Hq, B x Sq) (launch.cuh o_map_d256). Present unless the switch is 0.
   int o_tma;
 #endif
 };

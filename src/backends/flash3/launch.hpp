@@ -319,9 +319,9 @@ void set_last_forward_dynamic(bool dynamic);
 bool last_forward_pingpong();
 void set_last_forward_pingpong(bool pingpong);
 /// Whether the last forward launch encoded O's map for the D 256 TMA-store epilogue
-/// (FwdArgs::o_tma; only in builds with ATTNKIT_FLASH3_FWD_D256_TMA_EPI = 1, false otherwise):
-/// its plain 64-key kernels then wrote O with TMA stores, so that tests can tell that path from
-/// the STG fallback (session 63 helper).
+/// (FwdArgs::o_tma; only in builds with ATTNKIT_FLASH3_FWD_D256_TMA_EPI >= 1, false otherwise):
+/// its kernel (at 1 a causal skip-turn one, at 2 any plain 64-key one) then wrote O with TMA
+/// stores, so that tests can tell that path from the STG fallback (session 63 helper).
 bool last_forward_o_tma();
 void set_last_forward_o_tma(bool o_tma);
 
