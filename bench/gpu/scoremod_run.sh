@@ -17,6 +17,8 @@
 # "-DATTNKIT_FLASH3_FWD_<NAME>=1", so the tests run on the switched kernels).
 # Writes at most 8 files to $OUT: build.log, test.log, sanitizer_{memcheck,racecheck}.log,
 # bench.log, bench.json, summary.txt.
+# Exit status (session 65): 1 = the build failed, or a test shard failed / timed out, or no test
+# passed; 2 = a sanitizer run failed; 3 = both. The benchmark's status does not count.
 #   OUT=... bash bench/gpu/scoremod_run.sh [--d 128,256 --s 1k,4k,16k --mods cap,win ...]
 set -u
 OUT=${OUT:-/tmp/scoremod_out}
@@ -52,14 +54,21 @@ if [ -n "$objs" ]; then
 fi
 
 T=$B/tests/test_flash3
+rc=0  # the exit status: 1 = a test failed (or none passed), 2 = a sanitizer run failed, 3 = both
 if [ "${SM_TESTS:-1}" = 1 ]; then
   NS=${SM_TEST_SHARDS:-8}
   t0=$(date +%s)
   for i in $(seq 0 $((NS - 1))); do
-    GTEST_TOTAL_SHARDS=$NS GTEST_SHARD_INDEX=$i timeout ${SM_TEST_TIMEOUT:-300} $T --gtest_brief=1 \
-      ${SM_TEST_FILTER:+--gtest_filter="$SM_TEST_FILTER"} > "$OUT/test_$i.log" 2>&1 &
+    (GTEST_TOTAL_SHARDS=$NS GTEST_SHARD_INDEX=$i timeout ${SM_TEST_TIMEOUT:-300} $T --gtest_brief=1 \
+      ${SM_TEST_FILTER:+--gtest_filter="$SM_TEST_FILTER"} > "$OUT/test_$i.log" 2>&1 ||
+      echo "shard $i: exit status $? (124: SM_TEST_TIMEOUT)" >> "$OUT/.shards_failed") &
   done
   wait
+  if [ -e "$OUT/.shards_failed" ]; then
+    say "$(cat "$OUT/.shards_failed")"
+    rc=1
+    rm -f "$OUT/.shards_failed"
+  fi
   cat "$OUT"/test_*.log > "$OUT/test.log"
   rm -f "$OUT"/test_*.log
   pass=$(grep -h "PASSED" "$OUT/test.log" | grep -oE "[0-9]+ test" | awk '{s += $1} END {print s + 0}')
@@ -68,6 +77,9 @@ if [ "${SM_TESTS:-1}" = 1 ]; then
   # those lines, one per shard: "12 skipped" in sessions 26-38 meant 12 shards, not 12 tests.)
   skip=$(grep -hE "^\[  SKIPPED \] [0-9]+ test" "$OUT/test.log" | awk '{s += $4} END {print s + 0}')
   say "test_flash3: $pass passed, $fail failed lines, $skip skipped ($(($(date +%s) - t0)) s)"
+  # (Session 65: until then nothing below the build set the exit status, so "gate on the exit
+  # status" (sessions 63-64) gated on the build only. Now: 1 = a failed test or none passed.)
+  if [ "$fail" != 0 ] || [ "$pass" = 0 ]; then rc=1; fi
   grep -E "^\[  FAILED  \]|Failure|Expected|Which is|error" "$OUT/test.log" | head -40
 fi
 
@@ -80,10 +92,13 @@ if [ "${SM_SANITIZE:-1}" = 1 ]; then
   for tool in memcheck racecheck; do
     (timeout ${SM_SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 $T \
       --gtest_filter="$F" > "$OUT/sanitizer_$tool.log" 2>&1
-    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' \
+    r=$?
+    [ $r = 0 ] || touch "$OUT/.san_failed"
+    echo "$tool rc=$r $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' \
       "$OUT/sanitizer_$tool.log" | tr '\n' ' ')" | tee -a "$S") &
   done
   wait
+  if [ -e "$OUT/.san_failed" ]; then rc=$((rc | 2)); rm -f "$OUT/.san_failed"; fi
 fi
 
 if [ "${SM_BENCH:-1}" = 1 ]; then
@@ -92,3 +107,4 @@ if [ "${SM_BENCH:-1}" = 1 ]; then
   say "bench rc=$?"
   grep -vE "^\s*$|Warning|warn" "$OUT/bench.log" | tail -30 | tee -a "$S"
 fi
+exit $rc
