@@ -273,37 +273,26 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-/// 4-D 16-bit tensor map: dims[0] innermost (contiguous), strides in BYTES for dims 1..3 (each a
-/// multiple of 16, < 2^40), box[i] elements per dim (box[0] * 2 <= 128 for SWIZZLE_128B).
-/// Returns the CUresult (CUDA_SUCCESS = 0).
-inline int encode_tensor_map_4d_16bit(CUtensorMap* map, const void* base, const uint64_t dims[4],
-                                      const uint64_t byte_strides[3], const uint32_t box[4],
-                                      bool bf16) {
+/// Rank-R 16-bit tensor map (R = 3 or 4): dims[0] innermost (contiguous), strides in BYTES for
+/// dims 1..R-1 (each a multiple of 16, < 2^40), box[i] elements per dim (box[0] * 2 <= 128 for
+/// SWIZZLE_128B). Returns the CUresult (CUDA_SUCCESS = 0; -1 without the driver's encoder).
+template <int R>
+inline int encode_tensor_map_16bit(CUtensorMap* map, const void* base, const uint64_t (&dims)[R],
+                                   const uint64_t (&byte_strides)[R - 1], const uint32_t (&box)[R],
+                                   bool bf16) {
+  static_assert(R == 3 || R == 4, "encode_tensor_map_16bit: rank 3 or 4");
   auto fn = tensor_map_encoder();
   if (!fn) return -1;
-  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  cuuint64_t d[4] = {dims[0], dims[1], dims[2], dims[3]};
-  cuuint64_t s[3] = {byte_strides[0], byte_strides[1], byte_strides[2]};
-  cuuint32_t b[4] = {box[0], box[1], box[2], box[3]};
+  cuuint64_t d[R], s[R - 1];
+  cuuint32_t b[R], elem_strides[R];
+  for (int i = 0; i < R; ++i) {
+    d[i] = dims[i];
+    b[i] = box[i];
+    elem_strides[i] = 1;
+    if (i < R - 1) s[i] = byte_strides[i];
+  }
   return static_cast<int>(
-      fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-         const_cast<void*>(base), d, s, b, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-}
-
-/// encode_tensor_map_4d_16bit for a rank-3 map (dims[0] innermost, strides in bytes for dims 1..2).
-inline int encode_tensor_map_3d_16bit(CUtensorMap* map, const void* base, const uint64_t dims[3],
-                                      const uint64_t byte_strides[2], const uint32_t box[3],
-                                      bool bf16) {
-  auto fn = tensor_map_encoder();
-  if (!fn) return -1;
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  cuuint64_t d[3] = {dims[0], dims[1], dims[2]};
-  cuuint64_t s[2] = {byte_strides[0], byte_strides[1]};
-  cuuint32_t b[3] = {box[0], box[1], box[2]};
-  return static_cast<int>(
-      fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+      fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, R,
          const_cast<void*>(base), d, s, b, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));

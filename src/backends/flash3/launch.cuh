@@ -442,7 +442,7 @@ inline int o_map_d256(const Params& p, CUtensorMap* map, bool bf16) {
   const uint64_t strides[2] = {form == 1 ? bytes(sq, st.s) : bytes(hq, st.h),
                                form == 1 ? bytes(hq * b, st.h) : bytes(b * sq, st.s)};
   const uint32_t box[3] = {64, form == 1 ? 16u : 1u, form == 1 ? 1u : 16u};
-  return cuda::sm90::encode_tensor_map_3d_16bit(map, p.out, dims, strides, box, bf16) == 0 ? form
+  return cuda::sm90::encode_tensor_map_16bit<3>(map, p.out, dims, strides, box, bf16) == 0 ? form
                                                                                            : 0;
 }
 #endif
@@ -631,6 +631,9 @@ void launch_forward(const Params& p) {
   auto kernel = run_ord ? kernels_ord[slot] : kernels[slot];
   int slot_id = slot + (run_ord ? 16 : 0);  // (16 + slot: the ordered build of slot)
   int smem = Tr::kSmemBytes;
+  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) whether the chosen kernel has O's staging region
+  // for the D 256 TMA-store epilogue: set with smem where the kernel changes (the skip-turn twins)
+  [[maybe_unused]] bool o_staged = Tr::kEpiStageBytes > 0;
   // Session 40: slot 31's kernel (D 128, ordered, diet + TMA epilogue: the default past Sk 2048)
   // with the softmax's row sums as 8 more columns of P V (mainloop.cuh kVarTcSum, its own
   // shared-memory layout: 216 KB). Same process against an identical control (bench/results/
@@ -681,10 +684,12 @@ void launch_forward(const Params& p) {
       if (slot_id == 16 + 13) {
         kernel = fwd_kernel<D, BF16, BN, WGs, VS, kV29>;
         smem = FwdTraitsOf<D, BN, WGs, VS, kV29>::kSmemBytes;
+        o_staged = FwdTraitsOf<D, BN, WGs, VS, kV29>::kEpiStageBytes > 0;
         slot_id += kSkipTurnSlotBase;
       } else if (slot_id == kTcSum256DietSlot) {
         kernel = fwd_kernel<D, BF16, BN, WGs, VS, kV39>;
         smem = FwdTraitsOf<D, BN, WGs, VS, kV39>::kSmemBytes;
+        o_staged = FwdTraitsOf<D, BN, WGs, VS, kV39>::kEpiStageBytes > 0;
         slot_id += kSkipTurnSlotBase;
       }
     }
@@ -695,11 +700,11 @@ void launch_forward(const Params& p) {
   // 119; at 2 every one; mainloop.cuh kD256TmaEpi) store O with TMA where its rank-3 map encodes
   // (o_map_d256), else with STG. (Launch 2 of a split tail, kVarTail, keeps STG whatever a2.o_tma
   // says; the multicast twins below are non-causal: at 1 they have no staging.)
+  // Session 65: Tuning::tma_epilogue = 0 keeps the STG stores in these kernels too (their staging
+  // region then unused): the A/B that splits a staged kernel's time into its layout's share and
+  // its TMA stores' share (bench/notes/session65.md).
   if constexpr (D == 256 && !Tr::kFused && Tr::kBlockN == 64 && VS == 2) {
-    const bool staged =
-        ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2 || (slot_id == kSkipTurnSlotBase + 16 + 13 ||
-                                                 slot_id == kSkipTurnSlotBase + kTcSum256DietSlot);
-    if (staged) a.o_tma = o_map_d256(p, &a.tma_o, BF16);
+    if (o_staged && tuning().tma_epilogue != 0) a.o_tma = o_map_d256(p, &a.tma_o, BF16);
   }
   set_last_forward_o_tma(a.o_tma != 0);
 #endif

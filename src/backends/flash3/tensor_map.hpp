@@ -27,7 +27,7 @@ inline int make_map_nothrow(CUtensorMap* map, const void* base, const Strides4& 
     bytes[i] =
         dims[i + 1] == 1 ? static_cast<uint64_t>(d) * 2 * 16 : static_cast<uint64_t>(raw[i]) * 2;
   const uint32_t box[4] = {64, box_rows, 1, 1};
-  return cuda::sm90::encode_tensor_map_4d_16bit(map, base, dims, bytes, box, bf16);
+  return cuda::sm90::encode_tensor_map_16bit<4>(map, base, dims, bytes, box, bf16);
 }
 
 /// A [B, S, H, D] 16-bit tensor can be a TMA store target (the forward's O with kVarTmaEpi, the

@@ -443,10 +443,10 @@ TEST_P(Flash3Forward, MatchesReference) {
     if (c.tag.rfind("diet_stg", 0) == 0) flash3::tuning().tma_epilogue = 0;
   }
   // "tmaepi*" (helper f3fwd17): the diet kernel's epilogue through shared memory + TMA stores
-  // (Tuning::tma_epilogue, launch slot 15; D = 128 and 64, ignored at 256): with the diet forced
-  // on, or left at auto (tmaepi_auto); with the dynamic scheduler, tiles not overlapped, one CTA
-  // per tile; with one Q buffer (tmaepi_q1: not supported there, the STG epilogue runs).
-  // D = 128 and 64 (ignored at 256).
+  // (Tuning::tma_epilogue, launch slot 15; D = 128 and 64; at 256 only 0 counts: d256tma_stg):
+  // with the diet forced on, or left at auto (tmaepi_auto); with the dynamic scheduler, tiles not
+  // overlapped, one CTA per tile; with one Q buffer (tmaepi_q1: not supported there, the STG
+  // epilogue runs).
   // "nodiet" (session 46): the diet forced off (Tuning::tile_diet = 0). D 256's auto runs the
   // diet at every Sk since session 46, so this is where its ordered slot-11 build with the row
   // sums in P V (kTcSum256Slot, the auto past Sk 4096 before) still runs.
@@ -494,6 +494,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   // tail kernel's STG), "d256tma_pp_off" with the ping-pong off.
   if (c.tag == "d256tma_dyn") flash3::tuning().scheduler = 1;
   if (c.tag == "d256tma_tail") flash3::tuning().tail_split = 1;
+  // "d256tma_stg" (session 65): Tuning::tma_epilogue = 0, the staged kernels keep the STG stores
+  // (their staging region unused; the A/B split of a staged kernel's layout and TMA stores).
+  if (c.tag == "d256tma_stg") flash3::tuning().tma_epilogue = 0;
   // "lpt" / "lpt_long" (session 46): the balanced static table (Tuning::lpt_schedule 1 / 2) on
   // causal launches, on c.grid CTAs; lpt_long past 32 m blocks, where the auto runs the dynamic
   // scheduler.
@@ -643,8 +646,9 @@ TEST_P(Flash3Forward, MatchesReference) {
                            last_slot == flash3::kSkipTurnSlotBase + flash3::kTcSum256DietSlot;
     if (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1)
       EXPECT_EQ(skip_twin, c.causal != Causal::none) << "slot " << last_slot;
-    EXPECT_EQ(flash3::last_forward_o_tma(), ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2 ||
-                                                (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1 && skip_twin))
+    EXPECT_EQ(flash3::last_forward_o_tma(),
+              c.tag != "d256tma_stg" && (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2 ||
+                                         (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1 && skip_twin)))
         << "D 256 TMA epilogue (FwdArgs::o_tma), slot " << last_slot;
   }
   if (c.tag == "d256tma_tail") EXPECT_GT(flash3::last_forward_tail_tiles(), 0) << "split tail";
@@ -995,6 +999,8 @@ std::vector<Cfg> cases() {
         add({"d256tma_dyn", 3, 700, 900, 8, 4, 0, bf, br, false, false, true, 1.f, 7});
         add({"d256tma_pp_off", 1, 1000, 1000, 4, 2, 0, bf, tl, false, false, true, 4.f, 5});
         add({"d256tma_tail", 2, 1000, 1000, 8, 2, 0, bf, nc, false, false, true, 1.f, 7});
+        add({"d256tma_stg", 2, 1000, 1000, 8, 2, 0, bf, tl, false, false, true, 1.f, 7});
+        add({"d256tma_stg", 2, 1024, 1024, 16, 2, 0, bf, nc, false, false, true, 4.f});
       }
       // Session 48: D 256 causal on the plain ordered diet kernels (Tuning::skip_masked_turn = 0),
       // the twins' comparison (the default cases run the twins).
