@@ -162,6 +162,11 @@ extern "C" void flash3_set_knobs_mctail(int multicast_tail) {
 extern "C" void flash3_set_knobs_edge_nc(int edge_nc_twin) {
   attnkit::flash3::tuning().edge_nc_twin = edge_nc_twin;
 }
+// Session 65: Tuning::smem_pad (bytes of unused dynamic shared memory added to each forward
+// launch; 0 = none, the default; A/B only).
+extern "C" void flash3_set_knobs_smem_pad(int smem_pad) {
+  attnkit::flash3::tuning().smem_pad = smem_pad;
+}
 // Session 19: the tiles of the last forward that ran in the split tail (0: none).
 extern "C" int flash3_last_tail_tiles() {
   return attnkit::flash3::last_forward_tail_tiles();

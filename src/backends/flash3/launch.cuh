@@ -755,6 +755,10 @@ void launch_forward(const Params& p) {
     }
   }
   const bool cl2 = cluster || multicast;  // (a 2-CTA cluster launch either way)
+  // Tuning::smem_pad (session 65, A/B only): the attribute is set on every padded launch (the
+  // per-slot cache below holds the unpadded size's opt-in).
+  const int smem_pad = tuning().smem_pad > 0 ? tuning().smem_pad : 0;
+  smem += smem_pad;
   set_last_forward_slot(slot_id);
   // The shared-memory opt-in is per device and kernel: set it once for each device a kernel
   // meets (idempotent, so a race between two threads only repeats the call). Cluster kernels
@@ -789,6 +793,9 @@ void launch_forward(const Params& p) {
       max_ctas = 2 * clusters;
     }
     attr_set[slot_id][dev].store(max_ctas, std::memory_order_release);
+  } else if (smem_pad > 0) {
+    ATTNKIT_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
   // Ping-pong auto: on for D <= 128 and causal D 256, except where the ordered softmax runs
   // (session 16, H100 same-process A/B, bench/results/2026-11-23-h100-flash3-s16-pingpong.json):

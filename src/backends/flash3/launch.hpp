@@ -231,6 +231,12 @@ struct Tuning {
   // (slot 14 either way); 0 bits differing (bench/results/2026-12-01-h200-flash3-s59.md). Same
   // bits. -1 = auto (on), 0 = off (slot 14 runs both modes), 1 = on.
   int edge_nc_twin = -1;
+  // Session 65, A/B only: bytes of dynamic shared memory added to every forward launch of the
+  // persistent kernels (0 = none), unused by the kernel: whether a kernel's time depends on its
+  // shared-memory size alone (the D 256 staged layout's 16 KB, slot 79: -2..-3.6 % at nc 4k with
+  // STG stores in call 2 of bench/notes/session65.md). A size past the device's opt-in limit fails
+  // at the launch's attribute call.
+  int smem_pad = 0;
   // Tests only: at most this many persistent CTAs (0 = one per SM; never the cluster's grid), so
   // that small shapes have several rounds and a partial last one.
   int max_grid = 0;

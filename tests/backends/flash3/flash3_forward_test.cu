@@ -497,6 +497,9 @@ TEST_P(Flash3Forward, MatchesReference) {
   // "d256tma_stg" (session 65): Tuning::tma_epilogue = 0, the staged kernels keep the STG stores
   // (their staging region unused; the A/B split of a staged kernel's layout and TMA stores).
   if (c.tag == "d256tma_stg") flash3::tuning().tma_epilogue = 0;
+  // "smem_pad" (session 65): 16 KB of unused dynamic shared memory added to the launch
+  // (Tuning::smem_pad, an A/B knob): the multicast twin 79 with 226 KB still runs and is exact.
+  if (c.tag == "smem_pad") flash3::tuning().smem_pad = 16384;
   // "lpt" / "lpt_long" (session 46): the balanced static table (Tuning::lpt_schedule 1 / 2) on
   // causal launches, on c.grid CTAs; lpt_long past 32 m blocks, where the auto runs the dynamic
   // scheduler.
@@ -652,6 +655,8 @@ TEST_P(Flash3Forward, MatchesReference) {
         << "D 256 TMA epilogue (FwdArgs::o_tma), slot " << last_slot;
   }
   if (c.tag == "d256tma_tail") EXPECT_GT(flash3::last_forward_tail_tiles(), 0) << "split tail";
+  if (c.tag == "smem_pad")
+    EXPECT_EQ(last_slot, flash3::kMulticastSlotBase + flash3::kTcSum256DietSlot) << "slot";
   if (launched && c.d == 256 && !c.score_mod() && c.tag != "pp_on" && !pp_off)
     EXPECT_EQ(flash3::last_forward_pingpong(),
               c.causal != Causal::none || (last_slot == flash3::kTcSum256DietSlot &&
@@ -1001,6 +1006,7 @@ std::vector<Cfg> cases() {
         add({"d256tma_tail", 2, 1000, 1000, 8, 2, 0, bf, nc, false, false, true, 1.f, 7});
         add({"d256tma_stg", 2, 1000, 1000, 8, 2, 0, bf, tl, false, false, true, 1.f, 7});
         add({"d256tma_stg", 2, 1024, 1024, 16, 2, 0, bf, nc, false, false, true, 4.f});
+        add({"smem_pad", 2, 1024, 2500, 16, 4, 0, bf, nc, false, false, true});
       }
       // Session 48: D 256 causal on the plain ordered diet kernels (Tuning::skip_masked_turn = 0),
       // the twins' comparison (the default cases run the twins).
