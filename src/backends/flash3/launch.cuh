@@ -668,6 +668,13 @@ void launch_forward(const Params& p) {
       kernel =
           diet13 ? fwd_kernel<D, BF16, BN, WGs, VS, kV13> : fwd_kernel<D, BF16, BN, WGs, VS, kV11>;
       smem = FwdTraitsOf<D, BN, WGs, VS, kV11>::kSmemBytes;
+      // (the row-sum layout, shared by kV11 and kV13: staged at ATTNKIT_FLASH3_FWD_D256_TMA_EPI 2
+      // only, so at 3 these keep value 1's layout while the base traits Tr are staged)
+      static_assert(FwdTraitsOf<D, BN, WGs, VS, kV11>::kSmemBytes ==
+                        FwdTraitsOf<D, BN, WGs, VS, kV13>::kSmemBytes &&
+                    FwdTraitsOf<D, BN, WGs, VS, kV11>::kEpiStageBytes ==
+                        FwdTraitsOf<D, BN, WGs, VS, kV13>::kEpiStageBytes);
+      o_staged = FwdTraitsOf<D, BN, WGs, VS, kV11>::kEpiStageBytes > 0;
       slot_id = diet13 ? kTcSum256DietSlot : kTcSum256Slot;
     }
   }
@@ -697,9 +704,10 @@ void launch_forward(const Params& p) {
 #if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
   // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) D 256, 64-key blocks, 2 V stages: the plain
   // kernels with O's staging region (at 1 the causal skip-turn twins just chosen, slots 109 /
-  // 119; at 2 every one; mainloop.cuh kD256TmaEpi) store O with TMA where its rank-3 map encodes
+  // 119; at 3 those and the kernels without the row sums, 29 and its multicast twin 69; at 2
+  // every one; mainloop.cuh kD256TmaEpi) store O with TMA where its rank-3 map encodes
   // (o_map_d256), else with STG. (Launch 2 of a split tail, kVarTail, keeps STG whatever a2.o_tma
-  // says; the multicast twins below are non-causal: at 1 they have no staging.)
+  // says; the multicast twins below stage O as their 1-CTA kernels: at 1 not at all.)
   // Session 65: Tuning::tma_epilogue = 0 keeps the STG stores in these kernels too (their staging
   // region then unused): the A/B that splits a staged kernel's time into its layout's share and
   // its TMA stores' share (bench/notes/session65.md).
@@ -746,6 +754,13 @@ void launch_forward(const Params& p) {
                FwdTraitsOf<D, BN, WGs, VS, kTcVar, 2>::kSmemBytes);
       } else if constexpr (D == 256 && Tr::kBlockN == 64) {
         constexpr int kV13 = kDietVar | kVarOrdered | kVarTcSum;
+        // (o_staged and O's map were decided above from the 1-CTA kernel: its twin has the
+        // same staging, ATTNKIT_FLASH3_FWD_D256_TMA_EPI 2 and 3 included)
+        static_assert(FwdTraitsOf<D, BN, WGs, VS, kDietVar | kVarOrdered, 2>::kEpiStageBytes ==
+                              Tr::kEpiStageBytes &&
+                          FwdTraitsOf<D, BN, WGs, VS, kV13, 2>::kEpiStageBytes ==
+                              FwdTraitsOf<D, BN, WGs, VS, kV13>::kEpiStageBytes,
+                      "flash3: a D 256 multicast twin stages O as its 1-CTA kernel does");
         if (slot_id == 16 + 13)
           twin(fwd_kernel<D, BF16, BN, WGs, VS, kDietVar | kVarOrdered, 2>, Tr::kSmemBytes);
         else if (slot_id == kTcSum256DietSlot)

@@ -37,7 +37,9 @@
 //   0: STG everywhere (main's code until session 64);
 //   1: the causal skip-turn kernels only (mainloop.cuh kVarSkipTurn: slots 109 / 119, every D 256
 //      causal launch of the default knobs); the others keep STG and their shared memory;
-//   2: every plain kernel (29 / 39 / 109 / 119, multicast twins 69 / 79): session 64's A/B build.
+//   2: every plain kernel (29 / 39 / 109 / 119, multicast twins 69 / 79): session 64's A/B build;
+//   3: 1 and the kernels without the row sums in P V (29, its multicast twin 69; session 66): the
+//      row-sum kernels 39 / 79 keep value 1's code and layout.
 // Why (session 63): a clock64 tile trace of slot 69 / 79 against a build whose O stores never
 // run: the epilogue 3.7k -> 1.1k cycles a tile at nc 1k, the tile period -5.5 %. Measured
 // (session 64 call 1, H200, flash3_knob_ab.py, 1-second blocks, same process, outputs bitwise
@@ -47,12 +49,17 @@
 // 256 turns (a steady-state loss, not the epilogue's: the traces' mainloops did not show it).
 // The epilogue itself shrank only 0.6k cycles a tile in the traces (3.7k -> 3.1k at nc 1k / 4k),
 // not the 2.6k the probe removed: most of that time is not the store instructions' issue.
+// Session 66 (value 3): slot 69 (nc 1k) gained in three same-process A/Bs (+1.1 / +1.2, +0.9 /
+// +0.9, +1.4 / +1.6 %), slot 79 lost in each (-2..-3.6 % at 4k / 16k) with the same steady-loop
+// code, shared-memory size, data offsets, barrier offsets and code placement (session 65-66 splits,
+// bench/notes/fwd-d256-slot79-staged-s65.md); value 3 keeps the gain without the loss.
 #ifndef ATTNKIT_FLASH3_FWD_D256_TMA_EPI
-#define ATTNKIT_FLASH3_FWD_D256_TMA_EPI 1
+#define ATTNKIT_FLASH3_FWD_D256_TMA_EPI 3
 #endif
-static_assert(ATTNKIT_FLASH3_FWD_D256_TMA_EPI >= 0 && ATTNKIT_FLASH3_FWD_D256_TMA_EPI <= 2,
+static_assert(ATTNKIT_FLASH3_FWD_D256_TMA_EPI >= 0 && ATTNKIT_FLASH3_FWD_D256_TMA_EPI <= 3,
               "ATTNKIT_FLASH3_FWD_D256_TMA_EPI: 0 (STG), 1 (D 256 causal kernels by TMA stores), "
-              "2 (every plain D 256 64-key kernel by TMA stores)");
+              "2 (every plain D 256 64-key kernel by TMA stores), 3 (1 and the kernels without "
+              "the row sums in P V)");
 
 namespace attnkit::flash3 {
 
@@ -65,10 +72,12 @@ namespace attnkit::flash3 {
 // TC: P V with the softmax's row sums as 8 more columns (session 40; the kernels with
 // mainloop.cuh's kVarTcSum bit): the K/V region laid out for it (kTcSum below).
 // EPI: O's staging region for the D 256 TMA-store epilogue (kEpiStageBytes below); every kernel
-// at ATTNKIT_FLASH3_FWD_D256_TMA_EPI = 2, only the causal skip-turn ones at 1 (mainloop.cuh
-// FwdTraitsOf sets it from the kernel's variant bits).
+// at ATTNKIT_FLASH3_FWD_D256_TMA_EPI = 2, every one without the row sums (TC) at 3, only the
+// causal skip-turn ones at 1 (mainloop.cuh FwdTraitsOf sets it from the kernel's variant bits;
+// the default here is the launches' base traits, whose kernels have no row sums).
 template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1, int RS = 0, bool TC = false,
-          bool EPI = ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2>
+          bool EPI =
+              ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2 || (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 3 && !TC)>
 struct FwdTraits {
   static_assert(D == 64 || D == 128 || D == 256, "flash3 forward: D in {64, 128, 256}");
   static constexpr int kD = D;
