@@ -113,11 +113,11 @@ struct Tuning {
   // aligned base, strides multiples of 8 elements); otherwise the STG epilogue runs (ignored).
   // -1 = auto (default): on at D = 128, off at D = 64; 0 = off; 1 = on. Exact (same bits).
   // D = 256 (session 65): 0 keeps the STG stores in the kernels that stage O for TMA stores
-  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI: by default the causal skip-turn twins); -1 / 1
-  // leave them as built.
-  // Session 8, H100 same-process A/B against the D = 128 diet (STG epilogue), two runs each:
-  // +3.6 / +3.8 % at S = 1k non-causal, +1.4 / +2.4 % causal, +0.4 / +0.6 % at 4k non-causal,
-  // +0.8 / +1.4 % causal (bench/results/2026-11-22-h100-flash3-fwd-s8-tmaepi.md).
+  // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI: by default the causal skip-turn twins and the
+  // kernels without the row sums in P V); -1 / 1 leave them as built. Session 8, H100 same-process
+  // A/B against the D = 128 diet (STG epilogue), two runs each: +3.6 / +3.8 % at S = 1k non-causal,
+  // +1.4 / +2.4 % causal, +0.4 / +0.6 % at 4k non-causal, +0.8 / +1.4 % causal
+  // (bench/results/2026-11-22-h100-flash3-fwd-s8-tmaepi.md).
   int tma_epilogue = -1;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:
   // one K and one V stage of 64 KB, P packed into the low half of S's registers,
@@ -329,8 +329,9 @@ bool last_forward_pingpong();
 void set_last_forward_pingpong(bool pingpong);
 /// Whether the last forward launch encoded O's map for the D 256 TMA-store epilogue
 /// (FwdArgs::o_tma; only in builds with ATTNKIT_FLASH3_FWD_D256_TMA_EPI >= 1, false otherwise):
-/// its kernel (at 1 a causal skip-turn one, at 2 any plain 64-key one) then wrote O with TMA
-/// stores, so that tests can tell that path from the STG fallback (session 63 helper).
+/// its kernel (at 1 a causal skip-turn one, at 2 any plain 64-key one, at 3 a causal skip-turn one
+/// or a plain 64-key one without the row sums in P V) then wrote O with TMA stores, so that tests
+/// can tell that path from the STG fallback (session 63 helper).
 bool last_forward_o_tma();
 void set_last_forward_o_tma(bool o_tma);
 

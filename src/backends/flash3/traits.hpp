@@ -25,9 +25,9 @@
 
 #include <cstdint>
 
-// ATTNKIT_FLASH3_FWD_D256_TMA_EPI (session 63 helper; session 64: default 1): the D 256 64-key
-// kernels with 2 V stages (consume_tile_simple; not the 128-key fused / ring ones, not VS 3)
-// write O through shared memory and TMA stores instead of STG (epilogue.cuh
+// ATTNKIT_FLASH3_FWD_D256_TMA_EPI (session 63 helper; default 1 in session 64, 3 since 66): the D
+// 256 64-key kernels with 2 V stages (consume_tile_simple; not the 128-key fused / ring ones, not
+// VS 3) write O through shared memory and TMA stores instead of STG (epilogue.cuh
 // store_output_tma_warp): a 32 / 16 KB staging region (FwdTraits::kEpiStageBytes: two / one
 // [16 rows][64 columns] 128B-swizzled 2 KB chunks per consumer warp, reused for O's 4 column
 // chunks; two where they fit, i.e. without the row sums in P V; the kernel grows to 226 KB),
@@ -52,7 +52,10 @@
 // Session 66 (value 3): slot 69 (nc 1k) gained in three same-process A/Bs (+1.1 / +1.2, +0.9 /
 // +0.9, +1.4 / +1.6 %), slot 79 lost in each (-2..-3.6 % at 4k / 16k) with the same steady-loop
 // code, shared-memory size, data offsets, barrier offsets and code placement (session 65-66 splits,
-// bench/notes/fwd-d256-slot79-staged-s65.md); value 3 keeps the gain without the loss.
+// bench/notes/fwd-d256-slot79-staged-s65.md); value 3 keeps the gain without the loss. Measured
+// (session 66 call 2, the same method; value 1's throughput against value 3's, rounds 1 / 2 of
+// 3): nc 512 (slot 29, no multicast) -2.9 / -2.7 %, nc 1k (69) -1.2 / -1.5 %, nc 2k / 4k (79,
+// SASS-identical) and causal 512-4k (119) within -0.5..+0.7 %; bitwise equal.
 #ifndef ATTNKIT_FLASH3_FWD_D256_TMA_EPI
 #define ATTNKIT_FLASH3_FWD_D256_TMA_EPI 3
 #endif
