@@ -105,7 +105,10 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int
   constexpr int kTailVar =
       D == 256 ? kVarUniformDesc | kVarLazyRescale | kVarOrdered | kVarTail : kDietVar | kVarTail;
   constexpr auto tail_kernel = &fwd_kernel<D, BF16, BN, WGs, VS, kTailVar>;
-  opt_in_smem<tail_kernel>(Tr::kSmemBytes);
+  // (its own traits' size: at ATTNKIT_FLASH3_FWD_D256_TMA_EPI 3 the base traits Tr hold O's
+  // staging region, which the tail kernel, never a TMA-store one, does not have)
+  constexpr int kTailSmem = FwdTraitsOf<D, BN, WGs, VS, kTailVar>::kSmemBytes;
+  opt_in_smem<tail_kernel>(kTailSmem);
   FwdArgs a2 = a;  // (ping-pong as launch 1's: its knob, or at D 256 its auto, session 53)
   if (D != 256 && tuning().pingpong < 0) a2.pingpong = 1;
   a2.tail_first = a.num_tiles - rest;
@@ -135,7 +138,7 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int
   set_last_forward_tail_tiles(rest);
   if (probe == 1) return true;
   cuda::launch_dependent(tail_kernel, dim3(static_cast<unsigned>(a2.tail.ctas)), dim3(Tr::kThreads),
-                         Tr::kSmemBytes, stream, probe == 0, a2);
+                         kTailSmem, stream, probe == 0, a2);
   return true;
 }
 
@@ -632,8 +635,15 @@ void launch_forward(const Params& p) {
   int slot_id = slot + (run_ord ? 16 : 0);  // (16 + slot: the ordered build of slot)
   int smem = Tr::kSmemBytes;
   // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI) whether the chosen kernel has O's staging region
-  // for the D 256 TMA-store epilogue: set with smem where the kernel changes (the skip-turn twins)
-  [[maybe_unused]] bool o_staged = Tr::kEpiStageBytes > 0;
+  // for the D 256 TMA-store epilogue: set with smem where the kernel changes (the skip-turn twins,
+  // the row-sum kernels). The A/B slots of v5's descriptors (8) and of the early rescale (slots
+  // 0-7 with that bit) are not plain kernels (mainloop.cuh kD256NotPlain): they store O with STG
+  // whatever the build (their shared memory, Tr's, is larger than they need at 2 and 3).
+  static_assert(kVarEarlyRescale == 2 && (kVarLegacyDesc & kD256NotPlain) != 0 &&
+                    (kVarEarlyRescale & kD256NotPlain) != 0,
+                "flash3: slots 8 and 0-7 with bit 2 are the non-plain ones");
+  [[maybe_unused]] bool o_staged =
+      Tr::kEpiStageBytes > 0 && slot != 8 && !(slot < 8 && (slot & kVarEarlyRescale) != 0);
   // Session 40: slot 31's kernel (D 128, ordered, diet + TMA epilogue: the default past Sk 2048)
   // with the softmax's row sums as 8 more columns of P V (mainloop.cuh kVarTcSum, its own
   // shared-memory layout: 216 KB). Same process against an identical control (bench/results/
@@ -1005,6 +1015,10 @@ void launch_forward_score_mod(const Params& p) {
                        (kNarrow ? kVarNarrow : 0) | (D >= 128 ? kVarUniformDesc | kVarOrdered : 0) |
                        (D == 256 ? kVarLazyRescale : 0) | (kDropout ? kVarDropout : 0);
   constexpr auto kernel = &fwd_kernel<D, BF16, 0, 2, 2, kVar>;
+  // The kernel's own traits for its shared memory and Q buffers (at
+  // ATTNKIT_FLASH3_FWD_D256_TMA_EPI 3 the base traits Tr hold O's staging region, which these
+  // kernels, never TMA-store ones, do not have; the rest of Tr is the same).
+  using TrK = FwdTraitsOf<D, 0, 2, 2, kVar>;
   set_last_forward_slot(kDropout  ? kDropoutSlot
                         : kNarrow ? kNarrowSlot
                         : kVarlen ? kVarlenSlot
@@ -1016,11 +1030,11 @@ void launch_forward_score_mod(const Params& p) {
 #if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
   set_last_forward_o_tma(false);  // (the score-mod kernels keep the STG epilogue)
 #endif
-  opt_in_smem<kernel>(Tr::kSmemBytes);
+  opt_in_smem<kernel>(TrK::kSmemBytes);
   const auto stream = static_cast<cudaStream_t>(p.stream);
   a.pingpong = tuning().pingpong >= 0 ? tuning().pingpong : (kVar & kVarOrdered) != 0 ? 0 : 1;
   set_last_forward_pingpong(a.pingpong != 0);
-  a.q_bufs = tuning().q_bufs >= 2 ? Tr::kQStages : 1;
+  a.q_bufs = tuning().q_bufs >= 2 ? TrK::kQStages : 1;
   a.overlap = 0;
   a.trace = static_cast<unsigned long long*>(tuning().trace);
   a.q_prefetch = kVarlen ? 0 : q_prefetch_auto(p, a, D);
@@ -1044,7 +1058,7 @@ void launch_forward_score_mod(const Params& p) {
   const int ctas = (a.num_tiles < grid_cap || !persistent) ? a.num_tiles : grid_cap;
   set_schedule(p, a, ctas, dynamic, stream);
   set_last_forward_dynamic(a.tile_counter != nullptr);
-  kernel<<<dim3(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  kernel<<<dim3(ctas), Tr::kThreads, TrK::kSmemBytes, stream>>>(a);
   ATTNKIT_CUDA_CHECK_LAUNCH();
 }
 

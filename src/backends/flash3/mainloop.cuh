@@ -828,14 +828,15 @@ inline constexpr bool kD256Edge = ATTNKIT_FLASH3_FWD_D256_EDGE == 1 && kD == 256
                                                 (kVar & kVarTcSum) == 0)) &&
                                   kDietUniformWithout<kVar, kD256NotPlain>;
 /// The traits of kernel variant kVar (the TC layout with kVarTcSum; O's D 256 staging region,
-/// traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI, with kVarSkipTurn at 1 and 3, always at 2, without
-/// kVarTcSum at 3).
+/// traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI: with kVarSkipTurn at 1 and 3, always at 2, at 3
+/// also the plain kernels without kVarTcSum; the others keep value 1's layout and size there).
 template <int D, int BN, int WGs, int VS, int kVar, int CL = 1, int RS = 0>
 using FwdTraitsOf =
     FwdTraits<D, BN, WGs, VS, CL, RS, (kVar & kVarTcSum) != 0,
               ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2 ||
                   (ATTNKIT_FLASH3_FWD_D256_TMA_EPI != 0 && (kVar & kVarSkipTurn) != 0) ||
-                  (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 3 && (kVar & kVarTcSum) == 0)>;
+                  (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 3 &&
+                   (kVar & (kVarTcSum | kD256NotPlain)) == 0)>;
 
 /// O[64 x kD] and l[64 x 8] (+)= P[64 x kBlockN] [V | ones] (issued, not waited); db0 = the
 /// kk = 0 descriptor of V's chunks (chunk stride = its LBO; the chunk after the last is ones).

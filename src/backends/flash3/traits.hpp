@@ -38,8 +38,9 @@
 //   1: the causal skip-turn kernels only (mainloop.cuh kVarSkipTurn: slots 109 / 119, every D 256
 //      causal launch of the default knobs); the others keep STG and their shared memory;
 //   2: every plain kernel (29 / 39 / 109 / 119, multicast twins 69 / 79): session 64's A/B build;
-//   3: 1 and the kernels without the row sums in P V (29, its multicast twin 69; session 66): the
-//      row-sum kernels 39 / 79 keep value 1's code and layout.
+//   3: 1 and the plain kernels without the row sums in P V (29, its multicast twin 69; session
+//      66): the row-sum kernels 39 / 79 and the non-plain ones (score mod, mask, dropout, varlen,
+//      narrow, split tail) keep value 1's code, layout and size.
 // Why (session 63): a clock64 tile trace of slot 69 / 79 against a build whose O stores never
 // run: the epilogue 3.7k -> 1.1k cycles a tile at nc 1k, the tile period -5.5 %. Measured
 // (session 64 call 1, H200, flash3_knob_ab.py, 1-second blocks, same process, outputs bitwise
@@ -75,9 +76,10 @@ namespace attnkit::flash3 {
 // TC: P V with the softmax's row sums as 8 more columns (session 40; the kernels with
 // mainloop.cuh's kVarTcSum bit): the K/V region laid out for it (kTcSum below).
 // EPI: O's staging region for the D 256 TMA-store epilogue (kEpiStageBytes below); every kernel
-// at ATTNKIT_FLASH3_FWD_D256_TMA_EPI = 2, every one without the row sums (TC) at 3, only the
-// causal skip-turn ones at 1 (mainloop.cuh FwdTraitsOf sets it from the kernel's variant bits;
-// the default here is the launches' base traits, whose kernels have no row sums).
+// at ATTNKIT_FLASH3_FWD_D256_TMA_EPI = 2, the plain ones without the row sums (TC) and the causal
+// skip-turn ones at 3, only the latter at 1 (mainloop.cuh FwdTraitsOf sets it from the kernel's
+// variant bits; the default here is the launches' base traits, those of the plain kernels without
+// row sums; a launch of another kernel takes its size from FwdTraitsOf).
 template <int D, int BN = 0, int WGs = 2, int VS = 2, int CL = 1, int RS = 0, bool TC = false,
           bool EPI =
               ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 2 || (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 3 && !TC)>
