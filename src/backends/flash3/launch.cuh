@@ -638,7 +638,7 @@ void launch_forward(const Params& p) {
   // for the D 256 TMA-store epilogue: set with smem where the kernel changes (the skip-turn twins,
   // the row-sum kernels). The A/B slots of v5's descriptors (8) and of the early rescale (slots
   // 0-7 with that bit) are not plain kernels (mainloop.cuh kD256NotPlain): they store O with STG
-  // whatever the build (their shared memory, Tr's, is larger than they need at 2 and 3).
+  // whatever the build (at 3 their shared memory, Tr's, is larger than their own layout needs).
   static_assert(kVarEarlyRescale == 2 && (kVarLegacyDesc & kD256NotPlain) != 0 &&
                     (kVarEarlyRescale & kD256NotPlain) != 0,
                 "flash3: slots 8 and 0-7 with bit 2 are the non-plain ones");
