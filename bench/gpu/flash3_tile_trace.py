@@ -34,8 +34,14 @@ Session 63: --causal (D = 256): causal shapes, without the per-turn parts; every
 also prints warpgroup 0's boundary (Q waits + epilogues + gaps) and epilogues as shares of the
 CTAs' busy time.
 
+Session 66: --causal at D = 64 / 128 (implies --as-timed): the causal shapes of the overlapped
+consumer, whose tiles visit 1 .. n K/V blocks; per S the median period per block count, the least
+squares line period = F + n x c over the tiles of that one call (F: a tile's fixed cost, c: a
+block's; bench/notes/fwd-d64-causal1k-study-s66.md, step 0), and the CTAs' spread from their start
+to their last tile's start (the schedule's balance as run).
+
 usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so [--d 64|128|256]
-       [--s 1024,4096,16384] [--as-timed [--tuning qpf:4]] [--causal (D 256)]
+       [--s 1024,4096,16384] [--as-timed [--tuning qpf:4]] [--causal]
 """
 import argparse
 import ctypes
@@ -77,8 +83,9 @@ def main():
     # session 14's set (Q prefetch off, 8-byte O stores, the ordered softmax at auto and off).
     ap.add_argument("--s", default="1024,4096")
     ap.add_argument("--as-timed", action="store_true")
-    # Session 63 (D = 256 only): causal shapes; per-turn parts are left out (a causal tile's turn
+    # Session 63 (D = 256): causal shapes; per-turn parts are left out (a causal tile's turn
     # count varies), and every row also prints the boundary's share of the CTAs' busy time.
+    # Session 66 (D = 64 / 128): trace_fit over the causal shapes (trace_fit_causal).
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--tuning", default="",
                     help="with --as-timed: more knobs as KW:VAL,... (set_tuning's keywords, "
@@ -94,10 +101,9 @@ def main():
         trace_256(fn, set_tuning, lib, sms, buf, [int(x) for x in a.s.split(",")], a.as_timed,
                   extra, a.causal)
         return
-    if a.causal:
-        sys.exit("--causal: D = 256 only")
-    if a.as_timed:
-        trace_fit(fn, set_tuning, lib, sms, buf, a.d, [int(x) for x in a.s.split(",")], extra)
+    if a.as_timed or a.causal:
+        trace_fit(fn, set_tuning, lib, sms, buf, a.d, [int(x) for x in a.s.split(",")], extra,
+                  a.causal)
         return
     d = 64
     torch.manual_seed(0)
@@ -151,16 +157,30 @@ def square_run(fn, s, d, causal=False):
     return b, make_flash3(fn, q, k, v, out, lse, causal)
 
 
-def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
+def lsq_line(pts):
+    """(c, f) of the least-squares line y = f + c x through pts [(x, y)], or None when the x
+    values are all equal."""
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return None
+    c = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    return c, my - c * mx
+
+
+def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra, causal=False):
     """D = 64 / 128 as timed (session 58; the overlapped consumer, whose stamps are kernel.cuh's
     words 0 = tile start and 3 = m block | K/V blocks << 16): per S (non-causal, b = 16384 / S,
     2048 / D heads, split tail off) the median period of warpgroup 0 (its start of tile k to its
     start of tile k + 1) and its K/V block count; then the least-squares line period = F + n x c
-    over the S given: c = cycles a K/V block in the steady state, F = the per-tile fixed cost."""
+    over the S given: c = cycles a K/V block in the steady state, F = the per-tile fixed cost.
+    causal (session 66): per S the tiles' block counts differ, so the line is fitted over the
+    (blocks, period) pairs of that one call, with the median period per block count."""
     torch.manual_seed(0)
     pts = []
     for s in seqs:
-        b, run = square_run(fn, s, d)
+        b, run = square_run(fn, s, d, causal)
         set_tuning(tail=0, **extra)
         t = traced_call(run, lib, buf, sms)
         periods, blocks, ntiles, first = [], [], [], []
@@ -176,6 +196,9 @@ def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
             print(f"D={d} S={s:5d}: no two tiles traced in any CTA (a shim built without "
                   "F3_TRACE=1, or one tile a CTA)", flush=True)
             continue
+        if causal:
+            trace_fit_causal(d, s, b, extra, periods, blocks, ntiles, first, t, sms)
+            continue
         p, n = statistics.median(periods), statistics.median(blocks)
         pts.append((n, p))
         print(f"D={d} S={s:5d} B={b:2d} nc {extra or ''}: tiles per CTA {min(ntiles)}-"
@@ -183,14 +206,41 @@ def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra):
               f"({p / n:6.0f} a block), CTA start to first tile "
               f"{statistics.median(first) if first else float('nan'):6.0f} cyc", flush=True)
     if len({x for x, _ in pts}) >= 2:  # (a line needs two different block counts)
-        mn = sum(x for x, _ in pts) / len(pts)
-        mp = sum(y for _, y in pts) / len(pts)
-        c = sum((x - mn) * (y - mp) for x, y in pts) / sum((x - mn) ** 2 for x, _ in pts)
-        f = mp - c * mn
+        c, f = lsq_line(pts)
         print(f"D={d} fit over S {seqs}: {c:6.0f} cyc a K/V block, {f:7.0f} cyc a tile fixed "
               "(" + ", ".join(f"S {s}: {f / y * 100:4.1f} % of the period"
                               for s, (_, y) in zip(seqs, pts)) + ")", flush=True)
     set_tuning()
+
+
+def trace_fit_causal(d, s, b, extra, periods, blocks, ntiles, first, t, sms):
+    """trace_fit's causal report for one S: the period (warpgroup 0's start of a tile to its start
+    of the next, cycles) per K/V block count of the first tile, the line period = F + n x c over
+    every pair, and the CTAs' start-to-last-tile-start spread (kernel.cuh's per-CTA start stamp,
+    tile slot 47 word 2)."""
+    by_n = {}
+    for n, p in zip(blocks, periods):
+        by_n.setdefault(n, []).append(p)
+    print(f"D={d} S={s:5d} B={b:2d} causal {extra or ''}: tiles per CTA {min(ntiles)}-"
+          f"{max(ntiles)}, CTA start to first tile "
+          f"{statistics.median(first) if first else float('nan'):6.0f} cyc", flush=True)
+    for n in sorted(by_n):
+        p = by_n[n]
+        print(f"  {n:3d} blocks: {len(p):5d} tiles, period median {statistics.median(p):8.0f} cyc "
+              f"({statistics.median(p) / n:6.0f} a block)", flush=True)
+    line = lsq_line(list(zip(blocks, periods)))
+    if line is not None:
+        c, f = line
+        print(f"  fit over {len(periods)} tiles: {c:6.0f} cyc a K/V block, {f:7.0f} cyc a tile "
+              "fixed", flush=True)
+    spans = []
+    for c_ in range(sms):
+        tiles = [t[c_][kk] for kk in range(KTILES) if t[c_][kk][0][0] != 0]
+        if tiles and t[c_][47][0][2] != 0:
+            spans.append(tiles[-1][0][0] - t[c_][47][0][2])
+    if spans:
+        print(f"  CTA start to last tile start: min / median / max {min(spans)} / "
+              f"{statistics.median(spans):.0f} / {max(spans)} cyc", flush=True)
 
 
 def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra, causal=False):
