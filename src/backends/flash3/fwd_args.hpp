@@ -134,7 +134,7 @@ struct FwdArgs {
   const int* sched_table;
 #if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
   // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI; mainloop.cuh kD256TmaEpi) The epilogue of the D
-  // 256 kernels with O's staging region (at the default 1 the causal skip-turn ones): 0 = STG
+  // 256 kernels with O's staging region (traits.hpp lists them per value): 0 = STG
   // (store_output); 1 / 2 = O through tma_o, which the launch encoded as a rank-3 map in form 1
   // (D, Sq, Hq x B) or 2 (D, Hq, B x Sq) (launch.cuh o_map_d256). Present unless the switch is 0.
   int o_tma;

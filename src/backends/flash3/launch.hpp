@@ -114,9 +114,9 @@ struct Tuning {
   // -1 = auto (default): on at D = 128, off at D = 64; 0 = off; 1 = on. Exact (same bits).
   // D = 256 (session 65): 0 keeps the STG stores in the kernels that stage O for TMA stores
   // (traits.hpp ATTNKIT_FLASH3_FWD_D256_TMA_EPI: by default the causal skip-turn twins and the
-  // kernels without the row sums in P V); -1 / 1 leave them as built. Session 8, H100 same-process
-  // A/B against the D = 128 diet (STG epilogue), two runs each: +3.6 / +3.8 % at S = 1k non-causal,
-  // +1.4 / +2.4 % causal, +0.4 / +0.6 % at 4k non-causal, +0.8 / +1.4 % causal
+  // plain kernels without the row sums in P V); -1 / 1 leave them as built. Session 8, H100
+  // same-process A/B against the D = 128 diet (STG epilogue), two runs each: +3.6 / +3.8 % at S =
+  // 1k non-causal, +1.4 / +2.4 % causal, +0.4 / +0.6 % at 4k non-causal, +0.8 / +1.4 % causal
   // (bench/results/2026-11-22-h100-flash3-fwd-s8-tmaepi.md).
   int tma_epilogue = -1;
   // K/V tile of D = 256: 64 (default; 0 = the same) or 128 keys (cuDNN's 64x128x256 shape:

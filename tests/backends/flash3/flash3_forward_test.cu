@@ -653,16 +653,10 @@ TEST_P(Flash3Forward, MatchesReference) {
                            last_slot == flash3::kSkipTurnSlotBase + flash3::kTcSum256DietSlot;
     if (ATTNKIT_FLASH3_FWD_D256_TMA_EPI == 1)
       EXPECT_EQ(skip_twin, c.causal != Causal::none) << "slot " << last_slot;
-    const int base_slot =
-        last_slot >= flash3::kSkipTurnSlotBase    ? last_slot - flash3::kSkipTurnSlotBase
-        : last_slot >= flash3::kMulticastSlotBase ? last_slot - flash3::kMulticastSlotBase
-                                                  : last_slot;
-    const bool row_sums =
-        base_slot == flash3::kTcSum256Slot || base_slot == flash3::kTcSum256DietSlot;
-    const int v = ATTNKIT_FLASH3_FWD_D256_TMA_EPI;
+    const int v = ATTNKIT_FLASH3_FWD_D256_TMA_EPI;  // (tc_sums: the ran slot has the row sums)
     EXPECT_EQ(flash3::last_forward_o_tma(),
               c.tag != "d256tma_stg" &&
-                  (v == 2 || (v == 1 && skip_twin) || (v == 3 && (skip_twin || !row_sums))))
+                  (v == 2 || (v == 1 && skip_twin) || (v == 3 && (skip_twin || !tc_sums))))
         << "D 256 TMA epilogue (FwdArgs::o_tma), slot " << last_slot;
   }
   if (c.tag == "d256tma_tail") EXPECT_GT(flash3::last_forward_tail_tiles(), 0) << "split tail";
