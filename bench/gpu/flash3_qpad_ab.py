@@ -18,8 +18,6 @@ usage (from the repository root):
   e.g. flash3_qpad_ab.py build_shim/libflash3_shim.so 1024 128 3 def= pad= padlpt=lpt:1 def2=
 (KNOB as flash3_vs_peers.py's set_tuning keywords; D 64, B = 16384 / S, H = 32, bf16.)
 """
-import ctypes
-import math
 import os
 import sys
 
@@ -29,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 
 from flash3_knob_ab import parse_variant, time_blocks  # noqa: E402
-from flash3_vs_peers import load, strides  # noqa: E402
+from flash3_vs_peers import load, make_flash3  # noqa: E402
 
 
 def main():
@@ -48,15 +46,7 @@ def main():
     def runner(qq, causal):  # causal: 1 top-left, 2 bottom-right (flash3_shim.cpp)
         o = torch.empty_like(qq)
         lse = torch.empty(b, h, qq.shape[1], device="cuda", dtype=torch.float32)
-        err = ctypes.create_string_buffer(512)
-        args = [qq.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
-                strides(qq), strides(k), strides(v), strides(o), b, qq.shape[1], s, h, h, d, 1,
-                causal, 1.0 / math.sqrt(d), torch.cuda.current_stream().cuda_stream, err, 512]
-
-        def run():
-            if fn(*args) != 0:
-                raise RuntimeError(err.value.decode())
-        return run, o
+        return make_flash3(fn, qq, k, v, o, lse, causal), o
 
     setups, names, outs = [], [], {}
     for text in sys.argv[5:]:

@@ -183,12 +183,13 @@ def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra, causal=False):
         b, run = square_run(fn, s, d, causal)
         set_tuning(tail=0, **extra)
         t = traced_call(run, lib, buf, sms)
-        periods, blocks, ntiles, first = [], [], [], []
+        periods, blocks, ntiles, first, spans = [], [], [], [], []
         for c in range(sms):
             tiles = [t[c][kk] for kk in range(KTILES) if t[c][kk][0][0] != 0]
             ntiles.append(len(tiles))
             if tiles and t[c][47][0][2] != 0:  # kernel.cuh: slot 47 word 2 = the CTA's start
                 first.append(tiles[0][0][0] - t[c][47][0][2])
+                spans.append(tiles[-1][0][0] - t[c][47][0][2])  # (to its last tile's start)
             for i in range(len(tiles) - 1):
                 periods.append(tiles[i + 1][0][0] - tiles[i][0][0])
                 blocks.append(tiles[i][0][3] >> 16)
@@ -197,7 +198,7 @@ def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra, causal=False):
                   "F3_TRACE=1, or one tile a CTA)", flush=True)
             continue
         if causal:
-            trace_fit_causal(d, s, b, extra, periods, blocks, ntiles, first, t, sms)
+            trace_fit_causal(d, s, b, extra, periods, blocks, ntiles, first, spans)
             continue
         p, n = statistics.median(periods), statistics.median(blocks)
         pts.append((n, p))
@@ -213,11 +214,10 @@ def trace_fit(fn, set_tuning, lib, sms, buf, d, seqs, extra, causal=False):
     set_tuning()
 
 
-def trace_fit_causal(d, s, b, extra, periods, blocks, ntiles, first, t, sms):
+def trace_fit_causal(d, s, b, extra, periods, blocks, ntiles, first, spans):
     """trace_fit's causal report for one S: the period (warpgroup 0's start of a tile to its start
     of the next, cycles) per K/V block count of the first tile, the line period = F + n x c over
-    every pair, and the CTAs' start-to-last-tile-start spread (kernel.cuh's per-CTA start stamp,
-    tile slot 47 word 2)."""
+    every pair, and the spread of spans (each CTA's start to its last tile's start)."""
     by_n = {}
     for n, p in zip(blocks, periods):
         by_n.setdefault(n, []).append(p)
@@ -233,11 +233,6 @@ def trace_fit_causal(d, s, b, extra, periods, blocks, ntiles, first, t, sms):
         c, f = line
         print(f"  fit over {len(periods)} tiles: {c:6.0f} cyc a K/V block, {f:7.0f} cyc a tile "
               "fixed", flush=True)
-    spans = []
-    for c_ in range(sms):
-        tiles = [t[c_][kk] for kk in range(KTILES) if t[c_][kk][0][0] != 0]
-        if tiles and t[c_][47][0][2] != 0:
-            spans.append(tiles[-1][0][0] - t[c_][47][0][2])
     if spans:
         print(f"  CTA start to last tile start: min / median / max {min(spans)} / "
               f"{statistics.median(spans):.0f} / {max(spans)} cyc", flush=True)

@@ -143,12 +143,15 @@ def strides(t):
 
 
 def make_flash3(fn, q, k, v, out, lse, causal):
+    """A call of the shim's flash3_forward; causal: False / True (top-left) or 2 (bottom-right,
+    flash3_shim.cpp)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     err = ctypes.create_string_buffer(512)
     args = [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr(),
             strides(q), strides(k), strides(v), strides(out), b, sq, sk, hq, hkv, d,
-            1 if q.dtype == torch.bfloat16 else 0, 1 if causal else 0, 1.0 / math.sqrt(d),
+            1 if q.dtype == torch.bfloat16 else 0, 2 if causal == 2 else 1 if causal else 0,
+            1.0 / math.sqrt(d),
             torch.cuda.current_stream().cuda_stream, err, 512]
 
     def run():
