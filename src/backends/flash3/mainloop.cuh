@@ -721,6 +721,20 @@ static_assert(ATTNKIT_FLASH3_FWD_EDGE_PARTS >= 1 && ATTNKIT_FLASH3_FWD_EDGE_PART
 static_assert(ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC >= 1 && ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC <= 15,
               "ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC: bits 1 (own Q), 2 (REDUX K descriptor), 4 "
               "(unsigned ring), 8 (block count once)");
+// ATTNKIT_FLASH3_FWD_T0_PV_FIRST (session 67, A/B build switch; default 0 = the order below
+// it): in the overlapped consumer's turn 0 (Consumer::tile), the previous tile's pending P V is
+// issued before the new tile's Q K^T, so `wgmma_wait<1>` means "P V done" and the previous
+// tile's epilogue (finalise, O x inv, stores) runs while the tensor cores compute S; then
+// `wgmma_wait<0>`, the mask and the softmax. At 0 the epilogue runs after the softmax, on the
+// warpgroup's chain to its next turn. Why try it: the D 64 causal 1k clock64 trace (session 67
+// call 1) fits a tile at 2,974 cycles fixed + 1,937 a K/V block, the fixed part ~25 % of the
+// row's time (bench/notes/fwd-d64-causal1k-study-s66.md, P2 form 2). Same values (bitwise: the
+// same wgmmas on the same operands), the same barrier protocol. Applies where kFwdEdge does.
+#ifndef ATTNKIT_FLASH3_FWD_T0_PV_FIRST
+#define ATTNKIT_FLASH3_FWD_T0_PV_FIRST 0
+#endif
+static_assert(ATTNKIT_FLASH3_FWD_T0_PV_FIRST == 0 || ATTNKIT_FLASH3_FWD_T0_PV_FIRST == 1,
+              "ATTNKIT_FLASH3_FWD_T0_PV_FIRST: 0 (Q K^T first) or 1 (the pending P V first)");
 /// The tile-boundary diet's parts in kernel variant kVar: ATTNKIT_FLASH3_FWD_EDGE_PARTS, or
 /// ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC in the non-causal twin (kVarEdgeNc).
 template <int kVar>
@@ -2090,6 +2104,8 @@ struct Consumer {
   static constexpr bool kEdgeDesc = kFwdEdgePart<Tr::kD, kVar, 2>;
   static constexpr bool kEdgeRing = kFwdEdgePart<Tr::kD, kVar, 4>;
   static constexpr bool kEdgeCount = kFwdEdgePart<Tr::kD, kVar, 8>;
+  // ATTNKIT_FLASH3_FWD_T0_PV_FIRST
+  static constexpr bool kPvFirst = ATTNKIT_FLASH3_FWD_T0_PV_FIRST == 1 && kFwdEdge<Tr::kD, kVar>;
   /// The pending P V's V stage / parity (ring position count - 1 >= 0 whenever used; kEdgeRing:
   /// unsigned, no signed fix-ups; the same values there).
   __device__ __forceinline__ int pend_vs() const {
@@ -2443,6 +2459,13 @@ struct Consumer {
       fence_regs(p);
       turn.wait_turn();
       ptx::wgmma_fence();
+      auto issue_pend = [&] {
+        if constexpr (kEdgeOwnQ)
+          issue_pending_pv_t0(ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes));
+        else if constexpr (kCanOverlap)
+          issue_pending_pv();
+      };
+      if constexpr (kPvFirst) issue_pend();
       if constexpr (kEdgeDesc)  // (the K stage descriptor's low word through REDUX: the same value)
         issue_qk_desc<Tr, BF16>(
             s, ptx::Sw128Desc::make(q_wg, 16, 1024),
@@ -2450,38 +2473,54 @@ struct Consumer {
       else
         issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKStageBytes));
       ptx::wgmma_commit();
-      if constexpr (kEdgeOwnQ)
-        issue_pending_pv_t0(ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes));
-      else if constexpr (kCanOverlap)
-        issue_pending_pv();
+      if constexpr (!kPvFirst) issue_pend();
       turn.pass_turn();
-      if constexpr (kCanOverlap) {
-        ptx::wgmma_wait<1>();  // S ready
-      } else {
-        ptx::wgmma_wait<0>();
-      }
-      fence_regs(s);
-      release_kv<Tr>(&sm.empty_k[st], lane);
-      float inv[2], lse[2];
-      // kTc: the previous tile's sums are complete only after its pending P V (below); keep
-      // its reference maxima for that.
-      const float m_prev[2] = {state.row_max[0], state.row_max[1]};
-      if constexpr (kCanOverlap && !kTc)
-        state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
-      state.init();
-      if (needs_mask(nb))
-        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-      state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);  // O starts from zero
-      if constexpr (kCanOverlap) {
-        softmax_before_wait<kOrdered>(state.row_sum);
-        ptx::wgmma_wait<0>();  // the previous tile's P V
+      if constexpr (kPvFirst) {
+        ptx::wgmma_wait<1>();  // the previous tile's P V (S = Q K^T still running)
         fence_regs(o);
         fence_regs(p);
-        if constexpr (kTc) finalize_pending(m_prev, inv, lse);
-        convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
-        finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
-      } else {
+        {
+          float inv[2], lse[2];
+          finalize_pending(state.row_max, inv, lse);  // (the previous tile's state, kTc too)
+          finish_pending(inv, lse);                   // its epilogue while the tensor cores run S
+        }
+        ptx::wgmma_wait<0>();  // S ready
+        fence_regs(s);
+        release_kv<Tr>(&sm.empty_k[st], lane);
+        state.init();
+        if (needs_mask(nb))
+          mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+        state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);  // O from zero
         convert_p<kBN, BF16>(s, p);
+      } else {
+        if constexpr (kCanOverlap) {
+          ptx::wgmma_wait<1>();  // S ready
+        } else {
+          ptx::wgmma_wait<0>();
+        }
+        fence_regs(s);
+        release_kv<Tr>(&sm.empty_k[st], lane);
+        float inv[2], lse[2];
+        // kTc: the previous tile's sums are complete only after its pending P V (below); keep
+        // its reference maxima for that.
+        const float m_prev[2] = {state.row_max[0], state.row_max[1]};
+        if constexpr (kCanOverlap && !kTc)
+          state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
+        state.init();
+        if (needs_mask(nb))
+          mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+        state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);  // O starts from zero
+        if constexpr (kCanOverlap) {
+          softmax_before_wait<kOrdered>(state.row_sum);
+          ptx::wgmma_wait<0>();  // the previous tile's P V
+          fence_regs(o);
+          fence_regs(p);
+          if constexpr (kTc) finalize_pending(m_prev, inv, lse);
+          convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
+          finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
+        } else {
+          convert_p<kBN, BF16>(s, p);
+        }
       }
       pf[0] = factor[0], pf[1] = factor[1];
     }
