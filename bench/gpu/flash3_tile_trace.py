@@ -87,6 +87,9 @@ def main():
     # count varies), and every row also prints the boundary's share of the CTAs' busy time.
     # Session 66 (D = 64 / 128): trace_fit over the causal shapes (trace_fit_causal).
     ap.add_argument("--causal", action="store_true")
+    # Session 67 (D = 64 / 128): the overlapped consumer's turn-0 stamps (mainloop.cuh
+    # Consumer::stamp, words 4-10), split into parts per block count (trace_phases).
+    ap.add_argument("--phases", action="store_true")
     ap.add_argument("--tuning", default="",
                     help="with --as-timed: more knobs as KW:VAL,... (set_tuning's keywords, "
                          "e.g. qpf:4 for the next tile's Q prefetched into L2 4 blocks ahead)")
@@ -100,6 +103,10 @@ def main():
     if a.d == 256:
         trace_256(fn, set_tuning, lib, sms, buf, [int(x) for x in a.s.split(",")], a.as_timed,
                   extra, a.causal)
+        return
+    if a.phases:
+        for s in (int(x) for x in a.s.split(",")):
+            trace_phases(fn, set_tuning, lib, sms, buf, a.d, s, a.causal, extra)
         return
     if a.as_timed or a.causal:
         trace_fit(fn, set_tuning, lib, sms, buf, a.d, [int(x) for x in a.s.split(",")], extra,
@@ -236,6 +243,49 @@ def trace_fit_causal(d, s, b, extra, periods, blocks, ntiles, first, spans):
     if spans:
         print(f"  CTA start to last tile start: min / median / max {min(spans)} / "
               f"{statistics.median(spans):.0f} / {max(spans)} cyc", flush=True)
+
+
+# trace_phases' parts: (name, from word, to word) of one tile of one warpgroup (kernel.cuh words 0
+# / 1 / 2 = the tile starts / after the flush turn / the call returns; Consumer::stamp's 4 = turn
+# 0's token, 5 = S ready, 6 = softmax done, 7 = the pending P V done, 8 = the previous tile's
+# epilogue done, 9 = turn 1 done, 10 = the last turn done)
+PHASES = (("flush", 0, 1), ("q+k+tok", 1, 4), ("S", 4, 5), ("soft", 5, 6), ("pv", 6, 7),
+          ("epi", 7, 8), ("turn1", 8, 9), ("turns2+", 9, 10), ("end", 10, 2))
+
+
+def trace_phases(fn, set_tuning, lib, sms, buf, d, s, causal, extra):
+    """D = 64 / 128 as timed (session 67; a trace build with Consumer::stamp): per warpgroup and
+    per K/V block count, the median cycles of each part of PHASES, the gap from the call's return
+    to the next tile's start, and the period; a part whose stamps are missing (a one-block tile
+    has no turn 1) is left out of that tile."""
+    torch.manual_seed(0)
+    b, run = square_run(fn, s, d, causal)
+    set_tuning(tail=0, **extra)
+    t = traced_call(run, lib, buf, sms)
+    wgs = 3 if any(t[c][kk][2][0] for c in range(sms) for kk in range(KTILES)) else 2
+    names = [n for n, _, _ in PHASES] + ["gap", "period"]
+    print(f"D={d} S={s} B={b} {'causal' if causal else 'nc'} {extra or ''}: {wgs} consumer "
+          "warpgroups; median cycles per part (warpgroup / K/V blocks / tiles)", flush=True)
+    print("  wg  n  tiles " + " ".join(f"{n:>8}" for n in names), flush=True)
+    for w in range(wgs):
+        by_n = {}
+        for c in range(sms):
+            tiles = [t[c][kk][w] for kk in range(KTILES) if t[c][kk][w][0] != 0]
+            for i, e in enumerate(tiles):
+                n = e[3] >> 16  # (kernel.cuh: each warpgroup's word 3 = m | n << 16)
+                row = by_n.setdefault(n, {k: [] for k in names})
+                for name, lo, hi in PHASES:
+                    if e[lo] != 0 and e[hi] != 0 and e[hi] >= e[lo]:
+                        row[name].append(e[hi] - e[lo])
+                if i + 1 < len(tiles):
+                    row["gap"].append(tiles[i + 1][0] - e[2])
+                    row["period"].append(tiles[i + 1][0] - e[0])
+        for n in sorted(by_n):
+            row = by_n[n]
+            cells = [f"{statistics.median(v):8.0f}" if v else f"{'-':>8}"
+                     for v in (row[k] for k in names)]
+            print(f"  {w:2d} {n:2d} {len(row['period']):6d} " + " ".join(cells), flush=True)
+    set_tuning()
 
 
 def trace_256(fn, set_tuning, lib, sms, buf, seqs, as_timed, extra, causal=False):

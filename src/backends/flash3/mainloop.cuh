@@ -2120,11 +2120,29 @@ struct Consumer {
   }
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
+  /// Trace builds (session 67): clock64 into word `word` of the current tile (qi.count - 1, =
+  /// the kernel's k when every tile has keys: causal and non-causal square shapes), after `regs`
+  /// are written when given (fence_regs: the read is not hoisted above their writer). tile()'s
+  /// turn 0 stamps 4 = token taken, 5 = S ready, 6 = softmax done, 7 = the pending P V done, 8 =
+  /// the previous tile's epilogue done; 9 = turn 1 done, 10 = the last turn done (kernel.cuh: 0 /
+  /// 1 / 2 = the tile starts / after the flush turn / returns). No code in other builds.
+  __device__ __forceinline__ void stamp(int word) const {
+    trace_stamp(a, qi.count - 1, cwg, warp * 32 + lane, word);
+  }
+  template <class R>
+  __device__ __forceinline__ void stamp(int word, R& regs) const {
+#if defined(ATTNKIT_FLASH3_TRACE)
+    fence_regs(regs);
+#endif
+    stamp(word);
+  }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
   // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
   // kVarScoreMod kernels run consume_tile_simple too (its score_mod_tile hook; no overlapped form).
   static constexpr bool kCanOverlap = Tr::kD != 256 && (kVar & kVarScoreMod) == 0;
-  __device__ __forceinline__ bool overlap() const { return kCanOverlap && a.overlap != 0; }
+  __device__ __forceinline__ bool overlap() const {
+    return kCanOverlap && a.overlap != 0;
+  }
   const FwdArgs& a;
   const SmemLayout<Tr>& sm;
   PipeOf<Tr>& pipe;
@@ -2458,6 +2476,7 @@ struct Consumer {
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
+      stamp(4);  // (trace builds: words 4-10, Consumer::stamp)
       ptx::wgmma_fence();
       auto issue_pend = [&] {
         if constexpr (kEdgeOwnQ)
@@ -2499,6 +2518,7 @@ struct Consumer {
           ptx::wgmma_wait<0>();
         }
         fence_regs(s);
+        stamp(5);
         release_kv<Tr>(&sm.empty_k[st], lane);
         float inv[2], lse[2];
         // kTc: the previous tile's sums are complete only after its pending P V (below); keep
@@ -2512,12 +2532,15 @@ struct Consumer {
         state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);  // O starts from zero
         if constexpr (kCanOverlap) {
           softmax_before_wait<kOrdered>(state.row_sum);
+          stamp(6, state.row_sum);
           ptx::wgmma_wait<0>();  // the previous tile's P V
           fence_regs(o);
           fence_regs(p);
+          stamp(7);
           if constexpr (kTc) finalize_pending(m_prev, inv, lse);
           convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
           finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
+          stamp(8, p);
         } else {
           convert_p<kBN, BF16>(s, p);
         }
@@ -2532,6 +2555,7 @@ struct Consumer {
                                                  attnkit::cuda::sm90::smem_u32(sm.v), o, p, s,
                                                  factor, pf, state, sl2, mrow, row0, lane, qa, 0);
         release_staged();  // kTmaEpi: turn 0's store has had a turn to read its rows
+        stamp(9, p);
       }
     }
     if constexpr (kSplit && kMaskFrom) {
@@ -2559,6 +2583,7 @@ struct Consumer {
                                                  attnkit::cuda::sm90::smem_u32(sm.v), o, p, s,
                                                  factor, pf, state, sl2, mrow, row0, lane, qa);
     }
+    stamp(10, p);
     // Every QK^T of this tile is done: the producer may load a later tile's Q here (kTmaEpi:
     // only after the epilogue's TMA store has read it, release_staged in a later tile).
     if constexpr (kTmaEpi) {
