@@ -351,13 +351,12 @@ struct PingPong {
 /// issue_qk from the k-step 0 descriptors of Q_wg (da0) and of the K stage (db0).
 template <class Tr, bool BF16>
 __device__ __forceinline__ void issue_qk_desc(float (&s)[Tr::kBlockN / 2], uint64_t da0,
-                                              uint64_t db0, int scale_first = 0) {
+                                              uint64_t db0) {
 #pragma unroll
   for (int ks = 0; ks < Tr::kD / 16; ++ks) {
     const uint32_t off = (ks % 4) * 32;  // 16 elements = 32 bytes along K inside a chunk
     Wgmma<Tr::kBlockN, BF16>::ss(s, desc_add(da0, (ks / 4) * Tr::kQChunkBytes + off),
-                                 desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off),
-                                 ks > 0 ? 1 : scale_first);
+                                 desc_add(db0, (ks / 4) * Tr::kKVChunkBytes + off), ks > 0 ? 1 : 0);
   }
 }
 
@@ -722,48 +721,6 @@ static_assert(ATTNKIT_FLASH3_FWD_EDGE_PARTS >= 1 && ATTNKIT_FLASH3_FWD_EDGE_PART
 static_assert(ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC >= 1 && ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC <= 15,
               "ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC: bits 1 (own Q), 2 (REDUX K descriptor), 4 "
               "(unsigned ring), 8 (block count once)");
-// ATTNKIT_FLASH3_FWD_T0_PV_FIRST (session 67, A/B build switch; default 0 = the order below
-// it): in the overlapped consumer's turn 0 (Consumer::tile), the previous tile's pending P V is
-// issued before the new tile's Q K^T, so `wgmma_wait<1>` means "P V done" and the previous
-// tile's epilogue (finalise, O x inv, stores) runs while the tensor cores compute S; then
-// `wgmma_wait<0>`, the mask and the softmax. At 0 the epilogue runs after the softmax, on the
-// warpgroup's chain to its next turn. Why try it: the D 64 causal 1k clock64 trace (session 67
-// call 1) fits a tile at 2,974 cycles fixed + 1,937 a K/V block, the fixed part ~25 % of the
-// row's time (bench/notes/fwd-d64-causal1k-study-s66.md, P2 form 2). Same values (bitwise: the
-// same wgmmas on the same operands), the same barrier protocol. Applies where kFwdEdge does.
-#ifndef ATTNKIT_FLASH3_FWD_T0_PV_FIRST
-#define ATTNKIT_FLASH3_FWD_T0_PV_FIRST 0
-#endif
-// ATTNKIT_FLASH3_FWD_T0_MASK_BIAS (session 67, A/B build switch; default 0): turn 0's mask (the
-// diagonal block of a causal tile, or the last block past Sk) becomes S's starting value
-// (mask_bias_tile: 0 visible, kMaskBias not), written before the warpgroup waits for K and the
-// ping-pong turn, and the Q K^T accumulates onto it (first k-step scale-d 1); after S is ready
-// no mask runs. Why: session 67 call 3's trace splits turn 0 and the mask's ~172 ISETP / FSEL
-// sit between S-ready (WARPGROUP.DEPBAR gsb0,1) and the row max, on the warpgroup's chain, while
-// the warpgroup waits ~500 cycles for Q, K and its turn before it. Only where every row of the
-// warpgroup sees key 0 (non-causal, or first row + causal offset >= 0; see mask_bias_tile);
-// elsewhere mask_tile as before. D 64 2-warpgroup kernels where kFwdEdge applies (no T0_PV_FIRST).
-static_assert(ATTNKIT_FLASH3_FWD_T0_PV_FIRST == 0 || ATTNKIT_FLASH3_FWD_T0_PV_FIRST == 1,
-              "ATTNKIT_FLASH3_FWD_T0_PV_FIRST: 0 (Q K^T first) or 1 (the pending P V first)");
-#ifndef ATTNKIT_FLASH3_FWD_T0_MASK_BIAS
-#define ATTNKIT_FLASH3_FWD_T0_MASK_BIAS 0
-#endif
-// ATTNKIT_FLASH3_FWD_T0_TRIM (session 67, A/B build switch; default 0): work taken out of the
-// stretch in which turn 0 holds the ping-pong turn (slot 14: ~105 issued instructions from
-// BAR.SYNC to BAR.ARV against ~50 in a loop turn; the other warpgroup waits on all of it), as
-// bits: 1 = the pending P V's V stage is waited for before the turn is taken instead of between
-// the Q K^T and that P V (issue_pending_pv: its stage / parity arithmetic and the mbarrier
-// try-wait; that V landed a turn earlier); 2 = the pending tile's row sums are quad-reduced
-// before the turn (ptxas put finalize's 4 SHFL and their dependent FADDs between the P V
-// wgmmas), kernels without the row sums in P V. Applies where kFwdEdge does.
-#ifndef ATTNKIT_FLASH3_FWD_T0_TRIM
-#define ATTNKIT_FLASH3_FWD_T0_TRIM 0
-#endif
-static_assert(
-    ATTNKIT_FLASH3_FWD_T0_TRIM >= 0 && ATTNKIT_FLASH3_FWD_T0_TRIM <= 3,
-    "ATTNKIT_FLASH3_FWD_T0_TRIM: bits 1 (V wait before the turn), 2 (row sums before it)");
-static_assert(ATTNKIT_FLASH3_FWD_T0_MASK_BIAS == 0 || ATTNKIT_FLASH3_FWD_T0_MASK_BIAS == 1,
-              "ATTNKIT_FLASH3_FWD_T0_MASK_BIAS: 0 (mask after S) or 1 (S starts from the mask)");
 /// The tile-boundary diet's parts in kernel variant kVar: ATTNKIT_FLASH3_FWD_EDGE_PARTS, or
 /// ATTNKIT_FLASH3_FWD_EDGE_PARTS_NC in the non-causal twin (kVarEdgeNc).
 template <int kVar>
@@ -2133,17 +2090,6 @@ struct Consumer {
   static constexpr bool kEdgeDesc = kFwdEdgePart<Tr::kD, kVar, 2>;
   static constexpr bool kEdgeRing = kFwdEdgePart<Tr::kD, kVar, 4>;
   static constexpr bool kEdgeCount = kFwdEdgePart<Tr::kD, kVar, 8>;
-  // ATTNKIT_FLASH3_FWD_T0_PV_FIRST
-  static constexpr bool kPvFirst = ATTNKIT_FLASH3_FWD_T0_PV_FIRST == 1 && kFwdEdge<Tr::kD, kVar>;
-  // ATTNKIT_FLASH3_FWD_T0_TRIM's bits
-  static constexpr bool kVEarly = (ATTNKIT_FLASH3_FWD_T0_TRIM & 1) != 0 && kFwdEdge<Tr::kD, kVar>;
-  static constexpr bool kSumsEarly =
-      (ATTNKIT_FLASH3_FWD_T0_TRIM & 2) != 0 && kFwdEdge<Tr::kD, kVar> && !kTc && !kPvFirst;
-  // ATTNKIT_FLASH3_FWD_T0_MASK_BIAS
-  // (D 64, 2 warpgroups only: S live across turn 0's waits spilled 1.5 KB in D 128's slot 37
-  // and 3.7 KB in D 64's 3-warpgroup build, nvcc 13.0)
-  static constexpr bool kT0Bias = ATTNKIT_FLASH3_FWD_T0_MASK_BIAS == 1 && Tr::kD == 64 &&
-                                  Tr::kConsumerWGs == 2 && kFwdEdge<Tr::kD, kVar> && !kPvFirst;
   /// The pending P V's V stage / parity (ring position count - 1 >= 0 whenever used; kEdgeRing:
   /// unsigned, no signed fix-ups; the same values there).
   __device__ __forceinline__ int pend_vs() const {
@@ -2158,12 +2104,13 @@ struct Consumer {
   }
   /// kUniform: a shared-memory offset through REDUX (warp-uniform; all 32 lanes active).
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
-  /// Trace builds (session 67): clock64 into word `word` of the current tile (qi.count - 1, =
-  /// the kernel's k when every tile has keys: causal and non-causal square shapes), after `regs`
-  /// are written when given (fence_regs: the read is not hoisted above their writer). tile()'s
-  /// turn 0 stamps 4 = token taken, 5 = S ready, 6 = softmax done, 7 = the pending P V done, 8 =
-  /// the previous tile's epilogue done; 9 = turn 1 done, 10 = the last turn done (kernel.cuh: 0 /
-  /// 1 / 2 = the tile starts / after the flush turn / returns). No code in other builds.
+  /// Trace builds (session 67, flash3_tile_trace.py --phases): clock64 into word `word` of the
+  /// current tile (qi.count - 1, = the kernel's k when every tile has keys: the square causal and
+  /// non-causal shapes), after `regs` are written when given (fence_regs: the read is not hoisted
+  /// above their writer). tile()'s turn 0 stamps 4 = token taken, 5 = S ready, 6 = softmax done,
+  /// 7 = the pending P V done, 8 = the previous tile's epilogue done; 9 = turn 1 done, 10 = the
+  /// last turn done (kernel.cuh: 0 / 1 / 2 = the tile starts / after the flush turn / returns).
+  /// No code in other builds.
   __device__ __forceinline__ void stamp(int word) const {
     trace_stamp(a, qi.count - 1, cwg, warp * 32 + lane, word);
   }
@@ -2264,9 +2211,9 @@ struct Consumer {
   /// Issues the pending P V (the previous tile's last V block = pipe position count - 1), or,
   /// without one, the same wgmma sequence on P = 0 and the zero block (O stays 0): the issue
   /// itself is never inside a data-dependent branch (ptxas would serialise every wgmma, C7518).
-  __device__ __forceinline__ void issue_pending_pv(bool wait_v = true) {
+  __device__ __forceinline__ void issue_pending_pv() {
     namespace ptx = attnkit::cuda::sm90;
-    if (pending && wait_v) ptx::mbar_wait(&sm.full_v[pend_vs()], pend_vph());
+    if (pending) ptx::mbar_wait(&sm.full_v[pend_vs()], pend_vph());
     // (kUniform: one REDUX on the selected offset from the Q base; V stages follow Q and K,
     // the zero block follows the K/V region, SmemLayout.)
     constexpr int kVOff = Tr::kQStages * Tr::kQBytes + Tr::kStagesK * Tr::kKVBytes;
@@ -2308,9 +2255,9 @@ struct Consumer {
   /// first P V (scale-d 0: turn 1's pv_scale, or pacc = 0 for a one-block tile) and finish_pending
   /// stores nothing without a pending tile, so neither P's value nor the bytes read matter (0 x NaN
   /// included). With a pending P V: the same descriptors, wait and wgmmas as issue_pending_pv.
-  __device__ __forceinline__ void issue_pending_pv_t0(uint32_t q_buf, bool wait_v = true) {
+  __device__ __forceinline__ void issue_pending_pv_t0(uint32_t q_buf) {
     namespace ptx = attnkit::cuda::sm90;
-    if (pending && wait_v) ptx::mbar_wait(&sm.full_v[pend_vs()], pend_vph());
+    if (pending) ptx::mbar_wait(&sm.full_v[pend_vs()], pend_vph());
     constexpr uint32_t kRow16 = 16 * Tr::kChunkRowBytes;
     const int vs = pend_vs();
     const uint32_t q0 = ptx::smem_u32(sm.q);
@@ -2510,112 +2457,55 @@ struct Consumer {
       // (kEdgeRing: pipe.count >= 0, so the unsigned stage / parity are pipe.ks() / kph())
       const uint32_t c0 = static_cast<uint32_t>(pipe.count);
       const int st = kEdgeRing ? static_cast<int>(c0 % PipeOf<Tr>::kKS) : pipe.ks();
-      // kT0Bias: S starts from the mask, written here, before the waits (t0b: this tile's turn 0
-      // has it; mask_bias_tile says where it may).
-      bool t0b = false;
-      if constexpr (kT0Bias) {
-        t0b = needs_mask(nb) && (!a.causal || first_row + a.causal_offset >= 0);
-        if (t0b)
-          mask_bias_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-        fence_regs(s);
-      }
       ptx::mbar_wait(&sm.full_k[st], kEdgeRing ? (c0 / PipeOf<Tr>::kKS) & 1u : pipe.kph());
-      // kVEarly: the pending P V's V stage waited for here, before the turn, not while holding it
-      if constexpr (kVEarly)
-        if (pending) ptx::mbar_wait(&sm.full_v[pend_vs()], pend_vph());
-      // kSumsEarly: the pending tile's row sums (final: its P V adds none), quad-reduced here
-      float lq[2] = {0.f, 0.f};
-      if constexpr (kSumsEarly) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float l = state.row_sum[r];
-          l += __shfl_xor_sync(0xffffffffu, l, 1);
-          l += __shfl_xor_sync(0xffffffffu, l, 2);
-          lq[r] = l;
-        }
-        fence_regs(lq);
-      }
       fence_regs(o);
       fence_regs(p);
       turn.wait_turn();
       stamp(4);  // (trace builds: words 4-10, Consumer::stamp)
       ptx::wgmma_fence();
-      auto issue_pend = [&] {
-        if constexpr (kEdgeOwnQ)
-          issue_pending_pv_t0(ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes), !kVEarly);
-        else if constexpr (kCanOverlap)
-          issue_pending_pv(!kVEarly);
-      };
-      if constexpr (kPvFirst) issue_pend();
       if constexpr (kEdgeDesc)  // (the K stage descriptor's low word through REDUX: the same value)
         issue_qk_desc<Tr, BF16>(
             s, ptx::Sw128Desc::make(q_wg, 16, 1024),
-            uniform_lo(ptx::Sw128Desc::make(k_base + st * Tr::kKStageBytes, 16, 1024)),
-            t0b ? 1 : 0);
-      else if constexpr (kT0Bias)  // (issue_qk_var's form here: no Q registers, no v5 descriptor)
-        issue_qk_desc<Tr, BF16>(s, ptx::Sw128Desc::make(q_wg, 16, 1024),
-                                ptx::Sw128Desc::make(k_base + uni(st * Tr::kKStageBytes), 16, 1024),
-                                t0b ? 1 : 0);
+            uniform_lo(ptx::Sw128Desc::make(k_base + st * Tr::kKStageBytes, 16, 1024)));
       else
         issue_qk_var<Tr, BF16, kVar>(s, q_wg, qa, k_base + uni(st * Tr::kKStageBytes));
       ptx::wgmma_commit();
-      if constexpr (!kPvFirst) issue_pend();
+      if constexpr (kEdgeOwnQ)
+        issue_pending_pv_t0(ptx::smem_u32(sm.q) + uni(qb * Tr::kQBytes));
+      else if constexpr (kCanOverlap)
+        issue_pending_pv();
       turn.pass_turn();
-      if constexpr (kPvFirst) {
-        ptx::wgmma_wait<1>();  // the previous tile's P V (S = Q K^T still running)
+      if constexpr (kCanOverlap) {
+        ptx::wgmma_wait<1>();  // S ready
+      } else {
+        ptx::wgmma_wait<0>();
+      }
+      fence_regs(s);
+      stamp(5);
+      release_kv<Tr>(&sm.empty_k[st], lane);
+      float inv[2], lse[2];
+      // kTc: the previous tile's sums are complete only after its pending P V (below); keep
+      // its reference maxima for that.
+      const float m_prev[2] = {state.row_max[0], state.row_max[1]};
+      if constexpr (kCanOverlap && !kTc)
+        state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
+      state.init();
+      if (needs_mask(nb))
+        mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
+      state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);  // O starts from zero
+      if constexpr (kCanOverlap) {
+        softmax_before_wait<kOrdered>(state.row_sum);
+        stamp(6, state.row_sum);
+        ptx::wgmma_wait<0>();  // the previous tile's P V
         fence_regs(o);
         fence_regs(p);
-        {
-          float inv[2], lse[2];
-          finalize_pending(state.row_max, inv, lse);  // (the previous tile's state, kTc too)
-          finish_pending(inv, lse);                   // its epilogue while the tensor cores run S
-        }
-        ptx::wgmma_wait<0>();  // S ready
-        fence_regs(s);
-        release_kv<Tr>(&sm.empty_k[st], lane);
-        state.init();
-        if (needs_mask(nb))
-          mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-        state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);  // O from zero
-        convert_p<kBN, BF16>(s, p);
+        stamp(7);
+        if constexpr (kTc) finalize_pending(m_prev, inv, lse);
+        convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
+        finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
+        stamp(8, p);
       } else {
-        if constexpr (kCanOverlap) {
-          ptx::wgmma_wait<1>();  // S ready
-        } else {
-          ptx::wgmma_wait<0>();
-        }
-        fence_regs(s);
-        stamp(5);
-        release_kv<Tr>(&sm.empty_k[st], lane);
-        float inv[2], lse[2];
-        // kTc: the previous tile's sums are complete only after its pending P V (below); keep
-        // its reference maxima for that.
-        const float m_prev[2] = {state.row_max[0], state.row_max[1]};
-        if constexpr (kSumsEarly) {
-#pragma unroll
-          for (int r = 0; r < 2; ++r)
-            OnlineSoftmax<kBN>::finalize_row(lq[r], state.row_max[r], a.scale, inv[r], lse[r]);
-        } else if constexpr (kCanOverlap && !kTc) {
-          state.finalize(a.scale, inv, lse);  // the previous tile's (its P V changes no sums)
-        }
-        state.init();
-        if (needs_mask(nb) && !t0b)
-          mask_tile<kBN>(s, nb * kBN, row0, lane, a.seqlen_k, a.causal, a.causal_offset);
-        state.template step<!kLegacyDesc, kLazy, kTc, kLean>(s, sl2, factor);  // O starts from zero
-        if constexpr (kCanOverlap) {
-          softmax_before_wait<kOrdered>(state.row_sum);
-          stamp(6, state.row_sum);
-          ptx::wgmma_wait<0>();  // the previous tile's P V
-          fence_regs(o);
-          fence_regs(p);
-          stamp(7);
-          if constexpr (kTc) finalize_pending(m_prev, inv, lse);
-          convert_p<kBN, BF16>(s, p);  // first: S (kBN/2 registers) dies before the epilogue
-          finish_pending(inv, lse);    // the previous tile's epilogue; O = 0
-          stamp(8, p);
-        } else {
-          convert_p<kBN, BF16>(s, p);
-        }
+        convert_p<kBN, BF16>(s, p);
       }
       pf[0] = factor[0], pf[1] = factor[1];
     }

@@ -207,29 +207,4 @@ __device__ __forceinline__ void mask_tile(float (&s)[kBlockN / 2], int n0, int r
   }
 }
 
-/// mask_tile's mask as a score tile's starting value (ATTNKIT_FLASH3_FWD_T0_MASK_BIAS): 0 where
-/// key j is visible from row i, kMaskBias where not, for a Q K^T that accumulates onto it (the
-/// first k-step's scale-d 1). kMaskBias is finite (a tensor core input) and below any score:
-/// exp2 of (it - a visible score's max) x scale_log2 is +0, as for -inf. A row with no visible key
-/// in this tile keeps a finite maximum here, unlike -inf: the caller uses it only where each such
-/// row has a visible key in a later block of the tile, whose rescale factor (+0) clears it.
-inline constexpr float kMaskBias = -0x1p100f;
-template <int kBlockN>
-__device__ __forceinline__ void mask_bias_tile(float (&s)[kBlockN / 2], int n0, int row0, int lane,
-                                               int seqlen_k, bool causal, int offset) {
-  const int col0 = n0 + 2 * (lane & 3);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = row0 + 8 * r;
-    int limit = seqlen_k;  // first invisible key
-    if (causal && i + offset + 1 < limit) limit = i + offset + 1;
-#pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-        s[4 * j + 2 * r + e] = col0 + 8 * j + e >= limit ? kMaskBias : 0.f;
-    }
-  }
-}
-
 }  // namespace attnkit::flash3
