@@ -40,8 +40,15 @@ squares line period = F + n x c over the tiles of that one call (F: a tile's fix
 block's; bench/notes/fwd-d64-causal1k-study-s66.md, step 0), and the CTAs' spread from their start
 to their last tile's start (the schedule's balance as run).
 
+Session 67: --phases at D = 64 / 128 (as timed, the split tail off; with or without --causal):
+the overlapped consumer's turn-0 stamps (mainloop.cuh Consumer::stamp, words 4-10) split each
+tile of each warpgroup into parts (PHASES: the tile prologue to turn 0's token, S, softmax,
+the pending P V wait, the previous tile's epilogue, turn 1, the later turns, the end) plus the
+gap to the next tile and the period, medians per K/V block count (trace_phases). The stamps
+cost ~500 cycles a tile themselves (session 67 calls 1 / 3).
+
 usage: flash3_tile_trace.py --lib build_trace/libflash3_shim.so [--d 64|128|256]
-       [--s 1024,4096,16384] [--as-timed [--tuning qpf:4]] [--causal]
+       [--s 1024,4096,16384] [--as-timed [--tuning qpf:4]] [--causal] [--phases]
 """
 import argparse
 import ctypes
@@ -63,7 +70,8 @@ KTILES = 46
 
 def traced_call(run, lib, buf, sms):
     """Five warm-up calls, then one call with the trace on: its words as nested lists
-    [cta][tile k][warpgroup][word] (FwdArgs::trace; words 0-3 stamps, 4-10 WaitClock sums)."""
+    [cta][tile k][warpgroup][word] (FwdArgs::trace; words 0-3 stamps, 4-10 WaitClock sums or,
+    in the overlapped consumer, Consumer::stamp's stamps)."""
     for _ in range(5):
         run()
     buf.zero_()
@@ -105,6 +113,8 @@ def main():
                   extra, a.causal)
         return
     if a.phases:
+        if a.d == 256:
+            sys.exit("--phases: D 64 / 128 only (D 256 runs consume_tile_simple: --d 256 alone)")
         for s in (int(x) for x in a.s.split(",")):
             trace_phases(fn, set_tuning, lib, sms, buf, a.d, s, a.causal, extra)
         return
@@ -256,8 +266,9 @@ PHASES = (("flush", 0, 1), ("q+k+tok", 1, 4), ("S", 4, 5), ("soft", 5, 6), ("pv"
 def trace_phases(fn, set_tuning, lib, sms, buf, d, s, causal, extra):
     """D = 64 / 128 as timed (session 67; a trace build with Consumer::stamp): per warpgroup and
     per K/V block count, the median cycles of each part of PHASES, the gap from the call's return
-    to the next tile's start, and the period; a part whose stamps are missing (a one-block tile
-    has no turn 1) is left out of that tile."""
+    to the next tile's start, and the period (the tiles column counts the tiles with a next
+    one); a part whose stamps are missing (a one-block tile has no turn 1) is left out of that
+    tile; a warpgroup's idle tiles (no rows: no word 4) are left out of its rows."""
     torch.manual_seed(0)
     b, run = square_run(fn, s, d, causal)
     set_tuning(tail=0, **extra)
@@ -272,6 +283,8 @@ def trace_phases(fn, set_tuning, lib, sms, buf, d, s, causal, extra):
         for c in range(sms):
             tiles = [t[c][kk][w] for kk in range(KTILES) if t[c][kk][w][0] != 0]
             for i, e in enumerate(tiles):
+                if e[4] == 0:  # (idle_tile: this warpgroup has no rows in the tile)
+                    continue
                 n = e[3] >> 16  # (kernel.cuh: each warpgroup's word 3 = m | n << 16)
                 row = by_n.setdefault(n, {k: [] for k in names})
                 for name, lo, hi in PHASES:

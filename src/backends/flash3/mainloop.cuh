@@ -987,7 +987,8 @@ __device__ __forceinline__ void softmax_before_wait(const float (&row_sum)[2]) {
 
 /// ATTNKIT_FLASH3_TRACE builds only (measurement, FwdArgs::trace): the trace holds, per CTA, tile
 /// k < 64 and consumer warpgroup < 3, kTraceWords 64-bit words: 0-3 clock64 stamps (kernel.cuh /
-/// consume_tile_simple say which), 4-10 the WaitClock sums of consume_tile_simple.
+/// consume_tile_simple say which), 4-10 the WaitClock sums of consume_tile_simple or, in the
+/// overlapped consumer, Consumer::stamp's clock64 stamps.
 inline constexpr int kTraceWords = 12;
 
 /// `value` into word `word` of tile k of consumer warpgroup cwg, from its thread 0 (tid).
@@ -1019,6 +1020,17 @@ __device__ __forceinline__ void trace_stamp(const FwdArgs& a, int k, int cwg, in
   trace_put(a, k, cwg, tid, word, clock64());
 #else
   (void)a, (void)k, (void)cwg, (void)tid, (void)word;
+#endif
+}
+
+/// fence_regs(regs) in trace builds only: a following trace_stamp reads the clock after regs'
+/// last writer. Nothing in other builds.
+template <class R>
+__device__ __forceinline__ void trace_fence(R& regs) {
+#if defined(ATTNKIT_FLASH3_TRACE)
+  fence_regs(regs);
+#else
+  (void)regs;
 #endif
 }
 
@@ -2106,28 +2118,27 @@ struct Consumer {
   __device__ __forceinline__ static int uni(int x) { return kUniform ? warp_uniform(x) : x; }
   /// Trace builds (session 67, flash3_tile_trace.py --phases): clock64 into word `word` of the
   /// current tile (qi.count - 1, = the kernel's k when every tile has keys: the square causal and
-  /// non-causal shapes), after `regs` are written when given (fence_regs: the read is not hoisted
-  /// above their writer). tile()'s turn 0 stamps 4 = token taken, 5 = S ready, 6 = softmax done,
-  /// 7 = the pending P V done, 8 = the previous tile's epilogue done; 9 = turn 1 done, 10 = the
-  /// last turn done (kernel.cuh: 0 / 1 / 2 = the tile starts / after the flush turn / returns).
-  /// No code in other builds.
+  /// non-causal shapes), after `regs` are written when given (trace_fence: the read is not
+  /// hoisted above their writer). tile()'s turn 0 stamps 4 = token taken, 5 = S ready, 6 =
+  /// softmax done, 7 = the pending P V done, 8 = the previous tile's epilogue done; 9 = turn 1
+  /// done (diet kernels, tiles of >= 2 blocks), 10 = the last turn done (kernel.cuh: 0 / 1 / 2 =
+  /// the tile starts / after the flush turn / returns). A warpgroup without rows in the tile
+  /// (idle_tile) writes none of 4-10. Not in the split tail's kernels (kernel.cuh keeps their
+  /// pieces at trace slots 49 + k, and their second launch shares the trace). No code in other
+  /// builds.
   __device__ __forceinline__ void stamp(int word) const {
-    trace_stamp(a, qi.count - 1, cwg, warp * 32 + lane, word);
+    if constexpr (!kTail) trace_stamp(a, qi.count - 1, cwg, warp * 32 + lane, word);
   }
   template <class R>
   __device__ __forceinline__ void stamp(int word, R& regs) const {
-#if defined(ATTNKIT_FLASH3_TRACE)
-    fence_regs(regs);
-#endif
+    trace_fence(regs);
     stamp(word);
   }
   // D = 256 never overlaps tiles: its O accumulator alone is 128 of the 240 registers, and a
   // second epilogue site (turn 0) made ptxas spill ~10 KB and serialise the wgmma (C7512).
   // kVarScoreMod kernels run consume_tile_simple too (its score_mod_tile hook; no overlapped form).
   static constexpr bool kCanOverlap = Tr::kD != 256 && (kVar & kVarScoreMod) == 0;
-  __device__ __forceinline__ bool overlap() const {
-    return kCanOverlap && a.overlap != 0;
-  }
+  __device__ __forceinline__ bool overlap() const { return kCanOverlap && a.overlap != 0; }
   const FwdArgs& a;
   const SmemLayout<Tr>& sm;
   PipeOf<Tr>& pipe;
