@@ -1,17 +1,24 @@
-# Session 68 call 1 (prepared in session 67, never run; cold ~300 s): the D 64 forward's energy
-# budget by removal. Applies bench/patches/f3-energy-probe-s67.patch (ATTNKIT_FLASH3_FWD_ENERGY_PROBE,
-# default 0: slot 14 SASS-identical to main; compile-checked at 1 / 2 / 4 / 8, output wrong by
-# design when set) and builds five D 64 shims: ep0 = main's code, ep1 = no MUFU exp2 (one FFMA),
+# Session 68 calls 1 and 2 (prepared in session 67, never run; ~300 s each): the forward's energy
+# budget by removal. Call 1: `bash bench/notes/s68-call1.sh` (D 64, nc and causal at 1k / 16k);
+# call 2: `EP_D=128 EP_S=1024,4096,16384 EP_CAUSAL=0 bash bench/notes/s68-call1.sh` (the D 128
+# rows below or near 1.10). Applies bench/patches/f3-energy-probe-s67.patch
+# (ATTNKIT_FLASH3_FWD_ENERGY_PROBE, default 0: slot 14 SASS-identical to main; compile-checked at
+# 1 / 2 / 4 / 8 and the D 64 / 128 forward translation units at 15; output wrong by design when
+# set) and builds five shims of head dim EP_D: ep0 = main's code, ep1 = no MUFU exp2 (one FFMA),
 # ep2 = no P V wgmma, ep4 = no Q K^T wgmma, ep8 = no K / V TMA load. Every row runs at the 700 W
-# cap (session 67 call 5: 690-694 W), so a probe's saved energy per call is (P t)_def - (P t)_probe:
-# read the GFLOP/J column (the same credited FLOPs for every variant), and check that the probe
-# still runs at the cap (if not, its time says less than its joules).
+# cap (session 67 call 5: 690-694 W at D 64 causal 1k), so a probe's saved energy per call is
+# (P t)_def - (P t)_probe: read the GFLOP/J column (the same credited FLOPs for every variant),
+# and check that the probe still runs at the cap (if not, its time says less than its joules).
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
+D=${EP_D:-64} S=${EP_S:-1024,16384} CAUSAL=${EP_CAUSAL:-0,1}
 t0=$(date +%s)
-git apply bench/patches/f3-energy-probe-s67.patch || { echo "patch did not apply"; exit 1; }
+# (every call copies the tree afresh: apply unless it is already applied)
+if git apply --check bench/patches/f3-energy-probe-s67.patch 2>/dev/null; then
+  git apply bench/patches/f3-energy-probe-s67.patch
+fi
 for v in 0 1 2 4 8; do
-  F3_DIMS="64" F3_DEFS="-DATTNKIT_FLASH3_FWD_ENERGY_PROBE=$v" B=build_ep$v \
+  F3_DIMS="$D" F3_DEFS="-DATTNKIT_FLASH3_FWD_ENERGY_PROBE=$v" B=build_ep$v \
     bash bench/gpu/flash3_shim_only.sh > $OUT/b$v.txt 2>&1 &
 done
 wait
@@ -19,7 +26,7 @@ cat $OUT/b?.txt > $OUT/builds.txt; rm -f $OUT/b?.txt
 grep -iE "error" $OUT/builds.txt | head -5
 el=$(( $(date +%s) - t0 )); echo "builds: $el s"
 timeout $(( 585 - el )) python3 bench/gpu/flash3_knob_ab.py --lib build_ep0/libflash3_shim.so \
-  --d 64 --s 1024,16384 --causal 0,1 --rounds 3 --blocks 1.0 --max-err 1e9 --variant def= \
+  --d "$D" --s "$S" --causal "$CAUSAL" --rounds 3 --blocks 1.0 --max-err 1e9 --variant def= \
   --shim noexp=build_ep1/libflash3_shim.so --shim nopv=build_ep2/libflash3_shim.so \
   --shim noqk=build_ep4/libflash3_shim.so --shim nokv=build_ep8/libflash3_shim.so \
   --variant def2= --json $OUT/ep.json > $OUT/ep.txt 2>&1
