@@ -1227,32 +1227,32 @@ __global__ void __launch_bounds__(BwdTraits<D, kDecoupled, BM>::kThreads, 1)
                 cap_f[(2 * (j0 + jj) + r) * 128] = pack2<false>(fe[0], fe[1]);
             }
         }
-        return;
-      }
+      } else {  // (an else, not a return: nvcc 13 warned #128-D "loop is not reachable" here)
 #pragma unroll
-      for (int j = 0; j < kBM / 8; ++j) {
+        for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
+          for (int r = 0; r < 2; ++r)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float xs = st[4 * j + 2 * r + e];
-            if constexpr (kMod == kModSoftcap) {
-              xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
-            } else if constexpr (mod_is_general(kMod)) {
-              if (a.softcap_k != 0.f) xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
-              if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
+            for (int e = 0; e < 2; ++e) {
+              float xs = st[4 * j + 2 * r + e];
+              if constexpr (kMod == kModSoftcap) {
+                xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
+              } else if constexpr (mod_is_general(kMod)) {
+                if (a.softcap_k != 0.f) xs = attnkit::cuda::tanh_exp2(xs * a.softcap_k);
+                if (alibi_k != 0.f) xs = fmaf(alibi_k, alibi_dist(j, r, e), xs);
+              }
+              float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
+              if constexpr (kMasked) {
+                const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+                pv = (key >= a.seqlen_k || key > q + coff || (kMod != 0 && key < q + loff)) ? 0.f
+                                                                                            : pv;
+              } else if (rt_mask) {
+                const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
+                if (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset)) pv = 0.f;
+              }
+              st[4 * j + 2 * r + e] = pv;
             }
-            float pv = exp2_approx(fmaf(xs, sl2, -lse2_of(j, e)));
-            if constexpr (kMasked) {
-              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
-              pv =
-                  (key >= a.seqlen_k || key > q + coff || (kMod != 0 && key < q + loff)) ? 0.f : pv;
-            } else if (rt_mask) {
-              const int key = key_r0 + 8 * r, q = x.m0 + 8 * j + qc + e;
-              if (key >= a.seqlen_k || (a.causal && key > q + a.causal_offset)) pv = 0.f;
-            }
-            st[4 * j + 2 * r + e] = pv;
-          }
+        }
       }
     };
     using NoMask = std::integral_constant<int, 0>;
