@@ -1,7 +1,9 @@
-# Session 68 calls 1 and 2 (prepared in session 67, never run; ~300 s each): the forward's energy
-# budget by removal. Call 1: `bash bench/notes/s68-call1.sh` (D 64, nc and causal at 1k / 16k);
-# call 2: `EP_D=128 EP_S=1024,4096,16384 EP_CAUSAL=0 bash bench/notes/s68-call1.sh` (the D 128
-# rows below or near 1.10). Applies bench/patches/f3-energy-probe-s67.patch
+# Session 68 call 1 (ran: cold, 254 s; bench/notes/session68.md): the forward's energy budget by
+# removal, D 64 nc and causal at 1k / 16k. (Call 2 ran the D 128 form, with the suspend-hint A/B
+# beside it, as bench/notes/s68-call2.sh; this script's `EP_D=128 EP_S=1024,4096,16384
+# EP_CAUSAL=0` does the D 128 part alone.) Applies bench/patches/f3-energy-probe-s68.patch
+# (session 67's f3-energy-probe-s67.patch, which these calls ran, plus bit 16; the s67 file is in
+# git history at e85fbb3)
 # (ATTNKIT_FLASH3_FWD_ENERGY_PROBE, default 0: slot 14 SASS-identical to main; compile-checked at
 # 1 / 2 / 4 / 8 and the D 64 / 128 forward translation units at 15; output wrong by design when
 # set) and builds five shims of head dim EP_D: ep0 = main's code, ep1 = no MUFU exp2 (one FFMA),
@@ -14,8 +16,8 @@ export PATH=$PATH:/usr/local/cuda/bin
 D=${EP_D:-64} S=${EP_S:-1024,16384} CAUSAL=${EP_CAUSAL:-0,1}
 t0=$(date +%s)
 # (every call copies the tree afresh: apply unless it is already applied)
-if git apply --check bench/patches/f3-energy-probe-s67.patch 2>/dev/null; then
-  git apply bench/patches/f3-energy-probe-s67.patch
+if git apply --check bench/patches/f3-energy-probe-s68.patch 2>/dev/null; then
+  git apply bench/patches/f3-energy-probe-s68.patch
 fi
 for v in 0 1 2 4 8; do
   F3_DIMS="$D" F3_DEFS="-DATTNKIT_FLASH3_FWD_ENERGY_PROBE=$v" B=build_ep$v \

@@ -1,15 +1,16 @@
-# Session 68 call 2 (~450 s cold): (a) the D 128 forward's energy budget by removal (call 1's
-# probe, bench/patches/f3-energy-probe-s67.patch, five D 128 shims: nc 1k / 4k / 16k, the rows at
-# 1.05-1.10) and (b) D 64's producer suspend hint, never measured at D 64 (mainloop.cuh
-# kFwdProducerWaitNs: 200 ns at D 128 / 256 since session 51, 0 = the plain try_wait loop at D 64):
-# two D 64 shims, the default and -DATTNKIT_FLASH3_FWD_WAIT_NS=200 (which also sets D 128 / 256's
-# value to the 200 they have already; only D 64 is built), nc / causal at 1k / 4k.
+# Session 68 call 2 (ran: cold, 354 s): (a) the D 128 forward's energy budget by removal (call 1's
+# probe, bench/patches/f3-energy-probe-s68.patch; it ran with the s67 form, bits 1-8 the same;
+# five D 128 shims: nc 1k / 4k / 16k, the rows at 1.05-1.10) and (b) D 64's producer suspend
+# hint, never measured at D 64 (mainloop.cuh kFwdProducerWaitNs: 200 ns at D 128 / 256 since
+# session 51, 0 = the plain try_wait loop at D 64): two D 64 shims, the default and
+# -DATTNKIT_FLASH3_FWD_WAIT_NS=200 (which also sets D 128 / 256's value to the 200 they have
+# already; only D 64 is built), nc / causal at 1k / 4k.
 # Seven shims build in parallel; (a) then (b), each A/B under what is left of the 600 s limit.
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 t0=$(date +%s)
-if git apply --check bench/patches/f3-energy-probe-s67.patch 2>/dev/null; then
-  git apply bench/patches/f3-energy-probe-s67.patch
+if git apply --check bench/patches/f3-energy-probe-s68.patch 2>/dev/null; then
+  git apply bench/patches/f3-energy-probe-s68.patch
 fi
 for v in 0 1 2 4 8; do
   F3_DIMS=128 F3_DEFS="-DATTNKIT_FLASH3_FWD_ENERGY_PROBE=$v" B=build_ep$v \
