@@ -56,6 +56,14 @@ def time_interleaved(setups, reps, warmup=3):
     return [statistics.median(a.elapsed_time(b) for a, b in e) for e in ev]
 
 
+def make_tensors(b, sq, sk, h, d):
+    """q, k, v (bf16, BSHD, random), out and lse for one shape."""
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, sk, h, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, sk, h, d, device="cuda", dtype=torch.bfloat16)
+    return q, k, v, torch.empty_like(q), torch.empty(b, h, sq, device="cuda", dtype=torch.float32)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -90,11 +98,7 @@ def main():
     for sk, sqs, causal, batch in shapes:
         b, h = batch or max(1, 16384 // sk), 2048 // d
         for sq in sqs:
-            q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
-            k = torch.randn(b, sk, h, d, device="cuda", dtype=torch.bfloat16)
-            v = torch.randn(b, sk, h, d, device="cuda", dtype=torch.bfloat16)
-            out = torch.empty_like(q)
-            lse = torch.empty(b, h, sq, device="cuda", dtype=torch.float32)
+            q, k, v, out, lse = make_tensors(b, sq, sk, h, d)
             flops = 4.0 * b * h * sq * sk * d * (0.5 if causal else 1.0)
             row = [f"D={d} B={b:3d} Sk={sk:5d} Sq={sq:5d} {'causal' if causal else 'nc    '} "
                    f"(Sq/192 = {sq / 192:6.2f})"]
@@ -130,11 +134,7 @@ def partial_probe(args):
         rows = {}
         for rnd in range(args.rounds):
             for sq in sqs:
-                q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
-                k = torch.randn(b, sk, h, d, device="cuda", dtype=torch.bfloat16)
-                v = torch.randn(b, sk, h, d, device="cuda", dtype=torch.bfloat16)
-                out = torch.empty_like(q)
-                lse = torch.empty(b, h, sq, device="cuda", dtype=torch.float32)
+                q, k, v, out, lse = make_tensors(b, sq, sk, h, d)
                 named = [(name, set_tuning if kw is None else (lambda kw=kw: set_tuning(**kw)),
                           make_sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, False) if kw is None
                           else make_flash3(fn, q, k, v, out, lse, False)) for name, kw in variants]
