@@ -5,6 +5,7 @@
 # the split tile took 0.83-0.92 of a whole tile), and each warpgroup's use count is written after
 # the merge's first barrier (call 3's racecheck hazard). Call 3's script without the D 64 forward
 # suite (whole tiles unchanged since; it passed there), plus the new mbar_test_wait unit test.
+# SPLIT_S: the A/B's sequence lengths (default 1024,4096, as it ran; s70-call1.sh adds 16384).
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 . bench/gpu/sm_common.sh
@@ -29,9 +30,9 @@ wait
 for tool in memcheck racecheck; do grep -hE "rc=|SUMMARY|PASSED|tests ran" $OUT/san_$tool.log; done
 echo "tests $(( $(date +%s) - t0 )) s"
 timeout 200 python3 bench/gpu/flash3_knob_ab.py --lib build_p64/libflash3_shim.so --d 64 \
-  --s 1024,4096 --causal 0 --rounds 3 --blocks 1.0 --variant def= --variant split=split:1 \
+  --s "${SPLIT_S:-1024,4096}" --causal 0 --rounds 3 --blocks 1.0 --variant def= --variant split=split:1 \
   --variant def2= --json $OUT/ab.json > $OUT/ab.txt 2>&1
-echo "ab rc=$?"; grep -h "W, cap" $OUT/ab.txt | grep " r[12] " | cut -c1-200 | head -20
+echo "ab rc=$?"; grep -h "W, cap" $OUT/ab.txt | grep " r[12] " | cut -c1-200 | head -24
 python3 bench/gpu/flash3_ab_ratios.py $OUT/ab.json def 2>&1 | tail -8
 timeout 120 python3 bench/gpu/flash3_tail_probe.py --lib build_p64/libflash3_shim.so --partial \
   --split-last --rounds 2 --reps 60 > $OUT/partial_split.txt 2>&1
