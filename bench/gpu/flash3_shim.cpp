@@ -129,6 +129,15 @@ extern "C" void flash3_set_knobs_lpt(int lpt_schedule, int lpt_section_mb) {
 extern "C" void flash3_set_knobs_lpt_partial(int lpt_partial_pct) {
   attnkit::flash3::tuning().lpt_partial_pct = lpt_partial_pct;
 }
+// Session 70: Tuning::round_table (-1 = auto / 0 = off / 1 = on wherever the rounds rotate: the
+// non-causal rotated rounds rebalanced round by round, lpt_schedule.hpp build_round_table), and
+// the rounds of the table the last forward read (0: none).
+extern "C" void flash3_set_knobs_round_table(int round_table) {
+  attnkit::flash3::tuning().round_table = round_table;
+}
+extern "C" int flash3_last_round_table() {
+  return attnkit::flash3::last_forward_round_table();
+}
 // Session 48: Tuning::skip_masked_turn (-1 = auto, the default: D 256 causal runs the twins that
 // skip a wholly masked first turn / 0 = off).
 extern "C" void flash3_set_knobs_skip(int skip_masked_turn) {

@@ -56,6 +56,7 @@ def load(lib_path):
     knobs_mctail = optional("flash3_set_knobs_mctail", 1)  # session 57 (multicast_tail)
     knobs_edge_nc = optional("flash3_set_knobs_edge_nc", 1)  # session 58 helper (edge_nc_twin)
     knobs_smem_pad = optional("flash3_set_knobs_smem_pad", 1)  # session 65 (smem_pad, bytes)
+    knobs_rtab = optional("flash3_set_knobs_round_table", 1)  # session 70 (round_table)
     last_slot = getattr(lib, "flash3_last_slot", None)
     if last_slot is not None:
         last_slot.restype = ctypes.c_int
@@ -64,7 +65,7 @@ def load(lib_path):
                    ordered=-1, early=0, vst=2, cluster=-1, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
                    epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0,
-                   skip=-1, mctail=0, edgenc=-1, lptw=-1, smempad=0):
+                   skip=-1, mctail=0, edgenc=-1, lptw=-1, smempad=0, rtab=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -118,6 +119,10 @@ def load(lib_path):
             knobs_smem_pad(smempad)
         elif smempad != 0:
             raise SystemExit("smempad: the shim has no flash3_set_knobs_smem_pad")
+        if knobs_rtab is not None:  # (the non-causal rotated rounds rebalanced)
+            knobs_rtab(rtab)
+        elif rtab != -1:
+            raise SystemExit("rtab: the shim has no flash3_set_knobs_round_table")
     set_tuning.has_diet = knobs_diet is not None
     set_tuning.last_slot = last_slot
     last_tail = getattr(lib, "flash3_last_tail_tiles", None)  # session 19

@@ -291,5 +291,53 @@ TEST(Flash3LptSchedule, PartialTilesWeighTheirTurns) {
   }
 }
 
+// Session 70 (Tuning::round_table): the rotated rounds rebalanced round by round. Each round of
+// the table runs exactly the rotated rounds' tiles of that round (every CTA on the same heads, as
+// with the rotation), every tile once; rotated_max_load is the rotation's busiest CTA; the table's
+// busiest CTA is lighter where the last m block is partial (D 64 non-causal, 192-row tiles:
+// S_q 1024 / 2048 / 4096 with 64 / 128 / 64 rows in it, B = 16384 / S, 32 heads, 132 CTAs),
+// at the numbers the launch's comment and the model quote, and no heavier anywhere.
+TEST(Flash3LptSchedule, RoundTableKeepsEachRoundsTilesAndBalancesThePartialTiles) {
+  struct Row {
+    int s, bh;
+    double rotated, table;  // busiest CTA in full tiles, one_wg 0.67 (64 rows), 0.835 (128)
+  };
+  const int grid = 132;
+  for (const Row& r : {Row{1024, 16 * 32, 22.68, 22.02}, Row{2048, 8 * 32, 21.67, 21.175},
+                       Row{4096, 4 * 32, 21.67, 21.34}, Row{16384, 32, 21.0, 21.0}}) {
+    SCOPED_TRACE(r.s);
+    const int m = (r.s + 191) / 192, tiles = m * r.bh;
+    std::vector<double> w(m);
+    for (int i = 0; i < m; ++i)
+      w[i] = lpt_partial_weight(std::min(192, r.s - i * 192), 192, 0.67);
+    const LptTable t = build_round_table(w, r.bh, grid);
+    expect_valid(t, tiles, grid);
+    EXPECT_EQ(t.rounds, (tiles + grid - 1) / grid);
+    std::vector<double> load(grid, 0.0), rot(grid, 0.0);
+    for (int k = 0; k < t.rounds; ++k)
+      for (int c = 0; c < grid; ++c) {
+        const int x = t.tiles[k * grid + c];
+        // The rotated rounds: CTA c runs tile k grid + (c + k) mod grid in round k.
+        const int y = k * grid + (c + k) % grid;
+        if (y < tiles) rot[c] += w[y % m];
+        if (x < 0) continue;
+        ASSERT_EQ(x / grid, k) << "cta " << c << ": tile " << x << " is not of round " << k;
+        load[c] += w[x % m];
+      }
+    EXPECT_DOUBLE_EQ(t.max_load, *std::max_element(load.begin(), load.end()));
+    EXPECT_DOUBLE_EQ(rotated_max_load(w, r.bh, grid), *std::max_element(rot.begin(), rot.end()));
+    EXPECT_NEAR(rotated_max_load(w, r.bh, grid), r.rotated, 1e-9);
+    EXPECT_NEAR(t.max_load, r.table, 1e-9);
+    EXPECT_LE(t.max_load, rotated_max_load(w, r.bh, grid) + 1e-12);
+  }
+  // Equal tiles: each round's tiles in CTA order, the busiest CTA one tile a round.
+  const LptTable even = build_round_table({1.0, 1.0}, 7, 4);
+  expect_valid(even, 14, 4);
+  EXPECT_DOUBLE_EQ(even.max_load, 4.0);
+  EXPECT_DOUBLE_EQ(rotated_max_load({1.0, 1.0}, 7, 4), 4.0);
+  EXPECT_TRUE(build_round_table({}, 4, 8).tiles.empty());
+  EXPECT_EQ(rotated_max_load({}, 4, 8), 0.0);
+}
+
 }  // namespace
 }  // namespace attnkit::flash3

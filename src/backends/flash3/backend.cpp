@@ -305,6 +305,7 @@ namespace {
 std::atomic<int> g_last_forward_slot{-1};
 std::atomic<int> g_last_forward_tail{0};
 std::atomic<int> g_last_forward_lpt{0};
+std::atomic<int> g_last_forward_round_table{0};
 std::atomic<double> g_last_forward_lpt_gain{std::numeric_limits<double>::quiet_NaN()};
 std::atomic<bool> g_last_forward_dynamic{false};
 std::atomic<bool> g_last_forward_pingpong{false};
@@ -327,6 +328,12 @@ int last_forward_lpt_rounds() {
 }
 void set_last_forward_lpt_rounds(int rounds) {
   g_last_forward_lpt.store(rounds, std::memory_order_relaxed);
+}
+int last_forward_round_table() {
+  return g_last_forward_round_table.load(std::memory_order_relaxed);
+}
+void set_last_forward_round_table(int rounds) {
+  g_last_forward_round_table.store(rounds, std::memory_order_relaxed);
 }
 double last_forward_lpt_gain() {
   return g_last_forward_lpt_gain.load(std::memory_order_relaxed);

@@ -126,6 +126,12 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int
   a2.tail_counters =
       cuda::zeroed_counters(static_cast<size_t>(rest) * kWarps, p.device.index, stream);
   a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile)
+  // (Tuning::round_table's table balances every round, the partial one included: launch 1 runs
+  // the rotated full rounds instead. Causal launches, the other tables' users, take no tail.)
+  if (a.sched_table != nullptr) {
+    a.sched_table = nullptr;
+    set_last_forward_round_table(0);
+  }
   const int probe = tuning().tail_probe;
   if (probe != 2 && cluster_cfg != nullptr) {  // (the twin: kernel_smem is in cluster_cfg)
     cudaLaunchConfig_t cfg1 = *cluster_cfg;
@@ -233,6 +239,14 @@ inline int lpt_mode(const FwdArgs& a, int d) {
   if (a.seqlen_q >= kLptMinSeqlenQ && d == 256 && !long_causal_launch(a)) return 1;
   return 3;
 }
+/// Tuning::round_table (session 70; lpt_schedule.hpp build_round_table): -1 = auto
+/// (kRoundTableAuto: where the model predicts kRoundTableMinGain or more over the rotated rounds),
+/// 0 = off, 1 = on wherever the rounds rotate (any predicted gain).
+inline constexpr bool kRoundTableAuto = true;
+inline constexpr double kRoundTableMinGain = 0.015;
+inline bool round_table_wanted() {
+  return tuning().round_table == 1 || (tuning().round_table < 0 && kRoundTableAuto);
+}
 /// Modes 2 and 3 (launch_forward only): the long causal launches run the static schedule with the
 /// table instead of the dynamic scheduler's auto (mode 3: where the model predicts a gain; the
 /// dynamic scheduler where the launch gets no table).
@@ -282,9 +296,11 @@ inline int lpt_partial_pct_auto(int block_m) {
 /// scheduler past 32 m blocks). Sections: K and V of
 /// 2^k heads within Tuning::lpt_section_mb (the model's balance for 16 and 32 MB:
 /// bench/notes/session46.md). Records the predicted gain (set_last_forward_lpt_gain).
+/// round_table (session 70, Tuning::round_table): instead, the non-causal launch's rotated rounds
+/// rebalanced (lpt_schedule.hpp build_round_table; the gain over rotated_max_load, not recorded).
 template <class Tr>
 const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t stream,
-                            double min_gain) {
+                            double min_gain, bool round_table = false) {
   constexpr size_t kLptCacheBytes = size_t{64} << 20;  // per kernel shape class
   struct Entry {
     int* dev = nullptr;  // (null until a launch runs the table)
@@ -294,12 +310,13 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
   };
   static std::mutex mu;
   // (A fixed-size key: no heap allocation on the launches that look a table up every call.)
-  static std::map<std::array<int, 12>, Entry> cache;
+  static std::map<std::array<int, 13>, Entry> cache;
   static size_t cached_bytes = 0;
   const int bh = a.num_tiles / a.num_m_blocks;
   const int section_mb = tuning().lpt_section_mb > 0 ? tuning().lpt_section_mb : 32;
   const int partial_pct = lpt_partial_pct_auto(Tr::kBlockM);
-  const std::array<int, 12> key{current_device(),
+  const std::array<int, 13> key{current_device(),
+                                round_table ? 1 : 0,
                                 ctas,
                                 bh,
                                 Tr::kBlockM,
@@ -312,6 +329,15 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
                                 section_mb,
                                 partial_pct};
   auto build = [&] {
+    if (round_table) {  // (non-causal: in-head index i is m block i; every tile visits the same blocks)
+      std::vector<double> weight(a.num_m_blocks);
+      for (int i = 0; i < a.num_m_blocks; ++i)
+        weight[i] = lpt_partial_weight(std::min(Tr::kBlockM, a.seqlen_q - i * Tr::kBlockM),
+                                       Tr::kBlockM, partial_pct / 100.0);
+      LptTable t = build_round_table(weight, bh, ctas);
+      const double base = rotated_max_load(weight, bh, ctas);
+      return std::make_pair(std::move(t), lpt_predicted_gain(t, base));
+    }
     std::vector<int> blocks(a.num_m_blocks);
     std::vector<double> weight;  // (session 61: a head's partial last m block; none at 100 %)
     if (partial_pct < 100) weight.assign(a.num_m_blocks, 1.0);
@@ -345,7 +371,7 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     it = cache.emplace(key, Entry{nullptr, t.rounds, gain}).first;
     host = std::move(t);
   }
-  set_last_forward_lpt_gain(it->second.gain);
+  if (!round_table) set_last_forward_lpt_gain(it->second.gain);
   if (it->second.gain < min_gain || it->second.failed) return nullptr;
   if (it->second.dev == nullptr) {
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
@@ -915,6 +941,20 @@ void launch_forward(const Params& p) {
     }
   }
   set_last_forward_lpt_rounds(a.sched_table != nullptr ? a.num_rounds : 0);
+  // Session 70 (Tuning::round_table): the rotated rounds' tiles, round by round, to the CTAs
+  // that balance them (lpt_schedule.hpp build_round_table: the CTAs that run the partial last
+  // round take more of the cheap partial m blocks). Session 61's table here (longest first within
+  // 32 MB sections) lost 0.9-5.7 %; this one keeps each round's set of tiles, so the CTAs stay
+  // on the same heads as with the rounds. Model at D 64 nc 1k: +2.9 %. (A split tail, which runs
+  // only the full rounds in launch 1, drops it: launch_split_tail.)
+  set_last_forward_round_table(0);
+  if (a.rotate && !dynamic && a.sched_table == nullptr && ctas < a.num_tiles &&
+      round_table_wanted()) {
+    a.sched_table = lpt_table_device<Tr>(p, a, ctas, stream,
+                                         tuning().round_table == 1 ? -1.0 : kRoundTableMinGain,
+                                         /*round_table=*/true);
+    if (a.sched_table != nullptr) set_last_forward_round_table(a.num_rounds);
+  }
   set_last_forward_dynamic(a.tile_counter != nullptr);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
   // stages, after any slot.
@@ -1026,6 +1066,7 @@ void launch_forward_score_mod(const Params& p) {
                                   : kScoreModSlot);
   set_last_forward_tail_tiles(0);
   set_last_forward_lpt_rounds(0);
+  set_last_forward_round_table(0);
   set_last_forward_lpt_gain(std::numeric_limits<double>::quiet_NaN());
 #if ATTNKIT_FLASH3_FWD_D256_TMA_EPI
   set_last_forward_o_tma(false);  // (the score-mod kernels keep the STG epilogue)

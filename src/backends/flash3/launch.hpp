@@ -215,6 +215,13 @@ struct Tuning {
   // percent of a full turn. -1 = auto (67 on the 192-row D 64 tiles, 100 elsewhere: launch.cuh
   // lpt_partial_pct_auto), 1-100.
   int lpt_partial_pct = -1;
+  // Session 70 (lpt_schedule.hpp build_round_table, launch.cuh round_table_wanted): non-causal
+  // launches on the rotated rounds (D 64's 3-warpgroup kernel with a partial last m block) read a
+  // host-built table that keeps each round's tiles but gives the CTAs of the partial last round
+  // more of the cheap partial tiles. -1 = auto (where the model predicts kRoundTableMinGain or
+  // more), 0 = off, 1 = on wherever the rounds rotate. Not with the split tail (its launch 1
+  // keeps the rotated full rounds).
+  int round_table = -1;
   // Session 48 (mainloop.cuh kVarSkipTurn): D 256 causal launches of the ordered diet kernels
   // (slots 29 / 39) run their twins, in which a consumer warpgroup skips its tile's first K/V
   // block when the causal mask hides all of it (warpgroup 0 of every full tile at S_q = S_k).
@@ -312,6 +319,9 @@ void set_last_forward_tail_tiles(int tiles);
 /// Rounds of the balanced table the last forward launch read (Tuning::lpt_schedule; 0: none).
 int last_forward_lpt_rounds();
 void set_last_forward_lpt_rounds(int rounds);
+/// Rounds of Tuning::round_table's table the last forward launch read (0: none; session 70).
+int last_forward_round_table();
+void set_last_forward_round_table(int rounds);
 /// The model's predicted gain of the table over the schedule the last forward launch would run
 /// without it (the zig-zag rounds; past 32 causal m blocks the dynamic scheduler;
 /// lpt_schedule.hpp lpt_predicted_gain). NaN where no table was considered, and for a new shape

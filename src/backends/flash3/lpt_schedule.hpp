@@ -161,6 +161,61 @@ inline double dynamic_max_load(const std::vector<int>& blocks, int bh, int grid,
   return max_load;
 }
 
+/// Session 70 (Tuning::round_table): the busiest CTA's load under the rotated static rounds
+/// (tile_scheduler.cuh tile_of_round with FwdArgs::rotate: CTA c takes tile r x grid + (c + r)
+/// mod grid in round r), tiles of in-head index i costing weight[i] (non-causal: the tiles all
+/// visit the same K/V blocks, so a tile's cost is its weight alone).
+inline double rotated_max_load(const std::vector<double>& weight, int bh, int grid) {
+  const int m = static_cast<int>(weight.size());
+  if (m == 0 || bh <= 0 || grid <= 0) return 0.0;
+  const int64_t tiles = static_cast<int64_t>(m) * bh;
+  std::vector<double> load(grid, 0.0);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t r = t / grid, x = t % grid;  // (x = (c + r) mod grid)
+    load[(x - r % grid + grid) % grid] += weight[t % m];
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+/// Session 70: a table that keeps the rounds (round r runs tiles r x grid .. r x grid + grid - 1,
+/// the rotated rounds' set: every CTA stays on the same few heads, whose K / V are in L2 once)
+/// but chooses which CTA runs which tile of a round. The rounds are assigned last to first, each
+/// round's tiles in decreasing weight to the CTAs in increasing load so far (ties: the lower
+/// CTA index), so the CTAs that run the partial last round get more of the cheap tiles before it.
+/// D 64 non-causal at S_q 1024 (192-row tiles, 6 m blocks, the last with 64 rows at weight p; 512
+/// heads, 132 CTAs): the rotated rounds give 36 CTAs 20 full + 4 partial tiles (20 + 4 p), this
+/// table at most 20 + 3 p or 18 + 6 p (p 0.64: 22.56 -> 21.92 full tiles, +2.9 % in the model).
+/// weight[i]: the cost of a tile with in-head index i (lpt_partial_weight); tiles are numbered as
+/// decode_tile's (t = hb x m + i). max_load in the same units.
+inline LptTable build_round_table(const std::vector<double>& weight, int bh, int grid) {
+  const int m = static_cast<int>(weight.size());
+  LptTable out;
+  if (m == 0 || bh <= 0 || grid <= 0) return out;
+  const int64_t tiles = static_cast<int64_t>(m) * bh;
+  out.rounds = static_cast<int>((tiles + grid - 1) / grid);
+  out.tiles.assign(static_cast<size_t>(out.rounds) * grid, -1);
+  std::vector<double> load(grid, 0.0);
+  std::vector<int> order(grid), ctas(grid);
+  for (int r = out.rounds - 1; r >= 0; --r) {
+    const int64_t t0 = static_cast<int64_t>(r) * grid;
+    const int n = static_cast<int>(std::min<int64_t>(grid, tiles - t0));
+    for (int j = 0; j < n; ++j)
+      order[j] = j;
+    std::stable_sort(order.begin(), order.begin() + n,
+                     [&](int x, int y) { return weight[(t0 + x) % m] > weight[(t0 + y) % m]; });
+    for (int c = 0; c < grid; ++c)
+      ctas[c] = c;
+    std::stable_sort(ctas.begin(), ctas.end(), [&](int x, int y) { return load[x] < load[y]; });
+    for (int j = 0; j < n; ++j) {
+      const int64_t t = t0 + order[j];
+      out.tiles[static_cast<size_t>(r) * grid + ctas[j]] = static_cast<int>(t);
+      load[ctas[j]] += weight[t % m];
+    }
+  }
+  out.max_load = *std::max_element(load.begin(), load.end());
+  return out;
+}
+
 /// Session 47's model (bench/causal_balance_model.py --sweep; the same cost model): the table's
 /// predicted gain over the zig-zag rounds, zig-zag busiest load / table busiest load - 1. Against
 /// 1-second blocks on the H200 (bench/results/2026-11-30-h200-flash3-s47.md calls 2 / 5) the

@@ -513,6 +513,10 @@ TEST_P(Flash3Forward, MatchesReference) {
     flash3::tuning().lpt_schedule = 1;
     flash3::tuning().lpt_partial_pct = 50;
   }
+  // "rtab" / "rtab_off" / "rtab_auto" (session 70): Tuning::round_table forced on / off / at its
+  // auto: the non-causal rotated rounds rebalanced round by round (lpt_schedule.hpp
+  // build_round_table), on c.grid CTAs.
+  flash3::tuning().round_table = c.tag == "rtab" ? 1 : c.tag == "rtab_off" ? 0 : -1;
   if (c.tag == "cluster" || c.tag == "cluster_early") {
     flash3::tuning().cluster = 2;
     flash3::tuning().early_rescale = c.tag == "cluster_early";
@@ -614,6 +618,13 @@ TEST_P(Flash3Forward, MatchesReference) {
         << "lpt table (auto), predicted gain " << lpt_gain;
   if (c.causal == Causal::none && !c.score_mod())
     EXPECT_TRUE(std::isnan(lpt_gain)) << "a non-causal launch asked the lpt model";
+  // Session 70: the round table runs exactly where the rounds rotate (a partial last m block of
+  // 192-row tiles) when forced, and at these shapes by the auto too (model +3.4..+5.2 %); never
+  // when off, nor on a causal launch.
+  if (c.tag.rfind("rtab", 0) == 0)
+    EXPECT_EQ(flash3::last_forward_round_table() > 0, c.tag != "rtab_off" && c.sq % 192 != 0)
+        << "round table";
+  if (c.causal != Causal::none) EXPECT_EQ(flash3::last_forward_round_table(), 0) << "causal";
   // "auto48long" (session 48): a long causal launch (> 32 m blocks at D 128 / 256, the
   // dynamic scheduler's auto) where the model predicts 37-40 % over that scheduler on 66 CTAs
   // (D 64: 23 m blocks of 192 rows, the length rule's table).
@@ -984,6 +995,20 @@ std::vector<Cfg> cases() {
         add({"lptw", 1, 3200, 3200, 4, 1, 0, bf, Causal::top_left, false, false, true, 1.f, 13});
         add({"lptw", 2, 1050, 1200, 6, 2, 0, bf, Causal::bottom_right, false, false, false, 4.f,
              7});
+      }
+      // Session 70 ("rtab*", Tuning::round_table): D 64 non-causal, 3 warpgroups, a partial last m
+      // block (40 / 140 / 16 rows), several rounds on few CTAs with a partial last round: GQA 3,
+      // f16 with a 128-row last tile, MQA with jumping maxima; a whole-tile shape (768 rows: the
+      // rounds do not rotate, so no table); the auto (model +5.2 %) and the knob off.
+      if (d == 64) {
+        const auto bf = DType::bf16;
+        const auto nc = Causal::none;
+        add({"rtab", 2, 1000, 1100, 6, 2, 0, bf, nc, false, false, false, 1.f, 7});
+        add({"rtab", 1, 1100, 700, 8, 8, 0, DType::f16, nc, false, false, false, 1.f, 13});
+        add({"rtab", 3, 400, 700, 5, 1, 0, bf, nc, false, false, false, 4.f, 4});
+        add({"rtab", 2, 768, 500, 6, 2, 0, bf, nc, false, false, false, 1.f, 7});
+        add({"rtab_auto", 2, 1024, 1024, 10, 10, 0, bf, nc, false, false, false, 1.f, 9});
+        add({"rtab_off", 2, 1000, 1100, 6, 2, 0, bf, nc, false, false, false, 1.f, 7});
       }
       // Session 63 helper ("d256tma*", ATTNKIT_FLASH3_FWD_D256_TMA_EPI): D 256 O through 2 KB
       // staging chunks per consumer warp and TMA stores where the build stages O (at 1 the causal
