@@ -241,7 +241,12 @@ inline int lpt_mode(const FwdArgs& a, int d) {
 }
 /// Tuning::round_table (session 70; lpt_schedule.hpp build_round_table): -1 = auto
 /// (kRoundTableAuto: where the model predicts kRoundTableMinGain or more over the rotated rounds),
-/// 0 = off, 1 = on wherever the rounds rotate (any predicted gain).
+/// 0 = off, 1 = on wherever the rounds rotate (any predicted gain). Measured (H200, 1-second
+/// blocks, 3 rounds, the auto against rtab:0, rounds 1 / 2; bench/results/2026-12-02-h200-flash3-
+/// s70.md calls 3 / 5), D 64 non-causal, B = 16384 / S, 32 heads: S 1024 +1.8 / +2.0 % (model
+/// +3.0), 2048 +1.4 / +1.6 (+2.3), 4096 +1.0 / +1.0 (+1.5), 1280 +3.6 / +3.2 (+5.0), 1400
+/// +2.3 / +2.2 (+3.2), 2560 +2.7 / +3.1 (+5.0), 3000 +1.0 / +1.4 (+1.7); at 1088 (+0.8, under
+/// the bar) forced +0.4..+0.8; 16384 predicts 0 and keeps the rounds.
 inline constexpr bool kRoundTableAuto = true;
 inline constexpr double kRoundTableMinGain = 0.015;
 inline bool round_table_wanted() {
@@ -329,7 +334,8 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
                                 section_mb,
                                 partial_pct};
   auto build = [&] {
-    if (round_table) {  // (non-causal: in-head index i is m block i; every tile visits the same blocks)
+    // (non-causal: in-head index i is m block i, and every tile visits the same K/V blocks)
+    if (round_table) {
       std::vector<double> weight(a.num_m_blocks);
       for (int i = 0; i < a.num_m_blocks; ++i)
         weight[i] = lpt_partial_weight(std::min(Tr::kBlockM, a.seqlen_q - i * Tr::kBlockM),
@@ -945,8 +951,9 @@ void launch_forward(const Params& p) {
   // that balance them (lpt_schedule.hpp build_round_table: the CTAs that run the partial last
   // round take more of the cheap partial m blocks). Session 61's table here (longest first within
   // 32 MB sections) lost 0.9-5.7 %; this one keeps each round's set of tiles, so the CTAs stay
-  // on the same heads as with the rounds. Model at D 64 nc 1k: +2.9 %. (A split tail, which runs
-  // only the full rounds in launch 1, drops it: launch_split_tail.)
+  // on the same heads as with the rounds: D 64 nc 1k +1.8..+2.0 % (round_table_wanted has the
+  // measurements). (A split tail, which runs only the full rounds in launch 1, drops it:
+  // launch_split_tail.)
   set_last_forward_round_table(0);
   if (a.rotate && !dynamic && a.sched_table == nullptr && ctas < a.num_tiles &&
       round_table_wanted()) {
