@@ -1,4 +1,5 @@
-# Session 70 call 1 (prepared in session 69, never run; cold, ~260 s): the split last tile's v2
+# Session 70 call 1 (prepared in session 69, ran as written; cold, ~260 s): the split last tile's v2
+# (Ran on main 571a33c; the patches no longer apply to later trees: bench/patches/README.md.)
 # (bench/patches/f3-split-last-v2-s69.patch on top of f3-split-last-s69.patch): each own block's
 # P V issued right after its softmax instead of deferred to the next own Q K^T, so a private V
 # stage (single-buffered) reloads while its owner runs the next Q K^T and softmax, not after the

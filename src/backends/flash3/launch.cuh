@@ -952,8 +952,8 @@ void launch_forward(const Params& p) {
   // round take more of the cheap partial m blocks). Session 61's table here (longest first within
   // 32 MB sections) lost 0.9-5.7 %; this one keeps each round's set of tiles, so the CTAs stay
   // on the same heads as with the rounds: D 64 nc 1k +1.8..+2.0 % (round_table_wanted has the
-  // measurements). (A split tail, which runs only the full rounds in launch 1, drops it:
-  // launch_split_tail.)
+  // measurements). (The split tail runs at D 128 / 256 only, whose rounds never rotate; should
+  // the two meet, launch_split_tail drops the table, as its launch 1 runs only the full rounds.)
   set_last_forward_round_table(0);
   if (a.rotate && !dynamic && a.sched_table == nullptr && ctas < a.num_tiles &&
       round_table_wanted()) {

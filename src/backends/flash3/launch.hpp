@@ -219,8 +219,8 @@ struct Tuning {
   // launches on the rotated rounds (D 64's 3-warpgroup kernel with a partial last m block) read a
   // host-built table that keeps each round's tiles but gives the CTAs of the partial last round
   // more of the cheap partial tiles. -1 = auto (where the model predicts kRoundTableMinGain or
-  // more), 0 = off, 1 = on wherever the rounds rotate. Not with the split tail (its launch 1
-  // keeps the rotated full rounds).
+  // more), 0 = off, 1 = on wherever the rounds rotate (D 64 only: the split tail, D 128 / 256,
+  // never meets it).
   int round_table = -1;
   // Session 48 (mainloop.cuh kVarSkipTurn): D 256 causal launches of the ordered diet kernels
   // (slots 29 / 39) run their twins, in which a consumer warpgroup skips its tile's first K/V
