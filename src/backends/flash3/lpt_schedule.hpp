@@ -1,6 +1,8 @@
 // A balanced static schedule for the causal forward (session 46; Tuning::lpt_schedule): which
 // tile each persistent CTA runs in each round, computed on the host and read by the kernels'
-// static_tile (tile_scheduler.cuh) instead of the zig-zag rounds.
+// static_tile (tile_scheduler.cuh) instead of the zig-zag rounds. Session 70 (Tuning::
+// round_table): the same kind of table for non-causal launches on the rotated rounds,
+// build_round_table at the end of this file.
 //
 // Why (bench/notes/fwd-d64-causal-1k-s47.md section 3): causal tiles are unequal (a tile at m
 // block m visits m + 1 K/V blocks of 128 keys at D 64 / 128), and the zig-zag rounds leave the
