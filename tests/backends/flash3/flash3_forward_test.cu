@@ -619,9 +619,10 @@ TEST_P(Flash3Forward, MatchesReference) {
   if (c.causal == Causal::none && !c.score_mod())
     EXPECT_TRUE(std::isnan(lpt_gain)) << "a non-causal launch asked the lpt model";
   // Session 70: the round table runs exactly where the rounds rotate (a partial last m block of
-  // 192-row tiles) when forced, and at these shapes by the auto too (model +3.4..+5.2 %); never
-  // when off, nor on a causal launch.
-  if (c.tag.rfind("rtab", 0) == 0)
+  // 192-row tiles) when forced, and at these shapes by the auto too (model +3.4..+5.2 % on the
+  // case's grid; a device with fewer SMs runs another grid, so the auto case is checked only on
+  // one with at least as many); never when off, nor on a causal launch.
+  if (c.tag.rfind("rtab", 0) == 0 && (c.tag != "rtab_auto" || sms >= c.grid))
     EXPECT_EQ(flash3::last_forward_round_table() > 0, c.tag != "rtab_off" && c.sq % 192 != 0)
         << "round table";
   if (c.causal != Causal::none) EXPECT_EQ(flash3::last_forward_round_table(), 0) << "causal";
