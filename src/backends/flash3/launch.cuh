@@ -126,12 +126,6 @@ bool launch_split_tail(const Params& p, FwdArgs& a, void (*kernel)(FwdArgs), int
   a2.tail_counters =
       cuda::zeroed_counters(static_cast<size_t>(rest) * kWarps, p.device.index, stream);
   a.num_rounds = a.num_tiles / ctas;  // launch 1: the full rounds (static_tile)
-  // (Tuning::round_table's table balances every round, the partial one included: launch 1 runs
-  // the rotated full rounds instead. Causal launches, the other tables' users, take no tail.)
-  if (a.sched_table != nullptr) {
-    a.sched_table = nullptr;
-    set_last_forward_round_table(0);
-  }
   const int probe = tuning().tail_probe;
   if (probe != 2 && cluster_cfg != nullptr) {  // (the twin: kernel_smem is in cluster_cfg)
     cudaLaunchConfig_t cfg1 = *cluster_cfg;
@@ -333,13 +327,17 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
                                 a.group,
                                 section_mb,
                                 partial_pct};
+  // (a tile's model weight by its m block: lpt_partial_weight of the rows it holds)
+  const auto rows_weight = [&](int m) {
+    return lpt_partial_weight(std::min(Tr::kBlockM, a.seqlen_q - m * Tr::kBlockM), Tr::kBlockM,
+                              partial_pct / 100.0);
+  };
   auto build = [&] {
     // (non-causal: in-head index i is m block i, and every tile visits the same K/V blocks)
     if (round_table) {
       std::vector<double> weight(a.num_m_blocks);
       for (int i = 0; i < a.num_m_blocks; ++i)
-        weight[i] = lpt_partial_weight(std::min(Tr::kBlockM, a.seqlen_q - i * Tr::kBlockM),
-                                       Tr::kBlockM, partial_pct / 100.0);
+        weight[i] = rows_weight(i);
       LptTable t = build_round_table(weight, bh, ctas);
       const double base = rotated_max_load(weight, bh, ctas);
       return std::make_pair(std::move(t), lpt_predicted_gain(t, base));
@@ -350,9 +348,7 @@ const int* lpt_table_device(const Params& p, FwdArgs& a, int ctas, cudaStream_t 
     for (int i = 0; i < a.num_m_blocks; ++i) {  // (decode_tile: in-head index i, causal m reversed)
       const int m = a.num_m_blocks - 1 - i;     // (only causal launches build a table)
       blocks[i] = num_n_blocks<Tr>(a, m);
-      if (!weight.empty())
-        weight[i] = lpt_partial_weight(std::min(Tr::kBlockM, a.seqlen_q - m * Tr::kBlockM),
-                                       Tr::kBlockM, partial_pct / 100.0);
+      if (!weight.empty()) weight[i] = rows_weight(m);
     }
     const int64_t kv_bytes = 4 * static_cast<int64_t>(p.seqlen_k) * p.head_dim / a.group;
     LptTable t = build_lpt_table(blocks, bh, ctas,
@@ -952,8 +948,8 @@ void launch_forward(const Params& p) {
   // round take more of the cheap partial m blocks). Session 61's table here (longest first within
   // 32 MB sections) lost 0.9-5.7 %; this one keeps each round's set of tiles, so the CTAs stay
   // on the same heads as with the rounds: D 64 nc 1k +1.8..+2.0 % (round_table_wanted has the
-  // measurements). (The split tail runs at D 128 / 256 only, whose rounds never rotate; should
-  // the two meet, launch_split_tail drops the table, as its launch 1 runs only the full rounds.)
+  // measurements). (Never with the split tail: that runs at D 128 / 256 only, 2 warpgroups,
+  // whose rounds never rotate.)
   set_last_forward_round_table(0);
   if (a.rotate && !dynamic && a.sched_table == nullptr && ctas < a.num_tiles &&
       round_table_wanted()) {
