@@ -1,6 +1,6 @@
 # Session 71 call 1 (prepared in session 70 after the device time, never run; cold, ~300 s): the
 # round table on causal launches (Tuning::round_table = 2, bench/patches/f3-rtab-causal-s70.patch:
-# `git apply` on main 3baabca or later). 1. A D 64 + D 128 shim and the D 64 / 128 test tree at
+# `git apply` on main 36c4f8b or later). 1. A D 64 + D 128 shim and the D 64 / 128 test tree at
 # once. 2. The rtab / rtab2 / lpt cases and the causal forward cases of D 64 / 128. 3.
 # flash3_knob_ab.py def (the autos: the LPT table at D 64 causal 4k, the zig-zag rounds at 1k) /
 # r2 (rtab:2) / def2 at D 64 / 128 causal 1k / 4k (1-s blocks, 3 rounds).
