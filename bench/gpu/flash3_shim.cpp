@@ -160,8 +160,9 @@ extern "C" void flash3_set_knobs_tail_probe(int tail_probe) {
 extern "C" void flash3_set_knobs_tc(int tc_row_sum) {
   attnkit::flash3::tuning().tc_row_sum = tc_row_sum;
 }
-// Session 57 (helper 52): Tuning::multicast_tail (0 = off, the default / 1 = the 2-CTA multicast
-// twin takes the split tail where Tuning::tail_split's rule, or tail_split = 1, runs it).
+// Session 57 (helper 52): Tuning::multicast_tail (0 = off / 1 = the 2-CTA multicast twin takes the
+// split tail where Tuning::tail_split's rule, or tail_split = 1, runs it / -1 = auto, the default
+// since session 71: D 128 from kMulticastTail128MinSeqlenK keys).
 extern "C" void flash3_set_knobs_mctail(int multicast_tail) {
   attnkit::flash3::tuning().multicast_tail = multicast_tail;
 }

@@ -65,7 +65,7 @@ def load(lib_path):
                    ordered=-1, early=0, vst=2, cluster=-1, legacy=0, kv256=0, ring=0, uni=-1, lazy=-1,
                    qreg=0, diet=-1, tmaepi=-1, rotate=-1, qpf=-1, kvpf=0,
                    epi=-1, tail=-1, tailmin=-1, grid=0, tprobe=0, tc=-1, lpt=-1, lptmb=0,
-                   skip=-1, mctail=0, edgenc=-1, lptw=-1, smempad=0, rtab=-1):
+                   skip=-1, mctail=-1, edgenc=-1, lptw=-1, smempad=0, rtab=-1):
         lib.flash3_set_tuning(pingpong, persistent, wide_n)
         lib.flash3_set_knobs(q_bufs, scheduler, wgs, overlap, ordered)
         lib.flash3_set_knobs2(early, vst, cluster, legacy)
@@ -109,7 +109,7 @@ def load(lib_path):
             raise SystemExit("skip: the shim has no flash3_set_knobs_skip")
         if knobs_mctail is not None:  # (the multicast twin with the split tail)
             knobs_mctail(mctail)
-        elif mctail != 0:
+        elif mctail != -1:
             raise SystemExit("mctail: the shim has no flash3_set_knobs_mctail")
         if knobs_edge_nc is not None:  # (D 64 slot 14's non-causal twin, all edge-diet parts)
             knobs_edge_nc(edgenc)

@@ -262,6 +262,12 @@ inline bool multicast_wanted(const Params& p, int d) {
   return keys && (tuning().tail_split != 1 || tuning().multicast_tail == 1) &&
          tuning().max_grid <= 0;
 }
+/// Tuning::multicast_tail or its auto (-1: D 128 from kMulticastTail128MinSeqlenK keys): the
+/// multicast twin, where it runs, takes the split tail (launch_split_tail's rule still decides).
+inline bool multicast_tail_wanted(const Params& p, int d) {
+  if (tuning().multicast_tail >= 0) return tuning().multicast_tail == 1;
+  return d == 128 && p.seqlen_k >= kMulticastTail128MinSeqlenK;
+}
 inline bool dynamic_schedule(const FwdArgs& a) {
   return tuning().persistent &&
          (tuning().scheduler == 1 || (tuning().scheduler < 0 && long_causal_launch(a)));
@@ -961,12 +967,13 @@ void launch_forward(const Params& p) {
   set_last_forward_dynamic(a.tile_counter != nullptr);
   // D = 128: 128-key tiles, 2 WGs, 2 V stages, after a diet kernel; D = 256: 64-key tiles, 2 V
   // stages, after any slot.
-  // Session 57 (Tuning::multicast_tail, off by default: +1.1 % at 16k, -0.3 % at 4k): after the
-  // multicast twin too (D 128 slots 55 / 71 / 77, D 256 69 / 79), launch 1 then its cluster launch
-  // (cfg) over the full rounds; not after Tuning::cluster = 2's plain cluster kernels (slots 4-7).
-  // (Why: D 128 nc 4k / 16k, 2048 tiles on 132 CTAs, the twin's last round runs 68 of 132.)
+  // Session 57 (Tuning::multicast_tail; +1.1 % at 16k, -0.3 % at 4k; the auto since session 71:
+  // D 128 from kMulticastTail128MinSeqlenK keys): after the multicast twin too (D 128 slots 55 /
+  // 71 / 77, D 256 69 / 79), launch 1 then its cluster launch (cfg) over the full rounds; not
+  // after Tuning::cluster = 2's plain cluster kernels (slots 4-7). (Why: D 128 nc 4k / 16k, 2048
+  // tiles on 132 CTAs, the twin's last round runs 68 of 132.)
   if constexpr ((kQRegCapable || D == 256) && kDietCapable) {
-    const bool mc_tail = multicast && tuning().multicast_tail == 1;
+    const bool mc_tail = multicast && multicast_tail_wanted(p, D);
     if (launch_split_tail<D, BF16, BN, WGs, VS, kDietVar>(
             p, a, kernel, smem,
             (D == 256 || diet) && persistent && !dynamic && (!cl2 || mc_tail) && ctas < a.num_tiles,

@@ -186,8 +186,10 @@ struct Tuning {
   // (bench/notes/fwd-mc-tail-s56.md predicted +1..+2.5 % over the twin). Measured (H200, same
   // process, session 57 call 2): D 128 nc 16k +1.1 %, nc 4k -0.3 / -0.4 %; the tail tiles' bits
   // differ from the twin's (their keys summed in another order; the mctail tests check the oracle).
-  // 0 = off (the twin runs every round itself; the default: 4k is the short row).
-  int multicast_tail = 0;
+  // 0 = off (the twin runs every round itself). -1 = auto (session 71): D 128 from
+  // kMulticastTail128MinSeqlenK keys (below), where launch_split_tail's own rule (last round <= 80 %
+  // of the grid, >= 4096 keys a tile) would split; never at D 256 (session 59: +0.2 % at 16k).
+  int multicast_tail = -1;
   // Session 40: the D = 128 default past Sk 2048 (slot 31) with the softmax's row sums as 8 more
   // columns of P V (mainloop.cuh kVarTcSum; launch slot kTcSumSlot): l then sums the 16-bit P
   // that P V multiplies (lse moves by at most log(1 + 2^-8) in bf16 against fp32 sums of the
@@ -281,6 +283,10 @@ inline constexpr int kMulticastSlotBase = 40;
 /// 2048 keys (4096 before). (Session 57: with Tuning::multicast_tail = 1 it no longer yields to
 /// tail_split = 1; the twin takes the tail.)
 inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
+/// Tuning::multicast_tail's auto (session 71): the D 128 multicast twin takes the split tail from
+/// this many keys. Session 57 measured +1.1 % at 16k and -0.3 / -0.4 % at 4k (H200, 1-second
+/// blocks); session 71's A/B at 4k-16k (bench/notes/session71.md, call 2) placed the threshold.
+inline constexpr int64_t kMulticastTail128MinSeqlenK = 8192;
 /// D 256 (session 59, H200, one process, 1-second blocks under the power cap, 3 rounds; rounds 1 /
 /// 2 against the default, bench/results/2026-12-01-h200-flash3-s59-call3-ab.json): the twin of
 /// slot 39 (79) non-causal 2k +0.5 / +0.9 %, 4k +1.2 / +0.8 %, 16k +0.2 / +0.3 % (there against the

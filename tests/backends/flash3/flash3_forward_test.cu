@@ -719,7 +719,14 @@ TEST_P(Flash3Forward, MatchesReference) {
   // (2 x the 2-CTA clusters that fit, <= the SMs) is not known here: the cases have more tiles
   // than SMs, and tile counts (160 = 2^5 x 5, 288 = 2^5 x 3^2) that the H100 / H200 grid (132;
   // 114 on a PCIe H100) does not divide, so the last round is partial; its tiles are whole pairs.
-  if (c.tag == "mctail" && (c.d == 128 || c.d == 256)) {
+  // Session 71: the auto takes the tail at D 128 from kMulticastTail128MinSeqlenK keys only; the
+  // "mc" cases (fewer keys) and D 256 run the twin alone.
+  if (c.tag == "mc" && c.d == 128)
+    EXPECT_EQ(flash3::last_forward_tail_tiles(), 0) << "no split tail below the auto's keys";
+  if (c.tag == "mctail_auto" && c.d == 256)
+    EXPECT_EQ(flash3::last_forward_tail_tiles(), 0) << "no multicast-tail auto at D 256";
+  if ((c.tag == "mctail" || (c.tag == "mctail_auto" && c.d == 128)) &&
+      (c.d == 128 || c.d == 256)) {
     const int64_t tiles = c.b * c.hq * ((c.sq + 127) / 128);
     ASSERT_GT(tiles, sms) << "an mctail case needs more tiles than SMs";
     const int tail = flash3::last_forward_tail_tiles();
@@ -1075,6 +1082,11 @@ std::vector<Cfg> cases() {
         add({"mctail", 2, 512, 1000, 20, 4, 0, bf, nc, false, false, true});
         add({"mctail", 3, 700, 2500, 16, 2, 0, bf, nc, false, false, true});
         add({"mctail", 2, 256, 3000, 40, 1, 0, bf, nc, false, false, true, 4.f});
+        // Session 71: the auto (Tuning::multicast_tail = -1) at D 128 from
+        // kMulticastTail128MinSeqlenK keys, default knobs: 160 tiles as above, a partial last K/V
+        // block; D 256 (no auto) must run the twin alone on the same shape.
+        const int sk_auto = static_cast<int>(flash3::kMulticastTail128MinSeqlenK) + 100;
+        add({"mctail_auto", 1, 1024, sk_auto, 20, 4, 0, bf, nc, false, false, true});
       }
       // Session 23: softcap, ALiBi, sliding windows (launch_forward_score_mod). Windows: both
       // edges with Sq != Sk (rows whose range is empty at the start and the end), left only with
