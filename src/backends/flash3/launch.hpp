@@ -284,8 +284,11 @@ inline constexpr int kMulticastSlotBase = 40;
 /// tail_split = 1; the twin takes the tail.)
 inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
 /// Tuning::multicast_tail's auto (session 71): the D 128 multicast twin takes the split tail from
-/// this many keys. Session 57 measured +1.1 % at 16k and -0.3 / -0.4 % at 4k (H200, 1-second
-/// blocks); session 71's A/B at 4k-16k (bench/notes/session71.md, call 2) placed the threshold.
+/// this many keys. Measured (H200, one process, 1-second blocks under the power cap, BENCHMARKS.md's
+/// B x H, against multicast_tail = 0; rounds 1 / 2, bench/results/2026-12-02-h200-flash3-s71-call2-
+/// mctail.json): non-causal 8k +1.2 / +1.1 %, 12k +0.6 / +0.4, 16k +1.5 / +1.5 (the twin forced
+/// with the tail: 4k -0.4 / -0.5, 6k +0.2 / -1.0 in a row whose identical copies moved +-1 %);
+/// the gain is per cycle (the last round's idle SMs), not clock. Session 57: 16k +1.1, 4k -0.3.
 inline constexpr int64_t kMulticastTail128MinSeqlenK = 8192;
 /// D 256 (session 59, H200, one process, 1-second blocks under the power cap, 3 rounds; rounds 1 /
 /// 2 against the default, bench/results/2026-12-01-h200-flash3-s59-call3-ab.json): the twin of
