@@ -187,8 +187,9 @@ struct Tuning {
   // process, session 57 call 2): D 128 nc 16k +1.1 %, nc 4k -0.3 / -0.4 %; the tail tiles' bits
   // differ from the twin's (their keys summed in another order; the mctail tests check the oracle).
   // 0 = off (the twin runs every round itself). -1 = auto (session 71): D 128 from
-  // kMulticastTail128MinSeqlenK keys (below), where launch_split_tail's own rule (last round <= 80 %
-  // of the grid, >= 4096 keys a tile) would split; never at D 256 (session 59: +0.2 % at 16k).
+  // kMulticastTail128MinSeqlenK keys (below), where launch_split_tail's own rule (a last round of
+  // at most 80 % of the grid, 4096 keys a tile or more) would split; never at D 256 (session 59:
+  // +0.2 % at 16k).
   int multicast_tail = -1;
   // Session 40: the D = 128 default past Sk 2048 (slot 31) with the softmax's row sums as 8 more
   // columns of P V (mainloop.cuh kVarTcSum; launch slot kTcSumSlot): l then sums the 16-bit P
@@ -284,11 +285,12 @@ inline constexpr int kMulticastSlotBase = 40;
 /// tail_split = 1; the twin takes the tail.)
 inline constexpr int64_t kMulticast128MinSeqlenK = 2048;
 /// Tuning::multicast_tail's auto (session 71): the D 128 multicast twin takes the split tail from
-/// this many keys. Measured (H200, one process, 1-second blocks under the power cap, BENCHMARKS.md's
-/// B x H, against multicast_tail = 0; rounds 1 / 2, bench/results/2026-12-02-h200-flash3-s71-call2-
-/// mctail.json): non-causal 8k +1.2 / +1.1 %, 12k +0.6 / +0.4, 16k +1.5 / +1.5 (the twin forced
-/// with the tail: 4k -0.4 / -0.5, 6k +0.2 / -1.0 in a row whose identical copies moved +-1 %);
-/// the gain is per cycle (the last round's idle SMs), not clock. Session 57: 16k +1.1, 4k -0.3.
+/// this many keys. Measured (H200, one process, 1-second blocks under the power cap,
+/// BENCHMARKS.md's B x H, against multicast_tail = 0; rounds 1 / 2; bench/results/
+/// 2026-12-02-h200-flash3-s71-call2-mctail.json): non-causal 8k +1.2 / +1.1 %, 12k +0.6 / +0.4,
+/// 16k +1.5 / +1.5 (the twin forced with the tail: 4k -0.4 / -0.5, 6k +0.2 / -1.0 in a row whose
+/// identical copies moved +-1 %); the gain is per cycle (the last round's idle SMs), not clock.
+/// Session 57: 16k +1.1, 4k -0.3.
 inline constexpr int64_t kMulticastTail128MinSeqlenK = 8192;
 /// D 256 (session 59, H200, one process, 1-second blocks under the power cap, 3 rounds; rounds 1 /
 /// 2 against the default, bench/results/2026-12-01-h200-flash3-s59-call3-ab.json): the twin of
