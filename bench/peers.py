@@ -518,7 +518,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="S 1k,4k,16k; D 128; fewer peers' flex")
     ap.add_argument("--json", default=None)
     ap.add_argument("--md", default=None, help="also write the summary table (markdown) here")
-    ap.add_argument("--commit", default="", help="commit id to record (default: git rev-parse)")
+    ap.add_argument("--commit", default="",
+                    help="commit id to record (default: env ATTNKIT_COMMIT, else git rev-parse)")
     ap.add_argument("--summarize", default=None, help="print the table of an existing JSON")
     ap.add_argument("--no-preflight", action="store_true",
                     help="skip running each attnkit backend once in a child process first")
@@ -559,7 +560,9 @@ def main():
 
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 50 << 20)
-    commit = args.commit
+    # (--commit, else ATTNKIT_COMMIT: on the device machine the copy's .git names the session's
+    # first commit, not the tree that was sent; session 71's tables read c0d973a for 8571cf7)
+    commit = args.commit or os.environ.get("ATTNKIT_COMMIT", "")
     try:
         commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
