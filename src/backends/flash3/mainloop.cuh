@@ -751,7 +751,9 @@ inline constexpr bool kD128Ring =
 // wait unchanged (3 before, 31 after); spills 124 / 184 -> 116 / 172 B (68 / 104 -> 60 / 96);
 // +848..+872 static instructions (the second turn body). H200, same process, 0 bits differing
 // (session 56 call 1): +1.9..+2.8 % at nc / causal 4k and 4224, causal 16k +2.5 %, nc 16k
-// +1.1..+1.6 %; causal 1k (slot 119, 16 blocks a tile) -1.2 %.
+// +1.1..+1.6 %; causal 1k (slot 119, 16 blocks a tile) +1.3 / +1.2 % (rounds 1 / 2; session
+// 56's notes said -1.2 %, a sign slip found in session 71: the call's table and raw rows read
+// 1.013 / 1.012).
 #ifndef ATTNKIT_FLASH3_FWD_D256_RING
 #define ATTNKIT_FLASH3_FWD_D256_RING 1
 #endif
