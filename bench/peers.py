@@ -62,14 +62,27 @@ def log(msg):
     print(msg, flush=True)
 
 
+def record_commit(explicit=""):
+    """The commit a JSON header records: `explicit` (--commit), else env ATTNKIT_COMMIT (on the
+    device machine the copy's .git names the session's first commit, not the tree that was sent;
+    session 71's table read c0d973a for 8571cf7), else git rev-parse, else "unknown"."""
+    commit = explicit or os.environ.get("ATTNKIT_COMMIT", "")
+    try:
+        commit = commit or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except OSError:
+        pass
+    return commit or "unknown"
+
+
 def run_doc(torch, lib, method):
     """The JSON header of a one-process benchmark (date, device, torch, ceilings, method, commit:
-    env ATTNKIT_COMMIT, the device copy's .git being stale, else git), its line logged."""
+    record_commit), its line logged."""
     dev = torch.cuda.get_device_name()
     ceil = ceilings(torch)
     log(f"{dev}; torch {torch.__version__}; attnkit {lib.version()}; ceilings {ceil}")
-    commit = os.environ.get("ATTNKIT_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = record_commit()
     return {"date": datetime.date.today().isoformat(), "device": dev, "torch": torch.__version__,
             "ceilings": ceil, "method": method, "commit": commit, "rows": []}
 
@@ -560,16 +573,9 @@ def main():
 
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 50 << 20)
-    # (--commit, else ATTNKIT_COMMIT: on the device machine the copy's .git names the session's
-    # first commit, not the tree that was sent; session 71's tables read c0d973a for 8571cf7)
-    commit = args.commit or os.environ.get("ATTNKIT_COMMIT", "")
-    try:
-        commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
-    except OSError:
-        commit = "unknown"
+    commit = record_commit(args.commit)
     doc = {"gpu": torch.cuda.get_device_name(0), "date": datetime.date.today().isoformat(),
-           "commit": commit or "unknown", "torch": torch.__version__.split("+")[0],
+           "commit": commit, "torch": torch.__version__.split("+")[0],
            "cudnn": torch.backends.cudnn.version(), "l2_bytes": l2,
            "method": {"runs": args.runs, "warmup": args.warmup, "pause_s": args.pause,
                       "preheat_s": args.preheat, "clocks": bool(args.clocks),

@@ -233,18 +233,17 @@ inline int lpt_mode(const FwdArgs& a, int d) {
   if (a.seqlen_q >= kLptMinSeqlenQ && d == 256 && !long_causal_launch(a)) return 1;
   return 3;
 }
-/// Tuning::round_table (session 70; lpt_schedule.hpp build_round_table): -1 = auto
-/// (kRoundTableAuto: where the model predicts kRoundTableMinGain or more over the rotated rounds),
-/// 0 = off, 1 = on wherever the rounds rotate (any predicted gain). Measured (H200, 1-second
+/// Tuning::round_table (session 70; lpt_schedule.hpp build_round_table): -1 = auto (where the
+/// model predicts kRoundTableMinGain or more over the rotated rounds), 0 = off, 1 = on wherever
+/// the rounds rotate (any predicted gain). Measured (H200, 1-second
 /// blocks, 3 rounds, the auto against rtab:0, rounds 1 / 2; bench/results/2026-12-02-h200-flash3-
 /// s70.md calls 3 / 5), D 64 non-causal, B = 16384 / S, 32 heads: S 1024 +1.8 / +2.0 % (model
 /// +3.0), 2048 +1.4 / +1.6 (+2.3), 4096 +1.0 / +1.0 (+1.5), 1280 +3.6 / +3.2 (+5.0), 1400
 /// +2.3 / +2.2 (+3.2), 2560 +2.7 / +3.1 (+5.0), 3000 +1.0 / +1.4 (+1.7); at 1088 (+0.8, under
 /// the bar) forced +0.4..+0.8; 16384 predicts 0 and keeps the rounds.
-inline constexpr bool kRoundTableAuto = true;
 inline constexpr double kRoundTableMinGain = 0.015;
 inline bool round_table_wanted() {
-  return tuning().round_table == 1 || (tuning().round_table < 0 && kRoundTableAuto);
+  return tuning().round_table != 0;
 }
 /// Modes 2 and 3 (launch_forward only): the long causal launches run the static schedule with the
 /// table instead of the dynamic scheduler's auto (mode 3: where the model predicts a gain; the
